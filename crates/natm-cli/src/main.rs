@@ -1,0 +1,58 @@
+//! `natm`: the command-line front end of natm.
+//!
+//! Each subcommand lives in its own module under `cmd/` and returns a [`CmdResult`]; `main`
+//! turns an error into a one-line message on stderr and exit status 2 (bad input) or 1
+//! (a refusal or failure the command reports).
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+/// A command's failure: what to print and how to exit.
+#[derive(Debug)]
+pub struct CliError {
+    /// Exit status: 2 for bad input, 1 for other failures.
+    pub code: u8,
+    /// One line, without the program name.
+    pub message: String,
+}
+
+impl CliError {
+    /// Bad input from the user (exit 2).
+    pub fn usage(message: impl Into<String>) -> Self {
+        CliError { code: 2, message: message.into() }
+    }
+    /// A failure that is not the user's input (exit 1).
+    pub fn failure(message: impl Into<String>) -> Self {
+        CliError { code: 1, message: message.into() }
+    }
+}
+
+/// What every subcommand returns.
+pub type CmdResult = Result<(), CliError>;
+
+#[derive(Parser)]
+#[command(name = "natm", version, about = "natm: a native-mode ATM network in user space")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    // Subcommands are added here, one module each under cmd/.
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result: CmdResult = match cli.command {};
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("natm: {}", e.message);
+            ExitCode::from(e.code)
+        }
+    }
+}

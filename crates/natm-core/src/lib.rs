@@ -1,0 +1,19 @@
+//! natm's shared vocabulary: the types every other crate speaks.
+//!
+//! This crate is pure: no I/O, no clocks, no randomness, no `unsafe`. It builds without `std`
+//! (with `alloc`), like every protocol core in natm.
+//!
+//! * [`time`]: [`Instant`](time::Instant) and [`Duration`](time::Duration) in nanoseconds. Time
+//!   is always passed in by the caller; nothing here reads a clock.
+//! * [`id`]: range-checked [`Vpi`](id::Vpi), [`Vci`](id::Vci), [`VcId`](id::VcId) and
+//!   [`Itf`](id::Itf) newtypes, with the UNI and NNI limits of ITU-T I.361.
+#![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+pub mod id;
+pub mod time;
+
+pub use id::{HeaderFormat, IdError, Itf, VcId, Vci, Vpi};
+pub use time::{Duration, Instant};

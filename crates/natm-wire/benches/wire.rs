@@ -1,0 +1,2 @@
+//! Wire-format benchmarks (filled in with the formats).
+fn main() {}
