@@ -1,5 +1,30 @@
-//! ATM wire formats (placeholder module list; filled in below).
+//! ATM wire formats, as zero-copy views and parsed representations.
+//!
+//! Every format follows smoltcp's `wire` pattern: a view type over a byte buffer with
+//! `new_unchecked`, `new_checked`, getters and setters, and a parsed representation with
+//! `parse`/`emit`. Parse untrusted bytes with `new_checked`: then no getter can panic. Build
+//! outgoing bytes with `new_unchecked` over a buffer you sized; never use `new_checked` on an
+//! emission buffer.
+//!
+//! * [`cell`]: the 53-byte cell, UNI and NNI headers, PTI/CLP, HEC and the I.432 receiver.
+//! * [`aal5`]: the AAL5 CPCS-PDU (I.363.5): trailer, CRC-32, segmentation and reassembly.
+//! * [`oam`]: OAM F4/F5 cells (I.610): AIS, RDI, continuity check, loopback, CRC-10.
+//! * [`rm`]: the ABR rate format of RM cells.
+//! * [`llc`]: RFC 2684 encapsulations (LLC/SNAP routed and bridged, VC-mux).
+//! * [`atmarp`]: RFC 2225 ATMARP packets.
+//! * [`atmtcp`]: linux-atm's atmtcp framing (8-byte header, text control on VC 0.0).
+//!
+//! This crate is pure: no I/O, clocks or randomness. It builds without `std` when the
+//! default `std` feature is off (then the AAL5 CRC uses a table instead of carry-less
+//! multiplication).
 #![cfg_attr(not(any(test, feature = "std")), no_std)]
 #![forbid(unsafe_code)]
 
 extern crate alloc;
+
+pub mod aal5;
+pub mod cell;
+pub mod crc32;
+
+pub use aal5::{Reassembler, Reassembly, Segmenter};
+pub use cell::{CELL_LEN, Cell, CellHeader, HEADER_LEN, HecReceiver, HecVerdict, PAYLOAD_LEN, Pti};
