@@ -25,6 +25,9 @@ extern crate alloc;
 pub mod aal5;
 pub mod cell;
 pub mod crc32;
+pub mod oam;
+pub mod rm;
 
 pub use aal5::{Reassembler, Reassembly, Segmenter};
 pub use cell::{CELL_LEN, Cell, CellHeader, HEADER_LEN, HecReceiver, HecVerdict, PAYLOAD_LEN, Pti};
+pub use oam::{OamFlow, OamRepr};
