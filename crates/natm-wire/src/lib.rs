@@ -14,6 +14,20 @@
 //! * [`atmarp`]: RFC 2225 ATMARP packets.
 //! * [`atmtcp`]: linux-atm's atmtcp framing (8-byte header, text control on VC 0.0).
 //!
+//! ```
+//! use natm_core::VcId;
+//! use natm_wire::aal5::{Reassembler, Reassembly, Segmenter, MAX_SDU};
+//!
+//! // Segment an SDU into cells on VC 1.100, then reassemble it.
+//! let vc = VcId::uni(1, 100).unwrap();
+//! let cells: Vec<[u8; 53]> = Segmenter::uni(vc, b"hello").unwrap().collect();
+//! assert_eq!(&cells[0][..5], &[0x00, 0x10, 0x06, 0x42, 0x40]); // PTI 001: last cell
+//!
+//! let mut rx = Reassembler::new(MAX_SDU);
+//! assert_eq!(rx.push_cell(&cells[0]), Reassembly::Complete(5));
+//! assert_eq!(rx.sdu(), b"hello");
+//! ```
+//!
 //! This crate is pure: no I/O, clocks or randomness. It builds without `std` when the
 //! default `std` feature is off (then the AAL5 CRC uses a table instead of carry-less
 //! multiplication).
@@ -23,8 +37,11 @@
 extern crate alloc;
 
 pub mod aal5;
+pub mod atmarp;
+pub mod atmtcp;
 pub mod cell;
 pub mod crc32;
+pub mod llc;
 pub mod oam;
 pub mod rm;
 
