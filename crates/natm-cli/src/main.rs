@@ -22,11 +22,17 @@ pub struct CliError {
 impl CliError {
     /// Bad input from the user (exit 2).
     pub fn usage(message: impl Into<String>) -> Self {
-        CliError { code: 2, message: message.into() }
+        CliError {
+            code: 2,
+            message: message.into(),
+        }
     }
     /// A failure that is not the user's input (exit 1).
     pub fn failure(message: impl Into<String>) -> Self {
-        CliError { code: 1, message: message.into() }
+        CliError {
+            code: 1,
+            message: message.into(),
+        }
     }
 }
 
@@ -34,7 +40,11 @@ impl CliError {
 pub type CmdResult = Result<(), CliError>;
 
 #[derive(Parser)]
-#[command(name = "natm", version, about = "natm: a native-mode ATM network in user space")]
+#[command(
+    name = "natm",
+    version,
+    about = "natm: a native-mode ATM network in user space"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

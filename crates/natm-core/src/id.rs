@@ -246,9 +246,21 @@ mod tests {
     #[test]
     fn vpi_range_depends_on_format() {
         assert!(Vpi::uni(255).is_ok());
-        assert_eq!(Vpi::uni(256), Err(IdError::VpiRange { value: 256, max: 255 }));
+        assert_eq!(
+            Vpi::uni(256),
+            Err(IdError::VpiRange {
+                value: 256,
+                max: 255
+            })
+        );
         assert!(Vpi::nni(4095).is_ok());
-        assert_eq!(Vpi::nni(4096), Err(IdError::VpiRange { value: 4096, max: 4095 }));
+        assert_eq!(
+            Vpi::nni(4096),
+            Err(IdError::VpiRange {
+                value: 4096,
+                max: 4095
+            })
+        );
         assert!(Vpi::nni(300).unwrap().fits(HeaderFormat::Nni));
         assert!(!Vpi::nni(300).unwrap().fits(HeaderFormat::Uni));
     }
@@ -266,7 +278,11 @@ mod tests {
         assert_eq!(VcId::uni(1, 100).unwrap().to_string(), "1.100");
         assert!(VcId::uni(256, 1).is_err());
         assert_eq!(
-            IdError::VpiRange { value: 256, max: 255 }.to_string(),
+            IdError::VpiRange {
+                value: 256,
+                max: 255
+            }
+            .to_string(),
             "VPI 256 out of range 0..=255"
         );
     }

@@ -123,7 +123,12 @@ impl fmt::Display for Duration {
 
 impl fmt::Display for Instant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{:09}", self.0 / 1_000_000_000, self.0 % 1_000_000_000)
+        write!(
+            f,
+            "{}.{:09}",
+            self.0 / 1_000_000_000,
+            self.0 % 1_000_000_000
+        )
     }
 }
 
@@ -141,8 +146,14 @@ mod tests {
 
     #[test]
     fn add_saturates() {
-        assert_eq!(Instant::from_nanos(u64::MAX - 1) + Duration::from_secs(1), Instant::from_nanos(u64::MAX));
-        assert_eq!(Instant::from_nanos(u64::MAX).checked_add(Duration::from_nanos(1)), None);
+        assert_eq!(
+            Instant::from_nanos(u64::MAX - 1) + Duration::from_secs(1),
+            Instant::from_nanos(u64::MAX)
+        );
+        assert_eq!(
+            Instant::from_nanos(u64::MAX).checked_add(Duration::from_nanos(1)),
+            None
+        );
     }
 
     #[test]
@@ -150,7 +161,9 @@ mod tests {
         assert_eq!(Duration::from_nanos(999).to_string(), "999 ns");
         assert_eq!(Duration::from_nanos(2_830).to_string(), "2.830 µs");
         assert_eq!(Duration::from_millis(1500).to_string(), "1.500 s");
-        assert_eq!(Instant::from_nanos(1_000_000_001).to_string(), "1.000000001");
+        assert_eq!(
+            Instant::from_nanos(1_000_000_001).to_string(),
+            "1.000000001"
+        );
     }
-
 }
