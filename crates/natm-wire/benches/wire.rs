@@ -1,2 +1,106 @@
-//! Wire-format benchmarks (filled in with the formats).
-fn main() {}
+//! Throughput of the AAL5 data path beside `memcpy` of the same bytes, measured in the same
+//! run (the machine is shared and noisy, so only ratios within one run mean much).
+//!
+//! * `memcpy/N`: copy N bytes between two buffers that stay in cache: the floor.
+//! * `memcpy_cold/N`: the same copy between buffers that are not in any cache.
+//! * `crc32/N`: CRC-32/BZIP2 of N bytes (carry-less multiply above 128 bytes).
+//! * `segment/N`: an N-byte SDU into N/48 cells (header, payload copy, trailer, CRC).
+//! * `segment_reassemble/N`: the same, then every cell through a `Reassembler` (a second
+//!   copy and a second CRC), the whole AAL5 path of one SDU.
+//!
+//! Run: `cargo bench -p natm-wire --bench wire`; `scripts/bench-table` turns the results
+//! into the README table.
+
+use std::hint::black_box;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use natm_core::VcId;
+use natm_wire::aal5::{self, MAX_SDU, Reassembler, Reassembly, Segmenter};
+use natm_wire::crc32::Crc32;
+
+const SIZES: [usize; 4] = [48, 1500, 9180, 65535];
+
+fn sdu(n: usize) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_be_bytes()[0])
+        .collect()
+}
+
+fn bench(c: &mut Criterion) {
+    let vc = VcId::uni(1, 100).expect("valid VC");
+    for &n in &SIZES {
+        let data = sdu(n);
+        let mut g = c.benchmark_group("aal5");
+        g.throughput(Throughput::Bytes(n as u64));
+
+        let mut dst = vec![0u8; n];
+        g.bench_with_input(BenchmarkId::new("memcpy", n), &data, |b, d| {
+            b.iter(|| {
+                dst.copy_from_slice(black_box(d));
+                black_box(&dst);
+            })
+        });
+
+        // The same copy from and to memory that is not in any cache: successive iterations walk
+        // a 256 MiB arena, as a stream of fresh application buffers would.
+        let arena_len = 256 << 20;
+        let src_arena = vec![1u8; arena_len];
+        let mut dst_arena = vec![0u8; arena_len];
+        let slots = arena_len / n.next_multiple_of(64);
+        let mut slot = 0;
+        g.bench_function(BenchmarkId::new("memcpy_cold", n), |b| {
+            b.iter(|| {
+                let at = slot * n.next_multiple_of(64);
+                slot = (slot + 1) % slots;
+                dst_arena[at..at + n].copy_from_slice(black_box(&src_arena[at..at + n]));
+                black_box(&dst_arena[at]);
+            })
+        });
+        drop((src_arena, dst_arena));
+
+        g.bench_with_input(BenchmarkId::new("crc32", n), &data, |b, d| {
+            b.iter(|| {
+                let mut crc = Crc32::new();
+                crc.update(black_box(d));
+                crc.finish()
+            })
+        });
+
+        let mut cells = vec![0u8; aal5::cell_count(n) * natm_wire::CELL_LEN];
+        g.bench_with_input(BenchmarkId::new("segment", n), &data, |b, d| {
+            b.iter(|| {
+                let mut seg = Segmenter::uni(vc, black_box(d)).expect("valid SDU");
+                seg.write_cells(&mut cells)
+            })
+        });
+
+        let mut rx = Reassembler::new(MAX_SDU);
+        g.bench_with_input(BenchmarkId::new("segment_reassemble", n), &data, |b, d| {
+            b.iter(|| {
+                let mut seg = Segmenter::uni(vc, black_box(d)).expect("valid SDU");
+                let written = seg.write_cells(&mut cells);
+                let mut done = 0;
+                for cell in cells[..written * natm_wire::CELL_LEN].chunks_exact(natm_wire::CELL_LEN)
+                {
+                    let cell: &[u8; natm_wire::CELL_LEN] = cell.try_into().expect("chunk of 53");
+                    if let Reassembly::Complete(len) = rx.push_cell(cell) {
+                        done = len;
+                    }
+                }
+                assert_eq!(done, d.len());
+                black_box(rx.sdu());
+            })
+        });
+        g.finish();
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(std::time::Duration::from_millis(300))
+        .measurement_time(std::time::Duration::from_secs(1))
+        .sample_size(30);
+    targets = bench
+}
+criterion_main!(benches);

@@ -384,20 +384,28 @@ impl<'a> Segmenter<'a> {
     }
 
     /// Write the next cell into `out`; `false` when all cells have been produced.
+    #[inline]
     pub fn next_cell(&mut self, out: &mut [u8; CELL_LEN]) -> bool {
         if self.next == self.total {
             return false;
         }
-        let i = self.next;
+        let start = self.next * PAYLOAD_LEN;
         self.next += 1;
+        let (header, payload) = out.split_at_mut(HEADER_LEN);
+        // Fast path: a cell filled entirely with SDU bytes (every cell but the last one or two).
+        if self.next != self.total {
+            if let Some(chunk) = self.sdu.get(start..start + PAYLOAD_LEN) {
+                header.copy_from_slice(&self.header);
+                payload.copy_from_slice(chunk);
+                return true;
+            }
+        }
         let last = self.next == self.total;
-        out[..HEADER_LEN].copy_from_slice(if last {
+        header.copy_from_slice(if last {
             &self.last_header
         } else {
             &self.header
         });
-        let payload = &mut out[HEADER_LEN..];
-        let start = i * PAYLOAD_LEN;
         let data = self.sdu.get(start..).unwrap_or(&[]);
         let n = data.len().min(PAYLOAD_LEN);
         payload[..n].copy_from_slice(&data[..n]);
@@ -478,6 +486,7 @@ pub enum Reassembly {
 pub struct Reassembler {
     buf: Vec<u8>,
     max_sdu: usize,
+    limit: usize,
     discarding: bool,
     sdu_len: usize,
 }
@@ -485,9 +494,11 @@ pub struct Reassembler {
 impl Reassembler {
     /// A reassembler accepting SDUs up to `max_sdu` bytes (capped at 65535).
     pub fn new(max_sdu: usize) -> Reassembler {
+        let max_sdu = max_sdu.min(MAX_SDU);
         Reassembler {
             buf: Vec::new(),
-            max_sdu: max_sdu.min(MAX_SDU),
+            max_sdu,
+            limit: pdu_len(max_sdu),
             discarding: false,
             sdu_len: 0,
         }
@@ -500,7 +511,7 @@ impl Reassembler {
 
     /// The most bytes it will hold.
     pub fn buffer_limit(&self) -> usize {
-        pdu_len(self.max_sdu)
+        self.limit
     }
 
     /// Bytes of the PDU in progress.
@@ -518,6 +529,7 @@ impl Reassembler {
     }
 
     /// Push one cell's 48-byte payload; `end_of_frame` is the PTI's SDU-type bit.
+    #[inline]
     pub fn push(&mut self, payload: &[u8; PAYLOAD_LEN], end_of_frame: bool) -> Reassembly {
         if self.sdu_len != 0 {
             self.buf.clear();
@@ -529,7 +541,7 @@ impl Reassembler {
             }
             return Reassembly::Incomplete;
         }
-        if self.buf.len() + PAYLOAD_LEN > self.buffer_limit() {
+        if self.buf.len() + PAYLOAD_LEN > self.limit {
             let len = self.buf.len() + PAYLOAD_LEN;
             self.buf.clear();
             self.discarding = !end_of_frame;
@@ -556,6 +568,7 @@ impl Reassembler {
 
     /// Push a whole cell: only user-data cells are accepted (anything else is the caller's
     /// to dispatch, and is ignored here).
+    #[inline]
     pub fn push_cell(&mut self, cell: &[u8; CELL_LEN]) -> Reassembly {
         let pti = Pti::from_bits(cell[3] >> 1);
         if !pti.is_user_data() {

@@ -157,15 +157,20 @@ impl fmt::Display for Pti {
     }
 }
 
-const HEC_CRC: crc::Crc<u8> = crc::Crc::<u8>::new(&crc::CRC_8_I_432_1);
+// A `static`, so the 256-byte table exists once; the `const` is for compile-time tables only
+// (a `const` used at run time may be rebuilt at every use site).
+const HEC_ALGORITHM: crc::Crc<u8> = crc::Crc::<u8>::new(&crc::CRC_8_I_432_1);
+static HEC_CRC: crc::Crc<u8> = HEC_ALGORITHM;
 
 /// The HEC of four header bytes: CRC-8 (x^8+x^2+x+1) XOR the coset 0x55 (I.432.1 §4.3.2).
-pub const fn hec(header: [u8; 4]) -> u8 {
+#[inline]
+pub fn hec(header: [u8; 4]) -> u8 {
     HEC_CRC.checksum(&header)
 }
 
 /// The HEC syndrome of a five-byte header: 0 when the header is error-free.
-pub const fn hec_syndrome(header: [u8; 5]) -> u8 {
+#[inline]
+pub fn hec_syndrome(header: [u8; 5]) -> u8 {
     hec([header[0], header[1], header[2], header[3]]) ^ header[4]
 }
 
@@ -175,10 +180,12 @@ const SYNDROME_BIT: [u8; 256] = {
     let mut table = [0xFFu8; 256];
     let mut p = 0;
     while p < 40 {
+        // Syndromes are linear: flipping bit p of any valid header gives the same one.
         let mut h = [0u8; 5];
-        h[4] = hec([0, 0, 0, 0]);
+        h[4] = HEC_ALGORITHM.checksum(&[0, 0, 0, 0]);
         h[p / 8] ^= 0x80 >> (p % 8);
-        table[hec_syndrome(h) as usize] = p as u8;
+        let syndrome = HEC_ALGORITHM.checksum(&[h[0], h[1], h[2], h[3]]) ^ h[4];
+        table[syndrome as usize] = p as u8;
         p += 1;
     }
     table

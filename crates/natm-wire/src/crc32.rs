@@ -5,7 +5,8 @@
 //! feature is on; short ones through a slice-by-16 table, which wins below about 128 bytes.
 //! Both continue the same raw register, so an update may mix them.
 
-const TABLE: crc::Crc<u32, crc::Table<16>> =
+// A `static`: a `const` table (16 KiB) may be rebuilt at every use site.
+static TABLE: crc::Crc<u32, crc::Table<16>> =
     crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_BZIP2);
 
 /// At or above this many bytes an update uses carry-less multiplication.

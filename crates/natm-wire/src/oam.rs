@@ -57,7 +57,7 @@ pub const CONTINUITY_CHECK: u8 = 0x14;
 /// Type/function byte of fault-management loopback.
 pub const LOOPBACK: u8 = 0x18;
 
-const CRC10: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_10_ATM);
+static CRC10: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_10_ATM);
 
 /// The CRC-10 for an OAM payload: over the 46 information bytes and the six reserved zero
 /// bits (the catalogue CRC of 46 bytes, clocked six more times with zeros).
