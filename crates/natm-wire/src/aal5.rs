@@ -393,12 +393,12 @@ impl<'a> Segmenter<'a> {
         self.next += 1;
         let (header, payload) = out.split_at_mut(HEADER_LEN);
         // Fast path: a cell filled entirely with SDU bytes (every cell but the last one or two).
-        if self.next != self.total {
-            if let Some(chunk) = self.sdu.get(start..start + PAYLOAD_LEN) {
-                header.copy_from_slice(&self.header);
-                payload.copy_from_slice(chunk);
-                return true;
-            }
+        if self.next != self.total
+            && let Some(chunk) = self.sdu.get(start..start + PAYLOAD_LEN)
+        {
+            header.copy_from_slice(&self.header);
+            payload.copy_from_slice(chunk);
+            return true;
         }
         let last = self.next == self.total;
         header.copy_from_slice(if last {
