@@ -53,11 +53,19 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     // Subcommands are added here, one module each under cmd/.
+    /// AAL5: segment an SDU into cells and capture them.
+    #[command(subcommand)]
+    Aal5(cmd::aal5::Aal5Command),
+    /// Print the records of a pcap capture, one line each.
+    Dump(cmd::dump::DumpArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result: CmdResult = match cli.command {};
+    let result: CmdResult = match cli.command {
+        Command::Aal5(c) => cmd::aal5::run(c),
+        Command::Dump(a) => cmd::dump::run(a),
+    };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -1,1 +1,4 @@
 //! One module per `natm` subcommand.
+
+pub mod aal5;
+pub mod dump;
