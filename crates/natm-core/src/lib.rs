@@ -7,13 +7,17 @@
 //!   is always passed in by the caller; nothing here reads a clock.
 //! * [`id`]: range-checked [`Vpi`](id::Vpi), [`Vci`](id::Vci), [`VcId`](id::VcId) and
 //!   [`Itf`](id::Itf) newtypes, with the UNI and NNI limits of ITU-T I.361.
+//! * [`qos`]: [`Qos`](qos::Qos) (linux-atm's `struct atm_qos`) with the text form of libatm's
+//!   `text2qos`/`qos2text` (qos(7)).
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 
 extern crate alloc;
 
 pub mod id;
+pub mod qos;
 pub mod time;
 
 pub use id::{HeaderFormat, IdError, Itf, VcId, Vci, Vpi};
+pub use qos::{Aal, Qos, Rate, TrafficClass, TrafficParams};
 pub use time::{Duration, Instant};
