@@ -9,15 +9,19 @@
 //!   [`Itf`](id::Itf) newtypes, with the UNI and NNI limits of ITU-T I.361.
 //! * [`qos`]: [`Qos`](qos::Qos) (linux-atm's `struct atm_qos`) with the text form of libatm's
 //!   `text2qos`/`qos2text` (qos(7)).
+//! * [`addr`]: PVC and SVC addresses ([`AtmAddr`](addr::AtmAddr)) with the text form of
+//!   libatm's `text2atm`/`atm2text`.
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 
 extern crate alloc;
 
+pub mod addr;
 pub mod id;
 pub mod qos;
 pub mod time;
 
+pub use addr::{Aesa, AtmAddr, E164, PvcAddr, Sel, SvcAddr};
 pub use id::{HeaderFormat, IdError, Itf, VcId, Vci, Vpi};
 pub use qos::{Aal, Qos, Rate, TrafficClass, TrafficParams};
 pub use time::{Duration, Instant};
