@@ -58,6 +58,10 @@ enum Command {
     Aal5(cmd::aal5::Aal5Command),
     /// Print the records of a pcap capture, one line each.
     Dump(cmd::dump::DumpArgs),
+    /// Quality of service in linux-atm's text form (qos(7)).
+    Qos(cmd::qos::QosArgs),
+    /// ATM addresses (PVC, AESA, E.164) in linux-atm's text form.
+    Addr(cmd::addr::AddrArgs),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +69,8 @@ fn main() -> ExitCode {
     let result: CmdResult = match cli.command {
         Command::Aal5(c) => cmd::aal5::run(c),
         Command::Dump(a) => cmd::dump::run(a),
+        Command::Qos(args) => cmd::qos::run(args),
+        Command::Addr(args) => cmd::addr::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,4 +1,6 @@
 //! One module per `natm` subcommand.
 
 pub mod aal5;
+pub mod addr;
 pub mod dump;
+pub mod qos;
