@@ -574,10 +574,12 @@ impl fmt::Display for QosErrorKind {
         match self {
             K::Empty => f.write_str("empty QoS text"),
             K::Nul => f.write_str("NUL byte in QoS text"),
+            K::UnknownClass(w) if w.is_empty() => {
+                f.write_str("expected a traffic class or AAL (ubr, cbr, abr, vbr, aal0, aal5)")
+            }
             K::UnknownClass(w) => write!(
                 f,
-                "unknown traffic class {:?} (expected ubr, cbr, abr, vbr, aal0 or aal5)",
-                w
+                "unknown traffic class {w:?} (expected ubr, cbr, abr, vbr, aal0 or aal5)"
             ),
             K::NoClass => f.write_str("no traffic class (ubr, cbr, abr or vbr)"),
             K::ExpectedColon(w) => write!(f, "expected \":\", found {}", Found(w)),
@@ -671,10 +673,14 @@ impl Parser<'_> {
     /// A short quote of the text at `at`, for error messages.
     fn word(&self, at: usize) -> String {
         let rest = self.text.get(at..).unwrap_or("");
-        rest.chars()
-            .take_while(|c| !matches!(c, ',' | ':'))
-            .take(24)
-            .collect()
+        // The first character even if it is a separator, then up to the next separator.
+        let mut chars = rest.chars();
+        let first = chars.next().map(String::from).unwrap_or_default();
+        first
+            + &chars
+                .take_while(|c| !matches!(c, ',' | ':'))
+                .take(23)
+                .collect::<String>()
     }
 
     fn err(&self, at: usize, kind: QosErrorKind) -> QosParseError {
