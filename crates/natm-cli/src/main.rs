@@ -62,6 +62,8 @@ enum Command {
     Qos(cmd::qos::QosArgs),
     /// ATM addresses (PVC, AESA, E.164) in linux-atm's text form.
     Addr(cmd::addr::AddrArgs),
+    /// Show what natm does today, step by step, on the real code.
+    Demo(cmd::demo::DemoArgs),
 }
 
 fn main() -> ExitCode {
@@ -71,6 +73,7 @@ fn main() -> ExitCode {
         Command::Dump(a) => cmd::dump::run(a),
         Command::Qos(args) => cmd::qos::run(args),
         Command::Addr(args) => cmd::addr::run(args),
+        Command::Demo(args) => cmd::demo::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

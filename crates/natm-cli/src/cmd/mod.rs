@@ -2,5 +2,6 @@
 
 pub mod aal5;
 pub mod addr;
+pub mod demo;
 pub mod dump;
 pub mod qos;
