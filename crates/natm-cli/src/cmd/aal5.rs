@@ -17,7 +17,8 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use natm_capture::erf::MAX_AAL5_PDU;
 use natm_capture::{CellRecord, LinkType, Record, RecordKind, Writer};
-use natm_core::{Duration, HeaderFormat, Instant, VcId};
+use natm_core::addr::AddrSyntax;
+use natm_core::{Duration, HeaderFormat, Instant, PvcAddr, Sel, VcId};
 use natm_wire::aal5::Segmenter;
 use natm_wire::cell::{CellHeader, HEADER_LEN};
 
@@ -37,7 +38,8 @@ pub enum Aal5Command {
 /// Arguments of `natm aal5 send`.
 #[derive(Args)]
 pub struct SendArgs {
-    /// The VC, as VPI.VCI (UNI: VPI 0..=255, VCI 0..=65535).
+    /// The VC, as [ITF.]VPI.VCI (linux-atm's PVC form; UNI: VPI 0..=255, VCI 0..=65535; the
+    /// interface is not recorded).
     #[arg(long, value_name = "VPI.VCI")]
     vc: String,
     /// The SDU, as the bytes of this text.
@@ -67,14 +69,23 @@ pub fn run(command: Aal5Command) -> CmdResult {
     }
 }
 
-/// Parse `VPI.VCI` into a UNI VC.
-// TODO(natm-core addr): switch to the libatm-compatible PVC parser once it is committed.
+/// Parse linux-atm's PVC form `[ITF.]VPI.VCI` (libatm's `text2atm`, UNI VPIs, no `?` or
+/// `*`) into a VC; the interface is accepted and not recorded.
 fn parse_vc(text: &str) -> Result<VcId, CliError> {
-    let bad = || CliError::usage(format!("bad --vc {text:?}: expected VPI.VCI, e.g. 0.100"));
-    let (vpi, vci) = text.split_once('.').ok_or_else(bad)?;
-    let vpi: u32 = vpi.parse().map_err(|_| bad())?;
-    let vci: u32 = vci.parse().map_err(|_| bad())?;
-    VcId::uni(vpi, vci).map_err(|e| CliError::usage(format!("bad --vc {text:?}: {e}")))
+    match PvcAddr::parse_with(text, AddrSyntax::EXACT) {
+        Ok(PvcAddr {
+            vpi: Sel::Is(vpi),
+            vci: Sel::Is(vci),
+            ..
+        }) => Ok(VcId::new(vpi, vci)),
+        // AddrSyntax::EXACT admits no `?` or `*`; should it ever, refuse them here.
+        Ok(_) => Err(CliError::usage(format!(
+            "bad --vc {text:?}: a capture needs a concrete VPI.VCI"
+        ))),
+        Err(e) => Err(CliError::usage(format!(
+            "bad --vc {text:?} {e} (expected [ITF.]VPI.VCI, e.g. 0.100)"
+        ))),
+    }
 }
 
 fn parse_u8(flag: &str, text: &str) -> Result<u8, CliError> {
@@ -192,18 +203,17 @@ mod tests {
             parse_vc("255.65535").unwrap(),
             VcId::uni(255, 65535).unwrap()
         );
+        assert_eq!(parse_vc("2.1.100").unwrap(), VcId::uni(1, 100).unwrap());
         for bad in [
-            "", "1", "1.", ".5", "a.b", "1.2.3", "-1.5", "256.5", "0.65536",
+            "", "1", "1.", ".5", "a.b", "1.2.3.4", "-1.5", "256.5", "0.65536", "0.*", "?.5", "01.5",
         ] {
             let e = parse_vc(bad).unwrap_err();
             assert_eq!(e.code, 2, "{bad}");
             assert!(e.message.starts_with("bad --vc"), "{bad}: {}", e.message);
         }
-        assert!(
-            parse_vc("256.5")
-                .unwrap_err()
-                .message
-                .contains("VPI 256 out of range 0..=255")
+        assert_eq!(
+            parse_vc("256.5").unwrap_err().message,
+            "bad --vc \"256.5\" at 0: VPI out of range 0..=255 (expected [ITF.]VPI.VCI, e.g. 0.100)"
         );
     }
 
