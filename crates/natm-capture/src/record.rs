@@ -115,14 +115,20 @@ impl CellRecord {
     }
 }
 
-/// The 4-byte ERF/SunATM view of a VC: a UNI user-data header, GFC, PTI and CLP zero.
+/// The VPI of `vc` as the 8 bits ERF and SunATM headers carry.
+fn uni_vpi(vc: VcId, link: LinkType) -> Result<u8, CaptureError> {
+    u8::try_from(vc.vpi.get()).map_err(|_| CaptureError::VpiTooLarge {
+        vpi: vc.vpi.get(),
+        link,
+    })
+}
+
+/// The 4-byte ERF view of a VC: a UNI user-data header, GFC, PTI and CLP zero.
 fn uni_header(vc: VcId, link: LinkType) -> Result<[u8; 4], CaptureError> {
+    uni_vpi(vc, link)?;
     let word = CellHeader::data(vc, false)
         .to_word(HeaderFormat::Uni)
-        .map_err(|_| CaptureError::VpiTooLarge {
-            vpi: vc.vpi.get(),
-            link,
-        })?;
+        .expect("an 8-bit VPI and GFC 0 fit the UNI header");
     Ok(word.to_be_bytes())
 }
 
@@ -249,9 +255,9 @@ impl Record {
                 },
                 LinkType::SunAtm,
             ) => {
-                uni_header(*vc, link)?; // the VPI must fit 8 bits
+                let vpi = uni_vpi(*vc, link)?;
                 out.push(sunatm::flags(*kind, *direction));
-                out.push(vc.vpi.get() as u8);
+                out.push(vpi);
                 out.extend_from_slice(&vc.vci.get().to_be_bytes());
                 out.extend_from_slice(sdu);
             }

@@ -24,8 +24,8 @@ use natm_wire::cell::{CellHeader, HEADER_LEN};
 
 use crate::{CliError, CmdResult};
 
-/// One cell time at OC-3c (353 207.5 cells/s), rounded to the nanosecond.
-const CELL_TIME: Duration = Duration::from_nanos(2_831);
+/// One cell time at OC-3c (353 207.5 cells/s), in nanoseconds.
+const CELL_TIME_NS: u64 = 2_831;
 
 /// `natm aal5` subcommands.
 #[derive(Subcommand)]
@@ -151,22 +151,26 @@ fn send(args: SendArgs) -> CmdResult {
     };
     let mut w = Writer::new(BufWriter::new(out), LinkType::Erf).map_err(fail)?;
     let start = now();
-    let mut last = start;
+    let cell_time = |i: usize| start + Duration::from_nanos(CELL_TIME_NS * i as u64);
     let write_cells = args.cells || !pdu_fits;
     if write_cells {
-        for cell in &cells {
+        for (i, cell) in cells.iter().enumerate() {
             w.write(&Record {
-                time: last,
+                time: cell_time(i),
                 kind: RecordKind::Cell(CellRecord::from_cell(cell)),
             })
             .map_err(fail)?;
-            last += CELL_TIME;
         }
-        last = Instant::from_nanos(last.as_nanos() - CELL_TIME.as_nanos());
     }
     if pdu_fits {
+        // A receiver completes the PDU with its last cell.
+        let time = if write_cells {
+            cell_time(cells.len() - 1)
+        } else {
+            start
+        };
         w.write(&Record {
-            time: last,
+            time,
             kind: RecordKind::Aal5Pdu { vc, pdu },
         })
         .map_err(fail)?;
