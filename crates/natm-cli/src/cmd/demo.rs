@@ -7,13 +7,13 @@
 //! same run.
 
 use std::fs::File;
-use std::io::BufWriter;
+use std::io::{BufReader, BufWriter};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use natm_capture::{CellRecord, LinkType, Record, RecordKind, Writer, summarize};
+use natm_capture::{CellRecord, LinkType, Reader, Record, RecordKind, Writer, summarize};
 use natm_core::qos::Qos;
 use natm_core::{HeaderFormat, VcId};
 use natm_wire::aal5::{self, MAX_SDU, Reassembler, Reassembly, Segmenter};
@@ -72,7 +72,8 @@ fn llc_udp_datagram(payload: &[u8]) -> Vec<u8> {
 /// Run the demo.
 pub fn run(args: DemoArgs) -> CmdResult {
     let vc = VcId::uni(0, 100).expect("0.100 is a valid UNI VC");
-    let mut records = Vec::new();
+    let mut pdus = Vec::new();
+    let mut cell_records = Vec::new();
     let mut clock = natm_core::Instant::from_nanos(
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -81,7 +82,12 @@ pub fn run(args: DemoArgs) -> CmdResult {
     );
     let mut stamp = |kind: RecordKind| {
         clock += natm_core::Duration::from_micros(3);
-        records.push(Record { time: clock, kind });
+        let to = if matches!(kind, RecordKind::Cell(_)) {
+            &mut cell_records
+        } else {
+            &mut pdus
+        };
+        to.push(Record { time: clock, kind });
     };
 
     heading("1. Traffic contracts in linux-atm's qos(7) text");
@@ -178,20 +184,30 @@ pub fn run(args: DemoArgs) -> CmdResult {
     stamp(RecordKind::Cell(CellRecord::from_cell(&req_cell)));
     stamp(RecordKind::Cell(CellRecord::from_cell(&reply_cell)));
 
-    heading("6. A capture Wireshark reads");
+    heading("6. Captures Wireshark reads");
     let path = args
         .pcap
         .unwrap_or_else(|| std::env::temp_dir().join("natm-demo.pcap"));
-    write_capture(&path, &records)?;
-    println!(
-        "  wrote {} records to {}; natm dump reads them back:",
-        records.len(),
-        path.display()
-    );
-    for r in &records {
-        println!("  {}", summarize(r));
+    let cells_path = path.with_extension("cells.pcap");
+    // AAL5 PDUs as ERF records (Wireshark checks the CRC-32); cells as exported PDUs for
+    // Wireshark's `atm_oam_cell` dissector, the one pcap form that keeps the HEC.
+    write_capture(&path, LinkType::Erf, &pdus)?;
+    write_capture(&cells_path, LinkType::ExportedPdu, &cell_records)?;
+    for file in [&path, &cells_path] {
+        println!("  natm dump {}:", file.display());
+        for line in read_back(file)? {
+            println!("    {line}");
+        }
     }
-    tshark_view(&path);
+    // tshark decodes every exported cell as OAM; its CRC-10 verdict means something only for
+    // the cells that are OAM cells (frame numbers count from 1).
+    let oam_frames: Vec<usize> = cell_records
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| summarize(r).crc10.is_some())
+        .map(|(i, _)| i + 1)
+        .collect();
+    tshark_view(&path, &cells_path, &oam_frames);
 
     if !args.no_measure {
         heading("7. Speed of the AAL5 path, beside memcpy in the same run");
@@ -235,31 +251,80 @@ fn feed<'a>(r: &mut Reassembler, cells: impl Iterator<Item = &'a [u8; 53]>) -> S
     out
 }
 
-fn write_capture(path: &PathBuf, records: &[Record]) -> CmdResult {
+fn write_capture(path: &PathBuf, link: LinkType, records: &[Record]) -> CmdResult {
     let fail = |e: &dyn std::fmt::Display| CliError::failure(format!("{}: {e}", path.display()));
     let file = File::create(path).map_err(|e| fail(&e))?;
-    let mut w = Writer::new(BufWriter::new(file), LinkType::Erf).map_err(|e| fail(&e))?;
+    let mut w = Writer::new(BufWriter::new(file), link).map_err(|e| fail(&e))?;
     for r in records {
         w.write(r).map_err(|e| fail(&e))?;
     }
     w.flush().map_err(|e| fail(&e))
 }
 
-/// Show what tshark makes of the capture, if it is installed.
-fn tshark_view(path: &PathBuf) {
-    let out = Command::new("tshark").arg("-r").arg(path).output();
-    match out {
-        Ok(o) if o.status.success() => {
-            println!("  tshark -r {} says:", path.display());
-            for line in String::from_utf8_lossy(&o.stdout).lines() {
-                println!("  | {}", line.trim());
+/// The summaries `natm dump` prints, read back from the file.
+fn read_back(path: &PathBuf) -> Result<Vec<String>, CliError> {
+    let fail = |e: &dyn std::fmt::Display| CliError::failure(format!("{}: {e}", path.display()));
+    let reader = Reader::new(BufReader::new(File::open(path).map_err(|e| fail(&e))?))
+        .map_err(|e| fail(&e))?;
+    reader
+        .map(|r| r.map(|r| summarize(&r).to_string()).map_err(|e| fail(&e)))
+        .collect()
+}
+
+/// Show tshark's own verdicts on the captures, if it is installed.
+fn tshark_view(pdus: &PathBuf, cells: &PathBuf, oam_frames: &[usize]) {
+    let mut shown = false;
+    for file in [pdus, cells] {
+        let out = Command::new("tshark")
+            .args(["-o", "erf.aal5_type:unspecified", "-V", "-r"])
+            .arg(file)
+            .output();
+        let Ok(out) = out else { break };
+        if !out.status.success() {
+            break;
+        }
+        if !shown {
+            println!("  tshark -V, the lines with its checks:");
+            shown = true;
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut frame = 0;
+        for line in text.lines() {
+            let line = line.trim();
+            if let Some(n) = line
+                .strip_prefix("Frame ")
+                .and_then(|rest| rest.split(':').next())
+                .and_then(|n| n.parse().ok())
+            {
+                frame = n;
+            }
+            // The CRC-10 is a bit field: "…. = CRC-10: 0x22a ( (correct))".
+            let crc10 = file == cells && oam_frames.contains(&frame);
+            let line = match line.split_once(" = CRC-10:") {
+                Some((_, verdict)) if crc10 => format!("CRC-10:{verdict}"),
+                _ => line.to_string(),
+            };
+            let check = ["AAL5 CRC:", "Header Error Check:"]
+                .iter()
+                .any(|k| line.starts_with(k))
+                || line.starts_with("CRC-10:");
+            if check || line.starts_with("User Datagram Protocol") {
+                println!("    {} frame {frame}: {line}", file_name(file));
             }
         }
-        _ => println!(
-            "  (install tshark to see Wireshark's view: tshark -r {} -V)",
-            path.display()
-        ),
     }
+    if !shown {
+        println!(
+            "  (install tshark to see Wireshark's view: tshark -V -r {})",
+            pdus.display()
+        );
+    }
+}
+
+fn file_name(p: &std::path::Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// Alternate rounds of memcpy and segment+reassemble of 9,180-byte SDUs (the classical-IP
