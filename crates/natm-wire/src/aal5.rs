@@ -418,8 +418,24 @@ impl<'a> Segmenter<'a> {
 
     /// Fill `out` with as many whole cells as fit; returns the number written.
     pub fn write_cells(&mut self, out: &mut [u8]) -> usize {
+        let mut out = out.chunks_exact_mut(CELL_LEN);
+        // Cells wholly filled with SDU bytes, in one tight loop: the bulk of a long SDU.
+        let full = (self.sdu.len() / PAYLOAD_LEN).min(self.total - 1);
         let mut n = 0;
-        for chunk in out.chunks_exact_mut(CELL_LEN) {
+        if self.next < full {
+            let sdu = &self.sdu[self.next * PAYLOAD_LEN..full * PAYLOAD_LEN];
+            // SDU chunks first: `zip` pulls from its first iterator first, so an output slot
+            // is only taken when there is a chunk to put in it.
+            for (data, cell) in sdu.chunks_exact(PAYLOAD_LEN).zip(out.by_ref()) {
+                let (header, payload) = cell.split_at_mut(HEADER_LEN);
+                header.copy_from_slice(&self.header);
+                payload.copy_from_slice(data);
+                n += 1;
+            }
+            self.next += n;
+        }
+        // The last one or two cells (pad and trailer), and whatever `next_cell` is left.
+        for chunk in out {
             let cell: &mut [u8; CELL_LEN] = chunk.try_into().expect("chunks_exact gives CELL_LEN");
             if !self.next_cell(cell) {
                 break;
@@ -481,10 +497,14 @@ pub enum Reassembly {
 /// Feed it the payloads of the VC's user-data cells in order (OAM and RM cells never enter
 /// reassembly: the caller dispatches on [`Pti`]). It never holds more than
 /// [`pdu_len`]`(max_sdu)` bytes: a PDU that grows past that is discarded at once, and the
-/// cells up to its end-of-frame cell are dropped.
+/// cells up to its end-of-frame cell are dropped. The buffer is allocated at that size when
+/// the first cell arrives.
 #[derive(Clone, Debug)]
 pub struct Reassembler {
+    /// `limit` bytes once the first cell has arrived; only `..len` is meaningful.
     buf: Vec<u8>,
+    /// Bytes of the PDU collected so far.
+    len: usize,
     max_sdu: usize,
     limit: usize,
     discarding: bool,
@@ -497,6 +517,7 @@ impl Reassembler {
         let max_sdu = max_sdu.min(MAX_SDU);
         Reassembler {
             buf: Vec::new(),
+            len: 0,
             max_sdu,
             limit: pdu_len(max_sdu),
             discarding: false,
@@ -516,13 +537,13 @@ impl Reassembler {
 
     /// Bytes of the PDU in progress.
     pub fn pending(&self) -> usize {
-        self.buf.len()
+        self.len
     }
 
     /// Forget the PDU in progress (for a reassembly timeout); returns the bytes dropped.
     pub fn reset(&mut self) -> usize {
-        let n = self.buf.len();
-        self.buf.clear();
+        let n = self.len;
+        self.len = 0;
         self.discarding = false;
         self.sdu_len = 0;
         n
@@ -532,7 +553,7 @@ impl Reassembler {
     #[inline]
     pub fn push(&mut self, payload: &[u8; PAYLOAD_LEN], end_of_frame: bool) -> Reassembly {
         if self.sdu_len != 0 {
-            self.buf.clear();
+            self.len = 0;
             self.sdu_len = 0;
         }
         if self.discarding {
@@ -541,26 +562,30 @@ impl Reassembler {
             }
             return Reassembly::Incomplete;
         }
-        if self.buf.len() + PAYLOAD_LEN > self.limit {
-            let len = self.buf.len() + PAYLOAD_LEN;
-            self.buf.clear();
+        let end = self.len + PAYLOAD_LEN;
+        if end > self.limit {
+            self.len = 0;
             self.discarding = !end_of_frame;
             return Reassembly::Discarded(Aal5Error::Oversize {
-                len,
+                len: end,
                 max_sdu: self.max_sdu,
             });
         }
-        self.buf.extend_from_slice(payload);
+        if self.buf.len() < self.limit {
+            self.buf.resize(self.limit, 0);
+        }
+        self.buf[self.len..end].copy_from_slice(payload);
+        self.len = end;
         if !end_of_frame {
             return Reassembly::Incomplete;
         }
-        match Pdu::new_unchecked(&self.buf[..]).check(self.max_sdu) {
+        match Pdu::new_unchecked(&self.buf[..end]).check(self.max_sdu) {
             Ok(n) => {
                 self.sdu_len = n;
                 Reassembly::Complete(n)
             }
             Err(e) => {
-                self.buf.clear();
+                self.len = 0;
                 Reassembly::Discarded(e)
             }
         }
@@ -869,6 +894,28 @@ mod tests {
             prop_assert!(view.verify_crc());
             prop_assert_eq!(view.trailer(), t);
             prop_assert_eq!(view.check(MAX_SDU), Ok(sdu.len()));
+        }
+
+        #[test]
+        fn write_cells_in_pieces_equals_iterator(sdu in proptest::collection::vec(any::<u8>(), 1..2000), pieces in proptest::collection::vec(0usize..5, 1..50)) {
+            let want: Vec<u8> = Segmenter::uni(vc(1, 2), &sdu).unwrap().flatten().collect();
+            let mut seg = Segmenter::uni(vc(1, 2), &sdu).unwrap();
+            let mut got = Vec::new();
+            for &cells in pieces.iter().cycle().take(pieces.len() + seg.total_cells()) {
+                // Room for `cells` cells plus a partial one, which must stay untouched.
+                let mut buf = vec![0xa5u8; cells * CELL_LEN + 7];
+                let n = seg.write_cells(&mut buf);
+                prop_assert!(n <= cells);
+                prop_assert!(buf[n * CELL_LEN..].iter().all(|&b| b == 0xa5));
+                got.extend_from_slice(&buf[..n * CELL_LEN]);
+            }
+            // Whatever is left, in one go.
+            let mut rest = vec![0u8; seg.remaining() * CELL_LEN];
+            let n = seg.write_cells(&mut rest);
+            prop_assert_eq!(n * CELL_LEN, rest.len());
+            got.extend_from_slice(&rest);
+            prop_assert_eq!(seg.remaining(), 0);
+            prop_assert_eq!(got, want);
         }
 
         #[test]
