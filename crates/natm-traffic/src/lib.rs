@@ -6,7 +6,7 @@
 //! * [`gcra`]: the Generic Cell Rate Algorithm GCRA(I, L) of ITU-T I.371 §4.4.3.2 / ATM
 //!   Forum TM 4.1 §4.4.3 (annex C), in both equivalent forms (virtual scheduling and the
 //!   continuous-state leaky bucket), in exact integer time: no floats, no rounding of 1/PCR.
-//! * `policer` (next): the conformance definitions of TM 4.1 §4.5 (CBR.1, VBR.1/2/3, UBR.1/2)
+//! * [`policer`]: the conformance definitions of TM 4.1 §4.5 (CBR.1, VBR.1/2/3, UBR.1/2)
 //!   and a usage parameter control (UPC) that passes, tags or discards each cell.
 //! * `cac` (next): connection admission control for one link, with books that balance.
 //!
@@ -21,3 +21,4 @@
 extern crate alloc;
 
 pub mod gcra;
+pub mod policer;
