@@ -8,7 +8,7 @@
 //!   continuous-state leaky bucket), in exact integer time: no floats, no rounding of 1/PCR.
 //! * [`policer`]: the conformance definitions of TM 4.1 §4.5 (CBR.1, VBR.1/2/3, UBR.1/2)
 //!   and a usage parameter control (UPC) that passes, tags or discards each cell.
-//! * `cac` (next): connection admission control for one link, with books that balance.
+//! * [`cac`]: connection admission control for one link, with books that balance.
 //!
 //! This crate is pure: no I/O, no clocks, no randomness, no `unsafe`, and it builds without
 //! `std`. Every time-dependent call takes `now` ([`Instant`](natm_core::Instant), u64 ns)
@@ -20,5 +20,6 @@
 
 extern crate alloc;
 
+pub mod cac;
 pub mod gcra;
 pub mod policer;
