@@ -122,6 +122,37 @@ impl Conformance {
     }
 }
 
+/// A conformance definition's name that is not one of TM 4.1's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnknownConformance;
+
+impl fmt::Display for UnknownConformance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("not a conformance definition (CBR.1, VBR.1, VBR.2, VBR.3, UBR.1, UBR.2)")
+    }
+}
+
+impl core::error::Error for UnknownConformance {}
+
+impl core::str::FromStr for Conformance {
+    type Err = UnknownConformance;
+
+    /// TM 4.1's names in any case, with or without the dot: `VBR.2`, `vbr.2`, `vbr2`.
+    fn from_str(s: &str) -> Result<Conformance, UnknownConformance> {
+        Conformance::ALL
+            .into_iter()
+            .find(|c| {
+                let name = c.name();
+                s.eq_ignore_ascii_case(name)
+                    || (s.len() == 4
+                        && s.get(..3)
+                            .is_some_and(|h| h.eq_ignore_ascii_case(&name[..3]))
+                        && s.get(3..) == name.get(4..))
+            })
+            .ok_or(UnknownConformance)
+    }
+}
+
 impl fmt::Display for Conformance {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -605,6 +636,18 @@ mod tests {
         }
         assert!(Conformance::Ubr2.network_may_tag());
         assert!(!Conformance::Ubr1.network_may_tag());
+    }
+
+    #[test]
+    fn conformance_names() {
+        for c in Conformance::ALL {
+            assert_eq!(c.name().parse(), Ok(c));
+            assert_eq!(c.name().to_lowercase().replace('.', "").parse(), Ok(c));
+        }
+        assert_eq!("vbr.4".parse::<Conformance>(), Err(UnknownConformance));
+        assert_eq!("vbr".parse::<Conformance>(), Err(UnknownConformance));
+        assert_eq!("vbré".parse::<Conformance>(), Err(UnknownConformance));
+        assert_eq!(Conformance::Vbr3.class(), TrafficClass::Vbr);
     }
 
     #[test]

@@ -5,3 +5,4 @@ pub mod addr;
 pub mod demo;
 pub mod dump;
 pub mod qos;
+pub mod qos_check;

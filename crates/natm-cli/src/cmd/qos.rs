@@ -30,11 +30,14 @@ enum QosCmd {
         #[arg(long, hide = true)]
         batch: bool,
     },
+    /// Check a traffic contract on a link: is it well formed, and which GCRAs police it.
+    Check(super::qos_check::CheckArgs),
 }
 
 /// Runs `natm qos`.
 pub fn run(args: QosArgs) -> CmdResult {
     match args.cmd {
+        QosCmd::Check(args) => super::qos_check::run(args),
         QosCmd::Parse { batch: true, .. } => batch(|text| {
             text.parse::<Qos>()
                 .map(|q| (q.to_string(), qos_json(&q)))
