@@ -15,6 +15,31 @@
 //! from the caller; nothing here reads a clock. It is **not** a shaper or a scheduler (that
 //! is the next part of issue 3) and does not touch cells' bytes: the caller sets the CLP
 //! bit of a cell the policer tags.
+//!
+//! ```
+//! use natm_core::{Instant, Qos};
+//! use natm_traffic::cac::{Cac, CacConfig};
+//! use natm_traffic::policer::{Conformance, Policer, Verdict};
+//!
+//! // atm-facts §4.3: PCR 1000, SCR 250, MBS 10 on an OC-3c link.
+//! let qos: Qos = "vbr:pcr=1000,scr=250,mbs=10".parse().unwrap();
+//! let mut upc = Policer::from_params(None, &qos.tx, 353_207).unwrap();
+//! assert_eq!(upc.definition(), Conformance::Vbr1);
+//! let ms = |k: u64| Instant::from_nanos(k * 1_000_000);
+//! // A back-to-back burst at PCR: 10 cells pass, the 11th is discarded.
+//! assert!((0..10).all(|k| upc.police(ms(k), false) == Verdict::Pass));
+//! assert_eq!(upc.police(ms(10), false), Verdict::Discard);
+//!
+//! let mut cac = Cac::new(CacConfig {
+//!     link: "sw0:1".into(),
+//!     capacity: 353_207,
+//!     buffer_cells: 0,
+//!     max_ubr: 16,
+//! });
+//! let h = cac.admit(&qos.tx).unwrap(); // no buffer: VBR is booked at its PCR
+//! assert_eq!(cac.reserved_vbr(), 1000);
+//! assert_eq!(cac.release(h).unwrap().cells_per_s, 1000);
+//! ```
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 

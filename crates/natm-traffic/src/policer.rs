@@ -208,6 +208,9 @@ pub enum ContractError {
     },
     /// The class has no conformance definition the UPC polices (ABR, none).
     NotPoliced(TrafficClass),
+    /// The GCRA parameters cannot be built (only for a contract that did not pass
+    /// [`Contract::check`]).
+    Gcra(GcraError),
 }
 
 impl fmt::Display for ContractError {
@@ -228,6 +231,7 @@ impl fmt::Display for ContractError {
             ContractError::NotPoliced(class) => {
                 write!(f, "class {class} has no conformance definition to police")
             }
+            ContractError::Gcra(e) => e.fmt(f),
         }
     }
 }
@@ -290,25 +294,13 @@ impl Contract {
     }
 
     /// The peak-rate GCRA(1/PCR, CDVT).
-    pub fn peak_gcra(&self) -> Result<GcraParams, ContractError> {
-        GcraParams::peak(self.pcr, self.cdvt).map_err(gcra_error)
+    pub fn peak_gcra(&self) -> Result<GcraParams, GcraError> {
+        GcraParams::peak(self.pcr, self.cdvt)
     }
 
     /// The sustainable-rate GCRA(1/SCR, BT + CDVT), BT = (MBS − 1)(1/SCR − 1/PCR).
-    pub fn sustainable_gcra(&self) -> Result<GcraParams, ContractError> {
-        GcraParams::sustainable(self.pcr, self.scr, self.mbs, self.cdvt).map_err(gcra_error)
-    }
-}
-
-/// The GCRA constructors' errors in a contract's terms.
-fn gcra_error(e: GcraError) -> ContractError {
-    match e {
-        GcraError::ScrAbovePcr { scr, pcr } => ContractError::ScrAbovePcr { scr, pcr },
-        GcraError::ZeroRate { which: "SCR" } => ContractError::NoScr(Conformance::Vbr1),
-        GcraError::ZeroMbs => ContractError::NoMbs(Conformance::Vbr1),
-        GcraError::ZeroRate { .. } | GcraError::ZeroScale | GcraError::ZeroIncrement => {
-            ContractError::NoPcr
-        }
+    pub fn sustainable_gcra(&self) -> Result<GcraParams, GcraError> {
+        GcraParams::sustainable(self.pcr, self.scr, self.mbs, self.cdvt)
     }
 }
 
@@ -355,9 +347,10 @@ impl Policer {
     /// it ([`Contract::check`]).
     pub fn new(def: Conformance, contract: &Contract) -> Result<Policer, ContractError> {
         contract.check(def)?;
-        let peak = Gcra::new(contract.peak_gcra()?);
+        let peak = Gcra::new(contract.peak_gcra().map_err(ContractError::Gcra)?);
         let sustainable = if def.has_scr() {
-            Some(Gcra::new(contract.sustainable_gcra()?))
+            let s = contract.sustainable_gcra();
+            Some(Gcra::new(s.map_err(ContractError::Gcra)?))
         } else {
             None
         };
