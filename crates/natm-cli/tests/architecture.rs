@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
 /// Crates that hold protocol logic only.
-const PURE: &[&str] = &["natm-core", "natm-wire", "natm-traffic"];
+const PURE: &[&str] = &["natm-core", "natm-wire", "natm-traffic", "natm-aal"];
 /// What a pure crate may never depend on, directly or not.
 const FORBIDDEN: &[&str] = &[
     "tokio",
