@@ -62,6 +62,8 @@ enum Command {
     Qos(cmd::qos::QosArgs),
     /// ATM addresses (PVC, AESA, E.164) in linux-atm's text form.
     Addr(cmd::addr::AddrArgs),
+    /// Connection admission control: would a connection be admitted on a link, and why not.
+    Admit(cmd::admit::AdmitArgs),
     /// Show what natm does today, step by step, on the real code.
     Demo(cmd::demo::DemoArgs),
 }
@@ -73,6 +75,7 @@ fn main() -> ExitCode {
         Command::Dump(a) => cmd::dump::run(a),
         Command::Qos(args) => cmd::qos::run(args),
         Command::Addr(args) => cmd::addr::run(args),
+        Command::Admit(args) => cmd::admit::run(args),
         Command::Demo(args) => cmd::demo::run(args),
     };
     match result {

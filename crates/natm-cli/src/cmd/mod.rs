@@ -2,6 +2,7 @@
 
 pub mod aal5;
 pub mod addr;
+pub mod admit;
 pub mod demo;
 pub mod dump;
 pub mod qos;

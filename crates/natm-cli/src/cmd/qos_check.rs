@@ -33,7 +33,7 @@ pub struct CheckArgs {
 }
 
 /// A link rate: a number of cells/s or one of linux-atm's named rates.
-fn parse_link(s: &str) -> Result<u32, String> {
+pub(super) fn parse_link(s: &str) -> Result<u32, String> {
     let named = match s.to_ascii_lowercase().as_str() {
         "oc3" | "stm1" => Some(353_207),
         "oc12" | "stm4" => Some(1_412_830),
