@@ -46,5 +46,6 @@
 extern crate alloc;
 
 pub mod cac;
+pub mod discard;
 pub mod gcra;
 pub mod policer;
