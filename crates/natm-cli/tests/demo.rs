@@ -28,6 +28,11 @@ fn demo_runs_and_shows_each_layer() {
         "loopback reply tag=0x12345678",
         "aal5=ok sdu=97 cells=3 llc ipv4",
         "crc10=ok F5 end-to-end loopback request",
+        "UPC VBR.1 on vbr:pcr=1000,scr=250,mbs=10: 14 cells at PCR -> PPPPPPPPPPDDDP",
+        "10000 cells at its PCR -> 10000 passed, 0 discarded",
+        "CAC cbr:pcr=20000    -> CBR 20000 cells/s refused on sw0:1: 12500 of 353207 cells/s free",
+        "CAC cbr:pcr=12000    -> admitted, 500 cells/s left",
+        "4040 cells queued, 396 frames refused whole (EPD), 0 cells cut",
     ] {
         assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
     }

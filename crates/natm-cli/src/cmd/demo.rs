@@ -16,6 +16,9 @@ use clap::Args;
 use natm_capture::{CellRecord, LinkType, Reader, Record, RecordKind, Writer, summarize};
 use natm_core::qos::Qos;
 use natm_core::{HeaderFormat, VcId};
+use natm_traffic::cac::{Cac, CacConfig};
+use natm_traffic::discard::{FrameDiscard, FrameQueue};
+use natm_traffic::policer::{Policer, Verdict};
 use natm_wire::aal5::{self, MAX_SDU, Reassembler, Reassembly, Segmenter};
 use natm_wire::cell::{Cell, CellHeader, HecReceiver, HecVerdict};
 use natm_wire::llc::{Encapsulation, LlcHeader};
@@ -209,11 +212,101 @@ pub fn run(args: DemoArgs) -> CmdResult {
         .collect();
     tshark_view(&path, &cells_path, &oam_frames);
 
+    heading("7. Traffic contracts enforced: policing, admission, frame discard (TM 4.1)");
+    contracts()?;
+
     if !args.no_measure {
-        heading("7. Speed of the AAL5 path, beside memcpy in the same run");
+        heading("8. Speed of the AAL5 path, beside memcpy in the same run");
         measure();
     }
-    println!("\nMore: natm qos parse, natm addr parse, natm aal5 send, natm dump (see README.md).");
+    println!(
+        "\nMore: natm qos parse, natm qos check, natm admit, natm addr parse, natm aal5 send, natm dump (see README.md)."
+    );
+    Ok(())
+}
+
+/// Step 7: the contract of a VC policed cell by cell, a connection refused by admission
+/// control with the reason, and EPD/PPD keeping a congested queue's losses to whole frames.
+fn contracts() -> CmdResult {
+    let fail = |e: &dyn std::fmt::Display| CliError::failure(format!("demo contracts: {e}"));
+    let ms = |k: u64| natm_core::Instant::from_nanos(k * 1_000_000);
+
+    // atm-facts 4.3: PCR 1000, SCR 250, MBS 10; cells back to back at PCR, one per ms.
+    let text = "vbr:pcr=1000,scr=250,mbs=10";
+    let qos: Qos = text.parse().map_err(|e| fail(&e))?;
+    let mut upc = Policer::from_params(None, &qos.tx, 353_207).map_err(|e| fail(&e))?;
+    let verdicts: String = (0..14)
+        .map(|k| match upc.police(ms(k), false) {
+            Verdict::Pass => 'P',
+            Verdict::Tag => 'T',
+            Verdict::Discard => 'D',
+        })
+        .collect();
+    println!(
+        "  UPC {} on {text}: 14 cells at PCR -> {verdicts}",
+        upc.definition()
+    );
+    println!(
+        "    (P pass, D discard: MBS = 10 cells pass, the 14th conforms again after the bucket drains)"
+    );
+
+    // A CBR source exactly at its PCR, and one 1% faster.
+    for (label, spacing_ns) in [("at its PCR", 10_000u64), ("1% faster", 9_900)] {
+        let qos: Qos = "cbr:pcr=100000".parse().map_err(|e| fail(&e))?;
+        let mut upc = Policer::from_params(None, &qos.tx, 353_207).map_err(|e| fail(&e))?;
+        for k in 0..10_000u64 {
+            upc.police(natm_core::Instant::from_nanos(k * spacing_ns), false);
+        }
+        let c = upc.counters();
+        println!(
+            "  UPC CBR.1 on cbr:pcr=100000, 10000 cells {label:<10} -> {} passed, {} discarded",
+            c.pass, c.discard
+        );
+    }
+
+    // Admission control on an OC-3c port already carrying a CBR and a VBR connection.
+    let mut cac = Cac::new(CacConfig {
+        link: "sw0:1".into(),
+        capacity: 353_207,
+        buffer_cells: 0,
+        max_ubr: 1024,
+    });
+    for existing in ["cbr:pcr=310000", "vbr:pcr=30707,scr=1000,mbs=100"] {
+        let q: Qos = existing.parse().map_err(|e| fail(&e))?;
+        cac.admit(&q.tx).map_err(|e| fail(&e))?;
+    }
+    for request in ["cbr:pcr=20000", "cbr:pcr=12000"] {
+        let q: Qos = request.parse().map_err(|e| fail(&e))?;
+        match cac.admit(&q.tx) {
+            Ok(_) => println!(
+                "  CAC {request:<16} -> admitted, {} cells/s left",
+                cac.free()
+            ),
+            Err(e) => println!("  CAC {request:<16} -> {e}"),
+        }
+    }
+
+    // A queue of 64 cells (EPD from 48) fed frames of 10 cells by 4 VCs at twice the rate
+    // it is drained: what is lost goes in whole frames, and few frames are cut.
+    let mut q: FrameQueue<u8, ()> =
+        FrameQueue::new(FrameDiscard::new(64, 48).map_err(|e| fail(&e))?);
+    for k in 0..8_000u32 {
+        let (vc, cell) = ((k % 4) as u8, (k / 4) % 10);
+        q.push_aal5(vc, cell == 9, ());
+        if k % 2 == 1 {
+            q.pop();
+        }
+    }
+    let c = q.policy().counters();
+    println!(
+        "  EPD/PPD, 800 frames of 10 cells into a queue drained at half the rate -> {} cells queued, \
+         {} frames refused whole (EPD), {} cells cut from frames under way (PPD {} + full {})",
+        c.enqueued,
+        c.epd_frames,
+        c.ppd_cells + c.full_cells,
+        c.ppd_cells,
+        c.full_cells
+    );
     Ok(())
 }
 
