@@ -446,6 +446,56 @@ impl<'a> Segmenter<'a> {
     }
 }
 
+impl Segmenter<'_> {
+    /// The position, without the borrow of the SDU: for a queue that owns its SDU buffers
+    /// and produces one cell at a time (a `Segmenter` cannot be stored beside the buffer it
+    /// borrows). Resume with [`PausedSegmenter::resume`] over the same bytes.
+    pub fn pause(&self) -> PausedSegmenter {
+        PausedSegmenter {
+            sdu_len: self.sdu.len(),
+            trailer: self.trailer,
+            header: self.header,
+            last_header: self.last_header,
+            next: self.next,
+            total: self.total,
+        }
+    }
+}
+
+/// A [`Segmenter`] paused between cells ([`Segmenter::pause`]); it keeps the trailer (CRC
+/// already computed) and the position, not the SDU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PausedSegmenter {
+    sdu_len: usize,
+    trailer: [u8; TRAILER_LEN],
+    header: [u8; HEADER_LEN],
+    last_header: [u8; HEADER_LEN],
+    next: usize,
+    total: usize,
+}
+
+impl PausedSegmenter {
+    /// Continue over `sdu`, which must be the bytes the segmenter was made from; `None` if
+    /// its length differs (other bytes of the same length would get the old trailer and so
+    /// a wrong CRC: the caller must hand back the same buffer).
+    #[inline]
+    pub fn resume(self, sdu: &[u8]) -> Option<Segmenter<'_>> {
+        (sdu.len() == self.sdu_len).then_some(Segmenter {
+            sdu,
+            trailer: self.trailer,
+            header: self.header,
+            last_header: self.last_header,
+            next: self.next,
+            total: self.total,
+        })
+    }
+
+    /// Cells not yet produced.
+    pub fn remaining(&self) -> usize {
+        self.total - self.next
+    }
+}
+
 impl Iterator for Segmenter<'_> {
     type Item = [u8; CELL_LEN];
 
@@ -894,6 +944,20 @@ mod tests {
             prop_assert!(view.verify_crc());
             prop_assert_eq!(view.trailer(), t);
             prop_assert_eq!(view.check(MAX_SDU), Ok(sdu.len()));
+        }
+
+        #[test]
+        fn paused_and_resumed_equals_iterator(sdu in proptest::collection::vec(any::<u8>(), 1..300)) {
+            let want: Vec<[u8; CELL_LEN]> = Segmenter::uni(vc(1, 2), &sdu).unwrap().collect();
+            let mut paused = Segmenter::uni(vc(1, 2), &sdu).unwrap().pause();
+            let mut got = Vec::new();
+            while paused.remaining() > 0 {
+                let mut seg = paused.resume(&sdu).unwrap();
+                got.push(seg.next().unwrap());
+                paused = seg.pause();
+            }
+            prop_assert_eq!(got, want);
+            prop_assert!(paused.resume(&sdu[1..]).is_none());
         }
 
         #[test]

@@ -1,0 +1,169 @@
+//! A small open-addressing map from a cell's VPI/VCI bits to a slot index.
+//!
+//! Why not `BTreeMap`: at 1,000 VCs a B-tree lookup is a dozen dependent compares, a large
+//! share of the ~50 ns a cell may cost. Why not `HashMap`: it needs `std` and its default
+//! hasher is randomly seeded. This table uses a fixed multiplicative hash, linear probing and
+//! backward-shift deletion, so its behaviour is the same on every run and it never holds
+//! tombstones. Iteration order is never used for behaviour.
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+/// An empty bucket. Keys are at most 28 bits (12-bit VPI, 16-bit VCI), so a full word of
+/// ones is never a key.
+const EMPTY: u64 = u64::MAX;
+
+#[derive(Clone, Debug)]
+pub(crate) struct VcMap {
+    /// `key << 32 | slot`, or `EMPTY`.
+    buckets: Vec<u64>,
+    /// `buckets.len() - 1`; the length is a power of two.
+    mask: usize,
+    /// `32 - log2(buckets.len())`: the hash takes the top bits of the product.
+    shift: u32,
+    len: usize,
+}
+
+impl VcMap {
+    pub(crate) fn new() -> VcMap {
+        VcMap::with_buckets(16)
+    }
+
+    fn with_buckets(n: usize) -> VcMap {
+        debug_assert!(n.is_power_of_two() && n >= 2);
+        VcMap {
+            buckets: vec![EMPTY; n],
+            mask: n - 1,
+            shift: 32 - n.trailing_zeros(),
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn home(&self, key: u32) -> usize {
+        // Fibonacci hashing: consecutive VCIs (the usual allocation) spread evenly.
+        (key.wrapping_mul(0x9E37_79B9) >> self.shift) as usize
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, key: u32) -> Option<u32> {
+        let mut i = self.home(key);
+        loop {
+            let b = self.buckets[i];
+            if b == EMPTY {
+                return None;
+            }
+            if (b >> 32) as u32 == key {
+                return Some(b as u32);
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// Insert or replace; returns the previous slot.
+    pub(crate) fn insert(&mut self, key: u32, slot: u32) -> Option<u32> {
+        debug_assert!(u64::from(key) << 32 | u64::from(slot) != EMPTY);
+        // Keep the load at most one half: probes stay short.
+        if (self.len + 1) * 2 > self.buckets.len() {
+            self.grow();
+        }
+        let entry = u64::from(key) << 32 | u64::from(slot);
+        let mut i = self.home(key);
+        loop {
+            let b = self.buckets[i];
+            if b == EMPTY {
+                self.buckets[i] = entry;
+                self.len += 1;
+                return None;
+            }
+            if (b >> 32) as u32 == key {
+                self.buckets[i] = entry;
+                return Some(b as u32);
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    pub(crate) fn remove(&mut self, key: u32) -> Option<u32> {
+        let mut i = self.home(key);
+        loop {
+            let b = self.buckets[i];
+            if b == EMPTY {
+                return None;
+            }
+            if (b >> 32) as u32 == key {
+                break;
+            }
+            i = (i + 1) & self.mask;
+        }
+        let removed = self.buckets[i] as u32;
+        // Backward-shift deletion: move later entries of the probe run into the hole when
+        // their home is not between the hole and their position.
+        let mut hole = i;
+        let mut j = i;
+        loop {
+            j = (j + 1) & self.mask;
+            let b = self.buckets[j];
+            if b == EMPTY {
+                break;
+            }
+            let home = self.home((b >> 32) as u32);
+            let dist_home = j.wrapping_sub(home) & self.mask;
+            let dist_hole = j.wrapping_sub(hole) & self.mask;
+            if dist_home >= dist_hole {
+                self.buckets[hole] = b;
+                hole = j;
+            }
+        }
+        self.buckets[hole] = EMPTY;
+        self.len -= 1;
+        Some(removed)
+    }
+
+    fn grow(&mut self) {
+        let mut bigger = VcMap::with_buckets(self.buckets.len() * 2);
+        for &b in &self.buckets {
+            if b != EMPTY {
+                bigger.insert((b >> 32) as u32, b as u32);
+            }
+        }
+        *self = bigger;
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    proptest! {
+        #[test]
+        fn behaves_like_btreemap(ops in proptest::collection::vec((any::<bool>(), 0u32..300, any::<u32>()), 0..2000)) {
+            let mut m = VcMap::new();
+            let mut model = BTreeMap::new();
+            for (insert, key, slot) in ops {
+                // Keys cluster (0..300) so probe runs collide and deletion shifts are exercised.
+                let key = (key * 7919) & 0x0FFF_FFFF;
+                if insert {
+                    prop_assert_eq!(m.insert(key, slot), model.insert(key, slot));
+                } else {
+                    prop_assert_eq!(m.remove(key), model.remove(&key));
+                }
+                prop_assert_eq!(m.len(), model.len());
+            }
+            for (k, v) in &model {
+                prop_assert_eq!(m.get(*k), Some(*v));
+            }
+            for k in 0..300u32 {
+                let k = (k * 7919) & 0x0FFF_FFFF;
+                prop_assert_eq!(m.get(k), model.get(&k).copied());
+            }
+        }
+    }
+}
