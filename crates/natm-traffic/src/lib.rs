@@ -9,12 +9,16 @@
 //! * [`policer`]: the conformance definitions of TM 4.1 §4.5 (CBR.1, VBR.1/2/3, UBR.1/2)
 //!   and a usage parameter control (UPC) that passes, tags or discards each cell.
 //! * [`cac`]: connection admission control for one link, with books that balance.
+//! * [`sched`]: the cell scheduler and shaper of one link: CBR and rt-VBR from a timing
+//!   wheel, then nrt-VBR, then UBR by weighted round robin, every VC shaped to its contract
+//!   at CDVT 0.
+//! * [`smooth`]: packet-level smoothing, an SDU queue drained by a leaky bucket.
 //!
 //! This crate is pure: no I/O, no clocks, no randomness, no `unsafe`, and it builds without
 //! `std`. Every time-dependent call takes `now` ([`Instant`](natm_core::Instant), u64 ns)
-//! from the caller; nothing here reads a clock. It is **not** a shaper or a scheduler (that
-//! is the next part of issue 3) and does not touch cells' bytes: the caller sets the CLP
-//! bit of a cell the policer tags.
+//! from the caller; nothing here reads a clock. It does not touch cells' bytes: the caller
+//! sets the CLP bit of a cell the policer tags, and makes each cell the scheduler says to
+//! send.
 //!
 //! ```
 //! use natm_core::{Instant, Qos};
@@ -49,3 +53,5 @@ pub mod cac;
 pub mod discard;
 pub mod gcra;
 pub mod policer;
+pub mod sched;
+pub mod smooth;

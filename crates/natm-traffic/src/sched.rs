@@ -1,0 +1,1323 @@
+//! The cell scheduler and shaper of one link.
+//!
+//! A [`Scheduler`] decides which VC sends in each cell slot of a link. Each VC has a
+//! category ([`Category`], the service categories of ATM Forum TM 4.1 §2 / I.371 §5.5), a
+//! contract (PCR; SCR and MBS for VBR) and a backlog **counted in cells**: the caller keeps
+//! the cells (or the SDU they will be cut from) and makes each one when told which VC sends,
+//! so segmentation can stay lazy and zero-copy.
+//!
+//! What is sent, in each slot, in this order:
+//!
+//! 1. **CBR and rt-VBR**: VCs come off a timing wheel (a calendar with one bucket per link
+//!    slot) at the slot in which their contract lets them send again, earliest first (to the
+//!    resolution of one slot).
+//! 2. **nrt-VBR**: VCs whose GCRAs allow, in the order they became eligible.
+//! 3. **UBR**: by weighted round robin in the slots left: a VC at the head of the ring sends
+//!    up to its weight in cells before the next one's turn.
+//!
+//! Every VC, whatever its category, is **shaped to its own contract with CDVT = 0**: a cell
+//! leaves only when the VC's peak-rate GCRA(1/PCR, 0) (TM 4.1 §4.4.3, I.371 §4.4.3.2) and,
+//! for VBR, its sustainable-rate GCRA(1/SCR, BT) with BT = (MBS − 1)(1/SCR − 1/PCR) both
+//! conform at the instant it leaves. So a burst is spaced at PCR (cell-level smoothing,
+//! never back to back above PCR), at most MBS cells go at PCR before the SCR bucket
+//! holds them to SCR, and the output passes a UPC ([`Policer`](crate::policer::Policer))
+//! for the contract at CDVT = 0, which a property test checks on random mixes of VCs.
+//!
+//! # Time
+//!
+//! Time is exact. Link slot `k` is the interval `[k/R, (k + 1)/R)` s of a link of `R`
+//! cells/s, computed in integers (no rounding of 1/R), and carries at most one cell. The
+//! GCRAs are [`gcra::Gcra`](crate::gcra::Gcra) in their exact ticks (no rounding of 1/PCR).
+//! A cell sent in slot `k` leaves at [`Transmit::at`]: `now`, or later within the same slot
+//! if the VC's contract allows it only from that instant. Departures are whole
+//! nanoseconds, so a VC whose 1/PCR is not a whole number of ns cannot be spaced exactly
+//! 1/PCR apart at CDVT 0: consecutive cells are at least ⌈1/PCR⌉ ns apart, which is the
+//! highest rate a CDVT-0 policer accepts on a nanosecond clock (see
+//! [`policer`](crate::policer)'s module doc).
+//!
+//! # Not here
+//!
+//! No admission control (that is [`cac`](crate::cac): the scheduler serves an
+//! over-booked link, late), no cell bytes, no ABR or GFR, no buffer limits or discard
+//! policy (the backlog is the caller's queue; the scheduler only counts it), no CLP
+//! tagging. Packet-level smoothing of SDUs is [`smooth`](crate::smooth).
+//!
+//! # Implementation
+//!
+//! A VC is in at most one intrusive list (index links in its slab entry, no allocation per
+//! event): a wheel bucket, the real-time ready list (CBR, rt-VBR), the nrt-VBR ready list,
+//! or the UBR ring. The wheel has 2¹⁴ buckets of one slot each and a bitmap of the
+//! non-empty ones, so a jump over idle time costs a bitmap scan, not a walk; a VC due more
+//! than one turn of the wheel ahead stays in its bucket until its turn comes round.
+
+use alloc::vec::Vec;
+use core::fmt;
+
+use natm_core::{Duration, Instant};
+
+use crate::gcra::Gcra;
+use crate::policer::{Conformance, Contract, ContractError};
+
+const NS_PER_S: u64 = 1_000_000_000;
+/// "No VC" in the intrusive links.
+const NIL: u32 = u32::MAX;
+/// Wheel buckets: 2¹⁴ slots, 46 ms at OC-3c; later VCs wait in their bucket for a turn.
+const WHEEL_BITS: u32 = 14;
+const WHEEL: usize = 1 << WHEEL_BITS;
+const MASK: u64 = WHEEL as u64 - 1;
+
+/// A service category as the scheduler serves it (TM 4.1 §2). natm-core's
+/// [`TrafficClass`](natm_core::TrafficClass) follows linux-atm, which has one VBR class;
+/// the scheduler needs real-time and non-real-time VBR apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Category {
+    /// Constant bit rate: PCR, from the timing wheel first.
+    Cbr,
+    /// Real-time VBR: PCR, SCR, MBS, from the timing wheel with CBR.
+    RtVbr,
+    /// Non-real-time VBR: PCR, SCR, MBS, after the real-time categories.
+    NrtVbr,
+    /// Unspecified bit rate: PCR, by weighted round robin in the slots left.
+    Ubr,
+}
+
+impl Category {
+    /// The name as TM 4.1 writes it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Category::Cbr => "CBR",
+            Category::RtVbr => "rt-VBR",
+            Category::NrtVbr => "nrt-VBR",
+            Category::Ubr => "UBR",
+        }
+    }
+
+    /// The conformance definition the scheduler shapes to: CBR.1, VBR.1 (both VBR
+    /// categories: the SCR bucket tests every cell) or UBR.1.
+    pub const fn conformance(self) -> Conformance {
+        match self {
+            Category::Cbr => Conformance::Cbr1,
+            Category::RtVbr | Category::NrtVbr => Conformance::Vbr1,
+            Category::Ubr => Conformance::Ubr1,
+        }
+    }
+}
+
+impl fmt::Display for Category {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a VC asks of the scheduler: its category and contract, in cells/s and cells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct VcSpec {
+    /// The service category.
+    pub category: Category,
+    /// Peak cell rate, cells/s: 1 up to the link rate.
+    pub pcr: u32,
+    /// Sustainable cell rate, cells/s, for VBR (0 otherwise).
+    pub scr: u32,
+    /// Maximum burst size at PCR, cells, for VBR (0 otherwise).
+    pub mbs: u32,
+    /// Weighted-round-robin weight for UBR (cells per turn, at least 1); other categories
+    /// ignore it.
+    pub weight: u32,
+}
+
+impl VcSpec {
+    /// A CBR VC at `pcr` cells/s.
+    pub const fn cbr(pcr: u32) -> VcSpec {
+        VcSpec {
+            category: Category::Cbr,
+            pcr,
+            scr: 0,
+            mbs: 0,
+            weight: 1,
+        }
+    }
+
+    /// An rt-VBR VC.
+    pub const fn rt_vbr(pcr: u32, scr: u32, mbs: u32) -> VcSpec {
+        VcSpec {
+            category: Category::RtVbr,
+            pcr,
+            scr,
+            mbs,
+            weight: 1,
+        }
+    }
+
+    /// An nrt-VBR VC.
+    pub const fn nrt_vbr(pcr: u32, scr: u32, mbs: u32) -> VcSpec {
+        VcSpec {
+            category: Category::NrtVbr,
+            pcr,
+            scr,
+            mbs,
+            weight: 1,
+        }
+    }
+
+    /// A UBR VC limited to `pcr` cells/s with round-robin weight `weight`.
+    pub const fn ubr(pcr: u32, weight: u32) -> VcSpec {
+        VcSpec {
+            category: Category::Ubr,
+            pcr,
+            scr: 0,
+            mbs: 0,
+            weight,
+        }
+    }
+
+    /// The contract the VC is shaped to: its rates with CDVT 0.
+    pub const fn contract(&self) -> Contract {
+        Contract {
+            pcr: self.pcr,
+            scr: self.scr,
+            mbs: self.mbs,
+            cdvt: Duration::ZERO,
+        }
+    }
+}
+
+/// A VC of a [`Scheduler`]: an index into its table and a generation, so a handle kept
+/// after [`Scheduler::remove_vc`] is refused rather than taken for a newer VC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VcHandle {
+    index: u32,
+    generation: u32,
+}
+
+impl VcHandle {
+    /// The index in the scheduler's table: dense, reused after removal, handy for the
+    /// caller's own per-VC tables.
+    pub const fn index(self) -> usize {
+        self.index as usize
+    }
+}
+
+impl fmt::Display for VcHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "vc#{}.{}", self.index, self.generation)
+    }
+}
+
+/// Why a scheduler call was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchedError {
+    /// The link rate is 0 or above 10⁹ cells/s (a slot must last at least 1 ns).
+    LinkRate {
+        /// The rate asked for, cells/s.
+        rate: u32,
+    },
+    /// The PCR is above the link rate.
+    PcrAboveLink {
+        /// Peak cell rate, cells/s.
+        pcr: u32,
+        /// The link rate, cells/s.
+        link: u32,
+    },
+    /// The contract is not well formed for the category's conformance definition.
+    Contract(ContractError),
+    /// A UBR VC has weight 0.
+    ZeroWeight,
+    /// The handle names no VC of this scheduler (never added, or removed).
+    UnknownVc(VcHandle),
+    /// The VC's backlog would pass 2⁶⁴ − 1 cells.
+    BacklogOverflow(VcHandle),
+    /// The table holds 2³² − 1 VCs already.
+    TooManyVcs,
+}
+
+impl fmt::Display for SchedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SchedError::LinkRate { rate } => {
+                write!(f, "link rate {rate} cells/s is not in 1..=1000000000")
+            }
+            SchedError::PcrAboveLink { pcr, link } => {
+                write!(f, "PCR {pcr} cells/s is above the link's {link} cells/s")
+            }
+            SchedError::Contract(e) => e.fmt(f),
+            SchedError::ZeroWeight => f.write_str("UBR weight is 0 (it must be at least 1)"),
+            SchedError::UnknownVc(h) => write!(f, "no VC {h} on this scheduler"),
+            SchedError::BacklogOverflow(h) => write!(f, "backlog of {h} would overflow"),
+            SchedError::TooManyVcs => f.write_str("the scheduler holds too many VCs"),
+        }
+    }
+}
+
+impl core::error::Error for SchedError {}
+
+/// One cell to send: which VC, when, in which slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transmit {
+    /// The VC whose next cell goes now; the caller makes that cell.
+    pub vc: VcHandle,
+    /// The departure instant: `now`, or a later ns of the same slot if the VC's contract
+    /// allows the cell only from then. The cell conforms at this instant.
+    pub at: Instant,
+    /// The link slot that carries the cell (slot `k` is `[k/R, (k + 1)/R)` s).
+    pub slot: u64,
+    /// The VC's category.
+    pub category: Category,
+}
+
+/// Where a VC is: its list, if any.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    /// Removed; the entry waits on the free list.
+    Free,
+    /// No backlog, in no list.
+    Idle,
+    /// In the wheel bucket of `due_slot`.
+    Wheel,
+    /// In the real-time ready list.
+    Rt,
+    /// In the nrt-VBR ready list.
+    Nrt,
+    /// In the UBR ring.
+    Ubr,
+}
+
+/// One VC's entry.
+#[derive(Clone, Debug)]
+struct Vc {
+    /// First ns and slot at which the contract allows its next cell.
+    due_ns: u64,
+    due_slot: u64,
+    backlog: u64,
+    prev: u32,
+    next: u32,
+    place: Place,
+    category: Category,
+    /// UBR: cells left in this turn.
+    quantum: u32,
+    weight: u32,
+    generation: u32,
+    peak: Gcra,
+    sustainable: Option<Gcra>,
+    spec: VcSpec,
+}
+
+/// An intrusive FIFO of VC indices.
+#[derive(Clone, Copy, Debug)]
+struct List {
+    head: u32,
+    tail: u32,
+}
+
+impl List {
+    const EMPTY: List = List {
+        head: NIL,
+        tail: NIL,
+    };
+
+    const fn is_empty(&self) -> bool {
+        self.head == NIL
+    }
+}
+
+fn push_back(vcs: &mut [Vc], l: &mut List, i: u32) {
+    let v = &mut vcs[i as usize];
+    v.prev = l.tail;
+    v.next = NIL;
+    if l.tail == NIL {
+        l.head = i;
+    } else {
+        vcs[l.tail as usize].next = i;
+    }
+    l.tail = i;
+}
+
+fn unlink(vcs: &mut [Vc], l: &mut List, i: u32) {
+    let (p, n) = (vcs[i as usize].prev, vcs[i as usize].next);
+    if p == NIL {
+        l.head = n;
+    } else {
+        vcs[p as usize].next = n;
+    }
+    if n == NIL {
+        l.tail = p;
+    } else {
+        vcs[n as usize].prev = p;
+    }
+    let v = &mut vcs[i as usize];
+    v.prev = NIL;
+    v.next = NIL;
+}
+
+/// The cell scheduler of one link (see the module doc for what it serves in which order).
+///
+/// # Call contract
+///
+/// * Commands: [`add_vc`](Self::add_vc), [`remove_vc`](Self::remove_vc) and
+///   [`enqueue`](Self::enqueue) (add cells to a VC's backlog) take no time: they act at
+///   the latest `now` the scheduler has seen.
+/// * Output: [`poll_transmit(now)`](Self::poll_transmit) hands out at most one cell per
+///   link slot; [`poll_timeout`](Self::poll_timeout) says from when another could go.
+/// * **Drain rule**: after any command, and when the time from `poll_timeout` comes, call
+///   `poll_transmit(now)` until it returns `None`, then wait until `poll_timeout()`. Within
+///   one slot the second call returns `None`; the next cell waits for the next slot.
+/// * `now` must not go backwards; an earlier `now` is taken as the latest seen (clamped).
+///
+/// Nothing here panics on caller input: bad contracts and stale handles are
+/// [`SchedError`]s.
+#[derive(Clone, Debug)]
+pub struct Scheduler {
+    link: u32,
+    vcs: Vec<Vc>,
+    free: Vec<u32>,
+    active: usize,
+    /// VCs with a backlog: each is in exactly one list.
+    backlogged: usize,
+    buckets: Vec<List>,
+    /// Bit `b` set iff bucket `b` is non-empty.
+    bitmap: Vec<u64>,
+    wheel_len: usize,
+    rt: List,
+    nrt: List,
+    ubr: List,
+    /// The latest `now` seen.
+    now: Instant,
+    /// Every wheel entry due in a slot up to this one has been moved to its ready list.
+    processed: u64,
+    /// The slot of the last cell sent.
+    last_tx: Option<u64>,
+    sent: u64,
+}
+
+impl Scheduler {
+    /// A scheduler for a link of `link_rate` cells/s (1 to 10⁹; OC-3c is 353 207).
+    pub fn new(link_rate: u32) -> Result<Scheduler, SchedError> {
+        if link_rate == 0 || u64::from(link_rate) > NS_PER_S {
+            return Err(SchedError::LinkRate { rate: link_rate });
+        }
+        Ok(Scheduler {
+            link: link_rate,
+            vcs: Vec::new(),
+            free: Vec::new(),
+            active: 0,
+            backlogged: 0,
+            buckets: alloc::vec![List::EMPTY; WHEEL],
+            bitmap: alloc::vec![0; WHEEL / 64],
+            wheel_len: 0,
+            rt: List::EMPTY,
+            nrt: List::EMPTY,
+            ubr: List::EMPTY,
+            now: Instant::ZERO,
+            processed: 0,
+            last_tx: None,
+            sent: 0,
+        })
+    }
+
+    /// The link rate, cells/s.
+    pub const fn link_rate(&self) -> u32 {
+        self.link
+    }
+
+    /// VCs added and not removed.
+    pub const fn len(&self) -> usize {
+        self.active
+    }
+
+    /// Whether no VC is added.
+    pub const fn is_empty(&self) -> bool {
+        self.active == 0
+    }
+
+    /// Cells handed out by [`poll_transmit`](Self::poll_transmit) so far.
+    pub const fn sent(&self) -> u64 {
+        self.sent
+    }
+
+    /// The slot that contains instant `t`: `⌊t · R / 10⁹⌋`, in `u64` without overflow
+    /// (the result is at most `t`, as R ≤ 10⁹).
+    pub const fn slot_of(&self, t: Instant) -> u64 {
+        let t = t.as_nanos();
+        let r = self.link as u64;
+        (t / NS_PER_S) * r + (t % NS_PER_S) * r / NS_PER_S
+    }
+
+    /// The first whole ns of slot `k`: `⌈k · 10⁹ / R⌉` (saturating at the end of time).
+    pub const fn slot_start(&self, k: u64) -> Instant {
+        let ns = (k as u128 * NS_PER_S as u128).div_ceil(self.link as u128);
+        if ns > u64::MAX as u128 {
+            Instant::from_nanos(u64::MAX)
+        } else {
+            Instant::from_nanos(ns as u64)
+        }
+    }
+
+    /// Adds a VC with no backlog. Its contract must be well formed for its category's
+    /// conformance definition ([`Contract::check`]) with its PCR at most the link rate.
+    pub fn add_vc(&mut self, spec: VcSpec) -> Result<VcHandle, SchedError> {
+        let contract = spec.contract();
+        contract
+            .check(spec.category.conformance())
+            .map_err(SchedError::Contract)?;
+        if spec.pcr > self.link {
+            return Err(SchedError::PcrAboveLink {
+                pcr: spec.pcr,
+                link: self.link,
+            });
+        }
+        if spec.category == Category::Ubr && spec.weight == 0 {
+            return Err(SchedError::ZeroWeight);
+        }
+        let peak = Gcra::new(
+            contract
+                .peak_gcra()
+                .map_err(|e| SchedError::Contract(ContractError::Gcra(e)))?,
+        );
+        let sustainable = match spec.category {
+            Category::RtVbr | Category::NrtVbr => Some(Gcra::new(
+                contract
+                    .sustainable_gcra()
+                    .map_err(|e| SchedError::Contract(ContractError::Gcra(e)))?,
+            )),
+            Category::Cbr | Category::Ubr => None,
+        };
+        let weight = if spec.category == Category::Ubr {
+            spec.weight
+        } else {
+            1
+        };
+        let fresh = |generation| Vc {
+            due_ns: 0,
+            due_slot: 0,
+            backlog: 0,
+            prev: NIL,
+            next: NIL,
+            place: Place::Idle,
+            category: spec.category,
+            quantum: weight,
+            weight,
+            generation,
+            peak,
+            sustainable,
+            spec,
+        };
+        let index = match self.free.pop() {
+            Some(i) => {
+                let generation = self.vcs[i as usize].generation;
+                self.vcs[i as usize] = fresh(generation);
+                i
+            }
+            None => {
+                if self.vcs.len() >= NIL as usize {
+                    return Err(SchedError::TooManyVcs);
+                }
+                self.vcs.push(fresh(0));
+                (self.vcs.len() - 1) as u32
+            }
+        };
+        self.active += 1;
+        Ok(VcHandle {
+            index,
+            generation: self.vcs[index as usize].generation,
+        })
+    }
+
+    /// Removes a VC and returns the cells of its backlog that were never sent (the caller
+    /// drops them). The handle is refused from then on.
+    pub fn remove_vc(&mut self, vc: VcHandle) -> Result<u64, SchedError> {
+        let i = self.index(vc)?;
+        self.detach(i);
+        let v = &mut self.vcs[i as usize];
+        let dropped = v.backlog;
+        if dropped > 0 {
+            self.backlogged -= 1;
+        }
+        v.backlog = 0;
+        v.place = Place::Free;
+        v.generation = v.generation.wrapping_add(1);
+        self.free.push(i);
+        self.active -= 1;
+        Ok(dropped)
+    }
+
+    /// The VC's spec.
+    pub fn spec(&self, vc: VcHandle) -> Result<VcSpec, SchedError> {
+        Ok(self.vcs[self.index(vc)? as usize].spec)
+    }
+
+    /// The VC's backlog, cells.
+    pub fn backlog(&self, vc: VcHandle) -> Result<u64, SchedError> {
+        Ok(self.vcs[self.index(vc)? as usize].backlog)
+    }
+
+    /// Adds `cells` to the VC's backlog and returns the new backlog. The caller keeps the
+    /// cells; [`poll_transmit`](Self::poll_transmit) says when each one goes.
+    pub fn enqueue(&mut self, vc: VcHandle, cells: u32) -> Result<u64, SchedError> {
+        let i = self.index(vc)?;
+        let v = &mut self.vcs[i as usize];
+        let was = v.backlog;
+        v.backlog = was
+            .checked_add(u64::from(cells))
+            .ok_or(SchedError::BacklogOverflow(vc))?;
+        if was == 0 && cells > 0 {
+            self.backlogged += 1;
+            self.place(i);
+        }
+        Ok(self.vcs[i as usize].backlog)
+    }
+
+    /// The earliest instant at which [`poll_transmit`](Self::poll_transmit) could hand out
+    /// a cell, never before the latest `now` seen; `None` if no VC has a backlog.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.backlogged == 0 {
+            return None;
+        }
+        let ubr_ready = !self.ubr.is_empty()
+            && (self.ubr.head != self.ubr.tail
+                || self.vcs[self.ubr.head as usize].due_slot <= self.processed);
+        let eligible = if !self.rt.is_empty() || !self.nrt.is_empty() || ubr_ready {
+            self.processed
+        } else {
+            let ubr = if self.ubr.is_empty() {
+                u64::MAX
+            } else {
+                self.vcs[self.ubr.head as usize].due_slot
+            };
+            ubr.min(self.wheel_min_slot().unwrap_or(u64::MAX))
+        };
+        let free = match self.last_tx {
+            Some(l) => l.saturating_add(1),
+            None => 0,
+        };
+        Some(self.slot_start(eligible.max(free)).max(self.now))
+    }
+
+    /// Hands out the cell that goes in the slot of `now`, if any: at most one per slot,
+    /// real-time VCs first, then nrt-VBR, then UBR by weighted round robin.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        let now = now.max(self.now);
+        self.now = now;
+        let s = self.slot_of(now);
+        if self.last_tx.is_some_and(|l| l >= s) || self.backlogged == 0 {
+            return None;
+        }
+        self.advance(s);
+        let i = if !self.rt.is_empty() {
+            let i = self.rt.head;
+            unlink(&mut self.vcs, &mut self.rt, i);
+            i
+        } else if !self.nrt.is_empty() {
+            let i = self.nrt.head;
+            unlink(&mut self.vcs, &mut self.nrt, i);
+            i
+        } else {
+            self.ubr_head(s)?
+        };
+        Some(self.send(i, now, s))
+    }
+
+    /// The handle's index, if it names a live VC.
+    fn index(&self, vc: VcHandle) -> Result<u32, SchedError> {
+        match self.vcs.get(vc.index as usize) {
+            Some(v) if v.generation == vc.generation && v.place != Place::Free => Ok(vc.index),
+            _ => Err(SchedError::UnknownVc(vc)),
+        }
+    }
+
+    /// Takes VC `i` out of whatever list it is in; it becomes idle.
+    fn detach(&mut self, i: u32) {
+        let v = &self.vcs[i as usize];
+        match v.place {
+            Place::Free | Place::Idle => {}
+            Place::Wheel => {
+                let b = (v.due_slot & MASK) as usize;
+                unlink(&mut self.vcs, &mut self.buckets[b], i);
+                self.wheel_len -= 1;
+                if self.buckets[b].is_empty() {
+                    self.bitmap[b / 64] &= !(1 << (b % 64));
+                }
+            }
+            Place::Rt => unlink(&mut self.vcs, &mut self.rt, i),
+            Place::Nrt => unlink(&mut self.vcs, &mut self.nrt, i),
+            Place::Ubr => unlink(&mut self.vcs, &mut self.ubr, i),
+        }
+        self.vcs[i as usize].place = Place::Idle;
+    }
+
+    /// Puts a backlogged VC that is in no list where it belongs: its ready list if its
+    /// due slot has been reached, else the wheel.
+    fn place(&mut self, i: u32) {
+        let v = &mut self.vcs[i as usize];
+        debug_assert!(v.backlog > 0 && v.prev == NIL && v.next == NIL);
+        if v.due_slot <= self.processed {
+            self.make_ready(i);
+        } else {
+            let b = (v.due_slot & MASK) as usize;
+            v.place = Place::Wheel;
+            push_back(&mut self.vcs, &mut self.buckets[b], i);
+            self.bitmap[b / 64] |= 1 << (b % 64);
+            self.wheel_len += 1;
+        }
+    }
+
+    fn make_ready(&mut self, i: u32) {
+        let v = &mut self.vcs[i as usize];
+        let (place, list) = match v.category {
+            Category::Cbr | Category::RtVbr => (Place::Rt, &mut self.rt),
+            Category::NrtVbr => (Place::Nrt, &mut self.nrt),
+            Category::Ubr => (Place::Ubr, &mut self.ubr),
+        };
+        v.place = place;
+        push_back(&mut self.vcs, list, i);
+    }
+
+    /// The first non-empty bucket at cyclic offset `off..count` from bucket `start`.
+    fn next_bucket(&self, start: usize, mut off: usize, count: usize) -> Option<usize> {
+        while off < count {
+            let pos = (start + off) & MASK as usize;
+            let (word, bit) = (pos / 64, pos % 64);
+            let w = self.bitmap[word] >> bit;
+            if w != 0 {
+                let found = off + w.trailing_zeros() as usize;
+                return (found < count).then_some(found);
+            }
+            off += 64 - bit;
+        }
+        None
+    }
+
+    /// Moves every wheel entry due in a slot up to `s` to its ready list.
+    fn advance(&mut self, s: u64) {
+        if s <= self.processed {
+            return;
+        }
+        let from = self.processed + 1;
+        let count = (s - from).saturating_add(1).min(WHEEL as u64) as usize;
+        let start = (from & MASK) as usize;
+        let mut off = 0;
+        while self.wheel_len > 0 {
+            let Some(o) = self.next_bucket(start, off, count) else {
+                break;
+            };
+            let b = (start + o) & MASK as usize;
+            let mut i = self.buckets[b].head;
+            while i != NIL {
+                let next = self.vcs[i as usize].next;
+                if self.vcs[i as usize].due_slot <= s {
+                    unlink(&mut self.vcs, &mut self.buckets[b], i);
+                    self.wheel_len -= 1;
+                    self.make_ready(i);
+                }
+                i = next;
+            }
+            if self.buckets[b].is_empty() {
+                self.bitmap[b / 64] &= !(1 << (b % 64));
+            }
+            off = o + 1;
+        }
+        self.processed = s;
+    }
+
+    /// The earliest due slot in the wheel.
+    fn wheel_min_slot(&self) -> Option<u64> {
+        if self.wheel_len == 0 {
+            return None;
+        }
+        let from = self.processed + 1;
+        let start = (from & MASK) as usize;
+        let mut off = 0;
+        while let Some(o) = self.next_bucket(start, off, WHEEL) {
+            // Entries of this turn of the wheel are due exactly in slot `from + o`.
+            let slot = from + o as u64;
+            let mut i = self.buckets[(start + o) & MASK as usize].head;
+            while i != NIL {
+                if self.vcs[i as usize].due_slot == slot {
+                    return Some(slot);
+                }
+                i = self.vcs[i as usize].next;
+            }
+            off = o + 1;
+        }
+        // Everything is more than a turn ahead: look at every entry.
+        self.buckets
+            .iter()
+            .flat_map(|b| {
+                let mut i = b.head;
+                core::iter::from_fn(move || {
+                    (i != NIL).then(|| {
+                        let v = &self.vcs[i as usize];
+                        i = v.next;
+                        v.due_slot
+                    })
+                })
+            })
+            .min()
+    }
+
+    /// The UBR ring's head if it may send in slot `s`. A head that sent last and is not
+    /// yet due again loses the rest of its turn: it waits in the wheel and rejoins the
+    /// ring at the tail, so the ring never stalls on a VC its PCR holds back.
+    fn ubr_head(&mut self, s: u64) -> Option<u32> {
+        loop {
+            let i = self.ubr.head;
+            if i == NIL {
+                return None;
+            }
+            if self.vcs[i as usize].due_slot <= s {
+                return Some(i);
+            }
+            unlink(&mut self.vcs, &mut self.ubr, i);
+            let v = &mut self.vcs[i as usize];
+            v.place = Place::Idle;
+            v.quantum = v.weight;
+            self.place(i);
+        }
+    }
+
+    /// Sends one cell of VC `i` in slot `s`, at `now` or later in the slot.
+    fn send(&mut self, i: u32, now: Instant, s: u64) -> Transmit {
+        let v = &mut self.vcs[i as usize];
+        debug_assert!(v.due_slot <= s && v.backlog > 0);
+        let at = Instant::from_nanos(now.as_nanos().max(v.due_ns));
+        debug_assert!(v.peak.is_conforming(at));
+        v.peak.record(at);
+        let mut due = v.peak.next_conforming();
+        if let Some(g) = &mut v.sustainable {
+            debug_assert!(g.is_conforming(at));
+            g.record(at);
+            due = due.max(g.next_conforming());
+        }
+        v.due_ns = due.as_nanos();
+        v.backlog -= 1;
+        let category = v.category;
+        let handle = VcHandle {
+            index: i,
+            generation: v.generation,
+        };
+        self.last_tx = Some(s);
+        self.sent += 1;
+        let r = self.link as u64;
+        let d = self.vcs[i as usize].due_ns;
+        let due_slot = (d / NS_PER_S) * r + (d % NS_PER_S) * r / NS_PER_S;
+        let v = &mut self.vcs[i as usize];
+        v.due_slot = due_slot;
+        if category == Category::Ubr {
+            // Still the ring's head: it keeps the turn until its quantum is spent.
+            v.quantum -= 1;
+            if v.backlog == 0 || v.quantum == 0 {
+                v.quantum = v.weight;
+                unlink(&mut self.vcs, &mut self.ubr, i);
+                self.vcs[i as usize].place = Place::Idle;
+                if self.vcs[i as usize].backlog > 0 {
+                    self.place(i);
+                }
+            }
+        } else {
+            v.place = Place::Idle;
+            if v.backlog > 0 {
+                self.place(i);
+            }
+        }
+        if self.vcs[i as usize].backlog == 0 {
+            self.backlogged -= 1;
+        }
+        Transmit {
+            vc: handle,
+            at,
+            slot: s,
+            category,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policer::{Policer, Verdict};
+    use alloc::collections::VecDeque;
+    use alloc::string::ToString;
+    use alloc::vec::Vec;
+    use proptest::prelude::*;
+
+    /// 10⁶ cells/s: slot `k` is `[k, k + 1)` µs, so the expected times read plainly.
+    const MEGA: u32 = 1_000_000;
+    /// OC-3c, where 1/R is not a whole number of ns.
+    const OC3: u32 = 353_207;
+
+    fn at(ns: u64) -> Instant {
+        Instant::from_nanos(ns)
+    }
+
+    fn us(n: u64) -> Instant {
+        Instant::from_nanos(n * 1_000)
+    }
+
+    /// Drives `s` in virtual time until it is idle or `until` passes, jumping to each
+    /// `poll_timeout`; returns every transmit and checks the drain rule on the way.
+    fn drive(s: &mut Scheduler, from: Instant, until: Instant) -> Vec<Transmit> {
+        let mut out = Vec::new();
+        let mut now = from;
+        while now <= until {
+            match s.poll_transmit(now) {
+                Some(tx) => {
+                    assert!(
+                        s.poll_transmit(now).is_none(),
+                        "two cells in slot {}",
+                        tx.slot
+                    );
+                    out.push(tx);
+                }
+                None => match s.poll_timeout() {
+                    Some(t) => {
+                        assert!(t > now, "poll_timeout {t} promised a cell at {now}");
+                        now = t;
+                    }
+                    None => break,
+                },
+            }
+        }
+        out
+    }
+
+    fn times(txs: &[Transmit]) -> Vec<u64> {
+        txs.iter().map(|t| t.at.as_nanos()).collect()
+    }
+
+    #[test]
+    fn test_empty_poll() {
+        let mut s = Scheduler::new(OC3).unwrap();
+        assert!(s.is_empty());
+        assert_eq!(s.poll_timeout(), None);
+        assert_eq!(s.poll_transmit(us(5)), None);
+        let vc = s.add_vc(VcSpec::cbr(1000)).unwrap();
+        assert_eq!(s.len(), 1);
+        assert_eq!(s.poll_timeout(), None, "a VC without backlog wants nothing");
+        assert_eq!(s.enqueue(vc, 0), Ok(0));
+        assert_eq!(s.poll_timeout(), None);
+    }
+
+    #[test]
+    fn test_new_bad_link_rate() {
+        assert_eq!(
+            Scheduler::new(0).unwrap_err(),
+            SchedError::LinkRate { rate: 0 }
+        );
+        assert_eq!(
+            Scheduler::new(1_000_000_001).unwrap_err(),
+            SchedError::LinkRate {
+                rate: 1_000_000_001
+            }
+        );
+        assert!(Scheduler::new(1_000_000_000).is_ok());
+    }
+
+    #[test]
+    fn test_empty_add_vc_bad_specs() {
+        let mut s = Scheduler::new(MEGA).unwrap();
+        assert_eq!(
+            s.add_vc(VcSpec::cbr(0)),
+            Err(SchedError::Contract(ContractError::NoPcr))
+        );
+        assert_eq!(
+            s.add_vc(VcSpec::cbr(MEGA + 1)),
+            Err(SchedError::PcrAboveLink {
+                pcr: MEGA + 1,
+                link: MEGA
+            })
+        );
+        assert_eq!(
+            s.add_vc(VcSpec::rt_vbr(100, 200, 4)),
+            Err(SchedError::Contract(ContractError::ScrAbovePcr {
+                scr: 200,
+                pcr: 100
+            }))
+        );
+        assert_eq!(
+            s.add_vc(VcSpec::nrt_vbr(100, 50, 0)),
+            Err(SchedError::Contract(ContractError::NoMbs(
+                Conformance::Vbr1
+            )))
+        );
+        assert_eq!(
+            s.add_vc(VcSpec::nrt_vbr(100, 0, 3)),
+            Err(SchedError::Contract(ContractError::NoScr(
+                Conformance::Vbr1
+            )))
+        );
+        let mut cbr_with_scr = VcSpec::cbr(100);
+        cbr_with_scr.scr = 10;
+        assert!(matches!(
+            s.add_vc(cbr_with_scr),
+            Err(SchedError::Contract(ContractError::NotInDefinition { .. }))
+        ));
+        assert_eq!(s.add_vc(VcSpec::ubr(100, 0)), Err(SchedError::ZeroWeight));
+        assert!(s.is_empty());
+        assert_eq!(
+            SchedError::ZeroWeight.to_string(),
+            "UBR weight is 0 (it must be at least 1)"
+        );
+    }
+
+    /// A CBR VC at PCR 100 000 on a 10⁶ link: one cell every 10 µs, exactly.
+    #[test]
+    fn test_cbr_backlog_spacing() {
+        let mut s = Scheduler::new(MEGA).unwrap();
+        let vc = s.add_vc(VcSpec::cbr(100_000)).unwrap();
+        s.enqueue(vc, 5).unwrap();
+        assert_eq!(s.poll_timeout(), Some(Instant::ZERO));
+        let txs = drive(&mut s, Instant::ZERO, us(1_000));
+        assert_eq!(times(&txs), [0, 10_000, 20_000, 30_000, 40_000]);
+        assert!(
+            txs.iter()
+                .all(|t| t.vc == vc && t.category == Category::Cbr)
+        );
+        assert_eq!(s.backlog(vc), Ok(0));
+        assert_eq!(s.poll_timeout(), None);
+        assert_eq!(s.sent(), 5);
+    }
+
+    /// At OC-3c, PCR = 353 207 / 4: 1/PCR is not a whole ns; cells go at ⌈TAT⌉ and the
+    /// run never drifts from what a CDVT-0 policer accepts.
+    #[test]
+    fn test_cbr_backlog_oc3_exact() {
+        let mut s = Scheduler::new(OC3).unwrap();
+        let spec = VcSpec::cbr(OC3 / 4);
+        let vc = s.add_vc(spec).unwrap();
+        s.enqueue(vc, 10_000).unwrap();
+        let txs = drive(&mut s, Instant::ZERO, Instant::from_nanos(u64::MAX));
+        assert_eq!(txs.len(), 10_000);
+        let mut upc = Policer::new(Conformance::Cbr1, &spec.contract()).unwrap();
+        let inc = 1_000_000_000u64.div_ceil(u64::from(OC3 / 4));
+        for w in txs.windows(2) {
+            assert_eq!(upc.police(w[0].at, false), Verdict::Pass);
+            // Each gap is ⌈1/PCR⌉ ns, or one more where a slot boundary intervenes.
+            let gap = w[1].at.as_nanos() - w[0].at.as_nanos();
+            assert!((inc..=inc + 2_832).contains(&gap), "gap {gap}");
+            assert_eq!(s.slot_of(w[0].at), w[0].slot);
+        }
+        // Mean spacing within 0.1% of ⌈1/PCR⌉: the cells are not held back slot by slot.
+        let span = txs[9_999].at.as_nanos() - txs[0].at.as_nanos();
+        assert!(span <= 9_999 * inc * 1001 / 1000, "span {span}");
+    }
+
+    #[test]
+    fn test_idle_enqueue_after_long_pause() {
+        let mut s = Scheduler::new(MEGA).unwrap();
+        let vc = s.add_vc(VcSpec::cbr(1_000)).unwrap();
+        s.enqueue(vc, 1).unwrap();
+        assert_eq!(s.poll_transmit(Instant::ZERO).unwrap().at, Instant::ZERO);
+        // 10 s later, far beyond a turn of the wheel: the cell goes at once.
+        assert!(
+            s.poll_transmit(Instant::from_nanos(10_000_000_000))
+                .is_none()
+        );
+        s.enqueue(vc, 2).unwrap();
+        assert_eq!(s.poll_timeout(), Some(Instant::from_nanos(10_000_000_000)));
+        let tx = s
+            .poll_transmit(Instant::from_nanos(10_000_000_000))
+            .unwrap();
+        assert_eq!(tx.at.as_nanos(), 10_000_000_000);
+        // The next one is 1 ms on: 1000 slots, within a turn.
+        assert_eq!(s.poll_timeout(), Some(Instant::from_nanos(10_001_000_000)));
+    }
+
+    #[test]
+    fn test_backlogged_slow_vc_beyond_wheel_turn() {
+        // PCR 10 cells/s on 10⁶: 100 000 slots apart, six turns of the wheel.
+        let mut s = Scheduler::new(MEGA).unwrap();
+        let slow = s.add_vc(VcSpec::cbr(10)).unwrap();
+        s.enqueue(slow, 3).unwrap();
+        let txs = drive(&mut s, Instant::ZERO, Instant::from_nanos(u64::MAX));
+        assert_eq!(times(&txs), [0, 100_000_000, 200_000_000]);
+    }
+
+    #[test]
+    fn test_backlogged_cbr_beats_ubr() {
+        let mut s = Scheduler::new(MEGA).unwrap();
+        let ubr = s.add_vc(VcSpec::ubr(MEGA, 1)).unwrap();
+        let cbr = s.add_vc(VcSpec::cbr(250_000)).unwrap();
+        s.enqueue(ubr, 100).unwrap();
+        s.enqueue(cbr, 10).unwrap();
+        let txs = drive(&mut s, Instant::ZERO, us(39));
+        assert_eq!(txs.len(), 40, "every slot carries a cell");
+        for (k, tx) in txs.iter().enumerate() {
+            let want = if k % 4 == 0 { cbr } else { ubr };
+            assert_eq!(tx.vc, want, "slot {k}");
+            assert_eq!(tx.slot, k as u64);
+        }
+    }
+
+    /// rt-VBR PCR 100 000, SCR 10 000, MBS 5: five cells at PCR (10 µs), then SCR
+    /// (100 µs after the fifth); BT = 4 · 90 µs = 360 µs.
+    #[test]
+    fn test_backlogged_rt_vbr_burst_mbs_then_scr() {
+        let mut s = Scheduler::new(MEGA).unwrap();
+        let vc = s.add_vc(VcSpec::rt_vbr(100_000, 10_000, 5)).unwrap();
+        s.enqueue(vc, 9).unwrap();
+        let txs = drive(&mut s, Instant::ZERO, Instant::from_nanos(u64::MAX));
+        let us_: Vec<u64> = times(&txs).iter().map(|t| t / 1_000).collect();
+        assert_eq!(us_, [0, 10, 20, 30, 40, 140, 240, 340, 440]);
+        assert!(txs.iter().all(|t| t.category == Category::RtVbr));
+    }
+
+    #[test]
+    fn test_backlogged_rt_vbr_beats_nrt_vbr_beats_ubr() {
+        let mut s = Scheduler::new(MEGA).unwrap();
+        let u = s.add_vc(VcSpec::ubr(MEGA, 1)).unwrap();
+        let n = s.add_vc(VcSpec::nrt_vbr(MEGA, MEGA, 1)).unwrap();
+        let r = s.add_vc(VcSpec::rt_vbr(MEGA, MEGA, 1)).unwrap();
+        for vc in [u, n, r] {
+            s.enqueue(vc, 2).unwrap();
+        }
+        let order: Vec<VcHandle> = drive(&mut s, Instant::ZERO, us(100))
+            .iter()
+            .map(|t| t.vc)
+            .collect();
+        assert_eq!(order, [r, r, n, n, u, u]);
+    }
+
+    /// Three UBR VCs of weights 1, 2 and 3, all backlogged at the link rate: shares
+    /// 1 : 2 : 3, and each turn is one burst of the VC's weight.
+    #[test]
+    fn test_backlogged_ubr_wrr_shares() {
+        let mut s = Scheduler::new(MEGA).unwrap();
+        let vcs: Vec<VcHandle> = (1..=3)
+            .map(|w| s.add_vc(VcSpec::ubr(MEGA, w)).unwrap())
+            .collect();
+        for &vc in &vcs {
+            s.enqueue(vc, 1_000).unwrap();
+        }
+        let txs = drive(&mut s, Instant::ZERO, us(599));
+        assert_eq!(txs.len(), 600);
+        let count = |vc| txs.iter().filter(|t| t.vc == vc).count();
+        assert_eq!(
+            [count(vcs[0]), count(vcs[1]), count(vcs[2])],
+            [100, 200, 300]
+        );
+        let first: Vec<usize> = txs[..6].iter().map(|t| t.vc.index()).collect();
+        assert_eq!(
+            first,
+            [
+                vcs[0].index(),
+                vcs[1].index(),
+                vcs[1].index(),
+                vcs[2].index(),
+                vcs[2].index(),
+                vcs[2].index()
+            ]
+        );
+    }
+
+    /// A UBR VC never passes its PCR even when the link is free.
+    #[test]
+    fn test_backlogged_ubr_held_to_pcr() {
+        let mut s = Scheduler::new(MEGA).unwrap();
+        let vc = s.add_vc(VcSpec::ubr(200_000, 5)).unwrap();
+        s.enqueue(vc, 4).unwrap();
+        let txs = drive(&mut s, Instant::ZERO, Instant::from_nanos(u64::MAX));
+        assert_eq!(times(&txs), [0, 5_000, 10_000, 15_000]);
+    }
+
+    #[test]
+    fn test_backlogged_slot_carries_one_cell() {
+        let mut s = Scheduler::new(OC3).unwrap();
+        let a = s.add_vc(VcSpec::cbr(OC3)).unwrap();
+        let b = s.add_vc(VcSpec::cbr(OC3)).unwrap();
+        s.enqueue(a, 3).unwrap();
+        s.enqueue(b, 3).unwrap();
+        let tx = s.poll_transmit(at(0)).unwrap();
+        assert_eq!(tx.slot, 0);
+        // Later in the same slot (slot 0 is [0, 2831.2) ns), nothing.
+        assert_eq!(s.poll_transmit(at(2_831)), None);
+        assert_eq!(s.poll_timeout(), Some(at(2_832)));
+        assert_eq!(s.poll_transmit(at(2_832)).unwrap().slot, 1);
+        let txs = drive(&mut s, at(2_832), Instant::from_nanos(u64::MAX));
+        let mut slots: Vec<u64> = txs.iter().map(|t| t.slot).collect();
+        slots.dedup();
+        assert_eq!(slots.len(), 4);
+    }
+
+    #[test]
+    fn test_backlogged_remove_vc() {
+        let mut s = Scheduler::new(MEGA).unwrap();
+        let a = s.add_vc(VcSpec::cbr(100_000)).unwrap();
+        let b = s.add_vc(VcSpec::ubr(MEGA, 1)).unwrap();
+        s.enqueue(a, 10).unwrap();
+        s.enqueue(b, 10).unwrap();
+        assert_eq!(s.poll_transmit(at(0)).unwrap().vc, a);
+        // `a` now waits in the wheel; `b` in the ring.
+        assert_eq!(s.remove_vc(a), Ok(9));
+        assert_eq!(s.remove_vc(b), Ok(10));
+        assert_eq!(s.poll_timeout(), None);
+        assert_eq!(s.poll_transmit(us(100)), None);
+        assert!(s.is_empty());
+        // The slot is reused with a new generation; the old handles stay dead.
+        let c = s.add_vc(VcSpec::cbr(100_000)).unwrap();
+        assert!(c.index() == a.index() || c.index() == b.index());
+        assert_ne!(c, a);
+        assert_ne!(c, b);
+        assert_eq!(s.enqueue(a, 1), Err(SchedError::UnknownVc(a)));
+        s.enqueue(c, 1).unwrap();
+        assert_eq!(s.poll_transmit(us(100)).unwrap().vc, c);
+    }
+
+    #[test]
+    fn test_idle_unknown_handle() {
+        let mut s = Scheduler::new(MEGA).unwrap();
+        let mut other = Scheduler::new(MEGA).unwrap();
+        other.add_vc(VcSpec::cbr(1)).unwrap();
+        let foreign = other.add_vc(VcSpec::cbr(1)).unwrap();
+        assert_eq!(s.enqueue(foreign, 1), Err(SchedError::UnknownVc(foreign)));
+        assert_eq!(s.remove_vc(foreign), Err(SchedError::UnknownVc(foreign)));
+        assert_eq!(s.backlog(foreign), Err(SchedError::UnknownVc(foreign)));
+        assert_eq!(s.spec(foreign), Err(SchedError::UnknownVc(foreign)));
+        let vc = s.add_vc(VcSpec::cbr(1)).unwrap();
+        s.remove_vc(vc).unwrap();
+        assert_eq!(s.remove_vc(vc), Err(SchedError::UnknownVc(vc)));
+        assert_eq!(
+            SchedError::UnknownVc(vc).to_string(),
+            "no VC vc#0.0 on this scheduler"
+        );
+    }
+
+    #[test]
+    fn test_backlogged_enqueue_overflow() {
+        let mut s = Scheduler::new(MEGA).unwrap();
+        let vc = s.add_vc(VcSpec::cbr(1)).unwrap();
+        // 2³² enqueues of 2³² cells would take long: start near the top.
+        s.enqueue(vc, 1).unwrap();
+        s.vcs[vc.index()].backlog = u64::MAX - 3;
+        assert_eq!(s.enqueue(vc, 4), Err(SchedError::BacklogOverflow(vc)));
+        assert_eq!(s.backlog(vc), Ok(u64::MAX - 3));
+        assert_eq!(s.enqueue(vc, 3), Ok(u64::MAX));
+    }
+
+    #[test]
+    fn test_backlogged_time_backwards_clamped() {
+        let mut s = Scheduler::new(MEGA).unwrap();
+        let vc = s.add_vc(VcSpec::cbr(100_000)).unwrap();
+        s.enqueue(vc, 3).unwrap();
+        assert_eq!(s.poll_transmit(us(50)).unwrap().at, us(50));
+        // Back to 0: taken as 50 µs; the slot is used, and the next cell is at 60 µs.
+        assert_eq!(s.poll_transmit(us(0)), None);
+        assert_eq!(s.poll_timeout(), Some(us(60)));
+        assert_eq!(s.poll_transmit(us(20)), None);
+        assert_eq!(s.poll_transmit(us(60)).unwrap().at, us(60));
+        assert_eq!(s.poll_transmit(us(61)), None);
+        let tx = s.poll_transmit(us(75)).unwrap();
+        assert_eq!(tx.at, us(75));
+    }
+
+    #[test]
+    fn test_backlogged_mid_slot_departure() {
+        // PCR = 2/3 of the link at 10⁶: due at 1.5 µs steps, which fall mid-slot; the cell
+        // leaves at its due ns within the slot, so the VC gets its full PCR.
+        let mut s = Scheduler::new(MEGA).unwrap();
+        let vc = s.add_vc(VcSpec::cbr(666_666)).unwrap();
+        s.enqueue(vc, 3_000).unwrap();
+        let txs = drive(&mut s, Instant::ZERO, Instant::from_nanos(u64::MAX));
+        assert_eq!(txs.len(), 3_000);
+        assert_eq!(txs[1].at, at(1_501));
+        assert!(txs[1].at > us(1) && txs[1].slot == 1);
+        let span = txs[2_999].at.as_nanos();
+        assert_eq!(span, 2_999 * 1_501, "every gap is ⌈1/PCR⌉ = 1501 ns");
+    }
+
+    /// One VC's contract, policer and the enqueue time of each cell not yet sent.
+    struct Check {
+        policer: Policer,
+        enqueued: VecDeque<u64>,
+    }
+
+    fn arb_spec(link: u32) -> impl Strategy<Value = VcSpec> {
+        (0..4u8, 1..=link, 1u32..=1000, 1u32..64, 1u32..6).prop_map(
+            move |(cat, pcr, scr_per_mille, mbs, weight)| {
+                let scr = (u64::from(pcr) * u64::from(scr_per_mille) / 1000).max(1) as u32;
+                match cat {
+                    0 => VcSpec::cbr(pcr),
+                    1 => VcSpec::rt_vbr(pcr, scr, mbs),
+                    2 => VcSpec::nrt_vbr(pcr, scr, mbs),
+                    _ => VcSpec::ubr(pcr, weight),
+                }
+            },
+        )
+    }
+
+    fn arb_mix() -> impl Strategy<Value = (u32, Vec<VcSpec>, Vec<(u64, usize, u32)>)> {
+        prop_oneof![Just(OC3), Just(MEGA), Just(96_000), Just(59_111)].prop_flat_map(|link| {
+            (
+                Just(link),
+                proptest::collection::vec(arb_spec(link), 100..140),
+                // (enqueue time ns, VC (mod the count), cells)
+                proptest::collection::vec((0u64..20_000_000, any::<usize>(), 1u32..24), 1..400),
+            )
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Random mixes of ≥ 100 VCs: every cell passes its VC's policer at CDVT 0, none
+        /// leaves before it was enqueued, no slot carries two, and driven to idle every
+        /// enqueued cell leaves.
+        #[test]
+        fn shaped_output_passes_every_policer((link, specs, mut arrivals) in arb_mix()) {
+            let mut s = Scheduler::new(link).unwrap();
+            let mut checks = Vec::new();
+            let mut handles = Vec::new();
+            for spec in &specs {
+                handles.push(s.add_vc(*spec).unwrap());
+                checks.push(Check {
+                    policer: Policer::new(spec.category.conformance(), &spec.contract()).unwrap(),
+                    enqueued: VecDeque::new(),
+                });
+            }
+            arrivals.sort_unstable_by_key(|a| a.0);
+            let total: u64 = arrivals.iter().map(|a| u64::from(a.2)).sum();
+            let mut next = 0;
+            let mut now = Instant::ZERO;
+            let mut sent = 0u64;
+            let mut last: Option<Transmit> = None;
+            loop {
+                while next < arrivals.len() && arrivals[next].0 <= now.as_nanos() {
+                    let (t, k, cells) = arrivals[next];
+                    let k = k % specs.len();
+                    s.enqueue(handles[k], cells).unwrap();
+                    checks[k].enqueued.extend(core::iter::repeat_n(t, cells as usize));
+                    next += 1;
+                }
+                if let Some(tx) = s.poll_transmit(now) {
+                    let k = handles.iter().position(|h| *h == tx.vc).unwrap();
+                    let c = &mut checks[k];
+                    let verdict = c.policer.police(tx.at, false);
+                    prop_assert_eq!(verdict, Verdict::Pass, "{:?} of {:?}", tx, specs[k]);
+                    let t = c.enqueued.pop_front().unwrap();
+                    prop_assert!(tx.at >= now && tx.at.as_nanos() >= t);
+                    prop_assert_eq!(s.slot_of(tx.at), tx.slot);
+                    if let Some(p) = last {
+                        prop_assert!(tx.slot > p.slot && tx.at > p.at);
+                    }
+                    last = Some(tx);
+                    sent += 1;
+                    continue;
+                }
+                let wake = s.poll_timeout();
+                if let Some(w) = wake {
+                    prop_assert!(w > now, "poll_timeout {} at {} gave nothing", w, now);
+                }
+                let arrival = arrivals.get(next).map(|a| Instant::from_nanos(a.0));
+                now = match (wake, arrival) {
+                    (Some(w), Some(a)) => w.min(a),
+                    (Some(w), None) => w,
+                    (None, Some(a)) => a,
+                    (None, None) => break,
+                };
+            }
+            prop_assert_eq!(sent, total);
+            prop_assert_eq!(s.sent(), total);
+            prop_assert!(checks.iter().all(|c| c.enqueued.is_empty()));
+            for h in &handles {
+                prop_assert_eq!(s.backlog(*h), Ok(0));
+            }
+        }
+    }
+}
