@@ -69,6 +69,9 @@ pub mod rx;
 pub mod tx;
 mod vcmap;
 
+#[cfg(test)]
+mod props;
+
 pub use rx::{
     CellKind, DEFAULT_REASSEMBLY_TIMEOUT, Discard, Event, OpenError, Receiver, ReceiverConfig,
     ReceiverCounters, UnknownVc, VcConfig, VcCounters,

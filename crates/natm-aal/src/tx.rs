@@ -347,3 +347,229 @@ impl<B: AsRef<[u8]>> TxQueue<B> {
         self.queue.drain(..)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+    use alloc::vec::Vec;
+
+    fn vc() -> VcId {
+        VcId::uni(1, 100).unwrap()
+    }
+
+    fn aal5(max_sdu: usize, queue_max: usize) -> TxQueue<Vec<u8>> {
+        TxQueue::new(
+            vc(),
+            HeaderFormat::Uni,
+            TxConfig {
+                queue_max,
+                ..TxConfig::aal5(max_sdu)
+            },
+        )
+        .unwrap()
+    }
+
+    fn drain(q: &mut TxQueue<Vec<u8>>) -> Vec<[u8; CELL_LEN]> {
+        let mut out = Vec::new();
+        let mut c = [0u8; CELL_LEN];
+        while q.next_cell(&mut c) {
+            out.push(c);
+        }
+        out
+    }
+
+    #[test]
+    fn test_idle_next_cell() {
+        let mut q = aal5(100, 4);
+        let mut c = [0xa5u8; CELL_LEN];
+        assert!(!q.next_cell(&mut c));
+        assert_eq!(c, [0xa5; CELL_LEN], "untouched");
+        assert_eq!(q.poll_completion(), None);
+    }
+
+    #[test]
+    fn test_idle_send_hello() {
+        // atm-facts §2.3: "hello" on 1.100 is one cell, header 00 10 06 42 40.
+        let mut q = aal5(100, 4);
+        q.send(b"hello".to_vec()).unwrap();
+        assert!(q.has_cells());
+        let cells = drain(&mut q);
+        assert_eq!(cells.len(), 1);
+        assert_eq!(&cells[0][..5], &[0x00, 0x10, 0x06, 0x42, 0x40]);
+        assert_eq!(&cells[0][45..], &[0, 0, 0, 5, 0x7f, 0x4c, 0xd5, 0xde]);
+        assert_eq!(q.poll_completion(), Some(b"hello".to_vec()));
+        assert_eq!(q.poll_completion(), None);
+        assert_eq!(q.counters().completed, 1);
+    }
+
+    #[test]
+    fn test_sending_completion_after_last_cell_only() {
+        let mut q = aal5(1000, 4);
+        let sdu: Vec<u8> = (0..=255).collect();
+        let want: Vec<_> = Segmenter::uni(vc(), &sdu).unwrap().collect();
+        q.send(sdu.clone()).unwrap();
+        q.send(vec![1]).unwrap();
+        let mut c = [0u8; CELL_LEN];
+        for w in &want {
+            assert_eq!(q.poll_completion(), None);
+            assert!(q.next_cell(&mut c));
+            assert_eq!(&c, w);
+        }
+        assert_eq!(q.poll_completion(), Some(sdu));
+        assert_eq!(drain(&mut q).len(), 1);
+        assert_eq!(q.poll_completion(), Some(vec![1]));
+        assert_eq!(q.counters().cells, want.len() as u64 + 1);
+    }
+
+    #[test]
+    fn test_send_errors() {
+        let mut q = aal5(100, 2);
+        assert_eq!(q.send(vec![]), Err(SendError::Empty(vec![])));
+        let big = vec![0u8; 101];
+        assert_eq!(
+            q.send(big.clone()),
+            Err(SendError::TooLarge {
+                sdu: big.clone(),
+                len: 101,
+                max_sdu: 100
+            })
+        );
+        q.send(vec![1]).unwrap();
+        q.send(vec![2]).unwrap();
+        assert_eq!(q.send(vec![3]), Err(SendError::QueueFull(vec![3])));
+        // Sent but not taken back still counts.
+        drain(&mut q);
+        assert_eq!(q.held(), 2);
+        assert_eq!(q.send(vec![3]).map_err(SendError::into_sdu), Err(vec![3]));
+        assert_eq!(q.poll_completion(), Some(vec![1]));
+        q.send(vec![3]).unwrap();
+        for e in [
+            SendError::Empty(()),
+            SendError::TooLarge {
+                sdu: (),
+                len: 2,
+                max_sdu: 1,
+            },
+            SendError::NotCellMultiple { sdu: (), len: 5 },
+            SendError::QueueFull(()),
+        ] {
+            assert!(!e.to_string().is_empty());
+        }
+    }
+
+    #[test]
+    fn test_config_errors() {
+        let new = |c: TxConfig| TxQueue::<Vec<u8>>::new(vc(), HeaderFormat::Uni, c).err();
+        assert_eq!(new(TxConfig::aal5(0)), Some(TxConfigError::MaxSdu(0)));
+        assert_eq!(
+            new(TxConfig::aal5(65_536)),
+            Some(TxConfigError::MaxSdu(65_536))
+        );
+        assert_eq!(
+            new(TxConfig {
+                aal: Aal::None,
+                ..TxConfig::aal0()
+            }),
+            Some(TxConfigError::UnsupportedAal(Aal::None))
+        );
+        assert_eq!(
+            new(TxConfig {
+                queue_max: 0,
+                ..TxConfig::aal0()
+            }),
+            Some(TxConfigError::QueueMax)
+        );
+        let nni = VcId::new(natm_core::Vpi::nni(300).unwrap(), vc().vci);
+        let e = TxQueue::<Vec<u8>>::new(nni, HeaderFormat::Uni, TxConfig::aal0()).err();
+        assert!(matches!(e, Some(TxConfigError::Header(_))));
+        assert!(!e.unwrap().to_string().is_empty());
+    }
+
+    #[test]
+    fn test_aal0_send() {
+        let mut q: TxQueue<[u8; 96]> = TxQueue::new(
+            vc(),
+            HeaderFormat::Uni,
+            TxConfig {
+                clp: true,
+                ..TxConfig::aal0()
+            },
+        )
+        .unwrap();
+        let mut buf = [0u8; 96];
+        buf[48..].fill(7);
+        q.send(buf).unwrap();
+        let mut c = [0u8; CELL_LEN];
+        assert!(q.next_cell(&mut c));
+        // PTI 000, CLP 1, on 1.100.
+        assert_eq!(&c[..4], &[0x00, 0x10, 0x06, 0x41]);
+        assert_eq!(c[4], natm_wire::cell::hec([0x00, 0x10, 0x06, 0x41]));
+        assert_eq!(&c[5..], &[0u8; 48]);
+        assert_eq!(q.poll_completion(), None);
+        assert!(q.next_cell(&mut c));
+        assert_eq!(&c[5..], &[7u8; 48]);
+        assert_eq!(q.poll_completion(), Some(buf));
+        assert!(!q.next_cell(&mut c));
+        let mut q: TxQueue<&[u8]> =
+            TxQueue::new(vc(), HeaderFormat::Uni, TxConfig::aal0()).unwrap();
+        assert!(matches!(
+            q.send(&[0u8; 50]),
+            Err(SendError::NotCellMultiple { len: 50, .. })
+        ));
+    }
+
+    /// A buffer whose length changes after `send`: the queue must not panic or send a
+    /// wrong CRC, and must hand it back.
+    #[derive(Debug)]
+    struct Shrinking {
+        data: Vec<u8>,
+        len: core::cell::Cell<usize>,
+    }
+
+    impl AsRef<[u8]> for Shrinking {
+        fn as_ref(&self) -> &[u8] {
+            let n = self.len.get();
+            self.len.set(n.saturating_sub(1));
+            &self.data[..n]
+        }
+    }
+
+    #[test]
+    fn test_sending_buffer_changes_length() {
+        let mut q: TxQueue<Shrinking> =
+            TxQueue::new(vc(), HeaderFormat::Uni, TxConfig::aal5(1000)).unwrap();
+        q.send(Shrinking {
+            data: vec![1; 200],
+            len: core::cell::Cell::new(200),
+        })
+        .unwrap();
+        let mut c = [0u8; CELL_LEN];
+        let mut n = 0;
+        while q.next_cell(&mut c) {
+            n += 1;
+            assert!(n < 10);
+        }
+        assert!(q.poll_completion().is_some());
+        assert_eq!(q.counters().abandoned, 1);
+    }
+
+    #[test]
+    fn test_sending_drain_unsent() {
+        let mut q = aal5(1000, 4);
+        q.send(vec![1; 100]).unwrap();
+        q.send(vec![2; 100]).unwrap();
+        let mut c = [0u8; CELL_LEN];
+        assert!(q.next_cell(&mut c));
+        let unsent: Vec<_> = q.drain_unsent().collect();
+        assert_eq!(unsent, [vec![1; 100], vec![2; 100]]);
+        assert!(!q.next_cell(&mut c));
+        assert_eq!(q.held(), 0);
+        // A fresh SDU starts from its first cell.
+        q.send(vec![3; 10]).unwrap();
+        assert_eq!(
+            drain(&mut q),
+            Segmenter::uni(vc(), &[3; 10]).unwrap().collect::<Vec<_>>()
+        );
+    }
+}
