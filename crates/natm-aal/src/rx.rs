@@ -623,6 +623,7 @@ impl Receiver {
         self.aal5_data(now, slot, generation, payload, pti & 1 != 0);
     }
 
+    #[inline]
     fn vc_mut(&mut self, slot: u32) -> &mut Vc {
         self.slots[slot as usize]
             .vc
@@ -785,6 +786,7 @@ impl Receiver {
     }
 
     /// Queue an event that holds `bytes`; `false` (and counted) if a limit refuses it.
+    #[inline]
     fn queue(&mut self, owner: Option<(u32, u32)>, event: Event, bytes: usize) -> bool {
         let queue_ok = self.events.len() < self.config.event_queue_max;
         let mut bytes_ok = self.held + bytes <= self.config.buffer_limit;
@@ -816,6 +818,7 @@ impl Receiver {
     }
 
     /// The next event, oldest first; the bytes it held are released.
+    #[inline]
     pub fn poll_event(&mut self) -> Option<Event> {
         let q = self.events.pop_front()?;
         self.held -= q.bytes;
