@@ -7,7 +7,8 @@
 //!   mismatch, oversize), plus what the standard leaves to the implementation: a
 //!   reassembly timeout, a buffer limit per VC and one for the whole receiver, and counters.
 //!   OAM F5 cells (PTI 100/101) and RM cells (PTI 110) on a user VC, and F4 OAM cells (VCI
-//!   3/4), are passed aside as events carrying the cell, never reassembled (I.610 §4). AAL0
+//!   3/4), are passed aside as events carrying the cell, never reassembled (I.610's F4 and
+//!   F5 flows). AAL0
 //!   VCs deliver every cell as it came.
 //! * [`TxQueue`] holds one VC's outgoing buffers (any `B: AsRef<[u8]>`) and produces their
 //!   cells one at a time, straight from the buffers (natm-wire's

@@ -3,10 +3,10 @@
 //!
 //! Per cell, in this order:
 //! 1. VCI 0 (unassigned and idle cells) is counted and dropped; VCI 3 and 4 are the F4 OAM
-//!    flows of the VP (I.610 §4.1) and are passed aside as [`CellKind::OamF4Segment`] /
+//!    flows of the VP (I.610) and are passed aside as [`CellKind::OamF4Segment`] /
 //!    [`CellKind::OamF4EndToEnd`] whatever their PTI.
 //! 2. A cell on a VC that is not open is counted and dropped.
-//! 3. PTI 100 and 101 (F5 OAM, I.610 §4.2) and 110 (RM) are passed aside as events carrying
+//! 3. PTI 100 and 101 (F5 OAM, I.610) and 110 (RM) are passed aside as events carrying
 //!    the cell; they never enter reassembly. PTI 111 (reserved) is counted and dropped.
 //! 4. User-data cells go to the VC's AAL: AAL0 hands the raw cell up, AAL5 feeds
 //!    natm-wire's [`Reassembler`], which applies the I.363.5 §10 receive rules (CRC-32,
@@ -32,7 +32,10 @@ pub struct ReceiverConfig {
     /// Header layout of the link (UNI: 8-bit VPI, NNI: 12-bit).
     pub format: HeaderFormat,
     /// The most bytes the receiver holds at once: partial PDUs plus the payload of events
-    /// not yet drained (SDU bytes, 53 per cell event).
+    /// not yet drained (SDU bytes, 53 per cell event). This bounds what peers can make the
+    /// receiver keep. Capacity is bounded by configuration instead: each AAL5 VC allocates
+    /// `pdu_len(max_sdu)` bytes of reassembly buffer at its first cell (natm-wire's
+    /// `Reassembler`) and keeps it until the VC is closed.
     pub buffer_limit: usize,
     /// The most events waiting in [`Receiver::poll_event`].
     pub event_queue_max: usize,
@@ -56,7 +59,8 @@ pub struct VcConfig {
     /// AAL5: the largest SDU accepted, 1..=65535 (linux-atm `max_sdu`).
     pub max_sdu: usize,
     /// AAL5: a frame not completed this long after its first cell is discarded; `None`
-    /// keeps partial frames until their end cell comes.
+    /// keeps partial frames until their end cell comes (so does a deadline past the end of
+    /// `Instant`).
     pub reassembly_timeout: Option<Duration>,
     /// The most bytes this VC holds: its partial PDU plus its undrained events. AAL5 needs
     /// at least `pdu_len(max_sdu)`; AAL0 at least one cell (53).
