@@ -1,13 +1,17 @@
 //! natm-aal's receiver: arbitrary cells on a handful of VCs (AAL5 and AAL0), interleaved
 //! with whole SDUs segmented by the transmit queue (so frames get past the CRC), bit flips,
-//! passing time and timeouts. The receiver must never panic, never deliver an AAL5 SDU that
-//! was not sent on its VC, and never hold more than its byte limits.
+//! passing time, timeouts, and VCs closed and reopened. Cells pass the link's HEC receiver
+//! first, as in natm. The receiver must never panic, never hold more than its byte limits,
+//! and deliver on a VC only an SDU that a CRC-valid PDU made of that VC's received cells
+//! carries (any suffix of whole cells since the last end-of-frame cell, since timeouts and
+//! limits drop the start of a frame).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use natm_aal::{Event, Receiver, ReceiverConfig, TxConfig, TxQueue, VcConfig};
 use natm_core::{Duration, HeaderFormat, Instant, VcId};
-use natm_wire::cell::CELL_LEN;
+use natm_wire::aal5::{Pdu, pdu_len};
+use natm_wire::cell::{CELL_LEN, Cell, HEADER_LEN, HecReceiver, HecVerdict};
 
 /// VCs 1.32..=1.34 are AAL5 (max_sdu 1000), 1.35 is AAL0; 1.36 is never opened.
 const AAL5_VCS: u32 = 3;
@@ -35,11 +39,38 @@ fuzz_target!(|data: &[u8]| {
     }
     rx.open_vc(vc(AAL5_VCS), VcConfig::aal0())
         .expect("valid config");
-    // Every SDU segmented onto each VC: what a delivery may be.
-    let mut sent: Vec<Vec<Vec<u8>>> = vec![Vec::new(); AAL5_VCS as usize];
+    // Per AAL5 VC: user-data payloads since its last end-of-frame cell, and the SDUs that
+    // a delivery may be (those of CRC-valid PDUs that ended there).
+    let mut frames: Vec<Vec<u8>> = vec![Vec::new(); AAL5_VCS as usize];
+    let mut valid: Vec<Vec<Vec<u8>>> = vec![Vec::new(); AAL5_VCS as usize];
+    let mut hec = HecReceiver::new();
     let mut now = Instant::ZERO;
-    let feed = |rx: &mut Receiver, now: Instant, cell: &[u8; CELL_LEN], sent: &[Vec<Vec<u8>>]| {
-        rx.handle_cell(now, cell);
+    let mut feed = |rx: &mut Receiver, now: Instant, cell: &[u8; CELL_LEN]| {
+        let mut cell = *cell;
+        if let HecVerdict::Discarded { .. } = hec.receive(&mut Cell::new_unchecked(&mut cell[..])) {
+            return;
+        }
+        // The VPI/VCI as the receiver reads them (a UNI header: GFC ignored).
+        let key = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]) >> 4 & 0x00FF_FFFF;
+        let vci = key & 0xFFFF;
+        let user_data = cell[3] & 0x08 == 0;
+        if key >> 16 == 1 && (32..32 + AAL5_VCS).contains(&vci) && user_data {
+            let i = (vci - 32) as usize;
+            frames[i].extend_from_slice(&cell[HEADER_LEN..]);
+            if cell[3] & 0x02 != 0 {
+                let f = &frames[i];
+                let longest = pdu_len(1000);
+                let first = f.len().saturating_sub(longest);
+                for start in (first..f.len()).filter(|k| (f.len() - k) % 48 == 0) {
+                    let pdu = Pdu::new_unchecked(&f[start..]);
+                    if let Ok(n) = pdu.check(1000) {
+                        valid[i].push(f[start..start + n].to_vec());
+                    }
+                }
+                frames[i].clear();
+            }
+        }
+        rx.handle_cell(now, &cell);
         assert!(rx.held_bytes() <= receiver_limit);
         for i in 0..=AAL5_VCS {
             let held = rx.vc_held_bytes(vc(i)).expect("open");
@@ -57,7 +88,10 @@ fuzz_target!(|data: &[u8]| {
         while let Some(e) = rx.poll_event() {
             if let Event::Sdu { vc: v, sdu } = e {
                 let i = usize::from(v.vci.get()) - 32;
-                assert!(sent[i].contains(&sdu), "delivered an SDU never sent on {v}");
+                assert!(
+                    valid[i].contains(&sdu),
+                    "delivered on {v} an SDU no valid PDU carried"
+                );
             }
         }
     };
@@ -69,7 +103,7 @@ fuzz_target!(|data: &[u8]| {
                     return;
                 };
                 rest = tail;
-                feed(&mut rx, now, cell, &sent);
+                feed(&mut rx, now, cell);
             }
             1 => {
                 // A whole SDU on an AAL5 VC, maybe with one bit flipped in one cell.
@@ -86,7 +120,6 @@ fuzz_target!(|data: &[u8]| {
                 if tx.send(sdu).is_err() {
                     continue;
                 }
-                sent[i as usize].push(sdu.to_vec());
                 let mut cell = [0u8; CELL_LEN];
                 let mut n = 0usize;
                 while tx.next_cell(&mut cell) {
@@ -94,7 +127,7 @@ fuzz_target!(|data: &[u8]| {
                         cell[usize::from(flip) % CELL_LEN] ^= 1 << (flip % 8);
                     }
                     n += 1;
-                    feed(&mut rx, now, &cell, &sent);
+                    feed(&mut rx, now, &cell);
                 }
             }
             2 => {
