@@ -340,8 +340,9 @@ impl<B: AsRef<[u8]>> TxQueue<B> {
         self.done.pop_front()
     }
 
-    /// Take back every buffer not yet sent (in order), dropping the one in progress too:
-    /// for closing the VC. Completed buffers stay for `poll_completion`.
+    /// Take back every buffer not wholly sent, in order, the one in progress included (its
+    /// remaining cells are not sent): for closing the VC. Completed buffers stay for
+    /// `poll_completion`.
     pub fn drain_unsent(&mut self) -> impl Iterator<Item = B> + '_ {
         self.progress = Progress::Idle;
         self.queue.drain(..)
