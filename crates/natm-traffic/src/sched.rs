@@ -27,7 +27,10 @@
 //!
 //! Time is exact. Link slot `k` is the interval `[k/R, (k + 1)/R)` s of a link of `R`
 //! cells/s, computed in integers (no rounding of 1/R), and carries at most one cell. The
-//! GCRAs are [`gcra::Gcra`](crate::gcra::Gcra) in their exact ticks (no rounding of 1/PCR).
+//! GCRAs are those of [`gcra`](crate::gcra), in their exact ticks (no rounding of 1/PCR):
+//! the SCR bucket is a [`Gcra`](crate::gcra::Gcra); the PCR bucket, with L = 0 and a VC
+//! that never sends before it allows, reduces to one exact number, `⌈10⁹/PCR⌉` ns from
+//! each cell to the next allowed one (a test checks it against `Gcra` step by step).
 //! A cell sent in slot `k` leaves at [`Transmit::at`]: `now`, or later within the same slot
 //! if the VC's contract allows it only from that instant. Departures are whole
 //! nanoseconds, so a VC whose 1/PCR is not a whole number of ns cannot be spaced exactly
@@ -293,22 +296,21 @@ struct Link {
     category: Category,
 }
 
-/// The rest of a VC's entry.
-#[derive(Clone, Debug)]
+/// What sending a cell touches of a VC besides its [`Link`] (40 bytes; the SCR GCRA of
+/// a VBR VC and the spec are kept apart, so CBR and UBR VCs touch nothing else).
+#[derive(Clone, Copy, Debug)]
 struct Vc {
     /// The first ns at which the contract allows its next cell.
     due_ns: u64,
     backlog: u64,
-    /// ⌈10⁹ / PCR⌉: after a cell at `t` (sent no earlier than the peak GCRA allowed, so
-    /// its TAT restarts from `t`), the peak GCRA allows the next at `t + peak_step`.
+    /// The peak-rate GCRA(1/PCR, 0) in one number: ⌈10⁹ / PCR⌉ ns. A cell at `t` that the
+    /// GCRA allowed (`t ≥ TAT`) sets `TAT = t + 1/PCR` exactly, so the next may go at
+    /// `⌈t + 1/PCR⌉ = t + peak_step` (t is a whole ns); nothing else of that GCRA matters.
     peak_step: u64,
     /// UBR: cells left in this turn.
     quantum: u32,
     weight: u32,
     generation: u32,
-    peak: Gcra,
-    sustainable: Option<Gcra>,
-    spec: VcSpec,
 }
 
 /// An intrusive FIFO of VC indices.
@@ -398,6 +400,9 @@ pub struct Scheduler {
     step_rem: u64,
     links: Vec<Link>,
     vcs: Vec<Vc>,
+    /// Each VBR VC's sustainable-rate GCRA (`None` for CBR and UBR).
+    sustainable: Vec<Option<Gcra>>,
+    specs: Vec<VcSpec>,
     free: Vec<u32>,
     active: usize,
     /// VCs with a backlog: each is in exactly one list.
@@ -431,6 +436,8 @@ impl Scheduler {
             step_rem: NS_PER_S % r,
             links: Vec::new(),
             vcs: Vec::new(),
+            sustainable: Vec::new(),
+            specs: Vec::new(),
             free: Vec::new(),
             active: 0,
             backlogged: 0,
@@ -542,7 +549,9 @@ impl Scheduler {
             return Err(SchedError::ZeroWeight);
         }
         let gcra_error = |e| SchedError::Contract(ContractError::Gcra(e));
-        let peak = Gcra::new(contract.peak_gcra().map_err(gcra_error)?);
+        let peak = contract.peak_gcra().map_err(gcra_error)?;
+        // The first ns at which a cell conforms after one at 0 (TAT = I): ⌈10⁹ / PCR⌉.
+        let peak_step = peak.instant_at_or_after(peak.increment()).as_nanos();
         let sustainable = match spec.category {
             Category::RtVbr | Category::NrtVbr => {
                 Some(Gcra::new(contract.sustainable_gcra().map_err(gcra_error)?))
@@ -557,13 +566,10 @@ impl Scheduler {
         let fresh = |generation| Vc {
             due_ns: 0,
             backlog: 0,
-            peak_step: NS_PER_S.div_ceil(u64::from(spec.pcr)),
+            peak_step,
             quantum: weight,
             weight,
             generation,
-            peak,
-            sustainable,
-            spec,
         };
         let link = Link {
             due_slot: 0,
@@ -577,6 +583,8 @@ impl Scheduler {
                 let generation = self.vcs[i as usize].generation;
                 self.vcs[i as usize] = fresh(generation);
                 self.links[i as usize] = link;
+                self.sustainable[i as usize] = sustainable;
+                self.specs[i as usize] = spec;
                 i
             }
             None => {
@@ -585,6 +593,8 @@ impl Scheduler {
                 }
                 self.vcs.push(fresh(0));
                 self.links.push(link);
+                self.sustainable.push(sustainable);
+                self.specs.push(spec);
                 (self.vcs.len() - 1) as u32
             }
         };
@@ -615,7 +625,7 @@ impl Scheduler {
 
     /// The VC's spec.
     pub fn spec(&self, vc: VcHandle) -> Result<VcSpec, SchedError> {
-        Ok(self.vcs[self.index(vc)? as usize].spec)
+        Ok(self.specs[self.index(vc)? as usize])
     }
 
     /// The VC's backlog, cells.
@@ -870,14 +880,8 @@ impl Scheduler {
         let v = &mut self.vcs[i as usize];
         debug_assert!(self.links[i as usize].due_slot <= s && v.backlog > 0);
         let at = Instant::from_nanos(now.as_nanos().max(v.due_ns));
-        debug_assert!(v.peak.is_conforming(at));
-        v.peak.record(at);
-        // The peak GCRA has L = 0 and the cell was not early, so its TAT is `at + 1/PCR`
-        // ticks: the next cell may go at `at + ⌈1/PCR⌉` (`next_conforming` without a
-        // 128-bit division).
         let mut due = at.as_nanos().saturating_add(v.peak_step);
-        debug_assert_eq!(due, v.peak.next_conforming().as_nanos());
-        if let Some(g) = &mut v.sustainable {
+        if let Some(g) = &mut self.sustainable[i as usize] {
             debug_assert!(g.is_conforming(at));
             g.record(at);
             due = due.max(g.next_conforming().as_nanos());
@@ -923,6 +927,7 @@ impl Scheduler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gcra::GcraParams;
     use crate::policer::{Policer, Verdict};
     use alloc::collections::VecDeque;
     use alloc::string::ToString;
@@ -1326,6 +1331,31 @@ mod tests {
         assert!(txs[1].at > us(1) && txs[1].slot == 1);
         let span = txs[2_999].at.as_nanos();
         assert_eq!(span, 2_999 * 1_501, "every gap is ⌈1/PCR⌉ = 1501 ns");
+    }
+
+    proptest! {
+        /// The peak GCRA(1/PCR, 0) of a VC that sends at or after its TAT is `peak_step`
+        /// ns from each cell to the next allowed: `Gcra` agrees cell by cell.
+        #[test]
+        fn peak_step_is_the_gcra(
+            pcr in 1u32..=1_000_000_000,
+            lates in proptest::collection::vec(prop_oneof![Just(0u64), 0u64..5_000], 1..100),
+        ) {
+            let mut s = Scheduler::new(1_000_000_000).unwrap();
+            let vc = s.add_vc(VcSpec::cbr(pcr)).unwrap();
+            let step = s.vcs[vc.index()].peak_step;
+            let mut g = Gcra::new(GcraParams::peak(pcr, Duration::ZERO).unwrap());
+            let mut t = 0u64;
+            for late in lates {
+                prop_assert!(g.is_conforming(Instant::from_nanos(t)));
+                g.record(Instant::from_nanos(t));
+                prop_assert_eq!(g.next_conforming().as_nanos(), t + step);
+                if step > 1 {
+                    prop_assert!(!g.is_conforming(Instant::from_nanos(t + step - 1)));
+                }
+                t += step + late;
+            }
+        }
     }
 
     /// One VC's contract, policer and the enqueue time of each cell not yet sent.
