@@ -1,7 +1,7 @@
 //! The cell scheduler and shaper of one link.
 //!
 //! A [`Scheduler`] decides which VC sends in each cell slot of a link. Each VC has a
-//! category ([`Category`], the service categories of ATM Forum TM 4.1 §2 / I.371 §5.5), a
+//! category ([`Category`], a service category of ATM Forum TM 4.1, atm-facts §4.1), a
 //! contract (PCR; SCR and MBS for VBR) and a backlog **counted in cells**: the caller keeps
 //! the cells (or the SDU they will be cut from) and makes each one when told which VC sends,
 //! so segmentation can stay lazy and zero-copy.
@@ -22,6 +22,8 @@
 //! never back to back above PCR), at most MBS cells go at PCR before the SCR bucket
 //! holds them to SCR, and the output passes a UPC ([`Policer`](crate::policer::Policer))
 //! for the contract at CDVT = 0, which a property test checks on random mixes of VCs.
+//! The standards define what the output must conform to; the order of service above is
+//! natm's choice (as it is every switch's and adapter's).
 //!
 //! # Time
 //!

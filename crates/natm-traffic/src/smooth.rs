@@ -1,8 +1,8 @@
 //! Packet-level smoothing: an SDU queue drained by a leaky bucket.
 //!
-//! A guaranteed-service flow (the controlled-load / guaranteed services carried over ATM,
-//! RFC 2381 §4; the frame-level view of I.371 §5.5) asks for a rate in cells/s and a
-//! bucket depth in cells. A [`Smoother`] holds the VC's SDUs, each offered with its length
+//! A guaranteed-service flow (a token bucket of rate `r` and depth `b`, as in RFC 2212,
+//! carried over ATM as RFC 2381 describes) asks for a rate in cells/s and a bucket depth
+//! in cells. A [`Smoother`] holds the VC's SDUs, each offered with its length
 //! in cells, and releases a whole SDU into the VC's cell backlog (for instance
 //! [`Scheduler::enqueue`](crate::sched::Scheduler::enqueue)) only when the bucket has room
 //! for all its cells. The cell scheduler then spaces those cells at the VC's PCR; the
@@ -312,6 +312,47 @@ mod tests {
         assert_eq!(s.poll_release(ms(5)), None);
         assert_eq!(s.poll_timeout(), Some(ms(11)));
         assert_eq!(s.poll_release(ms(11)).map(|r| r.at), Some(ms(11)));
+    }
+
+    /// The smoother feeding a scheduler, both driven in virtual time: SDUs of 8 cells
+    /// offered at once leave the bucket at 1000 cells/s after a 16-cell burst, and the
+    /// scheduler spaces each SDU's cells at the VC's PCR behind its release.
+    #[test]
+    fn test_full_bucket_release_into_scheduler() {
+        use crate::policer::{Policer, Verdict};
+        use crate::sched::{Scheduler, VcSpec};
+        let mut sm = smoother(1000, 16);
+        let mut s = Scheduler::new(353_207).unwrap();
+        let spec = VcSpec::rt_vbr(10_000, 2_000, 16);
+        let vc = s.add_vc(spec).unwrap();
+        let mut upc = Policer::new(spec.category.conformance(), &spec.contract()).unwrap();
+        for _ in 0..6 {
+            sm.offer(8).unwrap();
+        }
+        let (mut now, mut releases, mut sent) = (Instant::ZERO, Vec::new(), Vec::new());
+        loop {
+            while let Some(r) = sm.poll_release(now) {
+                s.enqueue(vc, r.cells).unwrap();
+                releases.push(r.at);
+            }
+            while let Some(tx) = s.poll_transmit(now) {
+                assert_eq!(upc.police(tx.at, false), Verdict::Pass);
+                sent.push(tx.at);
+            }
+            now = match (sm.poll_timeout(), s.poll_timeout()) {
+                (Some(a), Some(b)) => a.min(b),
+                (Some(a), None) | (None, Some(a)) => a,
+                (None, None) => break,
+            };
+        }
+        // 16 cells at once, then 8 more every 8 ms.
+        assert_eq!(releases, [ms(0), ms(0), ms(8), ms(16), ms(24), ms(32)]);
+        assert_eq!(sent.len(), 48);
+        for (k, t) in sent.iter().enumerate() {
+            assert!(*t >= releases[k / 8], "cell {k} at {t} before its SDU");
+        }
+        // The first 16 at PCR (100 µs apart), as MBS allows.
+        assert_eq!(sent[15], Instant::from_nanos(1_500_000));
     }
 
     proptest! {
