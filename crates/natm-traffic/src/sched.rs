@@ -30,7 +30,7 @@
 //! Time is exact. Link slot `k` is the interval `[k/R, (k + 1)/R)` s of a link of `R`
 //! cells/s, computed in integers (no rounding of 1/R), and carries at most one cell. The
 //! GCRAs are those of [`gcra`](crate::gcra), in their exact ticks (no rounding of 1/PCR):
-//! the SCR bucket is a [`Gcra`](crate::gcra::Gcra); the PCR bucket, with L = 0 and a VC
+//! the SCR bucket is a [`Gcra`]; the PCR bucket, with L = 0 and a VC
 //! that never sends before it allows, reduces to one exact number, `⌈10⁹/PCR⌉` ns from
 //! each cell to the next allowed one (a test checks it against `Gcra` step by step).
 //! A cell sent in slot `k` leaves at [`Transmit::at`]: `now`, or later within the same slot
