@@ -12,8 +12,11 @@
 //!    slot) at the slot in which their contract lets them send again, earliest first (to the
 //!    resolution of one slot).
 //! 2. **nrt-VBR**: VCs whose GCRAs allow, in the order they became eligible.
-//! 3. **UBR**: by weighted round robin in the slots left: a VC at the head of the ring sends
-//!    up to its weight in cells before the next one's turn.
+//! 3. **UBR**: by weighted round robin in the slots left: in each round a VC has a turn of
+//!    its weight in cells, sent at its PCR while it heads the ring. Shares among
+//!    backlogged UBR VCs are in proportion to their weights when the link, not their
+//!    PCRs, holds them back; a VC its PCR holds back keeps the rest of its turn until the
+//!    round ends, and the others take the slots it cannot use.
 //!
 //! Every VC, whatever its category, is **shaped to its own contract with CDVT = 0**: a cell
 //! leaves only when the VC's peak-rate GCRA(1/PCR, 0) (TM 4.1 §4.4.3, I.371 §4.4.3.2) and,
@@ -282,7 +285,8 @@ enum Place {
     Rt,
     /// In the nrt-VBR ready list.
     Nrt,
-    /// In the UBR ring.
+    /// In the UBR ring of this round (`ubr`) or, if it has spent this round's turn
+    /// (`round` is the current one and `quantum` is 0), of the next (`ubr_next`).
     Ubr,
 }
 
@@ -309,9 +313,10 @@ struct Vc {
     /// GCRA allowed (`t ≥ TAT`) sets `TAT = t + 1/PCR` exactly, so the next may go at
     /// `⌈t + 1/PCR⌉ = t + peak_step` (t is a whole ns); nothing else of that GCRA matters.
     peak_step: u64,
-    /// UBR: cells left in this turn.
+    /// UBR: cells left of its turn in round `round` (a turn is `weight` cells).
     quantum: u32,
     weight: u32,
+    round: u32,
     generation: u32,
 }
 
@@ -415,7 +420,12 @@ pub struct Scheduler {
     wheel_len: usize,
     rt: List,
     nrt: List,
+    /// UBR VCs that may send in this round (all due but perhaps the head) ...
     ubr: List,
+    /// ... and the due ones that have spent their turn in this round.
+    ubr_next: List,
+    /// The UBR round.
+    round: u32,
     /// The latest `now` seen.
     now: Instant,
     /// Every wheel entry due in a slot up to this one has been moved to its ready list.
@@ -449,6 +459,8 @@ impl Scheduler {
             rt: List::EMPTY,
             nrt: List::EMPTY,
             ubr: List::EMPTY,
+            ubr_next: List::EMPTY,
+            round: 0,
             now: Instant::ZERO,
             processed: 0,
             free_slot: SlotStart {
@@ -571,6 +583,7 @@ impl Scheduler {
             peak_step,
             quantum: weight,
             weight,
+            round: self.round,
             generation,
         };
         let link = Link {
@@ -658,9 +671,10 @@ impl Scheduler {
         if self.backlogged == 0 {
             return None;
         }
-        let ubr_ready = !self.ubr.is_empty()
-            && (self.ubr.head != self.ubr.tail
-                || self.links[self.ubr.head as usize].due_slot <= self.processed);
+        let ubr_ready = !self.ubr_next.is_empty()
+            || (!self.ubr.is_empty()
+                && (self.ubr.head != self.ubr.tail
+                    || self.links[self.ubr.head as usize].due_slot <= self.processed));
         let start = if !self.rt.is_empty() || !self.nrt.is_empty() || ubr_ready {
             // Something may go in the first free slot, or now if that has begun.
             self.free_slot.start
@@ -741,7 +755,15 @@ impl Scheduler {
             }
             Place::Rt => unlink(&mut self.links, &mut self.rt, i),
             Place::Nrt => unlink(&mut self.links, &mut self.nrt, i),
-            Place::Ubr => unlink(&mut self.links, &mut self.ubr, i),
+            Place::Ubr => {
+                let v = &self.vcs[i as usize];
+                let list = if v.round == self.round && v.quantum == 0 {
+                    &mut self.ubr_next
+                } else {
+                    &mut self.ubr
+                };
+                unlink(&mut self.links, list, i);
+            }
         }
         self.links[i as usize].place = Place::Idle;
     }
@@ -767,7 +789,18 @@ impl Scheduler {
         let (place, list) = match l.category {
             Category::Cbr | Category::RtVbr => (Place::Rt, &mut self.rt),
             Category::NrtVbr => (Place::Nrt, &mut self.nrt),
-            Category::Ubr => (Place::Ubr, &mut self.ubr),
+            Category::Ubr => {
+                let v = &mut self.vcs[i as usize];
+                if v.round != self.round {
+                    v.round = self.round;
+                    v.quantum = v.weight;
+                }
+                if v.quantum > 0 {
+                    (Place::Ubr, &mut self.ubr)
+                } else {
+                    (Place::Ubr, &mut self.ubr_next)
+                }
+            }
         };
         l.place = place;
         push_back(&mut self.links, list, i);
@@ -856,22 +889,34 @@ impl Scheduler {
         Some(min)
     }
 
-    /// The UBR ring's head if it may send in slot `s`. A head that sent last and is not
-    /// yet due again loses the rest of its turn: it waits in the wheel and rejoins the
-    /// ring at the tail, so the ring never stalls on a VC its PCR holds back.
+    /// The UBR VC that sends in slot `s`, by weighted round robin in rounds: in each round
+    /// a VC has a turn of `weight` cells, sent back to back (at its PCR) while it is the
+    /// ring's head. A head its PCR holds back waits in the wheel, keeping the rest of its
+    /// turn, and rejoins the ring at the tail, so the ring never stalls on it. When no VC
+    /// due has a turn left, a new round begins: the ring is the VCs that spent theirs.
     fn ubr_head(&mut self, s: u64) -> Option<u32> {
         loop {
             let i = self.ubr.head;
             if i == NIL {
-                return None;
+                if self.ubr_next.is_empty() {
+                    return None;
+                }
+                // Their `round` is now the previous one: each gets a new turn at its head.
+                self.round = self.round.wrapping_add(1);
+                self.ubr = self.ubr_next;
+                self.ubr_next = List::EMPTY;
+                continue;
+            }
+            let v = &mut self.vcs[i as usize];
+            if v.round != self.round {
+                v.round = self.round;
+                v.quantum = v.weight;
             }
             if self.links[i as usize].due_slot <= s {
                 return Some(i);
             }
             unlink(&mut self.links, &mut self.ubr, i);
             self.links[i as usize].place = Place::Idle;
-            let v = &mut self.vcs[i as usize];
-            v.quantum = v.weight;
             self.place(i);
         }
     }
@@ -898,10 +943,9 @@ impl Scheduler {
         self.sent += 1;
         self.links[i as usize].due_slot = slot_of_ns(due, u64::from(self.link));
         if category == Category::Ubr {
-            // Still the ring's head: it keeps the turn until its quantum is spent.
+            // Still the ring's head: it keeps the slot until its turn is spent.
             v.quantum -= 1;
             if backlog == 0 || v.quantum == 0 {
-                v.quantum = v.weight;
                 unlink(&mut self.links, &mut self.ubr, i);
                 self.links[i as usize].place = Place::Idle;
                 if backlog > 0 {
@@ -1202,6 +1246,33 @@ mod tests {
                 vcs[2].index(),
                 vcs[2].index()
             ]
+        );
+    }
+
+    /// Weights 1, 2, 3 with each PCR half the link: the link is still the bottleneck, but
+    /// a VC its PCR holds back keeps the rest of its turn only until the round ends, so
+    /// the shares lean towards the weights without reaching 1 : 2 : 3, and none passes its
+    /// PCR.
+    #[test]
+    fn test_backlogged_ubr_wrr_shares_under_pcr() {
+        let mut s = Scheduler::new(MEGA).unwrap();
+        let vcs: Vec<VcHandle> = (1..=3)
+            .map(|w| s.add_vc(VcSpec::ubr(MEGA / 2, w)).unwrap())
+            .collect();
+        for &vc in &vcs {
+            s.enqueue(vc, 100_000).unwrap();
+        }
+        let txs = drive(&mut s, Instant::ZERO, us(59_999));
+        assert_eq!(txs.len(), 60_000, "the link is never idle");
+        let n: Vec<usize> = vcs
+            .iter()
+            .map(|&vc| txs.iter().filter(|t| t.vc == vc).count())
+            .collect();
+        assert!(n[0] < n[1] && n[1] <= n[2], "{n:?}");
+        assert!(n[2] <= 30_000, "{n:?} passes PCR");
+        assert!(
+            n[0] * 4 < 60_000,
+            "{n:?}: weight 1 gets less than a quarter"
         );
     }
 
