@@ -320,6 +320,10 @@ struct Vc {
     generation: u32,
 }
 
+// The sizes the docs above promise (what a cell's decision pulls into cache).
+const _: () = assert!(core::mem::size_of::<Link>() == 24);
+const _: () = assert!(core::mem::size_of::<Vc>() == 40);
+
 /// An intrusive FIFO of VC indices.
 #[derive(Clone, Copy, Debug)]
 struct List {
@@ -392,6 +396,9 @@ struct SlotStart {
 ///   the latest `now` the scheduler has seen.
 /// * Output: [`poll_transmit(now)`](Self::poll_transmit) hands out at most one cell per
 ///   link slot; [`poll_timeout`](Self::poll_timeout) says from when another could go.
+///   The cell goes at [`Transmit::at`]: `now`, or a few ns later in the same slot when the
+///   VC's contract allows it only then; a driver that paces cells by the clock holds it
+///   until then (one that stamps cells stamps `at`).
 /// * **Drain rule**: after any command, and when the time from `poll_timeout` comes, call
 ///   `poll_transmit(now)` until it returns `None`, then wait until `poll_timeout()`. Within
 ///   one slot the second call returns `None`; the next cell waits for the next slot.
