@@ -320,9 +320,10 @@ struct Vc {
     generation: u32,
 }
 
-// The sizes the docs above promise (what a cell's decision pulls into cache).
-const _: () = assert!(core::mem::size_of::<Link>() == 24);
-const _: () = assert!(core::mem::size_of::<Vc>() == 40);
+// The sizes the docs above promise (what a cell's decision pulls into cache; less where
+// u64 is 4-aligned).
+const _: () = assert!(core::mem::size_of::<Link>() <= 24);
+const _: () = assert!(core::mem::size_of::<Vc>() <= 40);
 
 /// An intrusive FIFO of VC indices.
 #[derive(Clone, Copy, Debug)]
