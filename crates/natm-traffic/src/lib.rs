@@ -53,5 +53,6 @@ pub mod cac;
 pub mod discard;
 pub mod gcra;
 pub mod policer;
+pub mod rate;
 pub mod sched;
 pub mod smooth;

@@ -8,6 +8,7 @@ use clap::Args;
 use natm_core::qos::{Qos, Rate, TrafficClass, TrafficParams};
 use natm_traffic::gcra::GcraParams;
 use natm_traffic::policer::{Conformance, Policer};
+use natm_traffic::rate::LineRate;
 use serde_json::{Value, json};
 
 use super::qos::print_line;
@@ -34,22 +35,15 @@ pub struct CheckArgs {
 
 /// A link rate: a number of cells/s or one of linux-atm's named rates.
 pub(super) fn parse_link(s: &str) -> Result<u32, String> {
-    let named = match s.to_ascii_lowercase().as_str() {
-        "oc3" | "stm1" => Some(353_207),
-        "oc12" | "stm4" => Some(1_412_830),
-        "ds3" => Some(96_000),
-        "25m" => Some(59_111),
-        _ => None,
-    };
-    match named {
-        Some(n) => Ok(n),
-        None => match s.parse::<u32>() {
-            Ok(0) => Err("a link of 0 cells/s carries nothing".into()),
-            Ok(n) => Ok(n),
-            Err(_) => Err(format!(
-                "{s:?} is not a cell rate (cells/s, or oc3, oc12, ds3, 25m)"
-            )),
-        },
+    if let Some(rate) = LineRate::by_name(s) {
+        return Ok(rate.cells_per_s());
+    }
+    match s.parse::<u32>() {
+        Ok(0) => Err("a link of 0 cells/s carries nothing".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!(
+            "{s:?} is not a cell rate (cells/s, or oc3, oc12, ds3, 25m)"
+        )),
     }
 }
 
