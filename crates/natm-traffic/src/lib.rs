@@ -13,6 +13,8 @@
 //!   wheel, then nrt-VBR, then UBR by weighted round robin, every VC shaped to its contract
 //!   at CDVT 0.
 //! * [`smooth`]: packet-level smoothing, an SDU queue drained by a leaky bucket.
+//! * [`discard`]: early and partial packet discard (EPD/PPD) for queues of AAL5 cells.
+//! * [`rate`]: the named line rates (OC-3c, OC-12c, 25.6 Mbit/s, DS3) as exact fractions.
 //!
 //! This crate is pure: no I/O, no clocks, no randomness, no `unsafe`, and it builds without
 //! `std`. Every time-dependent call takes `now` ([`Instant`](natm_core::Instant), u64 ns)

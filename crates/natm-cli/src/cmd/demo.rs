@@ -19,6 +19,8 @@ use natm_core::{HeaderFormat, VcId};
 use natm_traffic::cac::{Cac, CacConfig};
 use natm_traffic::discard::{FrameDiscard, FrameQueue};
 use natm_traffic::policer::{Policer, Verdict};
+use natm_traffic::rate::LineRate;
+use natm_traffic::sched::{Scheduler, VcSpec};
 use natm_wire::aal5::{self, MAX_SDU, Reassembler, Reassembly, Segmenter};
 use natm_wire::cell::{Cell, CellHeader, HecReceiver, HecVerdict};
 use natm_wire::llc::{Encapsulation, LlcHeader};
@@ -212,7 +214,7 @@ pub fn run(args: DemoArgs) -> CmdResult {
         .collect();
     tshark_view(&path, &cells_path, &oam_frames);
 
-    heading("7. Traffic contracts enforced: policing, admission, frame discard (TM 4.1)");
+    heading("7. Traffic contracts enforced: policing, shaping, admission, frame discard (TM 4.1)");
     contracts()?;
 
     if !args.no_measure {
@@ -261,6 +263,51 @@ fn contracts() -> CmdResult {
         println!(
             "  UPC CBR.1 on cbr:pcr=100000, 10000 cells {label:<10} -> {} passed, {} discarded",
             c.pass, c.discard
+        );
+    }
+
+    // The shaper of an OC-3c link: bursts enqueued at once leave spaced to each contract.
+    let mut sched = Scheduler::new(LineRate::OC3.cells_per_s()).map_err(|e| fail(&e))?;
+    let specs = [
+        ("CBR pcr=100000", VcSpec::cbr(100_000), 20),
+        (
+            "rt-VBR pcr=50000,scr=10000,mbs=5",
+            VcSpec::rt_vbr(50_000, 10_000, 5),
+            10,
+        ),
+        ("UBR (link rate, weight 1)", VcSpec::ubr(353_207, 1), 300),
+    ];
+    let mut vcs = Vec::new();
+    for (label, spec, burst) in specs {
+        let h = sched.add_vc(spec).map_err(|e| fail(&e))?;
+        sched.enqueue(h, burst).map_err(|e| fail(&e))?;
+        let upc =
+            Policer::new(spec.category.conformance(), &spec.contract()).map_err(|e| fail(&e))?;
+        vcs.push((label, h, upc, Vec::new()));
+    }
+    let mut now = natm_core::Instant::ZERO;
+    while let Some(t) = sched.poll_transmit(now).or_else(|| {
+        now = sched.poll_timeout()?;
+        sched.poll_transmit(now)
+    }) {
+        if let Some((_, _, upc, times)) = vcs.iter_mut().find(|v| v.1 == t.vc) {
+            upc.police(t.at, false);
+            times.push(t.at.as_nanos());
+        }
+    }
+    for (label, _, upc, times) in &vcs {
+        let gaps: Vec<String> = times
+            .windows(2)
+            .take(7)
+            .map(|w| format!("{:.1}", (w[1] - w[0]) as f64 / 1000.0))
+            .collect();
+        let c = upc.counters();
+        println!(
+            "  shaper {label:<34} {} cells: gaps {} µs…, policer at CDVT 0 passes {}/{}",
+            times.len(),
+            gaps.join(" "),
+            c.pass,
+            c.pass + c.tag + c.discard
         );
     }
 
