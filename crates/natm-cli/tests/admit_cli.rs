@@ -1,22 +1,14 @@
 //! `natm admit` as a user runs it: exit 0 when admitted, 1 when refused with the binding
 //! constraint named, 2 on input it cannot read.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
+mod common;
+use common::{stderr, stdout};
+
+/// `natm admit ARGS…`
 fn natm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_natm"))
-        .arg("admit")
-        .args(args)
-        .output()
-        .expect("natm runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
+    common::natm(&[&["admit"], args].concat())
 }
 
 fn json(o: &Output) -> serde_json::Value {

@@ -2,7 +2,6 @@
 //! what happens with bad input and broken files. (tshark's view is in tshark.rs.)
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A path under the temporary directory, removed when dropped.
@@ -26,20 +25,8 @@ impl Drop for TempFile {
     }
 }
 
-fn natm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_natm"))
-        .args(args)
-        .output()
-        .expect("natm runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
-}
+mod common;
+use common::{natm, stderr, stdout};
 
 #[test]
 fn send_then_dump() {

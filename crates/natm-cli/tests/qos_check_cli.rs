@@ -1,22 +1,8 @@
 //! `natm qos check` as a user runs it: the GCRAs of a contract, exit 0 when well formed,
 //! 1 when not, 2 on input it cannot read.
 
-use std::process::{Command, Output};
-
-fn natm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_natm"))
-        .args(args)
-        .output()
-        .expect("natm runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
-}
+mod common;
+use common::{natm, stderr, stdout};
 
 #[test]
 fn vbr_contract_of_atm_facts_4_3() {
