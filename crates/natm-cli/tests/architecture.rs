@@ -6,7 +6,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
 /// Crates that hold protocol logic only.
-const PURE: &[&str] = &["natm-core", "natm-wire", "natm-traffic", "natm-aal"];
+const PURE: &[&str] = &[
+    "natm-core",
+    "natm-wire",
+    "natm-traffic",
+    "natm-aal",
+    "natm-netem",
+];
 /// What a pure crate may never depend on, directly or not.
 const FORBIDDEN: &[&str] = &[
     "tokio",
@@ -19,6 +25,8 @@ const FORBIDDEN: &[&str] = &[
     "smol",
     "natm-capture",
     "natm-cli",
+    "natm-nic",
+    "natm-link",
 ];
 
 fn metadata() -> serde_json::Value {

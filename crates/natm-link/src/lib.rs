@@ -1,0 +1,1 @@
+//! Real links for natm (issue 4): being written.

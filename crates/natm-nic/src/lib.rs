@@ -1,0 +1,1 @@
+//! natm's user-level adapter memory (issue 4): being written.
