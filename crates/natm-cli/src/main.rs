@@ -66,6 +66,9 @@ enum Command {
     Admit(cmd::admit::AdmitArgs),
     /// Show what natm does today, step by step, on the real code.
     Demo(cmd::demo::DemoArgs),
+    /// A standalone atmtcp endpoint that talks to linux-atm's `atmtcp` program.
+    #[command(subcommand)]
+    Atmtcp(cmd::atmtcp::AtmtcpCommand),
 }
 
 fn main() -> ExitCode {
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
         Command::Addr(args) => cmd::addr::run(args),
         Command::Admit(args) => cmd::admit::run(args),
         Command::Demo(args) => cmd::demo::run(args),
+        Command::Atmtcp(c) => cmd::atmtcp::run(c),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,6 +3,7 @@
 pub mod aal5;
 pub mod addr;
 pub mod admit;
+pub mod atmtcp;
 pub mod demo;
 pub mod dump;
 pub mod qos;
