@@ -469,3 +469,28 @@ fn refused_connection_exits_1() {
     );
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
 }
+
+/// What natm does with a peer that is not `atmtcp`: an unknown control message is printed
+/// and skipped (as `atmtcp` does), a giant PDU ends the link with exit 1 and the reason.
+#[test]
+fn bad_control_is_printed_and_giant_pdu_fails() {
+    let (natm, port, err) = natm_listen(&["--timeout", "10"]);
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to natm");
+    s.write_all(&frame(0, 0, b"X 1.2")).expect("send");
+    s.write_all(&frame(3, 33, b"\x00\xff")).expect("send");
+    s.write_all(&[0, 3, 0, 33, 0, 1, 0, 0]).expect("send"); // length 65536
+    let (status, out, err) = finish_natm(natm, Some(err));
+    drop(s);
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert_eq!(
+        out,
+        format!(
+            "0.0 5 {} bad-control does not start with O or C\n3.33 2 00ff\n",
+            hex(b"X 1.2")
+        )
+    );
+    assert!(
+        err.ends_with("natm: atmtcp: giant PDU: length 65536 exceeds 65535\n"),
+        "{err}"
+    );
+}

@@ -512,9 +512,6 @@ impl AtmtcpLink {
         if let Some(ev) = self.take_event()? {
             return Ok(Some(ev));
         }
-        if self.dead.is_some() {
-            self.check_alive()?;
-        }
         let _ = self.stream.set_nonblocking(true);
         let r = self.read_some();
         let _ = self.stream.set_nonblocking(false);

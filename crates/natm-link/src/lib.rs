@@ -1,12 +1,18 @@
 //! Real links for natm (issue 4).
 //!
 //! * [`CellLink`]: the one trait for links that carry 53-byte cells, which the adapter and
-//!   the switch drive. [`udp::UdpLink`] implements it (cells batched in datagrams); the
-//!   shared-memory ring pair of natm-nic is meant to implement it too (see the trait doc).
+//!   the switch drive (non-blocking batch send and receive, blocking forms with a timeout,
+//!   an fd for epoll, counters). [`udp::UdpLink`] implements it, cells batched in datagrams;
+//!   natm-nic's shared-memory ring pair is meant to implement it too (see [`cell`]).
 //! * [`atmtcp::AtmtcpLink`]: TCP in linux-atm's atmtcp framing. atmtcp carries whole AAL
 //!   SDUs per VC, not cells, so this is a frame-level endpoint with its own API (SDUs in,
-//!   [`atmtcp::Event`]s out), interworking with linux-atm's `atmtcp` program.
+//!   [`atmtcp::Event`]s out) that interworks with linux-atm's `atmtcp` program.
 //!
-//! This is a driver crate: it owns sockets and reads the clock. No `unsafe`.
+//! This is a driver crate: it owns sockets and reads the clock. No `unsafe` (`poll(2)` comes
+//! from rustix).
 
 pub mod atmtcp;
+pub mod cell;
+pub mod udp;
+
+pub use cell::{CELL_LEN, Cell, CellLink, LinkCounters};

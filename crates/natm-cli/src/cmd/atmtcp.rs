@@ -153,9 +153,8 @@ fn link_failure(e: LinkError) -> CliError {
 /// Runs `natm atmtcp`.
 pub fn run(cmd: AtmtcpCommand) -> CmdResult {
     let start = Instant::now();
-    let (common, listen) = match &cmd {
-        AtmtcpCommand::Listen { common, .. } => (common, true),
-        AtmtcpCommand::Connect { common, .. } => (common, false),
+    let common = match &cmd {
+        AtmtcpCommand::Listen { common, .. } | AtmtcpCommand::Connect { common, .. } => common,
     };
     let qos: Qos = common
         .qos
@@ -209,7 +208,6 @@ pub fn run(cmd: AtmtcpCommand) -> CmdResult {
             connect_until(&addrs, target, deadline)?
         }
     };
-    let _ = listen;
     eprintln!("natm atmtcp: connected to {}", link.peer_addr());
 
     for vc in &common.vcs {
