@@ -359,6 +359,9 @@ fn parse_duration(v: &str) -> Result<Duration, ParseErrorKind> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .ok_or(ParseErrorKind::MissingUnit)?;
     let (num, unit) = v.split_at(split);
+    if num.is_empty() {
+        return Err(ParseErrorKind::BadNumber);
+    }
     let per = UNITS
         .iter()
         .find(|(u, _)| *u == unit)
@@ -544,5 +547,227 @@ impl fmt::Display for Impairments {
             write!(f, "seed={}", self.seed)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn p(x: f64) -> Probability {
+        Probability::new(x).unwrap()
+    }
+
+    fn err(s: &str) -> (usize, String, ParseErrorKind) {
+        let e = s.parse::<Impairments>().unwrap_err();
+        (e.at, e.part, e.kind)
+    }
+
+    #[test]
+    fn parse_every_key() {
+        let imp: Impairments =
+            "loss=1%,burst=0.5%/8,hec=1e-4,hec2=0.00001,ber=1e-6,delay=1.5ms,jitter=20us:exp,seed=7"
+                .parse()
+                .unwrap();
+        assert_eq!(
+            imp,
+            Impairments {
+                loss: p(0.01),
+                burst: Some(BurstLoss::mean(0.005, 8.0).unwrap()),
+                hec_single: p(1e-4),
+                hec_multi: p(1e-5),
+                ber: p(1e-6),
+                delay: Duration::from_micros(1500),
+                jitter: Jitter::Exponential(Duration::from_micros(20)),
+                seed: 7,
+            }
+        );
+        assert_eq!(
+            imp.to_string(),
+            "loss=0.01,burst=0.005/8,hec=1e-4,hec2=1e-5,ber=1e-6,delay=1500us,jitter=20us:exp,seed=7"
+        );
+        let ge: Impairments = "seed=1,ge=0.01/0.5,jitter=3µs:uniform".parse().unwrap();
+        assert_eq!(
+            ge.burst,
+            Some(BurstLoss::Transitions {
+                p: p(0.01),
+                r: p(0.5)
+            })
+        );
+        assert_eq!(ge.jitter, Jitter::Uniform(Duration::from_nanos(3000)));
+        assert_eq!(ge.to_string(), "ge=0.01/0.5,jitter=3us,seed=1");
+    }
+
+    #[test]
+    fn none_and_empty() {
+        assert_eq!("".parse::<Impairments>(), Ok(Impairments::default()));
+        assert_eq!("none".parse::<Impairments>(), Ok(Impairments::default()));
+        assert_eq!(Impairments::default().to_string(), "none");
+        assert!(Impairments::default().is_none());
+        let seeded: Impairments = "seed=5".parse().unwrap();
+        assert!(seeded.is_none());
+        assert_eq!(seeded.to_string(), "seed=5");
+    }
+
+    #[test]
+    fn durations() {
+        let d = |s: &str| parse_duration(s);
+        assert_eq!(d("0"), Ok(Duration::ZERO));
+        assert_eq!(d("250ns"), Ok(Duration::from_nanos(250)));
+        assert_eq!(d("1.0ns"), Ok(Duration::from_nanos(1)));
+        assert_eq!(d("0.000000001s"), Ok(Duration::from_nanos(1)));
+        assert_eq!(d("2.5us"), Ok(Duration::from_nanos(2500)));
+        assert_eq!(d("18446744073709551615ns"), Ok(Duration::MAX));
+        assert_eq!(
+            d("18446744073709551616ns"),
+            Err(ParseErrorKind::BadDuration)
+        );
+        assert_eq!(d("18446744074s"), Err(ParseErrorKind::BadDuration));
+        assert_eq!(d("1.5ns"), Err(ParseErrorKind::BadDuration));
+        assert_eq!(d("0.0000000001s"), Err(ParseErrorKind::BadDuration));
+        assert_eq!(d("5"), Err(ParseErrorKind::MissingUnit));
+        assert_eq!(d("5min"), Err(ParseErrorKind::BadUnit));
+        assert_eq!(d("ms"), Err(ParseErrorKind::BadNumber));
+        assert_eq!(d("1.ms"), Err(ParseErrorKind::BadNumber));
+        assert_eq!(d(".5ms"), Err(ParseErrorKind::BadNumber));
+        assert_eq!(d("1..5ms"), Err(ParseErrorKind::BadNumber));
+        assert_eq!(d("-1ms"), Err(ParseErrorKind::BadNumber));
+    }
+
+    #[test]
+    fn errors_name_the_part_and_why() {
+        use ParseErrorKind::*;
+        assert_eq!(err("loss=1%,,ber=0"), (8, String::new(), EmptyPart));
+        assert_eq!(err("loss"), (0, "loss".into(), MissingValue));
+        assert_eq!(err("loss=1%,drop=3%"), (8, "drop=3%".into(), UnknownKey));
+        assert_eq!(err("loss=1%,loss=2%"), (8, "loss=2%".into(), DuplicateKey));
+        assert_eq!(
+            err("burst=1%/4,ge=0.1/0.5"),
+            (11, "ge=0.1/0.5".into(), DuplicateKey)
+        );
+        assert_eq!(err("loss=lots"), (0, "loss=lots".into(), BadNumber));
+        assert_eq!(err("loss=nan"), (0, "loss=nan".into(), BadNumber));
+        assert_eq!(err("loss=inf%"), (0, "loss=inf%".into(), BadNumber));
+        assert!(matches!(err("loss=101%").2, OutOfRange(_)));
+        assert!(matches!(err("ber=-1e-6").2, OutOfRange(_)));
+        assert_eq!(err("burst=1%").2, MissingSlash);
+        assert!(matches!(err("burst=1%/0.5").2, OutOfRange(_)));
+        assert!(matches!(err("burst=100%/4").2, OutOfRange(_)));
+        // 60 % loss cannot be had with bursts of one cell (p would be 1.5).
+        assert!(matches!(err("burst=60%/1").2, OutOfRange(_)));
+        assert_eq!(err("jitter=5us:gauss").2, BadJitterShape);
+        assert_eq!(err("hec=0.6,hec2=0.5"), (8, "hec2=0.5".into(), HecSum));
+        assert_eq!(err("seed=-1").2, BadNumber);
+        assert_eq!(err("delay=5"), (0, "delay=5".into(), MissingUnit));
+        let e = "loss=1%,drop=3%".parse::<Impairments>().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "at 8: \"drop=3%\": unknown key (loss, burst, ge, hec, hec2, ber, delay, jitter, seed)"
+        );
+    }
+
+    #[test]
+    fn rates() {
+        for (text, rate) in [
+            ("oc3", Rate::Line(LineRate::OC3)),
+            ("STM4", Rate::Line(LineRate::OC12)),
+            ("25m", Rate::Line(LineRate::ATM25)),
+            ("unlimited", Rate::Unlimited),
+            ("1000", Rate::CellsPerSec(NonZeroU32::new(1000).unwrap())),
+        ] {
+            assert_eq!(text.parse::<Rate>(), Ok(rate));
+        }
+        assert_eq!(Rate::default().to_string(), "oc3");
+        assert_eq!(Rate::Line(LineRate::OC12).to_string(), "oc12");
+        assert_eq!(
+            "0".parse::<Rate>().unwrap_err().kind,
+            ParseErrorKind::BadRate
+        );
+        assert_eq!(
+            "oc48".parse::<Rate>().unwrap_err().kind,
+            ParseErrorKind::BadRate
+        );
+        assert_eq!(Rate::Unlimited.exact(), None);
+        assert_eq!("ds3".parse::<Rate>().unwrap().exact(), Some((96_000, 1)));
+    }
+
+    fn probability() -> impl Strategy<Value = Probability> {
+        prop_oneof![
+            Just(Probability::ZERO),
+            Just(Probability::ONE),
+            (0.0f64..=1.0).prop_map(p),
+            (-300.0f64..0.0).prop_map(|e| p(10f64.powf(e))),
+        ]
+    }
+
+    fn half() -> impl Strategy<Value = Probability> {
+        (0.0f64..=0.5).prop_map(p)
+    }
+
+    fn duration() -> impl Strategy<Value = Duration> {
+        prop_oneof![
+            any::<u64>().prop_map(Duration::from_nanos),
+            (0u64..1000).prop_map(Duration::from_micros),
+            (0u64..1000).prop_map(Duration::from_millis),
+        ]
+    }
+
+    fn impairments() -> impl Strategy<Value = Impairments> {
+        let burst = prop_oneof![
+            Just(None),
+            ((0.0f64..0.5), (1.0f64..1e6)).prop_map(|(l, n)| Some(BurstLoss::mean(l, n).unwrap())),
+            (probability(), probability()).prop_map(|(p, r)| Some(BurstLoss::Transitions { p, r })),
+        ];
+        let jitter = prop_oneof![
+            Just(Jitter::None),
+            duration().prop_map(Jitter::Uniform),
+            duration().prop_map(Jitter::Exponential),
+        ];
+        (
+            probability(),
+            burst,
+            (half(), half()),
+            probability(),
+            duration(),
+            jitter,
+            any::<u64>(),
+        )
+            .prop_map(
+                |(loss, burst, (hec_single, hec_multi), ber, delay, jitter, seed)| Impairments {
+                    loss,
+                    burst,
+                    hec_single,
+                    hec_multi,
+                    ber,
+                    delay,
+                    jitter,
+                    seed,
+                },
+            )
+    }
+
+    proptest! {
+        #[test]
+        fn p_text_round_trips(imp in impairments()) {
+            let text = imp.to_string();
+            prop_assert_eq!(text.parse::<Impairments>(), Ok(imp), "{}", text);
+        }
+
+        #[test]
+        fn p_parser_never_panics(s in "\\PC*") {
+            let _ = s.parse::<Impairments>();
+            let _ = s.parse::<Rate>();
+        }
+
+        #[test]
+        fn p_parser_never_panics_near_the_syntax(
+            s in "((loss|burst|ge|hec|hec2|ber|delay|jitter|seed|x)(=[-+0-9.e%/:µsmunexpifaINF]{0,12})?,?){0,6}"
+        ) {
+            if let Ok(imp) = s.parse::<Impairments>() {
+                // Whatever parses prints as text that parses back to it.
+                prop_assert_eq!(imp.to_string().parse::<Impairments>(), Ok(imp));
+            }
+        }
     }
 }

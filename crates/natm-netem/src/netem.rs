@@ -557,6 +557,7 @@ mod tests {
 
     /// |measured − expected| within `k` standard deviations `sd`.
     fn within(what: &str, measured: f64, expected: f64, sd: f64, k: f64) {
+        eprintln!("{what}: measured {measured:.5e}, expected {expected:.5e}, sd {sd:.3e}");
         assert!(
             (measured - expected).abs() <= k * sd,
             "{what}: measured {measured}, expected {expected} ± {k}·{sd}"
