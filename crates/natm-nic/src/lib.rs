@@ -1,1 +1,33 @@
-//! natm's user-level adapter memory (issue 4): being written.
+//! natm's user-level adapter memory (issue 4): the one natm crate allowed `unsafe`.
+//!
+//! - [`shm`]: regions of shared memory seen as atomic words, behind the [`shm::SharedMem`]
+//!   trait: [`shm::HeapMem`], the in-memory stand-in for tests and the simulator, and
+//!   [`memfd::MemfdMem`], memfd + mmap shared between processes.
+//! - [`layout`]: the `repr(C)` region header, little-endian, validated when a region is
+//!   mapped (a bad header from the other process is a [`layout::LayoutError`]).
+//! - [`channel`]: an application's channel to the adapter: transmit descriptor ring,
+//!   free receive buffer ring, completion ring, counters and buffers, with buffer
+//!   ownership checked on both sides.
+//! - [`cells`]: the shared-memory link: a pair of SPSC rings of 53-byte cells, batched.
+//! - [`notify`] and [`signal`]: busy polling, adaptive polling, eventfd and real-time
+//!   signal notification, with no system call on the fast path.
+//!
+//! Where `unsafe` lives: mapping and unmapping ([`memfd`]), viewing the header as bytes
+//! ([`layout`]), and the signal calls ([`signal`]). Everything else reads and writes the
+//! region through `AtomicU64`, so a peer that writes anything at any time causes
+//! wrong values, never undefined behaviour, and every value from the peer is checked
+//! before it is used as an index.
+
+pub mod cells;
+pub mod channel;
+pub mod layout;
+pub mod memfd;
+pub mod notify;
+mod ring;
+pub mod shm;
+pub mod signal;
+
+pub use ring::RingFault;
+
+#[cfg(test)]
+mod tests;

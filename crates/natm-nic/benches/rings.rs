@@ -1,0 +1,247 @@
+//! Cells per second through natm-nic's shared-memory cell ring (memfd) beside a bare SPSC
+//! ring of 64-byte slots, measured in the same run: producer and consumer on two threads,
+//! batches of 16 cells, 1024-slot rings on both sides.
+//!
+//! `bare` is the simplest correct atomic ring: slots in ordinary memory written with plain
+//! copies, a Release/Acquire index pair on separate cache lines, each side caching the
+//! other's index (the same caching natm-nic does). `shm` is `natm_nic::cells` over a memfd
+//! mapping, where every slot word goes through an `AtomicU64` (the peer is untrusted) and
+//! the indices are checked.
+//!
+//! After criterion's own report, a summary prints the median and interquartile range of
+//! each benchmark's samples (cells/s) and the ratio shm/bare.
+
+use std::cell::UnsafeCell;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput};
+use natm_nic::cells::{Cell, CellLink, Side};
+use natm_nic::memfd::MemfdMem;
+
+const BATCH: usize = 16;
+const ENTRIES: usize = 1024;
+/// Cells moved per criterion iteration.
+const CELLS_PER_ITER: u64 = 16 * 1024;
+
+#[repr(align(64))]
+struct Line<T>(T);
+
+/// The baseline ring.
+struct Bare {
+    slots: Box<[UnsafeCell<[u8; 64]>]>,
+    tail: Line<AtomicUsize>,
+    head: Line<AtomicUsize>,
+}
+
+// SAFETY: slots are shared between exactly one producer and one consumer thread, and the
+// index protocol gives each slot to one of them at a time: the producer writes only slots
+// in [tail, head + ENTRIES) before publishing them with a Release store of tail; the
+// consumer reads only slots in [head, tail) after an Acquire load of tail and gives them
+// back with a Release store of head, which the producer Acquire-loads before reuse.
+unsafe impl Sync for Bare {}
+
+struct BareTx {
+    ring: Arc<Bare>,
+    tail: usize,
+    head_cache: usize,
+}
+
+struct BareRx {
+    ring: Arc<Bare>,
+    head: usize,
+    tail_cache: usize,
+}
+
+fn bare() -> (BareTx, BareRx) {
+    let ring = Arc::new(Bare {
+        slots: (0..ENTRIES).map(|_| UnsafeCell::new([0; 64])).collect(),
+        tail: Line(AtomicUsize::new(0)),
+        head: Line(AtomicUsize::new(0)),
+    });
+    (
+        BareTx {
+            ring: ring.clone(),
+            tail: 0,
+            head_cache: 0,
+        },
+        BareRx {
+            ring,
+            head: 0,
+            tail_cache: 0,
+        },
+    )
+}
+
+impl BareTx {
+    fn push_batch(&mut self, cells: &[Cell]) -> usize {
+        if ENTRIES - (self.tail - self.head_cache) < cells.len() {
+            self.head_cache = self.ring.head.0.load(Ordering::Acquire);
+        }
+        let n = cells.len().min(ENTRIES - (self.tail - self.head_cache));
+        for (k, c) in cells[..n].iter().enumerate() {
+            let slot = &self.ring.slots[(self.tail + k) % ENTRIES];
+            // SAFETY: this slot is at most ENTRIES ahead of the consumer's last released
+            // head, so it is the producer's alone until the Release store below (see the
+            // Sync impl).
+            unsafe { (&mut (*slot.get()))[..53].copy_from_slice(c) };
+        }
+        self.tail += n;
+        self.ring.tail.0.store(self.tail, Ordering::Release);
+        n
+    }
+}
+
+impl BareRx {
+    fn pop_batch(&mut self, out: &mut [Cell]) -> usize {
+        if self.tail_cache - self.head < out.len() {
+            self.tail_cache = self.ring.tail.0.load(Ordering::Acquire);
+        }
+        let n = out.len().min(self.tail_cache - self.head);
+        for (k, o) in out[..n].iter_mut().enumerate() {
+            let slot = &self.ring.slots[(self.head + k) % ENTRIES];
+            // SAFETY: the slot was published by the producer's Release store of tail, which
+            // our Acquire load saw; the producer will not touch it before our Release store
+            // of head below.
+            o.copy_from_slice(unsafe { &(&(*slot.get()))[..53] });
+        }
+        self.head += n;
+        self.ring.head.0.store(self.head, Ordering::Release);
+        n
+    }
+}
+
+/// Moves `total` cells from a producer thread to this thread; returns the elapsed time.
+fn run<T: Send + 'static>(
+    total: u64,
+    mut tx: T,
+    push: fn(&mut T, &[Cell]) -> usize,
+    mut pop: impl FnMut(&mut [Cell]) -> usize,
+) -> (Duration, T) {
+    let batch: [Cell; BATCH] = std::array::from_fn(|i| [i as u8; 53]);
+    let start = Instant::now();
+    let producer = std::thread::spawn(move || {
+        let mut sent = 0u64;
+        while sent < total {
+            let want = (total - sent).min(BATCH as u64) as usize;
+            let n = push(&mut tx, &batch[..want]);
+            if n == 0 {
+                std::hint::spin_loop();
+            }
+            sent += n as u64;
+        }
+        tx
+    });
+    let mut out = [[0u8; 53]; BATCH];
+    let mut got = 0u64;
+    let mut check = 0u64;
+    while got < total {
+        let n = pop(&mut out);
+        if n == 0 {
+            std::hint::spin_loop();
+        }
+        for c in &out[..n] {
+            check = check.wrapping_add(u64::from(c[52]));
+        }
+        got += n as u64;
+    }
+    let elapsed = start.elapsed();
+    std::hint::black_box(check);
+    (elapsed, producer.join().expect("producer thread"))
+}
+
+fn output_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(d) => PathBuf::from(d).join("criterion"),
+        None => PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../target/criterion"
+        )),
+    }
+}
+
+/// Cells/s of each sample criterion stored.
+fn samples(name: &str) -> Option<Vec<f64>> {
+    let path = output_dir()
+        .join("rings")
+        .join(name)
+        .join("new/sample.json");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    let iters = v["iters"].as_array()?;
+    let times = v["times"].as_array()?;
+    let mut rates: Vec<f64> = iters
+        .iter()
+        .zip(times)
+        .filter_map(|(i, t)| Some(i.as_f64()? * CELLS_PER_ITER as f64 / (t.as_f64()? * 1e-9)))
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    Some(rates)
+}
+
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    let pos = q * (sorted.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
+fn main() {
+    let mut c = Criterion::default()
+        .output_directory(&output_dir())
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5))
+        .configure_from_args();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("load average before: {}", load.trim());
+    {
+        let mut g = c.benchmark_group("rings");
+        g.throughput(Throughput::Elements(CELLS_PER_ITER));
+        g.bench_function("bare", |b| {
+            b.iter_custom(|iters| {
+                let (tx, mut rx) = bare();
+                run(iters * CELLS_PER_ITER, tx, BareTx::push_batch, |o| {
+                    rx.pop_batch(o)
+                })
+                .0
+            })
+        });
+        g.bench_function("shm", |b| {
+            b.iter_custom(|iters| {
+                let bytes = CellLink::region_bytes(ENTRIES as u32).expect("valid size");
+                let mem = Arc::new(MemfdMem::create("natm-bench", bytes).expect("memfd"));
+                let link = CellLink::create(mem, ENTRIES as u32).expect("fresh region");
+                let (tx, _) = link.endpoint(Side::A).expect("fresh ring");
+                let (_, mut rx) = link.endpoint(Side::B).expect("fresh ring");
+                run(
+                    iters * CELLS_PER_ITER,
+                    tx,
+                    |t, cells| t.push_batch(cells),
+                    |o| rx.pop_batch(o),
+                )
+                .0
+            })
+        });
+        g.finish();
+    }
+    c.final_summary();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("load average after: {}", load.trim());
+    if let (Some(bare), Some(shm)) = (samples("bare"), samples("shm")) {
+        println!("\n| ring | median M cells/s | IQR (p25–p75) M cells/s |");
+        println!("|---|---|---|");
+        for (name, s) in [("bare", &bare), ("shm", &shm)] {
+            println!(
+                "| {name} | {:.1} | {:.1}–{:.1} |",
+                quantile(s, 0.5) / 1e6,
+                quantile(s, 0.25) / 1e6,
+                quantile(s, 0.75) / 1e6
+            );
+        }
+        println!(
+            "\nratio shm/bare (medians): {:.2} (goal >= 0.7)",
+            quantile(&shm, 0.5) / quantile(&bare, 0.5)
+        );
+    }
+}

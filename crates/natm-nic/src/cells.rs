@@ -1,0 +1,236 @@
+//! The shared-memory cell link: a pair of SPSC rings of 53-byte cells, one per direction,
+//! in one region (memfd between processes, [`HeapMem`](crate::shm::HeapMem) in tests).
+//!
+//! Each cell occupies a 64-byte slot: bytes 0..53 the cell, 53..56 zero, 56..64 unused.
+//! Cells move in batches: one index load per side per batch when the cached index
+//! suffices, one Release store per batch.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use natm_nic::cells::{CellLink, Side};
+//! use natm_nic::shm::HeapMem;
+//!
+//! let mem = Arc::new(HeapMem::new(CellLink::region_bytes(64).unwrap()).unwrap());
+//! let link = CellLink::create(mem, 64).unwrap();
+//! let (mut a_tx, _a_rx) = link.endpoint(Side::A).unwrap();
+//! let (_b_tx, mut b_rx) = link.endpoint(Side::B).unwrap();
+//! assert_eq!(a_tx.push_batch(&[[7u8; 53]; 3]), 3);
+//! let mut got = [[0u8; 53]; 16];
+//! assert_eq!(b_rx.pop_batch(&mut got), 3);
+//! assert_eq!(got[2], [7u8; 53]);
+//! ```
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::layout::{Layout, LayoutError, RegionHeader, RegionKind};
+use crate::notify::{Wakeable, Waker};
+use crate::ring::{Consumer, Producer, RingFault, RingRef};
+use crate::shm::{Region, read_bytes, write_bytes};
+
+/// Bytes in a cell.
+pub const CELL_BYTES: usize = 53;
+/// Bytes per slot.
+pub const CELL_SLOT_BYTES: usize = 64;
+/// A cell as raw bytes (header with HEC, 48-byte payload).
+pub type Cell = [u8; CELL_BYTES];
+
+/// Which end of the link: A sends on ring 0 and receives on ring 1, B the reverse.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Side {
+    /// The side that sends on ring 0.
+    A,
+    /// The side that sends on ring 1.
+    B,
+}
+
+/// Why an endpoint could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum CellLinkError {
+    /// The region's header was refused.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    /// The region is smaller than the layout needs.
+    #[error("region of {have} bytes, layout needs {need}")]
+    RegionTooSmall {
+        /// Mapped.
+        have: usize,
+        /// Needed.
+        need: usize,
+    },
+    /// A ring's indices are corrupt.
+    #[error(transparent)]
+    Fault(#[from] RingFault),
+}
+
+/// A cell-link region: its validated layout.
+#[derive(Clone)]
+pub struct CellLink {
+    mem: Region,
+    layout: Layout,
+}
+
+impl CellLink {
+    /// Bytes of a region for rings of `entries` cells each.
+    pub fn region_bytes(entries: u32) -> Result<usize, LayoutError> {
+        Ok(Layout::cell_link(entries)?.region_size)
+    }
+
+    /// Lays out a fresh, zeroed region of exactly [`Self::region_bytes`] and writes its
+    /// header.
+    pub fn create(mem: Region, entries: u32) -> Result<Self, CellLinkError> {
+        let layout = Layout::cell_link(entries)?;
+        if mem.len_bytes() != layout.region_size {
+            return Err(CellLinkError::RegionTooSmall {
+                have: mem.len_bytes(),
+                need: layout.region_size,
+            });
+        }
+        for w in mem.words() {
+            w.store(0, Ordering::Relaxed);
+        }
+        layout.header().store(mem.words());
+        Ok(CellLink { mem, layout })
+    }
+
+    /// Opens a region another process created, validating its header.
+    pub fn open(mem: Region) -> Result<Self, CellLinkError> {
+        let h = RegionHeader::load(mem.words()).ok_or(LayoutError::TooShort {
+            len: mem.len_bytes(),
+        })?;
+        let layout = Layout::validate(&h, mem.len_bytes(), RegionKind::CellLink)?;
+        Ok(CellLink { mem, layout })
+    }
+
+    /// The validated layout.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    fn ring(&self, i: usize) -> RingRef {
+        let geom = self.layout.rings[i].expect("a validated cell link has rings 0 and 1");
+        RingRef::new(self.mem.clone(), &geom)
+    }
+
+    /// The two ends of one side: its transmit ring's producer and receive ring's consumer.
+    /// Attaching continues from the indices in the region (a restarted side picks up
+    /// where the dead one left its last published batch).
+    pub fn endpoint(&self, side: Side) -> Result<(CellProducer, CellConsumer), CellLinkError> {
+        let (tx, rx) = match side {
+            Side::A => (0, 1),
+            Side::B => (1, 0),
+        };
+        Ok((
+            CellProducer {
+                p: Producer::attach(self.ring(tx))?,
+                waker: Waker::None,
+            },
+            CellConsumer {
+                c: Consumer::attach(self.ring(rx))?,
+            },
+        ))
+    }
+}
+
+/// Sends cells on one ring.
+pub struct CellProducer {
+    p: Producer,
+    waker: Waker,
+}
+
+impl CellProducer {
+    /// Pushes as many of `cells` as fit (all, or a prefix) and publishes them; returns how
+    /// many. 0 when full, or when the ring is broken (see [`Self::fault`]).
+    #[inline]
+    pub fn push_batch(&mut self, cells: &[Cell]) -> usize {
+        let n = self
+            .p
+            .push_with(cells.len(), |k, slot| write_bytes(slot, &cells[k]));
+        if n > 0 {
+            self.waker.after_publish(self.p.ring.waiting());
+        }
+        n
+    }
+
+    /// Free slots now.
+    pub fn free(&mut self) -> usize {
+        self.p.free(usize::MAX)
+    }
+
+    /// How the consumer is woken when it sleeps (default: not at all, it polls).
+    pub fn set_waker(&mut self, waker: Waker) {
+        self.waker = waker;
+    }
+
+    /// The waker, to read its statistics.
+    pub fn waker(&self) -> &Waker {
+        &self.waker
+    }
+
+    /// Set once the consumer broke the ring's indices; the ring stays unusable.
+    pub fn fault(&self) -> Option<RingFault> {
+        self.p.fault()
+    }
+
+    /// The consumer-waiting flag of this ring (tests watch it to know the consumer sleeps).
+    #[cfg(test)]
+    pub(crate) fn waiting_flag_for_tests(&self) -> &AtomicU64 {
+        self.p.ring.waiting()
+    }
+
+    /// Writes cells into the free slots without publishing them, word by word, stopping
+    /// after `words` words: what a producer killed at that point of a push leaves.
+    #[cfg(test)]
+    pub(crate) fn stage_partial(&mut self, cells: &[Cell], words: usize) {
+        let n = cells.len().min(self.p.free(cells.len()));
+        let mut left = words;
+        self.p.stage_with(n, &mut |k, slot: &[AtomicU64]| {
+            let mut padded = [0u8; 56];
+            padded[..CELL_BYTES].copy_from_slice(&cells[k]);
+            for (w, chunk) in slot.iter().zip(padded.chunks_exact(8)) {
+                if left == 0 {
+                    return;
+                }
+                w.store(
+                    u64::from_ne_bytes(chunk.try_into().expect("8 bytes")),
+                    Ordering::Relaxed,
+                );
+                left -= 1;
+            }
+        });
+    }
+}
+
+/// Receives cells from one ring.
+pub struct CellConsumer {
+    c: Consumer,
+}
+
+impl CellConsumer {
+    /// Pops up to `out.len()` cells into `out`; returns how many. 0 when empty, or when the
+    /// ring is broken (see [`Self::fault`]).
+    #[inline]
+    pub fn pop_batch(&mut self, out: &mut [Cell]) -> usize {
+        self.c
+            .pop_with(out.len(), |k, slot| read_bytes(slot, &mut out[k]))
+    }
+
+    /// Cells ready now.
+    pub fn available(&mut self) -> usize {
+        self.c.available(usize::MAX)
+    }
+
+    /// Set once the producer broke the ring's indices.
+    pub fn fault(&self) -> Option<RingFault> {
+        self.c.fault()
+    }
+}
+
+impl Wakeable for CellConsumer {
+    fn ready(&mut self) -> bool {
+        self.c.available(1) > 0 || self.c.fault().is_some()
+    }
+
+    fn waiting_flag(&self) -> &AtomicU64 {
+        self.c.ring.waiting()
+    }
+}

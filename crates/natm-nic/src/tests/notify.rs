@@ -1,0 +1,297 @@
+//! Every notification mode really waits and is woken. The producer side never guesses:
+//! for the blocking modes it publishes only once the consumer has announced in shared
+//! memory that it is going to sleep; every wait has a timeout far above the expected
+//! wake-up, so a lost wake-up fails the test instead of hanging it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::{BACKENDS, cell, check_cell};
+use crate::cells::{CellConsumer, CellLink, CellProducer, Side};
+use crate::channel::{BufferId, Channel, ChannelConfig};
+use crate::notify::{AdaptivePolicy, SignalWaker, WaitOutcome, Waiter, Wakeable, Waker};
+use crate::signal;
+
+const LONG: Duration = Duration::from_secs(10);
+
+fn link(mk: fn(usize) -> crate::shm::Region) -> (CellProducer, CellConsumer) {
+    let link = CellLink::create(mk(CellLink::region_bytes(16).unwrap()), 16).unwrap();
+    (
+        link.endpoint(Side::A).unwrap().0,
+        link.endpoint(Side::B).unwrap().1,
+    )
+}
+
+/// Spins (bounded) until `cond` holds.
+fn until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + LONG;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::yield_now();
+    }
+}
+
+/// Runs `waiter` on a consumer thread; once it reports `started` (and, for blocking
+/// modes, the shared flag says it sleeps), the producer pushes one cell.
+fn wake_once(
+    mut rx: CellConsumer,
+    mut tx: CellProducer,
+    make_waiter: impl FnOnce() -> Waiter + Send + 'static,
+    blocking: bool,
+    pause: Duration,
+) -> (WaitOutcome, Duration, CellProducer) {
+    let started = Arc::new(AtomicBool::new(false));
+    let s2 = started.clone();
+    let (target_tx, target_rx) = mpsc::channel();
+    let consumer = std::thread::spawn(move || {
+        let mut w = make_waiter();
+        target_tx.send(w.signal_target()).unwrap();
+        s2.store(true, Ordering::Release);
+        let t0 = Instant::now();
+        let out = w.wait(&mut rx, LONG).unwrap();
+        let took = t0.elapsed();
+        let mut c = [[0u8; 53]; 1];
+        assert_eq!(rx.pop_batch(&mut c), 1);
+        assert_eq!(check_cell(&c[0]), Some(42));
+        (out, took)
+    });
+    if let Some(t) = target_rx.recv().unwrap() {
+        tx.set_waker(Waker::Signal(SignalWaker::new(t)));
+    }
+    until("the consumer to start", || started.load(Ordering::Acquire));
+    if blocking {
+        // The consumer announced in shared memory that it is about to sleep.
+        until("the consumer to announce its sleep", || {
+            tx.waiting_flag_for_tests().load(Ordering::SeqCst) != 0
+        });
+    }
+    std::thread::sleep(pause);
+    assert_eq!(tx.push_batch(&[cell(42)]), 1);
+    let (out, took) = consumer.join().unwrap();
+    (out, took, tx)
+}
+
+#[test]
+fn busy_poll_wakes() {
+    for (name, mk) in BACKENDS {
+        let (tx, rx) = link(mk);
+        let (out, took, _) = wake_once(rx, tx, || Waiter::BusyPoll, false, Duration::ZERO);
+        assert_eq!(out, WaitOutcome::Ready, "{name}");
+        assert!(took < LONG);
+    }
+}
+
+#[test]
+fn adaptive_wakes_from_its_sleep_phase() {
+    for (name, mk) in BACKENDS {
+        let (tx, rx) = link(mk);
+        let policy = AdaptivePolicy {
+            spins: 10,
+            yields: 10,
+            sleep_min: Duration::from_micros(50),
+            sleep_max: Duration::from_millis(2),
+        };
+        // The producer holds back 30 ms, long past the spin and yield phases.
+        let (out, took, _) = wake_once(
+            rx,
+            tx,
+            move || Waiter::Adaptive(policy),
+            false,
+            Duration::from_millis(30),
+        );
+        assert_eq!(out, WaitOutcome::Ready, "{name}");
+        assert!(
+            took >= Duration::from_millis(30),
+            "{name}: it waited ({took:?})"
+        );
+        assert!(took < LONG);
+    }
+}
+
+#[test]
+fn polling_modes_time_out_on_an_empty_ring() {
+    let (_tx, mut rx) = link(BACKENDS[0].1);
+    for mut w in [
+        Waiter::BusyPoll,
+        Waiter::Adaptive(AdaptivePolicy::default()),
+    ] {
+        let t0 = Instant::now();
+        assert_eq!(
+            w.wait(&mut rx, Duration::from_millis(20)).unwrap(),
+            WaitOutcome::TimedOut
+        );
+        assert!(t0.elapsed() >= Duration::from_millis(20));
+    }
+    let (mut w, _waker) = Waiter::eventfd().unwrap();
+    assert_eq!(
+        w.wait(&mut rx, Duration::from_millis(20)).unwrap(),
+        WaitOutcome::TimedOut
+    );
+    assert_eq!(
+        rx.waiting_flag().load(Ordering::Relaxed),
+        0,
+        "the flag is cleared after a timeout"
+    );
+}
+
+#[test]
+fn eventfd_wakes_a_blocked_consumer_and_the_fast_path_makes_no_call() {
+    for (name, mk) in BACKENDS {
+        let (mut tx, rx) = link(mk);
+        let (waiter, waker) = Waiter::eventfd().unwrap();
+        tx.set_waker(waker);
+        // Nobody sleeps: pushes make no system call.
+        let mut other_rx = rx;
+        for i in 0..100 {
+            assert_eq!(tx.push_batch(&[cell(i)]), 1);
+            let mut c = [[0u8; 53]; 1];
+            assert_eq!(other_rx.pop_batch(&mut c), 1);
+        }
+        assert_eq!(tx.waker().kicks(), 0, "{name}: fast path is syscall-free");
+        let (out, took, tx) = wake_once(other_rx, tx, move || waiter, true, Duration::ZERO);
+        assert_eq!(out, WaitOutcome::Ready, "{name}");
+        assert!(took < LONG);
+        assert_eq!(
+            tx.waker().kicks(),
+            1,
+            "{name}: exactly one write for one sleep"
+        );
+        assert_eq!(tx.waker().kick_failures(), 0);
+    }
+}
+
+#[test]
+fn eventfd_in_the_applications_epoll() {
+    use rustix::event::epoll;
+    let (mut tx, mut rx) = link(BACKENDS[1].1);
+    let (waiter, waker) = Waiter::eventfd().unwrap();
+    tx.set_waker(waker);
+    let ep = epoll::create(epoll::CreateFlags::CLOEXEC).unwrap();
+    epoll::add(
+        &ep,
+        waiter.as_fd().unwrap(),
+        epoll::EventData::new_u64(7),
+        epoll::EventFlags::IN,
+    )
+    .unwrap();
+    let producer = std::thread::spawn(move || {
+        until("the consumer to announce its sleep", || {
+            tx.waiting_flag_for_tests().load(Ordering::SeqCst) != 0
+        });
+        assert_eq!(tx.push_batch(&[cell(5)]), 1);
+        tx
+    });
+    assert!(
+        waiter.prepare_to_sleep(&mut rx),
+        "nothing there yet: may sleep"
+    );
+    let mut events: Vec<epoll::Event> = Vec::with_capacity(4);
+    let ts = rustix::event::Timespec {
+        tv_sec: 10,
+        tv_nsec: 0,
+    };
+    epoll::wait(&ep, rustix::buffer::spare_capacity(&mut events), Some(&ts)).unwrap();
+    waiter.finish_sleep(&mut rx);
+    assert_eq!(events.len(), 1, "epoll woke for the eventfd");
+    assert_eq!(events[0].data.u64(), 7);
+    let tx = producer.join().unwrap();
+    assert_eq!(tx.waker().kicks(), 1);
+    let mut c = [[0u8; 53]; 1];
+    assert_eq!(rx.pop_batch(&mut c), 1);
+    assert_eq!(check_cell(&c[0]), Some(5));
+}
+
+#[test]
+fn signal_wakes_a_blocked_consumer_with_its_channel() {
+    let signo = signal::rt_signal(2).unwrap();
+    for (i, (name, mk)) in BACKENDS.into_iter().enumerate() {
+        let (delivered0, _) = signal::delivered();
+        let (tx, rx) = link(mk);
+        let channel = 700 + i as u32;
+        let (out, took, tx) = wake_once(
+            rx,
+            tx,
+            move || Waiter::signal(signo, channel).unwrap(),
+            true,
+            Duration::ZERO,
+        );
+        assert_eq!(out, WaitOutcome::Ready, "{name}");
+        assert!(took < LONG);
+        assert_eq!(tx.waker().kicks(), 1, "{name}");
+        assert_eq!(tx.waker().kick_failures(), 0, "{name}");
+        assert!(
+            signal::delivered().0 > delivered0,
+            "{name}: the handler ran"
+        );
+    }
+}
+
+#[test]
+fn signal_interrupts_a_running_thread_and_records_the_channel() {
+    let signo = signal::rt_signal(3).unwrap();
+    signal::install(signo).unwrap();
+    let (tid_tx, tid_rx) = mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        signal::set_blocked(signo, false).unwrap();
+        tid_tx
+            .send(rustix::thread::gettid().as_raw_nonzero().get())
+            .unwrap();
+        // Busy with other work; the handler interrupts it and marks channel 9.
+        let deadline = Instant::now() + LONG;
+        while !signal::take_pending(9) {
+            assert!(Instant::now() < deadline, "no signal");
+            std::hint::spin_loop();
+        }
+    });
+    let tid = tid_rx.recv().unwrap();
+    let pid = rustix::process::getpid().as_raw_nonzero().get();
+    signal::send(signal::Target {
+        pid,
+        tid,
+        signo,
+        channel: 9,
+    })
+    .unwrap();
+    worker.join().unwrap();
+    assert!(!signal::take_pending(9), "taken once");
+    assert!(
+        signal::send(signal::Target {
+            pid,
+            tid: 0x7fff_fff0,
+            signo,
+            channel: 9
+        })
+        .is_err(),
+        "no such thread"
+    );
+}
+
+#[test]
+fn adapter_sleeps_on_the_transmit_ring_until_the_app_posts() {
+    let cfg = ChannelConfig {
+        tx_entries: 4,
+        rx_entries: 4,
+        completion_entries: 8,
+        buffer_size: 64,
+        buffer_count: 4,
+    };
+    let ch = Channel::create(BACKENDS[1].1(cfg.layout().unwrap().region_size), &cfg).unwrap();
+    let mut app = ch.app().unwrap();
+    let mut adapter = ch.adapter().unwrap();
+    let (mut waiter, waker) = Waiter::eventfd().unwrap();
+    app.set_waker(waker);
+    let flag = ch.clone();
+    let poster = std::thread::spawn(move || {
+        let ring0 = flag.layout().rings[0].unwrap().offset / 8 + 16;
+        until("the adapter to sleep", || {
+            flag.region().words()[ring0].load(Ordering::SeqCst) != 0
+        });
+        app.write_buffer(BufferId(3), b"tx").unwrap();
+        app.post_tx(BufferId(3), 2, 1, 0).unwrap();
+    });
+    assert_eq!(waiter.wait(&mut adapter, LONG).unwrap(), WaitOutcome::Ready);
+    poster.join().unwrap();
+    assert_eq!(adapter.poll_tx().unwrap().unwrap().buffer, BufferId(3));
+}
