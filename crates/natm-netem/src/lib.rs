@@ -21,8 +21,9 @@
 //! link.handle_cell(Instant::ZERO, [0; 53]);
 //! while let Some(t) = link.poll_timeout() {
 //!     while let Some(tx) = link.poll_transmit(t) {
-//!         // Deliver tx.cell at tx.at: one cell time (2831 ns) plus 80..=120 µs.
-//!         assert!((82_831..=122_831).contains(&tx.at.as_nanos()));
+//!         // Deliver tx.cell at tx.at: one cell time (2831.2 ns, out at the next whole
+//!         // ns) plus 100 ± 20 µs.
+//!         assert!((82_832..=122_832).contains(&tx.at.as_nanos()));
 //!     }
 //! }
 //! ```
