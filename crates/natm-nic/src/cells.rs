@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::layout::{Layout, LayoutError, RegionHeader, RegionKind};
 use crate::notify::{Wakeable, Waker};
 use crate::ring::{Consumer, Producer, RingFault, RingRef};
-use crate::shm::{Region, read_bytes, write_bytes};
+use crate::shm::Region;
 
 /// Bytes in a cell.
 pub const CELL_BYTES: usize = 53;
@@ -131,6 +131,30 @@ impl CellLink {
     }
 }
 
+/// Copies a cell into a slot: 7 words, the last with 3 zero bytes after the cell.
+#[inline(always)]
+fn write_cell(slot: &[AtomicU64], cell: &Cell) {
+    let Some(slot) = slot.get(..7) else { return };
+    for (i, w) in slot.iter().enumerate().take(6) {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&cell[8 * i..8 * i + 8]);
+        w.store(u64::from_ne_bytes(b), Ordering::Relaxed);
+    }
+    let mut b = [0u8; 8];
+    b[..5].copy_from_slice(&cell[48..53]);
+    slot[6].store(u64::from_ne_bytes(b), Ordering::Relaxed);
+}
+
+/// Copies a cell out of a slot.
+#[inline(always)]
+fn read_cell(slot: &[AtomicU64], cell: &mut Cell) {
+    let Some(slot) = slot.get(..7) else { return };
+    for (i, w) in slot.iter().enumerate().take(6) {
+        cell[8 * i..8 * i + 8].copy_from_slice(&w.load(Ordering::Relaxed).to_ne_bytes());
+    }
+    cell[48..53].copy_from_slice(&slot[6].load(Ordering::Relaxed).to_ne_bytes()[..5]);
+}
+
 /// Sends cells on one ring.
 pub struct CellProducer {
     p: Producer,
@@ -144,8 +168,8 @@ impl CellProducer {
     pub fn push_batch(&mut self, cells: &[Cell]) -> usize {
         let n = self
             .p
-            .push_with(cells.len(), |k, slot| write_bytes(slot, &cells[k]));
-        if n > 0 {
+            .push_with(cells.len(), |k, slot| write_cell(slot, &cells[k]));
+        if n > 0 && !matches!(self.waker, Waker::None) {
             self.waker.after_publish(self.p.ring.waiting());
         }
         n
@@ -211,7 +235,7 @@ impl CellConsumer {
     #[inline]
     pub fn pop_batch(&mut self, out: &mut [Cell]) -> usize {
         self.c
-            .pop_with(out.len(), |k, slot| read_bytes(slot, &mut out[k]))
+            .pop_with(out.len(), |k, slot| read_cell(slot, &mut out[k]))
     }
 
     /// Cells ready now.

@@ -89,6 +89,7 @@ impl MemfdMem {
 }
 
 impl SharedMem for MemfdMem {
+    #[inline(always)]
     fn words(&self) -> &[AtomicU64] {
         // SAFETY: ptr is the start of a live mapping of len bytes (unmapped only in Drop,
         // which needs &mut self, so not while this borrow lives); it is page aligned, so

@@ -109,6 +109,14 @@ impl Waker {
     /// wait is bounded by its timeout.
     #[inline]
     pub(crate) fn after_publish(&self, flag: &AtomicU64) {
+        if let Waker::None = self {
+            return;
+        }
+        self.after_publish_slow(flag);
+    }
+
+    #[inline(never)]
+    fn after_publish_slow(&self, flag: &AtomicU64) {
         let kick = match self {
             Waker::None => return,
             Waker::EventFd(w) => &w.kicks,

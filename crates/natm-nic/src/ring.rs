@@ -89,14 +89,17 @@ impl RingRef {
         &self.mem.words()[self.slots..self.slots + self.entries as usize * self.slot_words]
     }
 
+    #[inline(always)]
     pub(crate) fn waiting(&self) -> &AtomicU64 {
         self.word(WAITING)
     }
 
+    #[inline(always)]
     pub(crate) fn load_tail(&self) -> u64 {
         load_le(self.word(TAIL), Ordering::Acquire)
     }
 
+    #[inline(always)]
     pub(crate) fn load_head(&self) -> u64 {
         load_le(self.word(HEAD), Ordering::Acquire)
     }

@@ -78,6 +78,7 @@ impl HeapMem {
 }
 
 impl SharedMem for HeapMem {
+    #[inline(always)]
     fn words(&self) -> &[AtomicU64] {
         &self.words
     }
