@@ -228,6 +228,10 @@ impl Receiver {
     /// Sleeps until the channel's signal arrives (its handler ran), another signal
     /// interrupts, or `timeout` passes. Called on the thread that made the receiver.
     pub fn sleep(&self, timeout: Duration) -> io::Result<()> {
+        if rustix::thread::gettid().as_raw_nonzero().get() != self.target.tid {
+            // The mask and the target belong to the thread that made the receiver.
+            return Err(io::Error::other("signal receiver used on another thread"));
+        }
         if take_pending(self.target.channel) {
             return Ok(());
         }

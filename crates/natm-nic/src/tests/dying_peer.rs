@@ -107,7 +107,7 @@ fn memfd_link(entries: u32) -> (Arc<MemfdMem>, CellLink) {
 
 /// Forks; the child runs `child` (which must not allocate: the parent is multithreaded)
 /// and is expected to die by SIGKILL. Returns the child's pid.
-fn fork_child(child: impl FnOnce()) -> libc::pid_t {
+pub(crate) fn fork_child(child: impl FnOnce()) -> libc::pid_t {
     // SAFETY: fork in a multithreaded process: the child runs only `child`, which touches
     // the shared mapping through atomics and makes async-signal-safe calls (kill, _exit),
     // never the allocator or locks; it never returns into the test harness.
@@ -123,21 +123,25 @@ fn fork_child(child: impl FnOnce()) -> libc::pid_t {
 }
 
 /// Waits (bounded) for the child and asserts it died of SIGKILL.
-fn reap_killed(pid: libc::pid_t) {
+pub(crate) fn reap_killed(pid: libc::pid_t) {
+    reap(pid, |status| {
+        libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL
+    });
+}
+
+/// Waits (bounded) for the child and asserts `ok(status)`.
+pub(crate) fn reap(pid: libc::pid_t, ok: impl Fn(i32) -> bool) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let mut status = 0;
         // SAFETY: waitpid writes the status into a live local; WNOHANG never blocks.
         let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
         if r == pid {
-            assert!(
-                libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL,
-                "status {status:#x}"
-            );
+            assert!(ok(status), "child status {status:#x}");
             return;
         }
         assert!(r == 0, "waitpid failed");
-        assert!(Instant::now() < deadline, "child did not die");
+        assert!(Instant::now() < deadline, "child did not end");
         std::thread::sleep(Duration::from_millis(1));
     }
 }

@@ -2,7 +2,7 @@
 
 mod cells;
 mod channel;
-mod dying_peer;
+pub(crate) mod dying_peer;
 mod notify;
 
 use std::sync::Arc;

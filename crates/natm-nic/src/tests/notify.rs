@@ -295,3 +295,58 @@ fn adapter_sleeps_on_the_transmit_ring_until_the_app_posts() {
     poster.join().unwrap();
     assert_eq!(adapter.poll_tx().unwrap().unwrap().buffer, BufferId(3));
 }
+
+#[test]
+fn eventfd_wakes_a_consumer_in_another_process() {
+    use crate::memfd::MemfdMem;
+    use crate::tests::dying_peer::{fork_child, reap};
+    let mem =
+        Arc::new(MemfdMem::create("natm-notify", CellLink::region_bytes(16).unwrap()).unwrap());
+    let link = CellLink::create(mem.clone(), 16).unwrap();
+    let (mut tx, _) = link.endpoint(Side::A).unwrap();
+    let (_, mut rx) = link.endpoint(Side::B).unwrap();
+    let (mut waiter, waker) = Waiter::eventfd().unwrap();
+    tx.set_waker(waker);
+    // The child inherits the mapping and the eventfd (fork keeps CLOEXEC fds); it waits
+    // for the parent to announce its sleep in shared memory, then pushes and kicks.
+    let pid = fork_child(move || {
+        let deadline = Instant::now() + LONG;
+        while tx.waiting_flag_for_tests().load(Ordering::SeqCst) == 0 {
+            if Instant::now() > deadline {
+                // SAFETY: _exit is async-signal-safe; status 4 makes the parent's check fail.
+                unsafe { libc::_exit(4) };
+            }
+            std::hint::spin_loop();
+        }
+        let code = if tx.push_batch(&[cell(11)]) == 1 && tx.waker().kicks() == 1 {
+            0
+        } else {
+            5
+        };
+        // SAFETY: as above.
+        unsafe { libc::_exit(code) };
+    });
+    assert_eq!(waiter.wait(&mut rx, LONG).unwrap(), WaitOutcome::Ready);
+    reap(pid, |status| {
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+    });
+    let mut c = [[0u8; 53]; 1];
+    assert_eq!(rx.pop_batch(&mut c), 1);
+    assert_eq!(check_cell(&c[0]), Some(11));
+}
+
+#[test]
+fn signal_receiver_refuses_another_thread() {
+    let signo = signal::rt_signal(4).unwrap();
+    let r = signal::Receiver::new(signo, 3).unwrap();
+    let err = std::thread::scope(|s| {
+        s.spawn(|| r.sleep(Duration::from_millis(1)))
+            .join()
+            .unwrap()
+    });
+    assert!(err.is_err());
+    assert!(
+        r.sleep(Duration::from_millis(1)).is_ok(),
+        "its own thread may sleep"
+    );
+}
