@@ -239,6 +239,16 @@ impl Waiter {
         Ok(Waiter::Signal(signal::Receiver::new(signo, channel)?))
     }
 
+    /// The mode this waiter implements.
+    pub fn mode(&self) -> Notify {
+        match self {
+            Waiter::BusyPoll => Notify::BusyPoll,
+            Waiter::Adaptive(p) => Notify::Adaptive(*p),
+            Waiter::EventFd(_) => Notify::EventFd,
+            Waiter::Signal(_) => Notify::Signal,
+        }
+    }
+
     /// For a signal waiter, where the producer sends the signal.
     pub fn signal_target(&self) -> Option<signal::Target> {
         match self {
