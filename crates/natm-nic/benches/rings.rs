@@ -1,6 +1,7 @@
 //! Cells per second through natm-nic's shared-memory cell ring (memfd) beside a bare SPSC
 //! ring of 64-byte slots, measured in the same run: producer and consumer on two threads,
-//! batches of 16 cells, 1024-slot rings on both sides.
+//! batches of 16 cells, 1024-slot rings on both sides, consumer pinned to CPU 0 and
+//! producer to CPU 1 so that the two spinners never share a vCPU.
 //!
 //! `bare` is the simplest correct atomic ring: slots in ordinary memory written with plain
 //! copies, a Release/Acquire index pair on separate cache lines, each side caching the
@@ -138,6 +139,18 @@ fn idle(n: usize, misses: &mut u32) {
     }
 }
 
+/// Pins the calling thread to `cpu` when the machine has more than one; best effort (a
+/// container may forbid it), and the pinning is reported once in the summary.
+fn pin(cpu: usize) -> bool {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if n < 2 {
+        return false;
+    }
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(cpu % n);
+    rustix::thread::sched_setaffinity(None, &set).is_ok()
+}
+
 /// Moves `total` cells from a producer thread to this thread; returns the elapsed time.
 fn run<T: Send + 'static>(
     total: u64,
@@ -146,8 +159,10 @@ fn run<T: Send + 'static>(
     mut pop: impl FnMut(&mut [Cell]) -> usize,
 ) -> (Duration, T) {
     let batch: [Cell; BATCH] = std::array::from_fn(|i| [i as u8; 53]);
+    pin(0);
     let start = Instant::now();
     let producer = std::thread::spawn(move || {
+        pin(1);
         let mut sent = 0u64;
         let mut misses = 0u32;
         while sent < total {
@@ -255,6 +270,14 @@ fn main() {
         .configure_from_args();
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("load average before: {}", load.trim());
+    println!(
+        "consumer pinned to cpu 0, producer to cpu 1: {}",
+        if pin(0) {
+            "yes"
+        } else {
+            "no (not allowed or one cpu)"
+        }
+    );
     {
         let mut g = c.benchmark_group("rings");
         g.throughput(Throughput::Elements(CELLS_PER_ITER));
