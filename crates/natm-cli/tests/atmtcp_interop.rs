@@ -101,6 +101,59 @@ fn spawn_atmtcp(bin: &Path, args: &[&str], out: &Path, err: &Path) -> Guard {
     )
 }
 
+/// Whether something listens on `port` on 127.0.0.1 or on every address (`atmtcp listen`
+/// binds INADDR_ANY), from /proc/net/tcp, so that probing does not use up `atmtcp listen`'s
+/// one connection.
+fn listening(port: u16) -> bool {
+    let ours = [
+        format!("0100007F:{port:04X}"),
+        format!("00000000:{port:04X}"),
+    ];
+    fs::read_to_string("/proc/net/tcp")
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && ours.iter().any(|o| f[1] == o) && f[3] == "0A"
+        })
+}
+
+/// Starts an `atmtcp` whose arguments (from `args(port)`) listen on a free port, and waits
+/// until it listens. A port taken between choosing it and atmtcp's bind (tests run in
+/// parallel) makes atmtcp exit; then another port is tried.
+fn spawn_atmtcp_listening(
+    bin: &Path,
+    args: impl Fn(&str) -> Vec<String>,
+    out: &Path,
+    err: &Path,
+) -> (Guard, u16) {
+    for _ in 0..5 {
+        let port = free_port();
+        let a = args(&port.to_string());
+        let mut g = spawn_atmtcp(
+            bin,
+            &a.iter().map(String::as_str).collect::<Vec<_>>(),
+            out,
+            err,
+        );
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if listening(port) {
+                return (g, port);
+            }
+            if g.0.try_wait().expect("try_wait").is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    panic!(
+        "atmtcp never listened: {}",
+        fs::read_to_string(err).unwrap_or_default()
+    );
+}
+
 /// Runs `natm atmtcp ARGS…` with stdout and stderr piped.
 fn spawn_natm(args: &[&str]) -> Guard {
     Guard(
@@ -204,10 +257,9 @@ fn natm_to_atmtcp_print() {
     let dir = Scratch::new("print");
     let input = dir.path("sdu.bin");
     fs::write(&input, payload()).expect("write input");
-    let port = free_port();
-    let mut peer = spawn_atmtcp(
+    let (mut peer, port) = spawn_atmtcp_listening(
         &bin,
-        &["-d", "listen", &port.to_string(), "print"],
+        |p| vec!["-d".into(), "listen".into(), p.into(), "print".into()],
         &dir.path("out"),
         &dir.path("err"),
     );
@@ -279,23 +331,13 @@ fn atmtcp_recording_played_into_natm() {
     let rec_s = rec.to_str().expect("utf-8 path");
 
     // Record.
-    let port = free_port();
-    let mut recorder = spawn_atmtcp(
+    let (mut recorder, port) = spawn_atmtcp_listening(
         &bin,
-        &["listen", &port.to_string(), "write", rec_s],
+        |p| vec!["listen".into(), p.into(), "write".into(), rec_s.into()],
         &dir.path("rec.out"),
         &dir.path("rec.err"),
     );
-    let end = Instant::now() + Duration::from_secs(10);
-    let mut s = loop {
-        match TcpStream::connect(("127.0.0.1", port)) {
-            Ok(s) => break s,
-            Err(e) => {
-                assert!(Instant::now() < end, "atmtcp listen: {e}");
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-    };
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to atmtcp listen");
     s.write_all(&recorded_frames()).expect("send to recorder");
     drop(s);
     let status = recorder.wait(Duration::from_secs(10), "atmtcp write");
@@ -356,24 +398,22 @@ fn atmtcp_recording_played_into_natm() {
     assert_eq!(out.lines().collect::<Vec<_>>(), want, "{err}");
 }
 
-/// Control both ways through atmtcp as a relay: natm connects to `atmtcp listen`, which
-/// relays to `natm atmtcp listen`; the open atmtcp re-encodes (text2qos, then qos2text),
+/// Control through atmtcp as a relay: natm connects to `atmtcp listen P connect …`, which
+/// then connects to `natm atmtcp listen` and relays; the open atmtcp re-encodes (text2qos, then qos2text),
 /// the data and the close arrive at the far natm.
 #[test]
 fn natm_to_natm_through_atmtcp_relay() {
     let Some(bin) = atmtcp() else { return };
     let dir = Scratch::new("relay");
     let (far, far_port, far_err) = natm_listen(&["--count", "3", "--timeout", "10", "--json"]);
-    let relay_port = free_port();
-    let _relay = spawn_atmtcp(
+    let far_port = far_port.to_string();
+    let (_relay, relay_port) = spawn_atmtcp_listening(
         &bin,
-        &[
-            "connect",
-            "127.0.0.1",
-            &far_port.to_string(),
-            "listen",
-            &relay_port.to_string(),
-        ],
+        |p| {
+            ["listen", p, "connect", "127.0.0.1", &far_port]
+                .map(String::from)
+                .to_vec()
+        },
         &dir.path("out"),
         &dir.path("err"),
     );
