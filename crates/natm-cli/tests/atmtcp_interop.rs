@@ -399,8 +399,8 @@ fn atmtcp_recording_played_into_natm() {
 }
 
 /// Control through atmtcp as a relay: natm connects to `atmtcp listen P connect …`, which
-/// then connects to `natm atmtcp listen` and relays; the open atmtcp re-encodes (text2qos, then qos2text),
-/// the data and the close arrive at the far natm.
+/// then connects to `natm atmtcp listen` and relays. The open (which atmtcp re-encodes with
+/// text2qos, then qos2text), the data and the close arrive at the far natm.
 #[test]
 fn natm_to_natm_through_atmtcp_relay() {
     let Some(bin) = atmtcp() else { return };

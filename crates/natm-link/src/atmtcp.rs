@@ -831,7 +831,9 @@ mod tests {
         }
 
         #[test]
-        fn garbage_never_panics(chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 0..10)) {
+        fn garbage_never_panics(
+            chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 0..10)
+        ) {
             let mut d = StreamDecoder::new();
             'feed: for c in &chunks {
                 d.push(c);
