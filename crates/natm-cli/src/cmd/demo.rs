@@ -222,7 +222,7 @@ pub fn run(args: DemoArgs) -> CmdResult {
         measure();
     }
     println!(
-        "\nMore: natm qos parse, natm qos check, natm admit, natm addr parse, natm aal5 send, natm dump (see README.md)."
+        "\nMore: natm qos parse, natm qos check, natm admit, natm addr parse, natm aal5 send, natm dump, natm atmtcp (see README.md)."
     );
     Ok(())
 }
