@@ -292,23 +292,17 @@ impl<B: AsRef<[u8]>> TxQueue<B> {
                         None => None,
                     }
                 }
-                (_, Progress::Aal5(paused)) => paused.resume(bytes).map(|mut seg| {
-                    seg.next_cell(out);
-                    let last = seg.remaining() == 0;
-                    self.progress = Progress::Aal5(seg.pause());
-                    last
-                }),
-                (_, _) => {
-                    match Segmenter::new(self.header, self.format, bytes, self.uu, 0) {
-                        Ok(mut seg) => {
-                            seg.next_cell(out);
-                            let last = seg.remaining() == 0;
-                            self.progress = Progress::Aal5(seg.pause());
-                            Some(last)
-                        }
-                        // Only a buffer whose length changed since `send` gets here.
-                        Err(_) => None,
-                    }
+                (_, progress) => {
+                    // `None` only for a buffer whose length changed since `send`.
+                    let seg = match progress {
+                        Progress::Aal5(paused) => paused.resume(bytes),
+                        _ => Segmenter::new(self.header, self.format, bytes, self.uu, 0).ok(),
+                    };
+                    seg.map(|mut seg| {
+                        seg.next_cell(out);
+                        self.progress = Progress::Aal5(seg.pause());
+                        seg.remaining() == 0
+                    })
                 }
             };
             match produced {
