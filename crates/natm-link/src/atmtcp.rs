@@ -167,6 +167,9 @@ pub enum CloseReason {
         /// The header's length field.
         length: u32,
     },
+    /// A framing error other than a giant PDU.
+    #[error("{0}")]
+    Framing(AtmtcpError),
     /// This end closed the link ([`AtmtcpLink::shutdown`]).
     #[error("link shut down locally")]
     Local,
@@ -256,7 +259,9 @@ impl StreamDecoder {
             Ok(Some(f)) => f,
             Ok(None) => return Ok(None),
             Err(AtmtcpError::GiantPdu { length }) => return Err(CloseReason::GiantPdu { length }),
-            Err(e) => unreachable!("decode reports only giant PDUs: {e}"),
+            // natm-wire's decoder reports no other error today; if it ever does, the
+            // stream ends with it rather than the process.
+            Err(e) => return Err(CloseReason::Framing(e)),
         };
         let vc = Vc::new(frame.header.vpi, frame.header.vci);
         let event = if frame.header.is_control() {
@@ -274,11 +279,13 @@ impl StreamDecoder {
                 Ok(Control::Close { vpi, vci }) => Event::Close {
                     vc: Vc::new(vpi, vci),
                 },
-                Err(AtmtcpError::BadControl { reason, .. }) => Event::BadControl {
-                    reason,
+                Err(e) => Event::BadControl {
+                    reason: match e {
+                        AtmtcpError::BadControl { reason, .. } => reason,
+                        _ => "not a control message",
+                    },
                     body: frame.body.to_vec(),
                 },
-                Err(e) => unreachable!("Control::parse reports only BadControl: {e}"),
             }
         } else {
             Event::Data {
