@@ -711,8 +711,9 @@ impl Scheduler {
             return None;
         }
         let s = self.slot_of(now);
-        if s < self.free_slot.slot {
-            // Only at the end of time, where the free slot's start saturated.
+        if s < self.free_slot.slot || s == u64::MAX {
+            // Only at the end of time: the free slot's start saturated, or `s` is the last
+            // slot of all (the last ns on a 10⁹ cells/s link), which no slot follows.
             return None;
         }
         self.advance(s);
@@ -1396,6 +1397,22 @@ mod tests {
         assert_eq!(s.poll_transmit(end), None);
         assert_eq!(s.poll_timeout(), Some(end));
         assert_eq!(s.poll_transmit(end), None);
+        assert_eq!(s.backlog(vc), Ok(2));
+    }
+
+    /// On a 10⁹ cells/s link the last ns is slot 2⁶⁴ − 1, which no slot follows: no cell
+    /// goes in it, and no overflow.
+    #[test]
+    fn test_backlogged_end_of_time_gigacell_link() {
+        let mut s = Scheduler::new(1_000_000_000).unwrap();
+        let vc = s.add_vc(VcSpec::cbr(1_000_000_000)).unwrap();
+        s.enqueue(vc, 3).unwrap();
+        let end = Instant::from_nanos(u64::MAX);
+        let tx = s.poll_transmit(at(u64::MAX - 1)).unwrap();
+        assert_eq!(tx.slot, u64::MAX - 1);
+        assert_eq!(s.slot_of(end), u64::MAX);
+        assert_eq!(s.poll_transmit(end), None);
+        assert_eq!(s.poll_timeout(), Some(end));
         assert_eq!(s.backlog(vc), Ok(2));
     }
 
