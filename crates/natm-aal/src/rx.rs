@@ -16,9 +16,9 @@ use alloc::collections::{BTreeSet, VecDeque};
 use alloc::vec::Vec;
 use core::fmt;
 
-use natm_core::{Aal, Duration, HeaderFormat, Instant, VcId, Vci, Vpi};
+use natm_core::{Aal, Duration, HeaderFormat, Instant, VcId, Vci};
 use natm_wire::aal5::{Aal5Error, MAX_SDU, Reassembler, Reassembly, pdu_len};
-use natm_wire::cell::{CELL_LEN, HEADER_LEN, PAYLOAD_LEN};
+use natm_wire::cell::{CELL_LEN, Cell, HEADER_LEN, PAYLOAD_LEN, Pti};
 
 use crate::vcmap::VcMap;
 
@@ -386,8 +386,6 @@ struct Slot {
 #[derive(Clone, Debug)]
 pub struct Receiver {
     config: ReceiverConfig,
-    /// `(word >> 4) & key_mask` is the VPI/VCI of a header word.
-    key_mask: u32,
     map: VcMap,
     slots: Vec<Slot>,
     free: Vec<u32>,
@@ -403,10 +401,6 @@ impl Receiver {
     pub fn new(config: ReceiverConfig) -> Receiver {
         Receiver {
             config,
-            key_mask: match config.format {
-                HeaderFormat::Uni => 0x00FF_FFFF,
-                HeaderFormat::Nni => 0x0FFF_FFFF,
-            },
             map: VcMap::new(),
             slots: Vec::new(),
             free: Vec::new(),
@@ -544,87 +538,70 @@ impl Receiver {
     #[inline]
     pub fn handle_cell(&mut self, now: Instant, cell: &[u8; CELL_LEN]) {
         self.counters.cells += 1;
-        let word = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]);
-        let key = (word >> 4) & self.key_mask;
-        match key & 0xFFFF {
-            0 => {
+        let view = Cell::new_unchecked(cell);
+        let id = view.vc(self.config.format);
+        let kind = match id.vci {
+            Vci::UNASSIGNED => {
                 self.counters.unassigned += 1;
                 return;
             }
-            3 | 4 => {
-                self.counters.oam_f4_cells += 1;
-                let kind = if key & 0xFFFF == 3 {
-                    CellKind::OamF4Segment
-                } else {
-                    CellKind::OamF4EndToEnd
-                };
-                let vc = vc_of(key);
-                self.queue(
-                    None,
-                    Event::Cell {
-                        vc,
-                        kind,
-                        cell: *cell,
-                    },
-                    CELL_LEN,
-                );
-                return;
-            }
-            _ => {}
+            Vci::F4_SEGMENT => Some(CellKind::OamF4Segment),
+            Vci::F4_END_TO_END => Some(CellKind::OamF4EndToEnd),
+            _ => None,
+        };
+        if let Some(kind) = kind {
+            self.counters.oam_f4_cells += 1;
+            let event = Event::Cell {
+                vc: id,
+                kind,
+                cell: *cell,
+            };
+            self.queue(None, event, CELL_LEN);
+            return;
         }
-        let Some(slot) = self.map.get(key) else {
+        let Some(slot) = self.map.get(key_of(id)) else {
             self.counters.unknown_vc += 1;
             return;
         };
-        let pti = (word >> 1) & 0b111;
         let s = &mut self.slots[slot as usize];
         let generation = s.generation;
         let vc = s.vc.as_mut().expect("the map points at open slots");
         vc.counters.cells += 1;
-        if pti & 0b100 != 0 {
-            let kind = match pti {
-                0b100 => CellKind::OamF5Segment,
-                0b101 => CellKind::OamF5EndToEnd,
-                0b110 => CellKind::Rm,
-                _ => {
-                    vc.counters.reserved_pti += 1;
+        let kind = match view.pti() {
+            Pti::UserData { end_of_frame, .. } => match vc.mode {
+                Mode::Aal0 => CellKind::Aal0,
+                Mode::Aal5 { .. } => {
+                    let payload: &[u8; PAYLOAD_LEN] =
+                        cell[HEADER_LEN..].try_into().expect("53 - 5 = 48");
+                    self.aal5_data(now, slot, generation, payload, end_of_frame);
                     return;
                 }
-            };
-            if kind == CellKind::Rm {
-                vc.counters.rm_cells += 1;
-            } else {
+            },
+            Pti::SegmentF5 => {
                 vc.counters.oam_cells += 1;
+                CellKind::OamF5Segment
             }
-            let id = vc.id;
-            self.queue(
-                Some((slot, generation)),
-                Event::Cell {
-                    vc: id,
-                    kind,
-                    cell: *cell,
-                },
-                CELL_LEN,
-            );
-            return;
-        }
-        if let Mode::Aal0 = vc.mode {
-            let id = vc.id;
-            if self.queue(
-                Some((slot, generation)),
-                Event::Cell {
-                    vc: id,
-                    kind: CellKind::Aal0,
-                    cell: *cell,
-                },
-                CELL_LEN,
-            ) {
-                self.vc_mut(slot).counters.delivered += 1;
+            Pti::EndToEndF5 => {
+                vc.counters.oam_cells += 1;
+                CellKind::OamF5EndToEnd
             }
-            return;
+            Pti::ResourceMgmt => {
+                vc.counters.rm_cells += 1;
+                CellKind::Rm
+            }
+            Pti::Reserved => {
+                vc.counters.reserved_pti += 1;
+                return;
+            }
+        };
+        let event = Event::Cell {
+            vc: id,
+            kind,
+            cell: *cell,
+        };
+        if self.queue(Some((slot, generation)), event, CELL_LEN) && kind == CellKind::Aal0 {
+            self.vc_mut(slot).counters.delivered += 1;
         }
-        let payload: &[u8; PAYLOAD_LEN] = cell[HEADER_LEN..].try_into().expect("53 - 5 = 48");
-        self.aal5_data(now, slot, generation, payload, pti & 1 != 0);
     }
 
     #[inline]
@@ -854,24 +831,18 @@ impl Receiver {
     }
 }
 
-/// The VPI/VCI bits of a header word, as `handle_cell` extracts them.
+/// The VcMap key of a VC: its VPI above its VCI.
 fn key_of(vc: VcId) -> u32 {
     u32::from(vc.vpi.get()) << 16 | u32::from(vc.vci.get())
-}
-
-fn vc_of(key: u32) -> VcId {
-    VcId::new(
-        Vpi::new(key >> 16, HeaderFormat::Nni).expect("at most 12 bits after the mask"),
-        Vci::from_u16(key as u16),
-    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use alloc::vec;
+    use natm_core::Vpi;
     use natm_wire::aal5::{Segmenter, encode_pdu};
-    use natm_wire::cell::{CellHeader, Pti};
+    use natm_wire::cell::CellHeader;
 
     const T0: Instant = Instant::from_nanos(1_000);
     const TIMEOUT: Duration = Duration::from_millis(10);
