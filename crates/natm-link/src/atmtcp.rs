@@ -193,6 +193,9 @@ pub enum LinkError {
         /// Bytes given.
         len: usize,
     },
+    /// Another refusal of natm-wire's atmtcp encoder.
+    #[error("{0}")]
+    Encode(AtmtcpError),
     /// An address or QoS word for an open that would not survive the peer's
     /// `sscanf("O %d.%d %s %s")`: empty or containing white space.
     #[error("open of {vc}: {what} {text:?} must be one word")]
@@ -204,6 +207,18 @@ pub enum LinkError {
         /// The text given.
         text: String,
     },
+}
+
+impl From<AtmtcpError> for LinkError {
+    /// What natm-wire's encoders refuse, in the link's terms.
+    fn from(e: AtmtcpError) -> LinkError {
+        match e {
+            AtmtcpError::DataOnControlVc => LinkError::DataOnControlVc,
+            AtmtcpError::BodyTooLong { len } => LinkError::TooLong { len },
+            // The encoders report nothing else today; should they, pass it on unchanged.
+            e => LinkError::Encode(e),
+        }
+    }
 }
 
 /// What a link has carried, for `natm stat` and tests.
@@ -433,10 +448,7 @@ impl AtmtcpLink {
     fn send_control(&mut self, c: &Control) -> Result<(), LinkError> {
         self.check_alive()?;
         self.out.clear();
-        c.encode(&mut self.out).map_err(|e| match e {
-            AtmtcpError::BodyTooLong { len } => LinkError::TooLong { len },
-            e => unreachable!("control encoding fails only on length: {e}"),
-        })?;
+        c.encode(&mut self.out).map_err(LinkError::from)?;
         self.write_out()?;
         self.counters.tx_control += 1;
         Ok(())
@@ -447,11 +459,7 @@ impl AtmtcpLink {
     pub fn send_sdu(&mut self, vc: Vc, sdu: &[u8]) -> Result<(), LinkError> {
         self.check_alive()?;
         self.out.clear();
-        wire::encode_data(vc.vpi, vc.vci, sdu, &mut self.out).map_err(|e| match e {
-            AtmtcpError::DataOnControlVc => LinkError::DataOnControlVc,
-            AtmtcpError::BodyTooLong { len } => LinkError::TooLong { len },
-            e => unreachable!("data encoding fails only on VC 0.0 or length: {e}"),
-        })?;
+        wire::encode_data(vc.vpi, vc.vci, sdu, &mut self.out).map_err(LinkError::from)?;
         self.write_out()?;
         self.counters.tx_sdus += 1;
         self.counters.tx_bytes += sdu.len() as u64;
