@@ -659,87 +659,72 @@ impl Receiver {
         } else {
             None
         };
-        if let Some(reason) = full {
-            r.reset();
-            *skip_to_eof = !end_of_frame;
-            vc.held -= before;
-            vc.counters.buffer_full += 1;
-            let d = deadline.take();
-            let id = vc.id;
-            self.held -= before;
-            if let Some(d) = d {
-                self.timers.remove(&(d, slot));
-            }
-            self.queue(
-                Some((slot, generation)),
-                Event::Discarded { vc: id, reason },
-                0,
-            );
-            return;
-        }
-        match r.push(payload, end_of_frame) {
-            Reassembly::Incomplete => {
-                let after = r.pending();
-                // A new PDU (or a discard in progress, which holds nothing: after == 0).
-                if before == 0
-                    && after != 0
-                    && let Some(t) = *timeout
-                    && let Some(d) = now.checked_add(t)
-                {
-                    *deadline = Some(d);
-                    self.timers.insert((d, slot));
-                }
-                vc.held = vc.held - before + after;
-                self.held = self.held - before + after;
-            }
-            Reassembly::Complete(n) => {
-                let sdu = r.sdu().to_vec();
+        let ended = match full {
+            Some(reason) => {
                 r.reset();
-                vc.held -= before;
-                vc.counters.sdu_bytes += n as u64;
-                let d = deadline.take();
-                let id = vc.id;
-                self.held -= before;
-                if let Some(d) = d {
-                    self.timers.remove(&(d, slot));
-                }
-                // The SDU (at most `before` + 40 bytes) is smaller than the `before` + 48
-                // the limits admitted above, so only the queue length can refuse it.
-                if self.queue(Some((slot, generation)), Event::Sdu { vc: id, sdu }, n) {
-                    self.vc_mut(slot).counters.delivered += 1;
-                } else {
-                    self.vc_mut(slot).counters.sdu_bytes -= n as u64;
-                }
+                *skip_to_eof = !end_of_frame;
+                vc.counters.buffer_full += 1;
+                Event::Discarded { vc: vc.id, reason }
             }
-            Reassembly::Discarded(e) => {
-                // The reassembler has dropped the PDU (pending() is 0 again).
-                vc.held -= before;
-                let c = &mut vc.counters;
-                match e {
-                    Aal5Error::Crc { .. } => c.crc_errors += 1,
-                    Aal5Error::Abort => c.aborts += 1,
-                    Aal5Error::Oversize { .. } => c.oversize += 1,
-                    // `NotCellMultiple` and `EmptySdu` never come from `push`; counting them
-                    // as length errors keeps this total.
-                    Aal5Error::Length { .. }
-                    | Aal5Error::NotCellMultiple { .. }
-                    | Aal5Error::EmptySdu => c.length_errors += 1,
+            None => match r.push(payload, end_of_frame) {
+                Reassembly::Incomplete => {
+                    let after = r.pending();
+                    // A new PDU (or a discard in progress, which holds nothing: after == 0).
+                    if before == 0
+                        && after != 0
+                        && let Some(t) = *timeout
+                        && let Some(d) = now.checked_add(t)
+                    {
+                        *deadline = Some(d);
+                        self.timers.insert((d, slot));
+                    }
+                    vc.held = vc.held - before + after;
+                    self.held = self.held - before + after;
+                    return;
                 }
-                let d = deadline.take();
-                let id = vc.id;
-                self.held -= before;
-                if let Some(d) = d {
-                    self.timers.remove(&(d, slot));
+                Reassembly::Complete(_) => {
+                    let sdu = r.sdu().to_vec();
+                    r.reset();
+                    Event::Sdu { vc: vc.id, sdu }
                 }
-                self.queue(
-                    Some((slot, generation)),
+                Reassembly::Discarded(e) => {
+                    // The reassembler has dropped the PDU (pending() is 0 again).
+                    let c = &mut vc.counters;
+                    match e {
+                        Aal5Error::Crc { .. } => c.crc_errors += 1,
+                        Aal5Error::Abort => c.aborts += 1,
+                        Aal5Error::Oversize { .. } => c.oversize += 1,
+                        // `NotCellMultiple` and `EmptySdu` never come from `push`; counting
+                        // them as length errors keeps this total.
+                        Aal5Error::Length { .. }
+                        | Aal5Error::NotCellMultiple { .. }
+                        | Aal5Error::EmptySdu => c.length_errors += 1,
+                    }
                     Event::Discarded {
-                        vc: id,
+                        vc: vc.id,
                         reason: Discard::Pdu(e),
-                    },
-                    0,
-                );
-            }
+                    }
+                }
+            },
+        };
+        // The PDU has ended: release its bytes and its timer, then hand up its event.
+        vc.held -= before;
+        self.held -= before;
+        if let Some(d) = deadline.take() {
+            self.timers.remove(&(d, slot));
+        }
+        // The SDU (at most `before` + 40 bytes) is smaller than the `before` + 48 the limits
+        // admitted above, so only the queue length can refuse it.
+        let sdu_len = match &ended {
+            Event::Sdu { sdu, .. } => Some(sdu.len()),
+            _ => None,
+        };
+        if self.queue(Some((slot, generation)), ended, sdu_len.unwrap_or(0))
+            && let Some(n) = sdu_len
+        {
+            let c = &mut self.vc_mut(slot).counters;
+            c.delivered += 1;
+            c.sdu_bytes += n as u64;
         }
     }
 
