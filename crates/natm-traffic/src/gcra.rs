@@ -261,12 +261,27 @@ impl Gcra {
     /// Accounts a cell that passed at `now`: `TAT = max(TAT, ta) + I`. Normally called only
     /// after [`is_conforming`](Self::is_conforming) said yes.
     pub fn record(&mut self, now: Instant) {
+        self.advance(now, self.params.increment);
+    }
+
+    /// Accounts `n` cells that passed back to back at `now`, as `n` calls of
+    /// [`record`](Self::record) at `now` would: `TAT = max(TAT, ta) + n · I`, in one step.
+    /// `n = 0` changes nothing.
+    pub fn record_cells(&mut self, now: Instant, n: u32) {
+        if n > 0 {
+            let inc = self.params.increment.saturating_mul(u128::from(n));
+            self.advance(now, inc);
+        }
+    }
+
+    /// `TAT = max(TAT, ta) + inc`.
+    fn advance(&mut self, now: Instant, inc: u128) {
         let ta = self.arrival(now);
         let tat = match self.state {
             Some((tat, _)) if tat > ta => tat,
             _ => ta,
         };
-        self.state = Some((tat.saturating_add(self.params.increment), ta));
+        self.state = Some((tat.saturating_add(inc), ta));
     }
 
     /// Decides on a cell arriving at `now` and, if it conforms, records it.
@@ -528,6 +543,24 @@ mod tests {
                 let (x, lct) = lb.state().unwrap();
                 prop_assert_eq!(vs.tat(), Some(lct + x));
                 prop_assert_eq!(vs.next_conforming(), lb.next_conforming());
+            }
+        }
+
+        /// `record_cells(now, n)` is `n` calls of `record(now)`.
+        #[test]
+        fn record_cells_is_n_records(
+            inc in 1u128..2_000,
+            scale in 1u64..7,
+            steps in proptest::collection::vec((0u64..3_000, 0u32..20), 1..40),
+        ) {
+            let p = GcraParams::new(inc, 0, scale).unwrap();
+            let (mut one, mut many) = (Gcra::new(p), Gcra::new(p));
+            for (t, n) in steps {
+                one.record_cells(at(t), n);
+                for _ in 0..n {
+                    many.record(at(t));
+                }
+                prop_assert_eq!(one, many);
             }
         }
 

@@ -193,10 +193,8 @@ impl Smoother {
         if self.release_time(n) > now {
             return None;
         }
-        for _ in 0..n {
-            debug_assert!(self.bucket.is_conforming(now));
-            self.bucket.record(now);
-        }
+        debug_assert!(self.bucket.is_conforming(now));
+        self.bucket.record_cells(now, n);
         self.queue.pop_front();
         self.queued -= u64::from(n);
         self.released += u64::from(n);
@@ -300,6 +298,22 @@ mod tests {
         assert_eq!(s.poll_release(ms(9)).map(|r| r.cells), Some(1));
         assert_eq!(s.poll_timeout(), None);
         assert_eq!(s.released_cells(), 15);
+    }
+
+    /// An SDU is accounted in one step, however many cells it has.
+    #[test]
+    fn test_full_bucket_largest_sdu() {
+        let mut s = Smoother::new(SmootherConfig {
+            rate: 1,
+            depth: u32::MAX,
+            queue_limit: u64::MAX,
+        })
+        .unwrap();
+        s.offer(u32::MAX).unwrap();
+        s.offer(1).unwrap();
+        assert_eq!(s.poll_release(ms(0)).map(|r| r.cells), Some(u32::MAX));
+        // The bucket is full for 2³² − 1 s: the next cell goes 1 s after the first.
+        assert_eq!(s.poll_timeout(), Some(ms(1_000)));
     }
 
     #[test]
