@@ -104,7 +104,10 @@ impl RingRef {
         load_le(self.word(HEAD), Ordering::Acquire)
     }
 
-    fn check(&self, head: u64, tail: u64) -> Result<(), RingFault> {
+    /// The indices in shared memory, `(head, tail)`, checked: what an end attaching to the
+    /// ring continues from.
+    fn indices(&self) -> Result<(u64, u64), RingFault> {
+        let (tail, head) = (self.load_tail(), self.load_head());
         if tail.wrapping_sub(head) > self.entries {
             return Err(RingFault {
                 head,
@@ -112,7 +115,20 @@ impl RingRef {
                 entries: self.entries,
             });
         }
-        Ok(())
+        Ok((head, tail))
+    }
+
+    /// Calls `f(k, slot_words)` for the `n` slots of entries `start`, `start + 1`, …
+    #[inline(always)]
+    fn for_slots(&self, start: u64, n: usize, f: &mut impl FnMut(usize, &[AtomicU64])) {
+        let sw = self.slot_words;
+        let mask = (self.entries - 1) as usize;
+        let slots = self.all_slots();
+        let start = start as usize;
+        for k in 0..n {
+            let s = (start.wrapping_add(k) & mask) * sw;
+            f(k, &slots[s..s + sw]);
+        }
     }
 }
 
@@ -128,9 +144,7 @@ impl Producer {
     /// Attaches as the producer, continuing from the indices in shared memory (a
     /// producer that replaces a dead one continues where the last published entry ended).
     pub(crate) fn attach(ring: RingRef) -> Result<Self, RingFault> {
-        let tail = ring.load_tail();
-        let head = ring.load_head();
-        ring.check(head, tail)?;
+        let (head, tail) = ring.indices()?;
         Ok(Producer {
             ring,
             tail,
@@ -190,14 +204,7 @@ impl Producer {
     /// a producer killed before its Release store leaves it.
     #[inline(always)]
     pub(crate) fn stage_with(&self, n: usize, fill: &mut impl FnMut(usize, &[AtomicU64])) {
-        let sw = self.ring.slot_words;
-        let mask = (self.ring.entries - 1) as usize;
-        let slots = self.ring.all_slots();
-        let start = self.tail as usize;
-        for k in 0..n {
-            let s = ((start.wrapping_add(k)) & mask) * sw;
-            fill(k, &slots[s..s + sw]);
-        }
+        self.ring.for_slots(self.tail, n, fill);
     }
 }
 
@@ -212,9 +219,7 @@ pub(crate) struct Consumer {
 impl Consumer {
     /// Attaches as the consumer, continuing from the indices in shared memory.
     pub(crate) fn attach(ring: RingRef) -> Result<Self, RingFault> {
-        let tail = ring.load_tail();
-        let head = ring.load_head();
-        ring.check(head, tail)?;
+        let (head, tail) = ring.indices()?;
         Ok(Consumer {
             ring,
             head,
@@ -266,14 +271,7 @@ impl Consumer {
         if n == 0 {
             return 0;
         }
-        let sw = self.ring.slot_words;
-        let mask = (self.ring.entries - 1) as usize;
-        let slots = self.ring.all_slots();
-        let start = self.head as usize;
-        for k in 0..n {
-            let s = ((start.wrapping_add(k)) & mask) * sw;
-            read(k, &slots[s..s + sw]);
-        }
+        self.ring.for_slots(self.head, n, &mut read);
         self.head = self.head.wrapping_add(n as u64);
         store_le(self.ring.word(HEAD), self.head, Ordering::Release);
         n
@@ -356,7 +354,6 @@ mod tests {
 
     #[test]
     fn indices_wrap_at_u64_max() {
-        let (_, _) = ring(4);
         let geom = RingGeom {
             offset: 0,
             entries: 4,
