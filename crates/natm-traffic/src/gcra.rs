@@ -46,7 +46,7 @@ use core::fmt;
 use natm_core::{Duration, Instant};
 
 /// Nanoseconds per second.
-const NS_PER_S: u128 = 1_000_000_000;
+pub(crate) const NS_PER_S: u128 = 1_000_000_000;
 
 /// The parameters of a GCRA(I, L), in ticks of `1 / ticks_per_ns` ns (see the module doc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -66,7 +66,8 @@ use natm_core::{Duration, Instant};
 use crate::gcra::Gcra;
 use crate::policer::{Conformance, Contract, ContractError};
 
-const NS_PER_S: u64 = 1_000_000_000;
+/// [`gcra`](crate::gcra)'s nanoseconds per second, as the `u64` slot arithmetic needs.
+const NS_PER_S: u64 = crate::gcra::NS_PER_S as u64;
 /// "No VC" in the intrusive links.
 const NIL: u32 = u32::MAX;
 /// Wheel buckets: 2¹⁴ slots, 46 ms at OC-3c; later VCs wait in their bucket for a turn.

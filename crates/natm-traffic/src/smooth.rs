@@ -30,9 +30,7 @@ use core::fmt;
 
 use natm_core::Instant;
 
-use crate::gcra::{Gcra, GcraParams};
-
-const NS_PER_S: u128 = 1_000_000_000;
+use crate::gcra::{Gcra, GcraParams, NS_PER_S};
 
 /// A smoother's settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
