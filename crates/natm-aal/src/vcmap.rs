@@ -45,19 +45,26 @@ impl VcMap {
         (key.wrapping_mul(0x9E37_79B9) >> self.shift) as usize
     }
 
+    /// The bucket holding `key` (`Ok`), or the empty bucket that ends its probe run (`Err`).
     #[inline]
-    pub(crate) fn get(&self, key: u32) -> Option<u32> {
+    fn find(&self, key: u32) -> Result<usize, usize> {
         let mut i = self.home(key);
         loop {
             let b = self.buckets[i];
             if b == EMPTY {
-                return None;
+                return Err(i);
             }
             if (b >> 32) as u32 == key {
-                return Some(b as u32);
+                return Ok(i);
             }
             i = (i + 1) & self.mask;
         }
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, key: u32) -> Option<u32> {
+        let i = self.find(key).ok()?;
+        Some(self.buckets[i] as u32)
     }
 
     /// Insert or replace; returns the previous slot.
@@ -68,34 +75,18 @@ impl VcMap {
             self.grow();
         }
         let entry = u64::from(key) << 32 | u64::from(slot);
-        let mut i = self.home(key);
-        loop {
-            let b = self.buckets[i];
-            if b == EMPTY {
+        match self.find(key) {
+            Ok(i) => Some(core::mem::replace(&mut self.buckets[i], entry) as u32),
+            Err(i) => {
                 self.buckets[i] = entry;
                 self.len += 1;
-                return None;
+                None
             }
-            if (b >> 32) as u32 == key {
-                self.buckets[i] = entry;
-                return Some(b as u32);
-            }
-            i = (i + 1) & self.mask;
         }
     }
 
     pub(crate) fn remove(&mut self, key: u32) -> Option<u32> {
-        let mut i = self.home(key);
-        loop {
-            let b = self.buckets[i];
-            if b == EMPTY {
-                return None;
-            }
-            if (b >> 32) as u32 == key {
-                break;
-            }
-            i = (i + 1) & self.mask;
-        }
+        let i = self.find(key).ok()?;
         let removed = self.buckets[i] as u32;
         // Backward-shift deletion: move later entries of the probe run into the hole when
         // their home is not between the hole and their position.
