@@ -910,6 +910,19 @@ mod tests {
         };
     }
 
+    /// The next event must be a discard for this reason.
+    macro_rules! discarded {
+        ($rx:expr, $reason:pat) => {
+            event!(
+                $rx,
+                Event::Discarded {
+                    reason: $reason,
+                    ..
+                }
+            );
+        };
+    }
+
     macro_rules! recv_nothing {
         ($rx:expr) => {
             assert_eq!($rx.poll_event(), None);
@@ -1045,12 +1058,9 @@ mod tests {
         // is fine.
         let later = T0 + Duration::from_millis(20);
         recv!(rx, later, rest);
-        event!(
+        discarded!(
             rx,
-            Event::Discarded {
-                reason: Discard::Pdu(Aal5Error::Length { .. } | Aal5Error::Crc { .. }),
-                ..
-            }
+            Discard::Pdu(Aal5Error::Length { .. } | Aal5Error::Crc { .. })
         );
         recv!(rx, later, cells(v, b"next"));
         event!(rx, Event::Sdu { sdu, .. } if sdu == b"next");
@@ -1063,13 +1073,7 @@ mod tests {
         partial(&mut rx, v, 2);
         let later = T0 + Duration::from_millis(50);
         recv!(rx, later, cells(v, b"fresh"));
-        event!(
-            rx,
-            Event::Discarded {
-                reason: Discard::Timeout { bytes: 96 },
-                ..
-            }
-        );
+        discarded!(rx, Discard::Timeout { bytes: 96 });
         event!(rx, Event::Sdu { sdu, .. } if sdu == b"fresh");
         assert_eq!(rx.poll_timeout(), None);
     }
@@ -1096,13 +1100,7 @@ mod tests {
         let (mut rx, v) = rx_with(VcConfig::aal5(100));
         let big = cells(v, &[1u8; 300]);
         recv!(rx, T0, big);
-        event!(
-            rx,
-            Event::Discarded {
-                reason: Discard::Pdu(Aal5Error::Oversize { .. }),
-                ..
-            }
-        );
+        discarded!(rx, Discard::Pdu(Aal5Error::Oversize { .. }));
         recv_nothing!(rx);
         assert_eq!(rx.held_bytes(), 0);
         assert_eq!(rx.poll_timeout(), None);
@@ -1119,15 +1117,12 @@ mod tests {
         assert_eq!(cs.len(), 3);
         // pdu_len(100) is 144 = 3 cells, so the reassembler holds it all.
         recv!(rx, T0, cs);
-        event!(
+        discarded!(
             rx,
-            Event::Discarded {
-                reason: Discard::Pdu(Aal5Error::Oversize {
-                    len: 130,
-                    max_sdu: 100
-                }),
-                ..
-            }
+            Discard::Pdu(Aal5Error::Oversize {
+                len: 130,
+                max_sdu: 100
+            })
         );
         assert_eq!(rx.vc_counters(v).unwrap().oversize, 1);
     }
@@ -1138,13 +1133,7 @@ mod tests {
         let mut cs = cells(v, &[9u8; 150]);
         cs[1][20] ^= 0x10;
         recv!(rx, T0, cs);
-        event!(
-            rx,
-            Event::Discarded {
-                reason: Discard::Pdu(Aal5Error::Crc { .. }),
-                ..
-            }
-        );
+        discarded!(rx, Discard::Pdu(Aal5Error::Crc { .. }));
         recv_nothing!(rx);
         let c = rx.vc_counters(v).unwrap();
         assert_eq!((c.crc_errors, c.delivered), (1, 0));
@@ -1159,13 +1148,7 @@ mod tests {
         c[HEADER_LEN..].fill(0);
         c[CELL_LEN - 4..].copy_from_slice(&[0x38, 0x66, 0x24, 0xc1]);
         rx.handle_cell(T0, &c);
-        event!(
-            rx,
-            Event::Discarded {
-                reason: Discard::Pdu(Aal5Error::Abort),
-                ..
-            }
-        );
+        discarded!(rx, Discard::Pdu(Aal5Error::Abort));
         assert_eq!(rx.vc_counters(v).unwrap().aborts, 1);
     }
 
@@ -1176,13 +1159,7 @@ mod tests {
         // An abort ends the frame in progress: its cells are part of the aborted PDU.
         let cs = pdu_cells(v, &[0u8; 1], 0);
         recv!(rx, T0, cs);
-        event!(
-            rx,
-            Event::Discarded {
-                reason: Discard::Pdu(Aal5Error::Abort | Aal5Error::Crc { .. }),
-                ..
-            }
-        );
+        discarded!(rx, Discard::Pdu(Aal5Error::Abort | Aal5Error::Crc { .. }));
         assert_eq!(rx.held_bytes(), 0);
     }
 
@@ -1191,27 +1168,21 @@ mod tests {
         let (mut rx, v) = aal5_rx();
         // Two cells but Length 10: pad of 78 > 47.
         recv!(rx, T0, pdu_cells(v, &[5u8; 60], 10));
-        event!(
+        discarded!(
             rx,
-            Event::Discarded {
-                reason: Discard::Pdu(Aal5Error::Length {
-                    length: 10,
-                    pdu_len: 96
-                }),
-                ..
-            }
+            Discard::Pdu(Aal5Error::Length {
+                length: 10,
+                pdu_len: 96
+            })
         );
         // Length longer than the PDU.
         recv!(rx, T0, pdu_cells(v, &[5u8; 20], 60));
-        event!(
+        discarded!(
             rx,
-            Event::Discarded {
-                reason: Discard::Pdu(Aal5Error::Length {
-                    length: 60,
-                    pdu_len: 48
-                }),
-                ..
-            }
+            Discard::Pdu(Aal5Error::Length {
+                length: 60,
+                pdu_len: 48
+            })
         );
         assert_eq!(rx.vc_counters(v).unwrap().length_errors, 2);
     }
@@ -1224,13 +1195,7 @@ mod tests {
         recv!(rx, T0, first);
         recv!(rx, T0, cells(v, &[2u8; 100]));
         // Strict I.363.5: both frames are lost, nothing salvaged.
-        event!(
-            rx,
-            Event::Discarded {
-                reason: Discard::Pdu(_),
-                ..
-            }
-        );
+        discarded!(rx, Discard::Pdu(_));
         recv_nothing!(rx);
         recv!(rx, T0, cells(v, &[3u8; 100]));
         event!(rx, Event::Sdu { sdu, .. } if sdu == [3u8; 100]);
