@@ -22,7 +22,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::layout::{Layout, LayoutError, RegionHeader, RegionKind};
+use crate::layout::{Layout, LayoutError, RegionKind};
 use crate::notify::{Wakeable, Waker};
 use crate::ring::{Consumer, Producer, RingFault, RingRef};
 use crate::shm::Region;
@@ -85,19 +85,13 @@ impl CellLink {
                 need: layout.region_size,
             });
         }
-        for w in mem.words() {
-            w.store(0, Ordering::Relaxed);
-        }
-        layout.header().store(mem.words());
+        layout.init_region(&*mem);
         Ok(CellLink { mem, layout })
     }
 
     /// Opens a region another process created, validating its header.
     pub fn open(mem: Region) -> Result<Self, CellLinkError> {
-        let h = RegionHeader::load(mem.words()).ok_or(LayoutError::TooShort {
-            len: mem.len_bytes(),
-        })?;
-        let layout = Layout::validate(&h, mem.len_bytes(), RegionKind::CellLink)?;
+        let layout = Layout::load(&*mem, RegionKind::CellLink)?;
         Ok(CellLink { mem, layout })
     }
 

@@ -11,7 +11,7 @@
 use core::mem::{offset_of, size_of};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::layout::{BufferGeom, Layout, LayoutError, Le16, Le32, RegionHeader, RegionKind};
+use crate::layout::{BufferGeom, Layout, LayoutError, Le16, Le32, RegionKind};
 use crate::notify::{Wakeable, Waker};
 use crate::ring::{Consumer, Producer, RingFault, RingRef};
 use crate::shm::{Region, load_le, read_bytes, store_le, write_bytes};
@@ -200,6 +200,10 @@ pub enum ChannelError {
 pub struct Channel {
     mem: Region,
     layout: Layout,
+    /// `layout.buffers`, unwrapped.
+    buffers: BufferGeom,
+    /// Word index of the first counter.
+    counters: usize,
 }
 
 /// Sizes of a new channel.
@@ -241,20 +245,25 @@ impl Channel {
                 mapped: mem.len_bytes(),
             });
         }
-        for w in mem.words() {
-            w.store(0, Ordering::Relaxed);
-        }
-        layout.header().store(mem.words());
-        Ok(Channel { mem, layout })
+        layout.init_region(&*mem);
+        Ok(Channel::new(mem, layout))
     }
 
     /// Opens a region the other side created, validating its header.
     pub fn open(mem: Region) -> Result<Self, LayoutError> {
-        let h = RegionHeader::load(mem.words()).ok_or(LayoutError::TooShort {
-            len: mem.len_bytes(),
-        })?;
-        let layout = Layout::validate(&h, mem.len_bytes(), RegionKind::Channel)?;
-        Ok(Channel { mem, layout })
+        let layout = Layout::load(&*mem, RegionKind::Channel)?;
+        Ok(Channel::new(mem, layout))
+    }
+
+    /// Takes the parts every operation needs out of the validated layout, once.
+    fn new(mem: Region, layout: Layout) -> Self {
+        let (counters_offset, _) = layout.counters.expect("a validated channel has counters");
+        Channel {
+            buffers: layout.buffers.expect("a validated channel has buffers"),
+            counters: counters_offset / 8,
+            mem,
+            layout,
+        }
     }
 
     /// The validated layout.
@@ -274,19 +283,13 @@ impl Channel {
         )
     }
 
-    fn geom(&self) -> BufferGeom {
-        self.layout
-            .buffers
-            .expect("a validated channel has buffers")
+    fn counter_word(&self, c: Counter) -> &AtomicU64 {
+        &self.mem.words()[self.counters + c as usize]
     }
 
     /// Reads a counter.
     pub fn counter(&self, c: Counter) -> u64 {
-        let (off, _) = self
-            .layout
-            .counters
-            .expect("a validated channel has counters");
-        load_le(&self.mem.words()[off / 8 + c as usize], Ordering::Relaxed)
+        load_le(self.counter_word(c), Ordering::Relaxed)
     }
 
     /// The application's end.
@@ -295,7 +298,7 @@ impl Channel {
             tx: Producer::attach(self.ring(0))?,
             rx: Producer::attach(self.ring(1))?,
             completions: Consumer::attach(self.ring(2))?,
-            held_by_adapter: vec![false; self.geom().count as usize],
+            held_by_adapter: vec![false; self.buffers.count as usize],
             ch: self.clone(),
             waker: Waker::None,
         })
@@ -307,18 +310,14 @@ impl Channel {
             tx: Consumer::attach(self.ring(0))?,
             rx: Consumer::attach(self.ring(1))?,
             completions: Producer::attach(self.ring(2))?,
-            held: vec![None; self.geom().count as usize],
+            held: vec![None; self.buffers.count as usize],
             ch: self.clone(),
             waker: Waker::None,
         })
     }
 
     fn bump(&self, c: Counter) {
-        let (off, _) = self
-            .layout
-            .counters
-            .expect("a validated channel has counters");
-        let w = &self.mem.words()[off / 8 + c as usize];
+        let w = self.counter_word(c);
         // One writer per counter (see Counter), so load + store does not lose counts.
         store_le(
             w,
@@ -328,14 +327,14 @@ impl Channel {
     }
 
     fn buffer_words(&self, id: BufferId) -> &[AtomicU64] {
-        let g = self.geom();
+        let g = self.buffers;
         let start = (g.offset + id.0 as usize * g.size as usize) / 8;
         &self.mem.words()[start..start + g.size as usize / 8]
     }
 
     /// Checks a descriptor against the buffer area (not ownership).
     fn locate(&self, d: &Descriptor) -> Result<BufferId, Refusal> {
-        let g = self.geom();
+        let g = self.buffers;
         let index = d.offset / g.size;
         if index >= g.count || d.len > g.size {
             return Err(Refusal::OutOfBounds);
@@ -347,7 +346,7 @@ impl Channel {
     }
 
     fn check_local(&self, id: BufferId, len: usize) -> Result<(), ChannelError> {
-        let g = self.geom();
+        let g = self.buffers;
         if id.0 >= g.count {
             return Err(ChannelError::NoSuchBuffer(id));
         }
@@ -418,7 +417,7 @@ impl AppEnd {
             return Err(ChannelError::NotOurs(id));
         }
         let d = Descriptor {
-            offset: id.0 * self.ch.geom().size,
+            offset: id.0 * self.ch.buffers.size,
             len,
             handle,
             flags: flags & !Descriptor::FLAG_RX,
@@ -443,8 +442,8 @@ impl AppEnd {
             return Err(ChannelError::NotOurs(id));
         }
         let d = Descriptor {
-            offset: id.0 * self.ch.geom().size,
-            len: self.ch.geom().size,
+            offset: id.0 * self.ch.buffers.size,
+            len: self.ch.buffers.size,
             ..Descriptor::default()
         };
         if self.rx.push_with(1, |_, s| d.store(s)) == 0 {
@@ -665,7 +664,7 @@ impl AdapterEnd {
             return Err(ChannelError::NotOurs(id));
         };
         let d = Descriptor {
-            offset: id.0 * self.ch.geom().size,
+            offset: id.0 * self.ch.buffers.size,
             len,
             handle,
             flags: 0,
@@ -686,7 +685,7 @@ impl AdapterEnd {
             return Err(ChannelError::NotOurs(id));
         };
         let d = Descriptor {
-            offset: id.0 * self.ch.geom().size,
+            offset: id.0 * self.ch.buffers.size,
             len,
             handle,
             flags: Descriptor::FLAG_RX,

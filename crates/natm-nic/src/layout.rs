@@ -19,7 +19,7 @@
 use core::mem::{offset_of, size_of};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::shm::{CACHE_LINE, MAX_REGION_BYTES};
+use crate::shm::{CACHE_LINE, MAX_REGION_BYTES, SharedMem};
 
 /// "NATMSHM" and a zero byte, read as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"NATMSHM\0");
@@ -455,6 +455,23 @@ impl Layout {
             h.buffer_count = Le32::new(b.count);
         }
         h
+    }
+
+    /// Zeroes a fresh region of this layout's size and writes the header (its magic last).
+    pub(crate) fn init_region(&self, mem: &dyn SharedMem) {
+        debug_assert_eq!(mem.len_bytes(), self.region_size, "callers check the size");
+        for w in mem.words() {
+            w.store(0, Ordering::Relaxed);
+        }
+        self.header().store(mem.words());
+    }
+
+    /// Reads the header of a region another process created and validates it.
+    pub(crate) fn load(mem: &dyn SharedMem, expected: RegionKind) -> Result<Layout, LayoutError> {
+        let h = RegionHeader::load(mem.words()).ok_or(LayoutError::TooShort {
+            len: mem.len_bytes(),
+        })?;
+        Layout::validate(&h, mem.len_bytes(), expected)
     }
 
     /// Checks a header read from a region of `mapped` bytes. Never panics: every field
