@@ -59,13 +59,16 @@ impl LineRate {
     /// The rate named `name` (case-insensitive): `oc3` or `stm1`, `oc12` or `stm4`, `25m`,
     /// `ds3`.
     pub fn by_name(name: &str) -> Option<LineRate> {
-        let n = name.to_ascii_lowercase();
-        let alias = match n.as_str() {
-            "stm1" => "oc3",
-            "stm4" => "oc12",
-            other => other,
+        let alias = if name.eq_ignore_ascii_case("stm1") {
+            "oc3"
+        } else if name.eq_ignore_ascii_case("stm4") {
+            "oc12"
+        } else {
+            name
         };
-        Self::ALL.into_iter().find(|r| r.name == alias)
+        Self::ALL
+            .into_iter()
+            .find(|r| r.name.eq_ignore_ascii_case(alias))
     }
 
     /// Its short name (`oc3`, `oc12`, `25m`, `ds3`).
