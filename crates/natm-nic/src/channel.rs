@@ -357,6 +357,24 @@ impl Channel {
     }
 }
 
+/// Publishes one descriptor: [`ChannelError::Full`], or the ring's fault, when it cannot.
+fn push_descriptor(ring: &mut Producer, d: Descriptor) -> Result<(), ChannelError> {
+    if ring.push_with(1, |_, s| d.store(s)) == 0 {
+        return Err(ring.fault().map_or(ChannelError::Full, ChannelError::Fault));
+    }
+    Ok(())
+}
+
+/// Takes one descriptor: `Ok(None)` when the ring is empty, the fault when it is broken.
+fn pop_descriptor(ring: &mut Consumer) -> Result<Option<Descriptor>, PollError> {
+    let mut d = None;
+    ring.pop_with(1, |_, s| d = Some(Descriptor::load(s)));
+    match (d, ring.fault()) {
+        (None, Some(f)) => Err(PollError::Fault(f)),
+        (d, _) => Ok(d),
+    }
+}
+
 /// A completion handed back to the application.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Completion {
@@ -384,22 +402,25 @@ pub struct AppEnd {
 }
 
 impl AppEnd {
-    /// Writes `data` at the start of an application-owned buffer.
-    pub fn write_buffer(&mut self, id: BufferId, data: &[u8]) -> Result<(), ChannelError> {
-        self.ch.check_local(id, data.len())?;
+    /// `id` names a buffer of at least `len` bytes that the application holds now.
+    fn check_owned(&self, id: BufferId, len: usize) -> Result<(), ChannelError> {
+        self.ch.check_local(id, len)?;
         if self.held_by_adapter[id.0 as usize] {
             return Err(ChannelError::NotOurs(id));
         }
+        Ok(())
+    }
+
+    /// Writes `data` at the start of an application-owned buffer.
+    pub fn write_buffer(&mut self, id: BufferId, data: &[u8]) -> Result<(), ChannelError> {
+        self.check_owned(id, data.len())?;
         write_bytes(self.ch.buffer_words(id), data);
         Ok(())
     }
 
     /// Reads the first `out.len()` bytes of an application-owned buffer.
     pub fn read_buffer(&self, id: BufferId, out: &mut [u8]) -> Result<(), ChannelError> {
-        self.ch.check_local(id, out.len())?;
-        if self.held_by_adapter[id.0 as usize] {
-            return Err(ChannelError::NotOurs(id));
-        }
+        self.check_owned(id, out.len())?;
         read_bytes(self.ch.buffer_words(id), out);
         Ok(())
     }
@@ -412,10 +433,7 @@ impl AppEnd {
         handle: u32,
         flags: u16,
     ) -> Result<(), ChannelError> {
-        self.ch.check_local(id, len as usize)?;
-        if self.held_by_adapter[id.0 as usize] {
-            return Err(ChannelError::NotOurs(id));
-        }
+        self.check_owned(id, len as usize)?;
         let d = Descriptor {
             offset: id.0 * self.ch.buffers.size,
             len,
@@ -423,12 +441,7 @@ impl AppEnd {
             flags: flags & !Descriptor::FLAG_RX,
             status: 0,
         };
-        if self.tx.push_with(1, |_, s| d.store(s)) == 0 {
-            return Err(self
-                .tx
-                .fault()
-                .map_or(ChannelError::Full, ChannelError::Fault));
-        }
+        push_descriptor(&mut self.tx, d)?;
         self.held_by_adapter[id.0 as usize] = true;
         self.ch.bump(Counter::TxPosted);
         self.waker.after_publish(self.tx.ring.waiting());
@@ -437,21 +450,13 @@ impl AppEnd {
 
     /// Hands buffer `id` to the adapter as a free receive buffer.
     pub fn post_rx(&mut self, id: BufferId) -> Result<(), ChannelError> {
-        self.ch.check_local(id, 0)?;
-        if self.held_by_adapter[id.0 as usize] {
-            return Err(ChannelError::NotOurs(id));
-        }
+        self.check_owned(id, 0)?;
         let d = Descriptor {
             offset: id.0 * self.ch.buffers.size,
             len: self.ch.buffers.size,
             ..Descriptor::default()
         };
-        if self.rx.push_with(1, |_, s| d.store(s)) == 0 {
-            return Err(self
-                .rx
-                .fault()
-                .map_or(ChannelError::Full, ChannelError::Fault));
-        }
+        push_descriptor(&mut self.rx, d)?;
         self.held_by_adapter[id.0 as usize] = true;
         self.ch.bump(Counter::RxPosted);
         Ok(())
@@ -461,14 +466,8 @@ impl AppEnd {
     /// the adapter did not hold, or pointing anywhere but at a buffer, is counted
     /// ([`Counter::AppRefused`]), skipped and returned as the error of this call.
     pub fn poll_completion(&mut self) -> Result<Option<Completion>, PollError> {
-        let mut d = None;
-        self.completions
-            .pop_with(1, |_, s| d = Some(Descriptor::load(s)));
-        let Some(d) = d else {
-            return match self.completions.fault() {
-                Some(f) => Err(PollError::Fault(f)),
-                None => Ok(None),
-            };
+        let Some(d) = pop_descriptor(&mut self.completions)? else {
+            return Ok(None);
         };
         let id = match self.ch.locate(&d) {
             Ok(id) if self.held_by_adapter[id.0 as usize] => id,
@@ -573,13 +572,8 @@ pub struct AdapterEnd {
 impl AdapterEnd {
     fn take(&mut self, from_tx: bool) -> Result<Option<(BufferId, Descriptor)>, PollError> {
         let ring = if from_tx { &mut self.tx } else { &mut self.rx };
-        let mut d = None;
-        ring.pop_with(1, |_, s| d = Some(Descriptor::load(s)));
-        let Some(d) = d else {
-            return match ring.fault() {
-                Some(f) => Err(PollError::Fault(f)),
-                None => Ok(None),
-            };
+        let Some(d) = pop_descriptor(ring)? else {
+            return Ok(None);
         };
         let refused = match self.ch.locate(&d) {
             Ok(id) if self.held[id.0 as usize].is_none() => return Ok(Some((id, d))),
@@ -646,12 +640,7 @@ impl AdapterEnd {
     }
 
     fn complete(&mut self, id: BufferId, d: Descriptor) -> Result<(), ChannelError> {
-        if self.completions.push_with(1, |_, s| d.store(s)) == 0 {
-            return Err(self
-                .completions
-                .fault()
-                .map_or(ChannelError::Full, ChannelError::Fault));
-        }
+        push_descriptor(&mut self.completions, d)?;
         self.held[id.0 as usize] = None;
         self.ch.bump(Counter::Completed);
         self.waker.after_publish(self.completions.ring.waiting());
