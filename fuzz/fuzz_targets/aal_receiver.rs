@@ -50,14 +50,14 @@ fuzz_target!(|data: &[u8]| {
         if let HecVerdict::Discarded { .. } = hec.receive(&mut Cell::new_unchecked(&mut cell[..])) {
             return;
         }
-        // The VPI/VCI as the receiver reads them (a UNI header: GFC ignored).
-        let key = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]) >> 4 & 0x00FF_FFFF;
-        let vci = key & 0xFFFF;
-        let user_data = cell[3] & 0x08 == 0;
-        if key >> 16 == 1 && (32..32 + AAL5_VCS).contains(&vci) && user_data {
+        // The VC and PTI as the receiver reads them (a UNI header: GFC ignored).
+        let view = Cell::new_unchecked(&cell[..]);
+        let (v, pti) = (view.vc(HeaderFormat::Uni), view.pti());
+        let vci = u32::from(v.vci.get());
+        if v.vpi.get() == 1 && (32..32 + AAL5_VCS).contains(&vci) && pti.is_user_data() {
             let i = (vci - 32) as usize;
             frames[i].extend_from_slice(&cell[HEADER_LEN..]);
-            if cell[3] & 0x02 != 0 {
+            if pti.is_end_of_frame() {
                 let f = &frames[i];
                 let longest = pdu_len(1000);
                 let first = f.len().saturating_sub(longest);
