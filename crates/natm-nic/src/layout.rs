@@ -119,7 +119,29 @@ pub struct RegionHeader {
 const _: () = assert!(size_of::<RegionHeader>() == HEADER_BYTES);
 const _: () = assert!(size_of::<RingDesc>() == 16);
 
+impl RingDesc {
+    fn new(offset: u32, entries: u32, slot_size: u32) -> Self {
+        RingDesc {
+            offset: Le32::new(offset),
+            entries: Le32::new(entries),
+            slot_size: Le32::new(slot_size),
+            reserved: Le32::default(),
+        }
+    }
+}
+
 impl RegionHeader {
+    /// A header of `kind` with its fixed fields set and everything else zero.
+    fn new(kind: RegionKind) -> Self {
+        RegionHeader {
+            magic: Le64::new(MAGIC),
+            version: Le32::new(VERSION),
+            kind: Le32::new(kind.code()),
+            header_size: Le32::new(HEADER_BYTES as u32),
+            ..RegionHeader::default()
+        }
+    }
+
     /// The header's bytes.
     pub fn to_bytes(&self) -> [u8; HEADER_BYTES] {
         // SAFETY: RegionHeader is repr(C), made only of byte arrays (alignment 1, so no
@@ -358,13 +380,7 @@ impl Layout {
         buffer_size: u32,
         buffer_count: u32,
     ) -> Result<Layout, LayoutError> {
-        let mut h = RegionHeader {
-            magic: Le64::new(MAGIC),
-            version: Le32::new(VERSION),
-            kind: Le32::new(RegionKind::Channel.code()),
-            header_size: Le32::new(HEADER_BYTES as u32),
-            ..RegionHeader::default()
-        };
+        let mut h = RegionHeader::new(RegionKind::Channel);
         let mut at = HEADER_BYTES;
         for (i, entries) in [tx_entries, rx_entries, completion_entries]
             .into_iter()
@@ -376,12 +392,8 @@ impl Layout {
                     entries,
                 });
             }
-            h.rings[i] = RingDesc {
-                offset: Le32::new(u32::try_from(at).map_err(|_| too_big(Part::Ring(i as u8)))?),
-                entries: Le32::new(entries),
-                slot_size: Le32::new(16),
-                reserved: Le32::default(),
-            };
+            let offset = u32::try_from(at).map_err(|_| too_big(Part::Ring(i as u8)))?;
+            h.rings[i] = RingDesc::new(offset, entries, 16);
             at = align_up(at + RING_CONTROL_BYTES + entries as usize * 16);
         }
         h.counters_offset = Le32::new(u32::try_from(at).map_err(|_| too_big(Part::Counters))?);
@@ -398,13 +410,7 @@ impl Layout {
 
     /// A cell link's layout: two rings of `entries` 64-byte slots.
     pub fn cell_link(entries: u32) -> Result<Layout, LayoutError> {
-        let mut h = RegionHeader {
-            magic: Le64::new(MAGIC),
-            version: Le32::new(VERSION),
-            kind: Le32::new(RegionKind::CellLink.code()),
-            header_size: Le32::new(HEADER_BYTES as u32),
-            ..RegionHeader::default()
-        };
+        let mut h = RegionHeader::new(RegionKind::CellLink);
         let mut at = HEADER_BYTES;
         for i in 0..2 {
             if !entries.is_power_of_two() || entries > MAX_RING_ENTRIES {
@@ -413,12 +419,7 @@ impl Layout {
                     entries,
                 });
             }
-            h.rings[i] = RingDesc {
-                offset: Le32::new(at as u32),
-                entries: Le32::new(entries),
-                slot_size: Le32::new(64),
-                reserved: Le32::default(),
-            };
+            h.rings[i] = RingDesc::new(at as u32, entries, 64);
             at += RING_CONTROL_BYTES + entries as usize * 64;
         }
         h.region_size = Le64::new(at as u64);
@@ -427,22 +428,11 @@ impl Layout {
 
     /// The header describing this layout.
     pub fn header(&self) -> RegionHeader {
-        let mut h = RegionHeader {
-            magic: Le64::new(MAGIC),
-            version: Le32::new(VERSION),
-            kind: Le32::new(self.kind.code()),
-            header_size: Le32::new(HEADER_BYTES as u32),
-            region_size: Le64::new(self.region_size as u64),
-            ..RegionHeader::default()
-        };
+        let mut h = RegionHeader::new(self.kind);
+        h.region_size = Le64::new(self.region_size as u64);
         for (d, r) in h.rings.iter_mut().zip(&self.rings) {
             if let Some(r) = r {
-                *d = RingDesc {
-                    offset: Le32::new(r.offset as u32),
-                    entries: Le32::new(r.entries),
-                    slot_size: Le32::new(r.slot_size),
-                    reserved: Le32::default(),
-                };
+                *d = RingDesc::new(r.offset as u32, r.entries, r.slot_size);
             }
         }
         if let Some((off, n)) = self.counters {
@@ -529,13 +519,11 @@ impl Layout {
                 });
             }
             let offset = d.offset.get();
-            if !offset.is_multiple_of(CACHE_LINE as u32) {
-                return Err(LayoutError::Misaligned { part, offset });
-            }
-            let end = u64::from(offset)
-                + RING_CONTROL_BYTES as u64
-                + u64::from(entries) * u64::from(slot);
-            spans.push((part, u64::from(offset), end));
+            spans.push(aligned_span(
+                part,
+                offset,
+                RING_CONTROL_BYTES as u64 + u64::from(entries) * u64::from(slot),
+            )?);
             rings[i] = Some(RingGeom {
                 offset: offset as usize,
                 entries,
@@ -561,17 +549,7 @@ impl Layout {
                 if n != CHANNEL_COUNTERS {
                     return Err(LayoutError::BadCounters(n));
                 }
-                if !off.is_multiple_of(CACHE_LINE as u32) {
-                    return Err(LayoutError::Misaligned {
-                        part: Part::Counters,
-                        offset: off,
-                    });
-                }
-                spans.push((
-                    Part::Counters,
-                    u64::from(off),
-                    u64::from(off) + u64::from(n) * 8,
-                ));
+                spans.push(aligned_span(Part::Counters, off, u64::from(n) * 8)?);
                 counters = Some((off as usize, n));
                 let (off, size, count) = (
                     h.buffers_offset.get(),
@@ -586,17 +564,11 @@ impl Layout {
                 {
                     return Err(LayoutError::BadBuffers { size, count });
                 }
-                if !off.is_multiple_of(CACHE_LINE as u32) {
-                    return Err(LayoutError::Misaligned {
-                        part: Part::Buffers,
-                        offset: off,
-                    });
-                }
-                spans.push((
+                spans.push(aligned_span(
                     Part::Buffers,
-                    u64::from(off),
-                    u64::from(off) + u64::from(size) * u64::from(count),
-                ));
+                    off,
+                    u64::from(size) * u64::from(count),
+                )?);
                 buffers = Some(BufferGeom {
                     offset: off as usize,
                     size,
@@ -640,6 +612,15 @@ impl Layout {
             buffers,
         })
     }
+}
+
+/// `part` as `(part, start, end)` for the bounds and overlap checks, refused unless its
+/// `offset` is on a cache line.
+fn aligned_span(part: Part, offset: u32, len: u64) -> Result<(Part, u64, u64), LayoutError> {
+    if !offset.is_multiple_of(CACHE_LINE as u32) {
+        return Err(LayoutError::Misaligned { part, offset });
+    }
+    Ok((part, u64::from(offset), u64::from(offset) + len))
 }
 
 fn too_big(part: Part) -> LayoutError {
