@@ -24,8 +24,8 @@ static PENDING: [AtomicU64; (MAX_CHANNELS / 64) as usize] =
     [const { AtomicU64::new(0) }; (MAX_CHANNELS / 64) as usize];
 static DELIVERED: AtomicU64 = AtomicU64::new(0);
 static STRAY: AtomicU64 = AtomicU64::new(0);
-/// Signals whose handler is installed (bit `signo`).
-static INSTALLED: Mutex<u64> = Mutex::new(0);
+/// Signals whose handler is installed (bit `signo`; SIGRTMAX is 64, so 65 bits).
+static INSTALLED: Mutex<u128> = Mutex::new(0);
 
 /// The first real-time signal free for applications, plus `n`.
 pub fn rt_signal(n: i32) -> Option<i32> {
@@ -123,7 +123,7 @@ pub fn install(signo: i32) -> io::Result<()> {
         return Err(io::Error::from(io::ErrorKind::InvalidInput));
     }
     let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
-    if *installed & (1 << signo) != 0 {
+    if *installed & (1u128 << signo) != 0 {
         return Ok(());
     }
     // SAFETY: sigaction is plain data, zero is a valid initial value (empty mask, no flags).
@@ -136,7 +136,7 @@ pub fn install(signo: i32) -> io::Result<()> {
     if r != 0 {
         return Err(io::Error::last_os_error());
     }
-    *installed |= 1 << signo;
+    *installed |= 1u128 << signo;
     Ok(())
 }
 

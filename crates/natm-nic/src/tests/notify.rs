@@ -336,6 +336,13 @@ fn eventfd_wakes_a_consumer_in_another_process() {
 }
 
 #[test]
+fn install_takes_every_real_time_signal() {
+    // SIGRTMAX is 64: its bit must not overflow the installed set.
+    signal::install(libc::SIGRTMAX()).unwrap();
+    signal::install(libc::SIGRTMAX()).unwrap();
+}
+
+#[test]
 fn signal_receiver_refuses_another_thread() {
     let signo = signal::rt_signal(4).unwrap();
     let r = signal::Receiver::new(signo, 3).unwrap();
