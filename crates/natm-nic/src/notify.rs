@@ -292,9 +292,11 @@ impl Waiter {
         }
     }
 
-    /// Waits until `ring` is ready or `timeout` passes.
+    /// Waits until `ring` is ready or `timeout` passes (a timeout too long for a deadline,
+    /// such as `Duration::MAX`, waits a century).
     pub fn wait(&mut self, ring: &mut impl Wakeable, timeout: Duration) -> io::Result<WaitOutcome> {
-        let deadline = Instant::now() + timeout;
+        const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+        let deadline = Instant::now() + timeout.min(CENTURY);
         match self {
             Waiter::BusyPoll => loop {
                 for _ in 0..64 {
@@ -331,7 +333,7 @@ impl Waiter {
                         return Ok(WaitOutcome::TimedOut);
                     }
                     std::thread::sleep(nap.min(deadline - now));
-                    nap = (nap * 2).min(p.sleep_max);
+                    nap = nap.saturating_mul(2).min(p.sleep_max);
                 }
             }
             Waiter::EventFd(_) | Waiter::Signal(_) => loop {

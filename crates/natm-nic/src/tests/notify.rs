@@ -124,6 +124,18 @@ fn polling_modes_time_out_on_an_empty_ring() {
         );
         assert!(t0.elapsed() >= Duration::from_millis(20));
     }
+    // An unbounded timeout is accepted (no deadline overflow) when the ring is ready.
+    let (mut tx, mut ready) = link(BACKENDS[0].1);
+    assert_eq!(tx.push_batch(&[cell(1)]), 1);
+    for mut w in [
+        Waiter::BusyPoll,
+        Waiter::Adaptive(AdaptivePolicy::default()),
+    ] {
+        assert_eq!(
+            w.wait(&mut ready, Duration::MAX).unwrap(),
+            WaitOutcome::Ready
+        );
+    }
     let (mut w, _waker) = Waiter::eventfd().unwrap();
     assert_eq!(
         w.wait(&mut rx, Duration::from_millis(20)).unwrap(),
