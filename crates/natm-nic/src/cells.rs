@@ -163,7 +163,7 @@ impl CellProducer {
         let n = self
             .p
             .push_with(cells.len(), |k, slot| write_cell(slot, &cells[k]));
-        if n > 0 && !matches!(self.waker, Waker::None) {
+        if n > 0 {
             self.waker.after_publish(self.p.ring.waiting());
         }
         n
