@@ -264,18 +264,19 @@ proptest! {
     /// A peer that writes random words anywhere in the region (indices, slots, counters,
     /// the header) never makes either end panic or touch memory outside the region.
     #[test]
-    fn scribbling_peer_never_panics(writes in proptest::collection::vec((0usize..4096, any::<u64>()), 0..40), ops in proptest::collection::vec(0u8..8, 0..60)) {
+    fn scribbling_peer_never_panics(writes in proptest::collection::vec((0usize..4096, any::<u64>()), 0..40), ops in proptest::collection::vec((0u8..8, 0u32..9), 0..60)) {
         let n = CFG.layout().unwrap().region_size;
         let mem: Region = std::sync::Arc::new(HeapMem::new(n).unwrap());
         let ch = Channel::create(mem.clone(), &CFG).unwrap();
         let mut app = ch.app().unwrap();
         let mut adapter = ch.adapter().unwrap();
         let words = mem.words();
-        for (k, op) in ops.iter().enumerate() {
+        for (k, &(op, buffer)) in ops.iter().enumerate() {
             if let Some(&(at, v)) = writes.get(k) {
                 words[at % words.len()].store(v, Ordering::Relaxed);
             }
-            let b = BufferId(u32::from(*op) % 9);
+            // Buffers 0..=8: 8 is out of range.
+            let b = BufferId(buffer);
             match op {
                 0 => { let _ = app.post_tx(b, 10, 1, 0); }
                 1 => { let _ = app.post_rx(b); }

@@ -48,8 +48,10 @@ fn wake_once(
     let consumer = std::thread::spawn(move || {
         let mut w = make_waiter();
         target_tx.send(w.signal_target()).unwrap();
-        s2.store(true, Ordering::Release);
+        // t0 before `started`: the producer's pause counts from after it, so `took`
+        // includes the whole pause even if this thread is descheduled here.
         let t0 = Instant::now();
+        s2.store(true, Ordering::Release);
         let out = w.wait(&mut rx, LONG).unwrap();
         let took = t0.elapsed();
         let mut c = [[0u8; 53]; 1];
