@@ -224,6 +224,20 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
 }
 
+/// A table of the median and interquartile range of each ring's sorted rates (cells/s).
+fn print_rates(rows: &[(&str, &[f64])]) {
+    println!("| ring | median M cells/s | IQR (p25–p75) M cells/s |");
+    println!("|---|---|---|");
+    for (name, v) in rows {
+        println!(
+            "| {name} | {:.1} | {:.1}–{:.1} |",
+            quantile(v, 0.5) / 1e6,
+            quantile(v, 0.25) / 1e6,
+            quantile(v, 0.75) / 1e6
+        );
+    }
+}
+
 fn bare_once(cells: u64) -> Duration {
     let (tx, mut rx) = bare();
     run(cells, tx, BareTx::push_batch, |o| rx.pop_batch(o)).0
@@ -315,16 +329,8 @@ fn main() {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("load average after: {}", load.trim());
     if let (Some(bare), Some(shm)) = (samples("bare"), samples("shm")) {
-        println!("\n| ring | median M cells/s | IQR (p25–p75) M cells/s |");
-        println!("|---|---|---|");
-        for (name, s) in [("bare", &bare), ("shm", &shm)] {
-            println!(
-                "| {name} | {:.1} | {:.1}–{:.1} |",
-                quantile(s, 0.5) / 1e6,
-                quantile(s, 0.25) / 1e6,
-                quantile(s, 0.75) / 1e6
-            );
-        }
+        println!();
+        print_rates(&[("bare", &bare), ("shm", &shm)]);
         println!(
             "\nratio shm/bare (medians): {:.2} (goal >= 0.7)",
             quantile(&shm, 0.5) / quantile(&bare, 0.5)
@@ -334,16 +340,7 @@ fn main() {
     // Interleaved pairs see the same load.
     let (b, s, r) = interleaved(15, 2_000_000);
     println!("\ninterleaved, 15 pairs of 2M cells (same load for both):");
-    println!("| ring | median M cells/s | IQR (p25–p75) M cells/s |");
-    println!("|---|---|---|");
-    for (name, v) in [("bare", &b), ("shm", &s)] {
-        println!(
-            "| {name} | {:.1} | {:.1}–{:.1} |",
-            quantile(v, 0.5) / 1e6,
-            quantile(v, 0.25) / 1e6,
-            quantile(v, 0.75) / 1e6
-        );
-    }
+    print_rates(&[("bare", &b), ("shm", &s)]);
     println!(
         "ratio shm/bare per pair: median {:.2}, IQR {:.2}–{:.2} (goal >= 0.7)",
         quantile(&r, 0.5),
