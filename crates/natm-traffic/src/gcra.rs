@@ -261,26 +261,29 @@ impl Gcra {
     /// Accounts a cell that passed at `now`: `TAT = max(TAT, ta) + I`. Normally called only
     /// after [`is_conforming`](Self::is_conforming) said yes.
     pub fn record(&mut self, now: Instant) {
-        self.advance(now, self.params.increment);
+        // Written out, not shared with record_cells: a shared helper cost the CBR.1 policer
+        // ~15% (290 vs 350 M decisions/s in one run).
+        let ta = self.arrival(now);
+        let tat = match self.state {
+            Some((tat, _)) if tat > ta => tat,
+            _ => ta,
+        };
+        self.state = Some((tat.saturating_add(self.params.increment), ta));
     }
 
     /// Accounts `n` cells that passed back to back at `now`, as `n` calls of
     /// [`record`](Self::record) at `now` would: `TAT = max(TAT, ta) + n · I`, in one step.
     /// `n = 0` changes nothing.
     pub fn record_cells(&mut self, now: Instant, n: u32) {
-        if n > 0 {
-            let inc = self.params.increment.saturating_mul(u128::from(n));
-            self.advance(now, inc);
+        if n == 0 {
+            return;
         }
-    }
-
-    /// `TAT = max(TAT, ta) + inc`.
-    fn advance(&mut self, now: Instant, inc: u128) {
         let ta = self.arrival(now);
         let tat = match self.state {
             Some((tat, _)) if tat > ta => tat,
             _ => ta,
         };
+        let inc = self.params.increment.saturating_mul(u128::from(n));
         self.state = Some((tat.saturating_add(inc), ta));
     }
 
