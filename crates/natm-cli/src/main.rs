@@ -69,6 +69,9 @@ enum Command {
     /// A standalone atmtcp endpoint that talks to linux-atm's `atmtcp` program.
     #[command(subcommand)]
     Atmtcp(cmd::atmtcp::AtmtcpCommand),
+    /// Measure natm's parts on this machine beside kernel baselines from the same run.
+    #[command(subcommand)]
+    Perf(cmd::perf::PerfCommand),
 }
 
 fn main() -> ExitCode {
@@ -81,6 +84,7 @@ fn main() -> ExitCode {
         Command::Admit(args) => cmd::admit::run(args),
         Command::Demo(args) => cmd::demo::run(args),
         Command::Atmtcp(c) => cmd::atmtcp::run(c),
+        Command::Perf(c) => cmd::perf::run(c),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

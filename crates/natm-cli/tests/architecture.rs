@@ -11,6 +11,7 @@ const PURE: &[&str] = &[
     "natm-wire",
     "natm-traffic",
     "natm-aal",
+    "natm-adapter",
     "natm-netem",
 ];
 /// What a pure crate may never depend on, directly or not.

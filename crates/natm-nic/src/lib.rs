@@ -24,6 +24,7 @@ pub mod layout;
 pub mod memfd;
 pub mod notify;
 mod ring;
+pub mod sched;
 pub mod shm;
 pub mod signal;
 

@@ -6,5 +6,6 @@ pub mod admit;
 pub mod atmtcp;
 pub mod demo;
 pub mod dump;
+pub mod perf;
 pub mod qos;
 pub mod qos_check;

@@ -1,0 +1,1 @@
+//! Thread placement for measurements (being written): CPU affinity and SCHED_FIFO.
