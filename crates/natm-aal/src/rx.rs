@@ -4,7 +4,11 @@
 //! Per cell, in this order:
 //! 1. VCI 0 (unassigned and idle cells) is counted and dropped; VCI 3 and 4 are the F4 OAM
 //!    flows of the VP (I.610) and are passed aside as [`CellKind::OamF4Segment`] /
-//!    [`CellKind::OamF4EndToEnd`] whatever their PTI.
+//!    [`CellKind::OamF4EndToEnd`] whatever their PTI. This is wider on purpose than
+//!    natm-wire's `OamFlow::of`, which labels only PTI 000/010 cells on VCI 3/4 as F4 (what
+//!    Wireshark shows, for captures): I.361 reserves VCI 3/4 for the F4 flows, so no such
+//!    cell may enter reassembly, and the OAM layer that takes the cell decides whether it
+//!    is a valid OAM cell (PTI, CRC-10).
 //! 2. A cell on a VC that is not open is counted and dropped.
 //! 3. PTI 100 and 101 (F5 OAM, I.610) and 110 (RM) are passed aside as events carrying
 //!    the cell; they never enter reassembly. PTI 111 (reserved) is counted and dropped.
