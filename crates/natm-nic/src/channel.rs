@@ -187,6 +187,12 @@ pub enum ChannelError {
         /// Buffer size.
         size: u32,
     },
+    /// A buffer offset that is not a multiple of 8.
+    #[error("buffer offset {offset} is not a multiple of 8")]
+    Unaligned {
+        /// Asked.
+        offset: usize,
+    },
     /// The ring is full.
     #[error("ring full")]
     Full,
@@ -355,6 +361,15 @@ impl Channel {
         }
         Ok(())
     }
+}
+
+/// The end of `len` bytes from `offset`, if `offset` is word aligned.
+fn checked_range(offset: usize, len: usize) -> Result<usize, ChannelError> {
+    if !offset.is_multiple_of(8) {
+        return Err(ChannelError::Unaligned { offset });
+    }
+    // A sum past usize::MAX is past every buffer: check_held refuses it as too long.
+    Ok(offset.saturating_add(len))
 }
 
 /// Publishes one descriptor: [`ChannelError::Full`], or the ring's fault, when it cannot.
@@ -630,13 +645,44 @@ impl AdapterEnd {
 
     /// Writes `data` into a held receive buffer.
     pub fn write_buffer(&mut self, id: BufferId, data: &[u8]) -> Result<(), ChannelError> {
-        match self.check_held(id, data.len())? {
+        self.write_buffer_at(id, 0, data)
+    }
+
+    /// Reads `out.len()` bytes of a held buffer from byte `offset`, a multiple of 8 (the
+    /// region is seen as 64-bit words).
+    pub fn read_buffer_at(
+        &self,
+        id: BufferId,
+        offset: usize,
+        out: &mut [u8],
+    ) -> Result<(), ChannelError> {
+        let end = checked_range(offset, out.len())?;
+        self.check_held(id, end)?;
+        read_bytes(&self.ch.buffer_words(id)[offset / 8..], out);
+        Ok(())
+    }
+
+    /// Writes `data` into a held receive buffer from byte `offset`, a multiple of 8. The
+    /// bytes after `data` up to the next multiple of 8 are zeroed (whole words are written).
+    pub fn write_buffer_at(
+        &mut self,
+        id: BufferId,
+        offset: usize,
+        data: &[u8],
+    ) -> Result<(), ChannelError> {
+        let end = checked_range(offset, data.len())?;
+        match self.check_held(id, end)? {
             Held::Rx => {
-                write_bytes(self.ch.buffer_words(id), data);
+                write_bytes(&self.ch.buffer_words(id)[offset / 8..], data);
                 Ok(())
             }
             Held::Tx { .. } => Err(ChannelError::NotOurs(id)),
         }
+    }
+
+    /// The size of every buffer of the channel, in bytes.
+    pub fn buffer_size(&self) -> usize {
+        self.ch.buffers.size as usize
     }
 
     fn complete(&mut self, id: BufferId, d: Descriptor) -> Result<(), ChannelError> {

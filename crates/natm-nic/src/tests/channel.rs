@@ -290,3 +290,53 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn adapter_reads_and_writes_held_buffers_at_word_offsets() {
+    for (name, mk) in BACKENDS {
+        let ch = channel(mk);
+        let mut app = ch.app().unwrap();
+        let mut adapter = ch.adapter().unwrap();
+        let data: Vec<u8> = (0..200u8).collect();
+        app.write_buffer(BufferId(1), &data).unwrap();
+        app.post_tx(BufferId(1), 200, 1, 0).unwrap();
+        app.post_rx(BufferId(3)).unwrap();
+        let tx = adapter.poll_tx().unwrap().unwrap().buffer;
+        let rx = adapter.poll_rx_buffer().unwrap().unwrap();
+        assert_eq!(adapter.buffer_size(), 256);
+
+        // Cell-sized pieces at offsets 48·k, the way segmentation reads.
+        let mut piece = [0u8; 48];
+        adapter.read_buffer_at(tx, 96, &mut piece).unwrap();
+        assert_eq!(&piece[..], &data[96..144], "{name}");
+        adapter.write_buffer_at(rx, 48, &piece).unwrap();
+        adapter.write_buffer_at(rx, 0, &data[..48]).unwrap();
+        let mut back = [0u8; 96];
+        adapter.read_buffer_at(rx, 0, &mut back).unwrap();
+        assert_eq!(&back[..48], &data[..48]);
+        assert_eq!(&back[48..], &data[96..144]);
+
+        // Unaligned, past the end, and the wrong direction are refused.
+        assert!(matches!(
+            adapter.read_buffer_at(tx, 4, &mut piece),
+            Err(ChannelError::Unaligned { offset: 4 })
+        ));
+        assert!(matches!(
+            adapter.read_buffer_at(tx, 216, &mut piece),
+            Err(ChannelError::TooLong { .. })
+        ));
+        assert!(matches!(
+            adapter.read_buffer_at(tx, usize::MAX - 7, &mut piece),
+            Err(ChannelError::TooLong { .. })
+        ));
+        assert!(matches!(
+            adapter.write_buffer_at(tx, 0, &piece),
+            Err(ChannelError::NotOurs(_))
+        ));
+        // A buffer the adapter does not hold.
+        assert!(matches!(
+            adapter.read_buffer_at(BufferId(0), 0, &mut piece),
+            Err(ChannelError::NotOurs(_))
+        ));
+    }
+}
