@@ -1,1 +1,301 @@
-//! Thread placement for measurements (being written): CPU affinity and SCHED_FIFO.
+//! Thread placement for measurements: the calling thread's CPU affinity and scheduling
+//! policy (`SCHED_OTHER` or `SCHED_FIFO`).
+//!
+//! Every function acts on the calling thread only (Linux schedules threads, not
+//! processes), so a measurement pins and raises its producer and consumer threads and
+//! leaves the rest of the process alone.
+//!
+//! ```no_run
+//! use natm_nic::sched::{self, FifoPriority, Policy};
+//!
+//! sched::pin_current_thread(1)?;
+//! match sched::set_current_thread_policy(Policy::Fifo(FifoPriority::new(10)?)) {
+//!     Ok(()) => {}
+//!     Err(e @ sched::SchedError::NotPermitted { .. }) => eprintln!("{e}"),
+//!     Err(e) => return Err(e),
+//! }
+//! # Ok::<(), sched::SchedError>(())
+//! ```
+//!
+//! A `SCHED_FIFO` thread runs until it blocks or yields to another of the same priority:
+//! one that busy-polls starves every `SCHED_OTHER` thread of its CPU until the kernel's
+//! real-time throttling (`/proc/sys/kernel/sched_rt_runtime_us`, 95% by default) steps in.
+
+use std::io;
+use std::mem::MaybeUninit;
+
+use rustix::thread::CpuSet;
+
+/// Why a placement call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SchedError {
+    /// The CPU does not exist, is offline, or is outside the CPUs this process may use.
+    #[error("cpu {cpu} is not one this thread may run on")]
+    CpuNotAllowed {
+        /// The CPU asked for.
+        cpu: usize,
+    },
+    /// A `SCHED_FIFO` priority outside 1..=99.
+    #[error(
+        "SCHED_FIFO priority {priority} is outside {}..={}",
+        FifoPriority::MIN,
+        FifoPriority::MAX
+    )]
+    PriorityOutOfRange {
+        /// The priority asked for.
+        priority: i64,
+    },
+    /// The kernel refused (EPERM).
+    #[error(
+        "{what} refused: not permitted (needs CAP_SYS_NICE, or a RLIMIT_RTPRIO of at least \
+         the priority: ulimit -r)"
+    )]
+    NotPermitted {
+        /// What was asked.
+        what: &'static str,
+    },
+    /// Another system error.
+    #[error("{call}: {source}")]
+    Os {
+        /// The call.
+        call: &'static str,
+        /// What the kernel said.
+        source: io::Error,
+    },
+}
+
+impl SchedError {
+    /// Maps an errno from `call` (doing `what`) to its error.
+    fn from_errno(call: &'static str, what: &'static str, errno: i32) -> Self {
+        if errno == libc::EPERM {
+            SchedError::NotPermitted { what }
+        } else {
+            SchedError::Os {
+                call,
+                source: io::Error::from_raw_os_error(errno),
+            }
+        }
+    }
+}
+
+/// The CPUs the calling thread may run on now, in increasing order.
+pub fn allowed_cpus() -> Result<Vec<usize>, SchedError> {
+    let set = rustix::thread::sched_getaffinity(None).map_err(|e| SchedError::Os {
+        call: "sched_getaffinity",
+        source: e.into(),
+    })?;
+    Ok((0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect())
+}
+
+/// Pins the calling thread to `cpu`. On return the thread runs on it (the kernel migrates
+/// it before `sched_setaffinity` returns).
+pub fn pin_current_thread(cpu: usize) -> Result<(), SchedError> {
+    if cpu >= CpuSet::MAX_CPU {
+        return Err(SchedError::CpuNotAllowed { cpu });
+    }
+    let mut set = CpuSet::new();
+    set.set(cpu);
+    rustix::thread::sched_setaffinity(None, &set).map_err(|e| {
+        if e == rustix::io::Errno::INVAL {
+            SchedError::CpuNotAllowed { cpu }
+        } else {
+            SchedError::from_errno("sched_setaffinity", "pinning a thread", e.raw_os_error())
+        }
+    })
+}
+
+/// The CPU the calling thread is running on (it may move right after, unless pinned).
+pub fn current_cpu() -> usize {
+    rustix::thread::sched_getcpu()
+}
+
+/// A `SCHED_FIFO` priority, 1 (lowest) to 99 (highest) on Linux.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub struct FifoPriority(u8);
+
+impl FifoPriority {
+    /// Lowest real-time priority.
+    pub const MIN: u8 = 1;
+    /// Highest real-time priority.
+    pub const MAX: u8 = 99;
+
+    /// A priority in `MIN..=MAX`.
+    pub fn new(priority: i64) -> Result<Self, SchedError> {
+        match u8::try_from(priority) {
+            Ok(p) if (Self::MIN..=Self::MAX).contains(&p) => Ok(FifoPriority(p)),
+            _ => Err(SchedError::PriorityOutOfRange { priority }),
+        }
+    }
+
+    /// Its value.
+    pub fn get(self) -> u8 {
+        self.0
+    }
+}
+
+/// A scheduling policy a thread can be given.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Policy {
+    /// `SCHED_OTHER`: the default time-sharing policy (CFS/EEVDF), nice value unchanged.
+    Other,
+    /// `SCHED_FIFO` at a priority: runs before every `SCHED_OTHER` thread of its CPU until
+    /// it blocks.
+    Fifo(FifoPriority),
+}
+
+fn zeroed_param() -> libc::sched_param {
+    // SAFETY: sched_param is plain integers (just sched_priority on glibc; musl adds more
+    // integer fields), for which all-zero bytes are a valid value.
+    unsafe { MaybeUninit::<libc::sched_param>::zeroed().assume_init() }
+}
+
+/// Gives the calling thread `policy`. `SCHED_FIFO` needs `CAP_SYS_NICE` or a
+/// `RLIMIT_RTPRIO` at least as high as the priority, otherwise
+/// [`SchedError::NotPermitted`]; going back to `SCHED_OTHER` is always allowed.
+pub fn set_current_thread_policy(policy: Policy) -> Result<(), SchedError> {
+    let mut param = zeroed_param();
+    let (raw, what) = match policy {
+        Policy::Other => (libc::SCHED_OTHER, "SCHED_OTHER"),
+        Policy::Fifo(p) => {
+            param.sched_priority = i32::from(p.get());
+            (libc::SCHED_FIFO, "SCHED_FIFO")
+        }
+    };
+    // SAFETY: pthread_self() is the calling thread, alive for the whole call; param is an
+    // initialized sched_param that the call only reads.
+    let r = unsafe { libc::pthread_setschedparam(libc::pthread_self(), raw, &param) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(SchedError::from_errno("pthread_setschedparam", what, r))
+    }
+}
+
+/// The calling thread's policy: `None` when it is neither `SCHED_OTHER` nor `SCHED_FIFO`
+/// (`SCHED_RR`, `SCHED_BATCH`, `SCHED_IDLE`, `SCHED_DEADLINE`).
+pub fn current_thread_policy() -> Result<Option<Policy>, SchedError> {
+    let mut param = zeroed_param();
+    let mut raw: libc::c_int = 0;
+    // SAFETY: pthread_self() is the calling thread; raw and param are initialized locals
+    // that the call writes through the two pointers, which are valid for the call.
+    let r = unsafe { libc::pthread_getschedparam(libc::pthread_self(), &mut raw, &mut param) };
+    if r != 0 {
+        return Err(SchedError::from_errno(
+            "pthread_getschedparam",
+            "reading the scheduling policy",
+            r,
+        ));
+    }
+    Ok(match raw {
+        libc::SCHED_OTHER => Some(Policy::Other),
+        libc::SCHED_FIFO => FifoPriority::new(i64::from(param.sched_priority))
+            .ok()
+            .map(Policy::Fifo),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `f` on a fresh thread, so that pinning and policy changes die with it.
+    fn on_own_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::spawn(f).join().expect("test thread")
+    }
+
+    #[test]
+    fn sched_pin_to_each_allowed_cpu() {
+        let cpus = allowed_cpus().unwrap();
+        assert!(!cpus.is_empty());
+        for cpu in cpus {
+            let (now, allowed) = on_own_thread(move || {
+                pin_current_thread(cpu).unwrap();
+                (current_cpu(), allowed_cpus().unwrap())
+            });
+            assert_eq!(now, cpu);
+            assert_eq!(allowed, vec![cpu]);
+        }
+    }
+
+    #[test]
+    fn sched_pin_refuses_impossible_cpus() {
+        let allowed = allowed_cpus().unwrap();
+        let outside = (0..CpuSet::MAX_CPU)
+            .rev()
+            .find(|c| !allowed.contains(c))
+            .expect("not every one of 1024 cpus is allowed");
+        for cpu in [outside, CpuSet::MAX_CPU, usize::MAX] {
+            let r = on_own_thread(move || pin_current_thread(cpu));
+            assert!(
+                matches!(r, Err(SchedError::CpuNotAllowed { cpu: c }) if c == cpu),
+                "{cpu}: {r:?}"
+            );
+        }
+        // The failed calls left the thread where it was allowed to be.
+        let still = on_own_thread(|| {
+            let _ = pin_current_thread(usize::MAX);
+            allowed_cpus().unwrap()
+        });
+        assert_eq!(still, allowed);
+    }
+
+    #[test]
+    fn sched_fifo_priorities_are_range_checked() {
+        for bad in [0, 100, -1, 256, i64::MAX] {
+            assert!(
+                matches!(FifoPriority::new(bad), Err(SchedError::PriorityOutOfRange { priority }) if priority == bad)
+            );
+        }
+        assert_eq!(FifoPriority::new(1).unwrap().get(), 1);
+        assert_eq!(FifoPriority::new(99).unwrap().get(), 99);
+        let msg = FifoPriority::new(0).unwrap_err().to_string();
+        assert!(msg.contains("1..=99"), "{msg}");
+    }
+
+    #[test]
+    fn sched_fifo_and_back_or_a_clear_refusal() {
+        let (set, during, after) = on_own_thread(|| {
+            assert_eq!(current_thread_policy().unwrap(), Some(Policy::Other));
+            let fifo = Policy::Fifo(FifoPriority::new(3).unwrap());
+            let set = set_current_thread_policy(fifo);
+            let during = current_thread_policy().unwrap();
+            set_current_thread_policy(Policy::Other).unwrap();
+            (set, during, current_thread_policy().unwrap())
+        });
+        match set {
+            Ok(()) => assert_eq!(during, Some(Policy::Fifo(FifoPriority(3)))),
+            Err(SchedError::NotPermitted { what }) => {
+                assert_eq!(what, "SCHED_FIFO");
+                assert_eq!(during, Some(Policy::Other));
+            }
+            Err(e) => panic!("unexpected error {e}"),
+        }
+        assert_eq!(after, Some(Policy::Other));
+        // The test thread itself was not touched.
+        assert_eq!(current_thread_policy().unwrap(), Some(Policy::Other));
+    }
+
+    #[test]
+    fn sched_eperm_is_named_and_explained() {
+        let e = SchedError::from_errno("pthread_setschedparam", "SCHED_FIFO", libc::EPERM);
+        assert!(matches!(e, SchedError::NotPermitted { what: "SCHED_FIFO" }));
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("SCHED_FIFO refused: not permitted"),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("CAP_SYS_NICE") && msg.contains("ulimit -r"),
+            "{msg}"
+        );
+        let e = SchedError::from_errno("pthread_setschedparam", "SCHED_FIFO", libc::ESRCH);
+        assert!(matches!(
+            e,
+            SchedError::Os {
+                call: "pthread_setschedparam",
+                ..
+            }
+        ));
+    }
+}
