@@ -31,6 +31,11 @@
 //! producer sees the flag and kicks (an eventfd count or a pending signal that is not lost
 //! if it arrives before the consumer blocks).
 //!
+//! An eventfd that comes from another process is checked before it is used
+//! ([`check_eventfd`]: it must be an eventfd in counter mode) and made non-blocking, so a
+//! hostile peer that fills or drains the counter makes a kick fail (counted) or a drain
+//! find nothing, instead of blocking either side.
+//!
 //! Cost: wake-ups across vCPUs take 20–45 µs here (DESIGN §6), which is why the blocking
 //! modes are for idle channels and the polling modes for busy ones.
 
@@ -43,6 +48,89 @@ use std::time::{Duration, Instant};
 use rustix::event::{EventfdFlags, PollFd, PollFlags, eventfd, poll};
 
 use crate::signal;
+
+/// Why an fd handed over by another process was refused as an eventfd.
+#[derive(Debug, thiserror::Error)]
+pub enum EventFdError {
+    /// The fd is something else (a pipe, a socket, a file, another anonymous inode).
+    #[error("not an eventfd: the fd is {found:?}")]
+    NotEventFd {
+        /// What `/proc/self/fd/N` names it.
+        found: String,
+    },
+    /// An eventfd in semaphore mode: a read takes 1 from the count instead of all of it,
+    /// so a drain would leave it readable and a waiter would spin.
+    #[error("the eventfd is in semaphore mode")]
+    Semaphore,
+    /// The fd could not be inspected (no `/proc` mounted, or `fcntl` failed).
+    #[error("{call}: {source}")]
+    Os {
+        /// What was attempted.
+        call: &'static str,
+        /// What the kernel said.
+        source: io::Error,
+    },
+}
+
+/// Checks that `fd` (handed over by another process) is an eventfd in counter mode, and
+/// sets `O_NONBLOCK` on it.
+///
+/// How: `/proc/self/fd/N` of an eventfd is the magic link `anon_inode:[eventfd]`. Every
+/// other kind of fd reads differently (`pipe:[…]`, `socket:[…]`, `anon_inode:[timerfd]`,
+/// …), and a file's link is an absolute path, which always starts with `/`, so no file
+/// can be named so as to pass. `fstat` alone cannot tell: every anonymous inode (eventfd,
+/// timerfd, signalfd, epoll) shares one inode with no file type. Then `/proc/self/fdinfo/N`
+/// is read for `eventfd-semaphore: 1` (kernels since 6.6 show the mode; older ones do not,
+/// and the check passes). Last, `O_NONBLOCK` is set with `fcntl(F_SETFL)`: an eventfd
+/// write blocks when the count would pass 2⁶⁴−2 and a read blocks at 0, and the peer
+/// holds the same eventfd and can bring it to either state; non-blocking, a kick fails
+/// with `EAGAIN` (counted in [`Waker::kick_failures`]) and a drain finds nothing.
+///
+/// What this cannot stop: `O_NONBLOCK` belongs to the open file description, which the
+/// peer shares, so a peer can clear it again afterwards. An eventfd cannot be reopened
+/// through `/proc` (the kernel refuses with `ENXIO`), so there is no private description
+/// to take instead; the defence against that peer is the waiter's timeout.
+pub fn check_eventfd(fd: &OwnedFd) -> Result<(), EventFdError> {
+    use std::os::fd::AsRawFd;
+    let n = fd.as_raw_fd();
+    let link = rustix::fs::readlink(format!("/proc/self/fd/{n}"), Vec::new()).map_err(|e| {
+        EventFdError::Os {
+            call: "readlink /proc/self/fd",
+            source: e.into(),
+        }
+    })?;
+    let found = link.to_string_lossy();
+    if found != "anon_inode:[eventfd]" {
+        return Err(EventFdError::NotEventFd {
+            found: found.into_owned(),
+        });
+    }
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{n}")).map_err(|e| {
+        EventFdError::Os {
+            call: "read /proc/self/fdinfo",
+            source: e,
+        }
+    })?;
+    let semaphore = info.lines().any(|l| {
+        l.strip_prefix("eventfd-semaphore:")
+            .is_some_and(|v| v.trim() != "0")
+    });
+    if semaphore {
+        return Err(EventFdError::Semaphore);
+    }
+    let os = |call| {
+        move |e: rustix::io::Errno| EventFdError::Os {
+            call,
+            source: e.into(),
+        }
+    };
+    let flags = rustix::fs::fcntl_getfl(fd).map_err(os("fcntl(F_GETFL)"))?;
+    if !flags.contains(rustix::fs::OFlags::NONBLOCK) {
+        rustix::fs::fcntl_setfl(fd, flags | rustix::fs::OFlags::NONBLOCK)
+            .map_err(os("fcntl(F_SETFL)"))?;
+    }
+    Ok(())
+}
 
 /// A consumer end that can be waited on.
 pub trait Wakeable {
@@ -218,17 +306,22 @@ impl Waiter {
         ))
     }
 
-    /// The waker side for an eventfd received from the consumer.
-    pub fn eventfd_waker(fd: OwnedFd) -> Waker {
-        Waker::EventFd(EventFdWaker {
+    /// The waker side for an eventfd received from the consumer: checked to be an eventfd
+    /// in counter mode and made non-blocking first (see [`check_eventfd`]), so a kick can
+    /// never block this producer.
+    pub fn eventfd_waker(fd: OwnedFd) -> Result<Waker, EventFdError> {
+        check_eventfd(&fd)?;
+        Ok(Waker::EventFd(EventFdWaker {
             fd: Arc::new(fd),
             kicks: Kicks::default(),
-        })
+        }))
     }
 
-    /// The waiter side for an eventfd (non-blocking, as [`Waiter::eventfd`] makes it).
-    pub fn eventfd_from(fd: OwnedFd) -> Waiter {
-        Waiter::EventFd(Arc::new(fd))
+    /// The waiter side for an eventfd received from elsewhere: checked and made
+    /// non-blocking first (see [`check_eventfd`]), so draining it can never block.
+    pub fn eventfd_from(fd: OwnedFd) -> Result<Waiter, EventFdError> {
+        check_eventfd(&fd)?;
+        Ok(Waiter::EventFd(Arc::new(fd)))
     }
 
     /// A signal waiter for `channel` on the calling thread: installs the handler for

@@ -371,3 +371,102 @@ fn signal_receiver_refuses_another_thread() {
         "its own thread may sleep"
     );
 }
+
+mod peer_eventfds {
+    //! Eventfds handed over by another process are checked and made non-blocking.
+
+    use std::os::fd::OwnedFd;
+
+    use rustix::event::{EventfdFlags, eventfd};
+    use rustix::fs::{OFlags, fcntl_getfl};
+
+    use super::*;
+    use crate::notify::{EventFdError, check_eventfd};
+
+    #[test]
+    fn a_pipe_or_a_file_is_refused() {
+        let (r, w) = std::io::pipe().unwrap();
+        for fd in [OwnedFd::from(r), OwnedFd::from(w)] {
+            match Waiter::eventfd_from(fd) {
+                Err(EventFdError::NotEventFd { found }) => assert!(found.starts_with("pipe:")),
+                other => panic!("a pipe was taken: {:?}", other.map(|w| w.mode())),
+            }
+        }
+        let file: OwnedFd = std::fs::File::open("/proc/self/status").unwrap().into();
+        assert!(matches!(
+            Waiter::eventfd_waker(file),
+            Err(EventFdError::NotEventFd { .. })
+        ));
+        // Another anonymous inode (an epoll fd) is not an eventfd either.
+        let ep = rustix::event::epoll::create(rustix::event::epoll::CreateFlags::CLOEXEC).unwrap();
+        match check_eventfd(&ep) {
+            Err(EventFdError::NotEventFd { found }) => assert_eq!(found, "anon_inode:[eventpoll]"),
+            other => panic!("an epoll fd was taken: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_semaphore_eventfd_is_refused() {
+        let fd = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::SEMAPHORE).unwrap();
+        let kernel_says = std::fs::read_to_string(format!(
+            "/proc/self/fdinfo/{}",
+            std::os::fd::AsRawFd::as_raw_fd(&fd)
+        ))
+        .unwrap()
+        .contains("eventfd-semaphore");
+        let r = check_eventfd(&fd);
+        if kernel_says {
+            assert!(matches!(r, Err(EventFdError::Semaphore)), "{r:?}");
+        } else {
+            assert!(r.is_ok(), "kernels without the fdinfo line cannot tell");
+        }
+    }
+
+    #[test]
+    fn a_blocking_eventfd_is_made_non_blocking() {
+        let fd = eventfd(0, EventfdFlags::CLOEXEC).unwrap();
+        assert!(!fcntl_getfl(&fd).unwrap().contains(OFlags::NONBLOCK));
+        let dup = fd.try_clone().unwrap();
+        let waiter = Waiter::eventfd_from(fd).unwrap();
+        // The flag is on the shared open file description: the duplicate sees it too.
+        assert!(fcntl_getfl(&dup).unwrap().contains(OFlags::NONBLOCK));
+        // A drain of an empty counter returns at once instead of blocking.
+        let mut buf = [0u8; 8];
+        assert_eq!(
+            rustix::io::read(waiter.as_fd().unwrap(), &mut buf),
+            Err(rustix::io::Errno::AGAIN)
+        );
+        // And a consumer waiting on it times out rather than hanging in the drain.
+        let (_tx, mut rx) = link(BACKENDS[0].1);
+        let mut waiter = waiter;
+        let t0 = Instant::now();
+        assert_eq!(
+            waiter.wait(&mut rx, Duration::from_millis(20)).unwrap(),
+            WaitOutcome::TimedOut
+        );
+        assert!(t0.elapsed() < LONG);
+    }
+
+    #[test]
+    fn a_full_counter_does_not_block_a_kick() {
+        let fd = eventfd(0, EventfdFlags::CLOEXEC).unwrap();
+        // The peer fills the counter to its maximum, 2^64 - 2: one more write would block.
+        rustix::io::write(&fd, &(u64::MAX - 1).to_ne_bytes()).unwrap();
+        let waker = Waiter::eventfd_waker(fd).unwrap();
+        let (mut tx, rx) = link(BACKENDS[0].1);
+        tx.set_waker(waker);
+        // The consumer announces its sleep, so the next push kicks.
+        rx.waiting_flag().store(1, Ordering::SeqCst);
+        let (done_tx, done_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let pushed = tx.push_batch(&[cell(1)]);
+            done_tx
+                .send((pushed, tx.waker().kicks(), tx.waker().kick_failures()))
+                .unwrap();
+        });
+        let (pushed, kicks, failures) = done_rx
+            .recv_timeout(LONG)
+            .expect("the kick blocked on a full counter");
+        assert_eq!((pushed, kicks, failures), (1, 1, 1));
+    }
+}
