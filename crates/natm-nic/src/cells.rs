@@ -120,6 +120,7 @@ impl CellLink {
             },
             CellConsumer {
                 c: Consumer::attach(self.ring(rx))?,
+                space_waker: Waker::None,
             },
         ))
     }
@@ -189,6 +190,13 @@ impl CellProducer {
         self.p.fault()
     }
 
+    /// The ring's free space as something to wait on ([`Wakeable`]: ready when a slot is
+    /// free or the ring is broken), for a producer that sleeps until the consumer makes
+    /// room. The consumer kicks it through its [`CellConsumer::set_space_waker`].
+    pub fn space(&mut self) -> ProducerSpace<'_> {
+        ProducerSpace(self)
+    }
+
     /// The consumer-waiting flag of this ring (tests watch it to know the consumer sleeps).
     #[cfg(test)]
     pub(crate) fn waiting_flag_for_tests(&self) -> &AtomicU64 {
@@ -218,9 +226,23 @@ impl CellProducer {
     }
 }
 
+/// A producer's view of its ring's free slots, to wait on (see [`CellProducer::space`]).
+pub struct ProducerSpace<'a>(&'a mut CellProducer);
+
+impl Wakeable for ProducerSpace<'_> {
+    fn ready(&mut self) -> bool {
+        self.0.p.free(1) > 0 || self.0.p.fault().is_some()
+    }
+
+    fn waiting_flag(&self) -> &AtomicU64 {
+        self.0.p.ring.space_waiting()
+    }
+}
+
 /// Receives cells from one ring.
 pub struct CellConsumer {
     c: Consumer,
+    space_waker: Waker,
 }
 
 impl CellConsumer {
@@ -228,8 +250,24 @@ impl CellConsumer {
     /// ring is broken (see [`Self::fault`]).
     #[inline]
     pub fn pop_batch(&mut self, out: &mut [Cell]) -> usize {
-        self.c
-            .pop_with(out.len(), |k, slot| read_cell(slot, &mut out[k]))
+        let n = self
+            .c
+            .pop_with(out.len(), |k, slot| read_cell(slot, &mut out[k]));
+        if n > 0 {
+            self.space_waker.after_publish(self.c.ring.space_waiting());
+        }
+        n
+    }
+
+    /// How a producer waiting for free slots is woken (default: not at all, it polls).
+    /// Costs a SeqCst fence per batch popped unless it is [`Waker::None`].
+    pub fn set_space_waker(&mut self, waker: Waker) {
+        self.space_waker = waker;
+    }
+
+    /// The space waker, to read its statistics.
+    pub fn space_waker(&self) -> &Waker {
+        &self.space_waker
     }
 
     /// Cells ready now.

@@ -11,7 +11,7 @@
 //! offset            part
 //! 0                 RegionHeader (128 bytes)
 //! rings[i].offset   ring i: control (3 cache lines: producer index, consumer index,
-//!                   consumer-waiting flag), then entries × slot_size bytes of slots
+//!                   the two waiting flags), then entries × slot_size bytes of slots
 //! counters_offset   counters_count little-endian u64 counters
 //! buffers_offset    buffer_count buffers of buffer_size bytes
 //! ```
@@ -27,8 +27,8 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"NATMSHM\0");
 pub const VERSION: u32 = 1;
 /// Size of [`RegionHeader`].
 pub const HEADER_BYTES: usize = 128;
-/// Bytes of a ring's control block: producer index, consumer index and the
-/// consumer-waiting flag, each on its own cache line.
+/// Bytes of a ring's control block: producer index, consumer index and the waiting
+/// flags (consumer's, then producer's, in one line), each on its own cache line.
 pub const RING_CONTROL_BYTES: usize = 3 * CACHE_LINE;
 /// Most entries in one ring.
 pub const MAX_RING_ENTRIES: u32 = 1 << 20;

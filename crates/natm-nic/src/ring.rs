@@ -7,6 +7,7 @@
 //! | 0   | producer index (tail), free-running u64, little-endian | producer |
 //! | 64  | consumer index (head), free-running u64, little-endian | consumer |
 //! | 128 | consumer-waiting flag (0 running, 1 about to sleep)     | consumer sets, producer clears |
+//! | 136 | producer-waiting flag (0 running, 1 sleeps until space) | producer sets, consumer clears |
 //! | 192 | slot 0, slot 1, … (`slot_size` bytes each)              | producer |
 //!
 //! Entry `i` lives in slot `i mod entries`. The ring holds `tail - head` entries.
@@ -23,7 +24,9 @@
 //!   the flag, issues a SeqCst fence and re-reads the tail; the producer stores the tail,
 //!   issues a SeqCst fence and reads the flag. At least one of them sees the other's
 //!   store, so a wake-up is never lost, and the producer makes a system call only when the
-//!   consumer announced that it sleeps.
+//!   consumer announced that it sleeps. The producer-waiting flag is the same handshake
+//!   the other way round, for a producer that waits for free slots: it stores the flag,
+//!   fences and re-reads the head; the consumer stores the head, fences and reads the flag.
 //!
 //! Each side keeps its own index locally and never re-reads it from shared memory, and
 //! checks the peer's index (`tail - head <= entries`): a peer that scribbles on the indices
@@ -37,6 +40,7 @@ use crate::shm::{Region, WORDS_PER_LINE, load_le, store_le};
 const TAIL: usize = 0;
 const HEAD: usize = WORDS_PER_LINE;
 const WAITING: usize = 2 * WORDS_PER_LINE;
+const SPACE_WAITING: usize = 2 * WORDS_PER_LINE + 1;
 
 /// The peer broke the ring's invariant; the ring is unusable from then on.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
@@ -92,6 +96,12 @@ impl RingRef {
     #[inline(always)]
     pub(crate) fn waiting(&self) -> &AtomicU64 {
         self.word(WAITING)
+    }
+
+    /// The producer-waiting flag (a producer asleep until slots are freed).
+    #[inline(always)]
+    pub(crate) fn space_waiting(&self) -> &AtomicU64 {
+        self.word(SPACE_WAITING)
     }
 
     #[inline(always)]

@@ -470,3 +470,43 @@ mod peer_eventfds {
         assert_eq!((pushed, kicks, failures), (1, 1, 1));
     }
 }
+
+#[test]
+fn eventfd_wakes_a_producer_waiting_for_space() {
+    for (name, mk) in BACKENDS {
+        let (mut tx, mut rx) = link(mk);
+        let (mut waiter, waker) = Waiter::eventfd().unwrap();
+        rx.set_space_waker(waker);
+        let full: Vec<_> = (0..16).map(cell).collect();
+        assert_eq!(tx.push_batch(&full), 16, "{name}");
+        // Full: the producer times out, and no pop has kicked yet.
+        assert_eq!(
+            waiter
+                .wait(&mut tx.space(), Duration::from_millis(10))
+                .unwrap(),
+            WaitOutcome::TimedOut,
+            "{name}"
+        );
+        let waiting = Arc::new(AtomicBool::new(false));
+        let w2 = waiting.clone();
+        let producer = std::thread::spawn(move || {
+            w2.store(true, Ordering::Release);
+            let t0 = Instant::now();
+            let out = waiter.wait(&mut tx.space(), LONG).unwrap();
+            (out, t0.elapsed(), tx.push_batch(&[cell(16)]))
+        });
+        until("the producer to wait", || waiting.load(Ordering::Acquire));
+        std::thread::sleep(Duration::from_millis(20));
+        let mut out = [[0u8; 53]; 4];
+        assert_eq!(rx.pop_batch(&mut out), 4, "{name}");
+        let (outcome, took, pushed) = producer.join().unwrap();
+        assert_eq!((outcome, pushed), (WaitOutcome::Ready, 1), "{name}");
+        assert!(took < LONG, "{name}");
+        assert!(rx.space_waker().kicks() <= 1, "{name}");
+        // While nobody waits for space, pops make no system call.
+        let before = rx.space_waker().kicks();
+        let mut rest = [[0u8; 53]; 16];
+        assert_eq!(rx.pop_batch(&mut rest), 13, "{name}");
+        assert_eq!(rx.space_waker().kicks(), before, "{name}");
+    }
+}
