@@ -16,11 +16,15 @@ pub enum PerfCommand {
     /// Wake-up latency from cell arrival to the application running, per notification
     /// mode, beside raw eventfd and signal wake-ups measured in the same run.
     Wakeup(wakeup::WakeupArgs),
+    /// A CPU-bound disturber for the measurements: spins for `--seconds`, then exits.
+    #[command(hide = true)]
+    Spin(wakeup::SpinArgs),
 }
 
 /// Runs a `natm perf` subcommand.
 pub fn run(command: PerfCommand) -> CmdResult {
     match command {
         PerfCommand::Wakeup(args) => wakeup::run(args),
+        PerfCommand::Spin(args) => wakeup::spin(args),
     }
 }
