@@ -23,11 +23,14 @@
 //! * UDP ([`UdpLink`](crate::udp::UdpLink)): `send_cells` puts up to a configured number of
 //!   cells in each datagram; `recv_cells` takes datagrams until the buffer is full (a
 //!   datagram that does not fit is kept for the next call); the fd is the socket.
-//! * A shared-memory ring pair (natm-nic's rings, not implemented here yet): `send_cells`
-//!   copies into free slots of the transmit ring and publishes them with one release store,
-//!   returning how many fit; `recv_cells` copies out of the receive ring; the waits block on
-//!   the ring's notification (an eventfd), which is also `poll_fd`. Nothing in the trait
-//!   assumes a socket or a datagram.
+//! * Shared memory ([`ShmLink`](crate::shm::ShmLink)): natm-nic's ring pair in a memfd.
+//!   `send_cells` copies into free slots of the transmit ring and publishes them with one
+//!   release store, returning how many fit; `recv_cells` copies out of the receive ring;
+//!   the waits block on an eventfd (or poll, by choice), which is also `poll_fd`. Nothing
+//!   in the trait assumes a socket or a datagram.
+//! * Emulation ([`Emulated`](crate::emulated::Emulated)) wraps any of them: cells sent
+//!   cross a natm-netem line (rate, loss, bit errors, delay) before the inner link takes
+//!   them.
 //! * TCP in atmtcp framing is *not* a `CellLink`: atmtcp carries SDUs, not cells (see
 //!   [`atmtcp`](crate::atmtcp)).
 

@@ -2,17 +2,21 @@
 //!
 //! * [`CellLink`]: the one trait for links that carry 53-byte cells, which the adapter and
 //!   the switch drive (non-blocking batch send and receive, blocking forms with a timeout,
-//!   an fd for epoll, counters). [`udp::UdpLink`] implements it, cells batched in datagrams;
-//!   natm-nic's shared-memory ring pair is meant to implement it too (see [`cell`]).
+//!   an fd for epoll, counters). [`udp::UdpLink`] implements it, cells batched in datagrams,
+//!   and [`shm::ShmLink`], natm-nic's shared-memory ring pair between threads or processes.
+//! * [`emulated::Emulated`]: any `CellLink` behind an emulated line (natm-netem): a line
+//!   rate paced on the real clock, seeded loss, bit errors and delay, with back-pressure.
 //! * [`atmtcp::AtmtcpLink`]: TCP in linux-atm's atmtcp framing. atmtcp carries whole AAL
 //!   SDUs per VC, not cells, so this is a frame-level endpoint with its own API (SDUs in,
 //!   [`atmtcp::Event`]s out) that interworks with linux-atm's `atmtcp` program.
 //!
-//! This is a driver crate: it owns sockets and reads the clock. No `unsafe` (`poll(2)` comes
-//! from rustix).
+//! This is a driver crate: it owns sockets and reads the clock. No `unsafe` (`poll(2)` and
+//! SCM_RIGHTS come from rustix, shared memory from natm-nic).
 
 pub mod atmtcp;
 pub mod cell;
+pub mod emulated;
+pub mod shm;
 pub mod udp;
 
 pub use cell::{CELL_LEN, Cell, CellLink, LinkCounters};
