@@ -823,4 +823,104 @@ mod tests {
             "a broken ring does not sleep"
         );
     }
+
+    /// The environment variable that turns the test below into its own peer process.
+    const CHILD_ENV: &str = "NATM_SHM_TEST_PEER";
+    const GARBAGE: u64 = 0x5ca1_ab1e_dead_beef;
+
+    /// The child: takes the handover, publishes three cells, writes half of a further
+    /// batch into the slots beyond the tail without publishing it, and waits to be killed.
+    fn dying_peer(name: &str) {
+        use std::os::linux::net::SocketAddrExt;
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(name).unwrap();
+        let sock = UnixStream::connect_addr(&addr).unwrap();
+        let h = ShmHandover::recv(&sock, T).unwrap();
+        let raw = Arc::new(MemfdMem::map(dup(h.region.as_fd()).unwrap()).unwrap());
+        let mut link = ShmLink::open(h, ShmWait::EventFd).unwrap();
+        assert_eq!(link.send_cells(&[cell(0), cell(1), cell(2)]).unwrap(), 3);
+        let rings = Rings::open(raw.clone()).unwrap();
+        // Ring 1 carries B to A; its slots start 192 bytes into it, 8 words each.
+        let slot3 = rings.layout().rings[1].unwrap().offset / 8 + 24 + 3 * 8;
+        use natm_nic::shm::SharedMem;
+        for w in &raw.words()[slot3..slot3 + 10] {
+            w.store(GARBAGE, std::sync::atomic::Ordering::Relaxed);
+        }
+        std::thread::sleep(Duration::from_secs(30));
+        std::process::exit(3);
+    }
+
+    #[test]
+    fn a_peer_process_that_dies_with_a_batch_half_written() {
+        use std::os::linux::net::SocketAddrExt;
+        use std::os::unix::net::UnixListener;
+        if let Ok(name) = std::env::var(CHILD_ENV) {
+            dying_peer(&name);
+            return;
+        }
+        let name = format!("natm-shm-test-{}", std::process::id());
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(&name).unwrap();
+        let listener = UnixListener::bind_addr(&addr).unwrap();
+        let (mut link, h) = ShmLink::create(16, ShmWait::EventFd).unwrap();
+        let raw = Arc::new(MemfdMem::map(dup(h.region.as_fd()).unwrap()).unwrap());
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "shm::tests::a_peer_process_that_dies_with_a_batch_half_written",
+                "--exact",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, &name)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let sock = loop {
+            match listener.accept() {
+                Ok((s, _)) => break s,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    assert!(Instant::now() < deadline, "the child never connected");
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                Err(e) => panic!("accept: {e}"),
+            }
+        };
+        sock.set_nonblocking(false).unwrap();
+        h.send(&sock).unwrap();
+        link.watch_peer(sock).unwrap();
+        // Woken across processes by the child's kick.
+        assert_eq!(recv_exactly(&mut link, 3), [cell(0), cell(1), cell(2)]);
+        let rings = Rings::open(raw.clone()).unwrap();
+        let slot3 = rings.layout().rings[1].unwrap().offset / 8 + 24 + 3 * 8;
+        use natm_nic::shm::SharedMem;
+        while raw.words()[slot3 + 9].load(std::sync::atomic::Ordering::Relaxed) != GARBAGE {
+            assert!(
+                Instant::now() < deadline,
+                "the child never wrote its half batch"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        child.kill().unwrap();
+        assert!(!child.wait().unwrap().success());
+        let mut buf = [[0u8; CELL_LEN]; 16];
+        assert_eq!(
+            link.recv_cells(&mut buf).unwrap(),
+            0,
+            "the half batch is never seen"
+        );
+        let t0 = Instant::now();
+        let e = link.wait_recv(Some(Duration::from_secs(5))).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionAborted);
+        assert!(
+            t0.elapsed() < Duration::from_secs(2),
+            "seen at once, not at the timeout"
+        );
+        // Sending: the ring fills, then the wait says the peer is gone.
+        assert_eq!(link.send_cells(&[cell(9); 20]).unwrap(), 16);
+        let e = link.wait_send(Some(Duration::from_secs(5))).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionAborted);
+        // Without a watched socket the survivor's waits end at their timeout.
+        let (mut a, b) = ShmLink::pair(8).unwrap();
+        drop(b);
+        assert!(!a.wait_recv(Some(Duration::from_millis(20))).unwrap());
+    }
 }
