@@ -331,3 +331,340 @@ impl<L: CellLink> CellLink for Emulated<L> {
         self.inner.counters()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cell::CELL_LEN;
+    use crate::shm::ShmLink;
+    use crate::udp::{UdpConfig, UdpLink};
+    use natm_netem::Rate;
+    use std::net::UdpSocket;
+    use std::num::NonZeroU32;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    const T: Option<Duration> = Some(Duration::from_secs(10));
+
+    /// A cell on VC 1.(32 + vc) with a valid HEC; the payload carries its global sequence
+    /// number, the per-VC one and the time it was sent (ns since `epoch`).
+    fn cell(seq: u64, vc: u16, vc_seq: u64, sent_ns: u64) -> Cell {
+        let mut c = [0u8; CELL_LEN];
+        let word = (1u32 << 20) | (u32::from(32 + vc) << 4);
+        c[..4].copy_from_slice(&word.to_be_bytes());
+        c[4] = natm_wire::cell::hec([c[0], c[1], c[2], c[3]]);
+        c[5..13].copy_from_slice(&seq.to_le_bytes());
+        c[13..21].copy_from_slice(&vc_seq.to_le_bytes());
+        c[21..29].copy_from_slice(&sent_ns.to_le_bytes());
+        for (k, b) in c[29..].iter_mut().enumerate() {
+            *b = (seq as u8).wrapping_mul(13).wrapping_add(k as u8);
+        }
+        c
+    }
+
+    fn field(c: &Cell, at: usize) -> u64 {
+        u64::from_le_bytes(c[at..at + 8].try_into().unwrap())
+    }
+
+    fn udp_pair() -> (UdpLink, UdpLink) {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let (aa, ba) = (a.local_addr().unwrap(), b.local_addr().unwrap());
+        (
+            UdpLink::from_socket(a, ba, UdpConfig::default()).unwrap(),
+            UdpLink::from_socket(b, aa, UdpConfig::default()).unwrap(),
+        )
+    }
+
+    fn config(rate: Rate, impairments: &str) -> Config {
+        Config {
+            rate,
+            impairments: impairments.parse().unwrap(),
+            ..Config::default()
+        }
+    }
+
+    fn cps(n: u32) -> Rate {
+        Rate::CellsPerSec(NonZeroU32::new(n).unwrap())
+    }
+
+    /// Receives on another thread until the sender is done and the link stays quiet;
+    /// returns every cell with the time it arrived.
+    fn receiver<L: CellLink + Send + 'static>(
+        mut link: L,
+        done: Arc<AtomicBool>,
+    ) -> std::thread::JoinHandle<(Vec<(Cell, StdInstant)>, L)> {
+        std::thread::spawn(move || {
+            let mut got = Vec::new();
+            let mut buf = [[0u8; CELL_LEN]; 64];
+            let give_up = StdInstant::now() + Duration::from_secs(30);
+            loop {
+                let n = link
+                    .recv_cells_timeout(&mut buf, Some(Duration::from_millis(200)))
+                    .unwrap();
+                let at = StdInstant::now();
+                got.extend(buf[..n].iter().map(|c| (*c, at)));
+                if (n == 0 && done.load(Ordering::Acquire)) || at > give_up {
+                    return (got, link);
+                }
+            }
+        })
+    }
+
+    /// Sends `n` cells over `vcs` VCs through the emulator, stamping each when it is
+    /// offered, then lets the last ones leave.
+    fn send_all<L: CellLink>(e: &mut Emulated<L>, n: u64, vcs: u16, epoch: StdInstant) {
+        let mut vc_seq = vec![0u64; usize::from(vcs)];
+        let mut seq = 0;
+        while seq < n {
+            let vc = (seq % u64::from(vcs)) as u16;
+            let c = cell(
+                seq,
+                vc,
+                vc_seq[usize::from(vc)],
+                epoch.elapsed().as_nanos() as u64,
+            );
+            if e.send_cells(&[c]).unwrap() == 1 {
+                vc_seq[usize::from(vc)] += 1;
+                seq += 1;
+            } else {
+                assert!(e.wait_send(T).unwrap(), "no room for 10 s");
+            }
+        }
+        assert!(e.finish(T).unwrap(), "the emulator did not empty");
+    }
+
+    fn run<L: CellLink, R: CellLink + Send + 'static>(
+        tx: L,
+        rx: R,
+        cfg: &Config,
+        n: u64,
+        vcs: u16,
+    ) -> (Vec<(Cell, StdInstant)>, Emulated<L>, R, StdInstant) {
+        let epoch = StdInstant::now();
+        let done = Arc::new(AtomicBool::new(false));
+        let r = receiver(rx, done.clone());
+        let mut e = Emulated::new(tx, cfg);
+        send_all(&mut e, n, vcs, epoch);
+        done.store(true, Ordering::Release);
+        let (got, rx) = r.join().unwrap();
+        let c = e.emulator_counters();
+        assert_eq!(
+            (c.queue_drops, c.overflow_drops),
+            (0, 0),
+            "back-pressure, not drops"
+        );
+        assert_eq!(c.offered, n);
+        (got, e, rx, epoch)
+    }
+
+    /// Within `k` standard deviations of a binomial(n, p) count.
+    fn binomial_ok(count: u64, n: u64, p: f64, k: f64) -> bool {
+        let mean = n as f64 * p;
+        let sd = (n as f64 * p * (1.0 - p)).sqrt();
+        (count as f64 - mean).abs() <= k * sd
+    }
+
+    #[test]
+    fn random_loss_over_udp() {
+        let (a, b) = udp_pair();
+        const N: u64 = 30_000;
+        let cfg = config(cps(100_000), "loss=1%,seed=7");
+        let (got, e, b, _) = run(a, b, &cfg, N, 1);
+        let c = e.emulator_counters();
+        assert_eq!(
+            b.counters().rx_lost,
+            0,
+            "UDP itself lost datagrams; the test cannot judge"
+        );
+        assert_eq!(
+            got.len() as u64,
+            N - c.lost_random,
+            "exactly the emulator's losses"
+        );
+        assert!(binomial_ok(c.lost_random, N, 0.01, 5.0), "{c:?}");
+        // Order is kept and nothing is duplicated.
+        let seqs: Vec<u64> = got.iter().map(|(c, _)| field(c, 5)).collect();
+        assert!(seqs.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(e.counters().tx_cells, got.len() as u64);
+    }
+
+    #[test]
+    fn burst_loss_over_shm_has_the_mean_burst_length() {
+        let (a, b) = ShmLink::pair(1024).unwrap();
+        const N: u64 = 100_000;
+        let cfg = config(Rate::Unlimited, "burst=2%/8,seed=3");
+        let (got, e, _, _) = run(a, b, &cfg, N, 1);
+        let c = e.emulator_counters();
+        assert_eq!(got.len() as u64, N - c.lost_burst);
+        // Runs of missing sequence numbers are the bursts.
+        let mut bursts = Vec::new();
+        let mut expect = 0;
+        for (cell, _) in &got {
+            let s = field(cell, 5);
+            if s > expect {
+                bursts.push(s - expect);
+            }
+            expect = s + 1;
+        }
+        if expect < N {
+            bursts.push(N - expect);
+        }
+        let lost: u64 = bursts.iter().sum();
+        assert_eq!(lost, c.lost_burst);
+        let ratio = lost as f64 / N as f64;
+        let mean_len = lost as f64 / bursts.len() as f64;
+        assert!((0.01..=0.03).contains(&ratio), "loss ratio {ratio}");
+        assert!(
+            (5.5..=10.5).contains(&mean_len),
+            "mean burst {mean_len} cells"
+        );
+    }
+
+    #[test]
+    fn bit_and_header_errors_over_shm() {
+        let (a, b) = ShmLink::pair(1024).unwrap();
+        const N: u64 = 50_000;
+        let cfg = config(Rate::Unlimited, "hec=1%,hec2=0.5%,ber=1e-4,seed=11");
+        let (got, e, _, _) = run(a, b, &cfg, N, 4);
+        let c = e.emulator_counters();
+        assert_eq!(got.len() as u64, N, "no loss configured");
+        let (mut single, mut double, mut payload_bits, mut payload_cells) = (0, 0, 0, 0);
+        for (k, (rx, _)) in got.iter().enumerate() {
+            // No loss and no delay: the k-th cell out is the k-th in; rebuild it.
+            let k = k as u64;
+            let sent = cell(k, (k % 4) as u16, k / 4, 0);
+            let hdr: u32 = (0..5).map(|i| (rx[i] ^ sent[i]).count_ones()).sum();
+            let pay: u32 = (29..CELL_LEN)
+                .map(|i| (rx[i] ^ sent[i]).count_ones())
+                .sum::<u32>()
+                + (5..21).map(|i| (rx[i] ^ sent[i]).count_ones()).sum::<u32>();
+            match hdr {
+                0 => assert_eq!(
+                    natm_wire::cell::hec_syndrome(rx[..5].try_into().unwrap()),
+                    0
+                ),
+                1 => single += 1,
+                2 => double += 1,
+                n => panic!("{n} header bits flipped"),
+            }
+            if hdr > 0 {
+                assert_ne!(
+                    natm_wire::cell::hec_syndrome(rx[..5].try_into().unwrap()),
+                    0
+                );
+            }
+            // Bytes 21..29 carry the send time, which the rebuilt cell does not know, so
+            // only the other 40 payload bytes are compared.
+            payload_bits += u64::from(pay);
+            payload_cells += u64::from(pay > 0);
+        }
+        assert_eq!((single, double), (c.header_single, c.header_multi));
+        assert!(binomial_ok(single, N, 0.01, 5.0), "{single}");
+        assert!(binomial_ok(double, N, 0.005, 5.0), "{double}");
+        // The stamp bytes (64 of the 384 payload bits) are not compared: expect 320/384.
+        let compared_bits = N * 320;
+        assert!(
+            binomial_ok(payload_bits, compared_bits, 1e-4, 5.0),
+            "{payload_bits}"
+        );
+        assert!(payload_bits <= c.payload_bits_flipped && payload_cells <= c.payload_errored);
+    }
+
+    #[test]
+    fn delay_and_jitter_over_udp_keep_each_vc_in_order() {
+        let (a, b) = udp_pair();
+        const N: u64 = 20_000;
+        let cfg = config(cps(100_000), "delay=2ms,jitter=1ms,seed=5");
+        let (got, e, b, epoch) = run(a, b, &cfg, N, 4);
+        assert_eq!(
+            b.counters().rx_lost,
+            0,
+            "UDP itself lost datagrams; the test cannot judge"
+        );
+        assert_eq!(got.len() as u64, N);
+        let c = e.emulator_counters();
+        assert!(
+            c.held_for_order > 0,
+            "jitter ≫ a VC's spacing must hold cells back: {c:?}"
+        );
+        let mut next = [0u64; 4];
+        let mut total = Duration::ZERO;
+        let mut crossed = false;
+        let mut last_seq = 0;
+        for (i, (cell, at)) in got.iter().enumerate() {
+            let vc = usize::from(u16::from_be_bytes([cell[2], cell[3]]) >> 4) - 32;
+            assert_eq!(field(cell, 13), next[vc], "VC {vc} out of order");
+            next[vc] += 1;
+            let sent = epoch + Duration::from_nanos(field(cell, 21));
+            let delay = at.saturating_duration_since(sent);
+            assert!(
+                delay >= Duration::from_millis(1),
+                "{delay:?} below delay - jitter"
+            );
+            total += delay;
+            let seq = field(cell, 5);
+            crossed |= i > 0 && seq < last_seq;
+            last_seq = seq;
+        }
+        assert!(crossed, "cells of different VCs may pass each other");
+        let mean = total / N as u32;
+        assert!(
+            mean >= Duration::from_micros(1900) && mean < Duration::from_millis(50),
+            "mean delay {mean:?}"
+        );
+    }
+
+    /// Cells per second between the first and the last arrival.
+    fn arrival_rate(got: &[(Cell, StdInstant)]) -> f64 {
+        let first = got.first().unwrap().1;
+        let (n, last) = (got.len(), got.last().unwrap().1);
+        (n - 1) as f64 / (last - first).as_secs_f64()
+    }
+
+    #[test]
+    fn line_rate_is_kept_over_shm() {
+        for (rate, per_s) in [("25m", 59_259.26), ("120000", 120_000.0)] {
+            let (a, b) = ShmLink::pair(1024).unwrap();
+            let cfg = config(rate.parse().unwrap(), "");
+            let n = (per_s * 0.3) as u64;
+            let (got, _, _, _) = run(a, b, &cfg, n, 1);
+            assert_eq!(got.len() as u64, n);
+            let r = arrival_rate(&got);
+            assert!(
+                (0.90 * per_s..=1.01 * per_s).contains(&r),
+                "{rate}: {r:.0} cells/s against {per_s}"
+            );
+        }
+    }
+
+    #[test]
+    fn back_pressure_instead_of_drops() {
+        let (a, mut b) = ShmLink::pair(64).unwrap();
+        // 1000 cells/s and a queue of 4: one on the line, four waiting.
+        let cfg = Config {
+            queue_cells: 4,
+            ..config(cps(1000), "")
+        };
+        let mut e = Emulated::new(a, &cfg);
+        let cells = [cell(0, 0, 0, 0); 20];
+        assert_eq!(e.send_cells(&cells).unwrap(), 5);
+        assert_eq!(e.send_cells(&cells).unwrap(), 0, "full");
+        assert_eq!(e.in_flight(), 5);
+        let t0 = StdInstant::now();
+        assert!(e.wait_send(Some(Duration::from_secs(1))).unwrap());
+        let waited = t0.elapsed();
+        assert!(
+            waited >= Duration::from_micros(500),
+            "slept for a slot: {waited:?}"
+        );
+        assert_eq!(e.send_cells(&cells).unwrap(), 1, "one slot freed");
+        assert!(!e.wait_send(Some(Duration::ZERO)).unwrap());
+        assert!(e.finish(Some(Duration::from_secs(5))).unwrap());
+        let mut buf = [[0u8; CELL_LEN]; 64];
+        assert_eq!(b.recv_cells(&mut buf).unwrap(), 6);
+        let c = e.emulator_counters();
+        assert_eq!((c.offered, c.delivered, c.queue_drops), (6, 6, 0));
+        assert_eq!(e.counters().tx_cells, 6, "the inner link's counters");
+    }
+}
