@@ -861,7 +861,9 @@ impl Adapter {
     /// with a backlog), or a reassembly deadline. `None`: nothing until the next input.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let tx = match &self.sched {
-            Some(s) => s.poll_timeout(),
+            // The scheduler's clock only moves in poll_transmit: never report a time
+            // before the latest `now` the adapter has seen.
+            Some(s) => s.poll_timeout().map(|t| t.max(self.now)),
             None => (!self.ring.is_empty()).then_some(self.now),
         };
         let rx = match self.timer_head {

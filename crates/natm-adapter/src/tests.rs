@@ -452,6 +452,24 @@ fn test_rated_post_tx() {
     ));
 }
 
+#[test]
+fn test_rated_handle_timeout_then_poll_timeout() {
+    // Found by fuzzing: the scheduler's clock moves only in poll_transmit, so after time
+    // passed in handle_timeout its deadline could be before the adapter's `now`.
+    let mut a = Adapter::new(AdapterConfig {
+        link: LinkRate::CellsPerSecond(1000),
+        ..config()
+    })
+    .unwrap();
+    a.open_vc(10, vc(0), VcSpec::cbr(1000), RxVcConfig::aal5(100))
+        .unwrap();
+    let mut m = Checked::new(16, 4096);
+    post_tx(&mut a, &mut m, 0, &sdu(10, 1), 10);
+    let later = T0 + Duration::from_secs(5);
+    a.handle_timeout(later);
+    assert_eq!(a.poll_timeout(), Some(later));
+}
+
 // ------------------------------------------------------------------ receive
 
 #[test]
