@@ -62,8 +62,9 @@
 //!   SDU in one `read` and computes their CRC-32 in one update (carry-less multiply from 128
 //!   bytes up), then cuts cells from it; on receive it copies payloads in, and writes and
 //!   CRCs them in one go when the stage is full, the frame ends, another VC's cell comes, or
-//!   the call returns. Per-cell 48-byte CRC updates take the table path and were measured
-//!   slower (see the bench). Nothing is staged between calls.
+//!   the call returns. Per-cell 48-byte CRC updates would take natm-wire's table path
+//!   (below its 128-byte carry-less threshold); that alternative and other stage sizes were
+//!   not measured. Nothing is staged between calls.
 //! * **Unlimited links** have no line rate to share, so no scheduler: backlogged VCs are
 //!   served round robin, a burst of up to [`STAGE_CELLS`] cells of one SDU per turn. Their
 //!   [`VcSpec`](natm_traffic::sched::VcSpec) is checked but not enforced.
