@@ -1,0 +1,341 @@
+//! [`Driver`]: one adapter model between one application channel and one link.
+//!
+//! Data flow of one [`Driver::poll`] (each step moves what it can *now* and never waits):
+//!
+//! ```text
+//!  application ── AppEnd ══ channel region ══ AdapterEnd ─┐
+//!     tx descriptors, free rx buffers  ──────────────────►│ post_tx / post_rx_buffer
+//!                                                          │
+//!  link.recv_cells ──────────────────────────────────────►│ Adapter::handle_cells
+//!                                  (payloads written into posted buffers in the region)
+//!  link.send_cells ◄──────────────────────────────────────│ Adapter::poll_transmit
+//!                                  (cells segmented straight from the region's buffers)
+//!  completions ◄──────────────────────────────────────────┘ poll_completion
+//! ```
+//!
+//! The driver holds the only copy of a batch the link refused (it sends it first next
+//! time, before asking the adapter for more), and of a completion the completion ring had no
+//! room for, so nothing the adapter produced is lost when the link or the application
+//! falls behind. Descriptors the application got wrong (out of bounds, a buffer the adapter
+//! holds) are refused by the channel, counted in [`DriverCounters::refused`], and skipped.
+//!
+//! What it is not: it does not wait (callers loop on `poll`, or sleep on the link's
+//! `poll_fd` and the channel's notification), has no threads, and opens no VCs (the
+//! caller does, on [`Driver::adapter_mut`]). The time base is a `std::time::Instant` taken
+//! when the driver is made, given to the adapter as a `natm_core::Instant`.
+
+use std::collections::VecDeque;
+use std::io;
+use std::time::Instant as StdInstant;
+
+use natm_adapter::{Adapter, BufferId, BufferMemory, Completion, Direction, MemoryError, Status};
+use natm_core::{Duration, Instant};
+use natm_link::{Cell, CellLink};
+use natm_nic::channel::{self as nic, AdapterEnd, ChannelError, PollError};
+
+/// Cells moved per link call.
+pub const BATCH: usize = 64;
+
+/// The status codes a completion carries in the channel (0 is success), one per
+/// [`Status`]; an application reads them with [`status_from_code`].
+pub fn status_code(status: Status) -> u16 {
+    match status {
+        Status::Ok => 0,
+        Status::Aborted => 1,
+        Status::UnknownVc => 2,
+        Status::BadLength => 3,
+        Status::QueueFull => 4,
+        Status::UnknownBuffer => 5,
+        Status::NotOwned => 6,
+        Status::MemoryFault => 7,
+    }
+}
+
+/// The [`Status`] of a channel completion's status code, if it is one.
+pub fn status_from_code(code: u16) -> Option<Status> {
+    Some(match code {
+        0 => Status::Ok,
+        1 => Status::Aborted,
+        2 => Status::UnknownVc,
+        3 => Status::BadLength,
+        4 => Status::QueueFull,
+        5 => Status::UnknownBuffer,
+        6 => Status::NotOwned,
+        7 => Status::MemoryFault,
+        _ => return None,
+    })
+}
+
+/// What the driver itself counts (the adapter and the link count the rest).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DriverCounters {
+    /// Calls to [`Driver::poll`].
+    pub polls: u64,
+    /// Descriptors the channel refused (the application's mistakes), skipped.
+    pub refused: u64,
+    /// Times the link took fewer cells than offered.
+    pub link_full: u64,
+    /// Times the completion ring was full and a completion waited in the driver.
+    pub completions_deferred: u64,
+    /// Completions the channel refused (a buffer it does not think the adapter holds): a
+    /// disagreement between the two ownership books, which should never happen.
+    pub completions_refused: u64,
+}
+
+/// What a call to [`Driver::poll`] moved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Descriptors and free buffers taken from the channel.
+    pub posted: usize,
+    /// Cells received from the link.
+    pub cells_in: usize,
+    /// Cells handed to the link.
+    pub cells_out: usize,
+    /// Completions posted to the channel.
+    pub completed: usize,
+}
+
+impl Progress {
+    /// Whether anything moved.
+    pub fn any(&self) -> bool {
+        self.posted + self.cells_in + self.cells_out + self.completed > 0
+    }
+}
+
+/// Why the driver stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    /// The application broke a ring of the channel (its indices make no sense).
+    #[error("channel: {0}")]
+    Channel(#[from] natm_nic::RingFault),
+    /// The link failed.
+    #[error("link: {0}")]
+    Link(#[from] io::Error),
+}
+
+/// The channel's buffers as the adapter sees them: reads and writes go through the
+/// channel's ownership checks, so the adapter can only touch what the channel handed it.
+struct ChannelMemory<'a>(&'a mut AdapterEnd);
+
+fn memory_error(
+    id: BufferId,
+    offset: usize,
+    len: usize,
+    size: usize,
+) -> impl Fn(ChannelError) -> MemoryError {
+    move |e| match e {
+        ChannelError::NoSuchBuffer(_) => MemoryError::UnknownBuffer(id),
+        ChannelError::TooLong { .. } => MemoryError::OutOfBounds {
+            id,
+            offset,
+            len,
+            size,
+        },
+        _ => MemoryError::Refused(id),
+    }
+}
+
+impl BufferMemory for ChannelMemory<'_> {
+    fn read(&self, id: BufferId, offset: usize, out: &mut [u8]) -> Result<(), MemoryError> {
+        let size = self.0.buffer_size();
+        self.0
+            .read_buffer_at(nic::BufferId(id.0), offset, out)
+            .map_err(memory_error(id, offset, out.len(), size))
+    }
+
+    fn write(&mut self, id: BufferId, offset: usize, data: &[u8]) -> Result<(), MemoryError> {
+        let size = self.0.buffer_size();
+        self.0
+            .write_buffer_at(nic::BufferId(id.0), offset, data)
+            .map_err(memory_error(id, offset, data.len(), size))
+    }
+}
+
+/// An adapter model driven between a channel and a link. See the [module
+/// documentation](self).
+pub struct Driver<L> {
+    adapter: Adapter,
+    end: AdapterEnd,
+    link: L,
+    epoch: StdInstant,
+    /// Cells from the adapter the link has not taken yet: `out[sent..filled]`.
+    out: Box<[Cell; BATCH]>,
+    sent: usize,
+    filled: usize,
+    inbox: Box<[Cell; BATCH]>,
+    deferred: VecDeque<Completion>,
+    counters: DriverCounters,
+}
+
+impl<L: CellLink> Driver<L> {
+    /// Drives `adapter` between the adapter end of a channel and `link`. The adapter's
+    /// buffer ids are the channel's (configure it with the channel's buffer count and
+    /// size).
+    pub fn new(adapter: Adapter, end: AdapterEnd, link: L) -> Driver<L> {
+        Driver {
+            adapter,
+            end,
+            link,
+            epoch: StdInstant::now(),
+            out: Box::new([[0; 53]; BATCH]),
+            sent: 0,
+            filled: 0,
+            inbox: Box::new([[0; 53]; BATCH]),
+            deferred: VecDeque::new(),
+            counters: DriverCounters::default(),
+        }
+    }
+
+    /// The adapter (VCs, counters).
+    pub fn adapter(&self) -> &Adapter {
+        &self.adapter
+    }
+
+    /// The adapter, to open and close VCs.
+    pub fn adapter_mut(&mut self) -> &mut Adapter {
+        &mut self.adapter
+    }
+
+    /// The link.
+    pub fn link(&self) -> &L {
+        &self.link
+    }
+
+    /// The link, to wait on it or flush it.
+    pub fn link_mut(&mut self) -> &mut L {
+        &mut self.link
+    }
+
+    /// The driver's own counters.
+    pub fn counters(&self) -> DriverCounters {
+        self.counters
+    }
+
+    /// The adapter's clock: time since the driver was made.
+    pub fn now(&self) -> Instant {
+        let ns = self.epoch.elapsed().as_nanos();
+        Instant::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
+
+    /// When the adapter next needs [`Driver::poll`] although nothing arrives (a reassembly
+    /// timeout, a shaped VC's next cell), as a real instant.
+    pub fn poll_timeout(&self) -> Option<StdInstant> {
+        let at = self.adapter.poll_timeout()?;
+        let since = at.saturating_duration_since(Instant::from_nanos(0));
+        Some(self.epoch + std::time::Duration::from_nanos(since.as_nanos()))
+    }
+
+    /// Whether cells wait in the driver for the link to take them.
+    pub fn link_backlog(&self) -> usize {
+        self.filled - self.sent
+    }
+
+    /// Moves everything that can move now, in the order of the module documentation.
+    pub fn poll(&mut self) -> Result<Progress, DriverError> {
+        self.counters.polls += 1;
+        let mut progress = Progress::default();
+        let now = self.now();
+        if self.adapter.poll_timeout().is_some_and(|t| t <= now) {
+            self.adapter.handle_timeout(now);
+        }
+        progress.posted = self.take_posts(now)?;
+
+        let n = self.link.recv_cells(&mut self.inbox[..])?;
+        if n > 0 {
+            let mut mem = ChannelMemory(&mut self.end);
+            self.adapter.handle_cells(now, &self.inbox[..n], &mut mem);
+            progress.cells_in = n;
+        }
+
+        progress.cells_out = self.transmit(now)?;
+        progress.completed = self.complete();
+        Ok(progress)
+    }
+
+    fn take_posts(&mut self, now: Instant) -> Result<usize, DriverError> {
+        let mut posted = 0;
+        loop {
+            match self.end.poll_tx() {
+                Ok(Some(req)) => {
+                    self.adapter
+                        .post_tx(now, BufferId(req.buffer.0), req.len as usize, req.handle);
+                    posted += 1;
+                }
+                Ok(None) => break,
+                Err(PollError::Refused(_)) => self.counters.refused += 1,
+                Err(PollError::Fault(f)) => return Err(f.into()),
+            }
+        }
+        loop {
+            match self.end.poll_rx_buffer() {
+                Ok(Some(id)) => {
+                    self.adapter.post_rx_buffer(BufferId(id.0));
+                    posted += 1;
+                }
+                Ok(None) => break,
+                Err(PollError::Refused(_)) => self.counters.refused += 1,
+                Err(PollError::Fault(f)) => return Err(f.into()),
+            }
+        }
+        Ok(posted)
+    }
+
+    fn transmit(&mut self, now: Instant) -> Result<usize, DriverError> {
+        let mut out = 0;
+        loop {
+            if self.sent == self.filled {
+                let mem = ChannelMemory(&mut self.end);
+                self.filled = self.adapter.poll_transmit(now, &mem, &mut self.out[..]);
+                self.sent = 0;
+                if self.filled == 0 {
+                    return Ok(out);
+                }
+            }
+            let n = self.link.send_cells(&self.out[self.sent..self.filled])?;
+            self.sent += n;
+            out += n;
+            if self.sent < self.filled {
+                self.counters.link_full += 1;
+                return Ok(out);
+            }
+        }
+    }
+
+    fn complete(&mut self) -> usize {
+        let mut done = 0;
+        loop {
+            let Some(c) = self
+                .deferred
+                .pop_front()
+                .or_else(|| self.adapter.poll_completion())
+            else {
+                return done;
+            };
+            let id = nic::BufferId(c.buffer.0);
+            let code = status_code(c.status);
+            let r = match c.direction {
+                Direction::Tx => self.end.complete_tx(id, code),
+                Direction::Rx => {
+                    self.end
+                        .complete_rx(id, c.len as u32, c.handle.unwrap_or(u32::MAX), code)
+                }
+            };
+            match r {
+                Ok(()) => done += 1,
+                Err(ChannelError::Full) => {
+                    self.counters.completions_deferred += 1;
+                    self.deferred.push_front(c);
+                    return done;
+                }
+                // Refusals of a post (unknown or already-held buffer) hand nothing back; the
+                // channel has no record of holding them either.
+                Err(_) => self.counters.completions_refused += 1,
+            }
+        }
+    }
+}
+
+/// A duration in the adapter's units from a std one.
+pub fn duration(d: std::time::Duration) -> Duration {
+    Duration::from_nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}

@@ -1,0 +1,176 @@
+//! Application → channel → adapter → link → adapter → channel → application, in one thread
+//! over a shared-memory link pair: what a user of the driver relies on.
+
+use std::time::{Duration, Instant};
+
+use natm_adapter::{Adapter, AdapterConfig, RxVcConfig, Status};
+use natm_core::VcId;
+use natm_host::driver::{Driver, status_from_code};
+use natm_link::CellLink;
+use natm_link::shm::{ShmLink, ShmWait};
+use natm_nic::channel::{AppEnd, BufferId, Channel, ChannelConfig};
+use natm_nic::shm::HeapMem;
+use natm_traffic::sched::VcSpec;
+
+const BUFFERS: u32 = 16;
+const SIZE: u32 = 66_048; // a 65,535-byte SDU's cells, rounded up to 64
+
+fn side(link: ShmLink) -> (AppEnd, Driver<ShmLink>) {
+    let cfg = ChannelConfig {
+        tx_entries: 16,
+        rx_entries: 16,
+        completion_entries: 32,
+        buffer_size: SIZE,
+        buffer_count: BUFFERS,
+    };
+    let region = HeapMem::new(cfg.layout().unwrap().region_size).unwrap();
+    let ch = Channel::create(std::sync::Arc::new(region), &cfg).unwrap();
+    let app = ch.app().unwrap();
+    let mut adapter = Adapter::new(AdapterConfig::new(BUFFERS, SIZE as usize)).unwrap();
+    adapter
+        .open_vc(
+            7,
+            VcId::uni(0, 32).unwrap(),
+            VcSpec::ubr(1_000_000, 1),
+            RxVcConfig::aal5(65_535),
+        )
+        .unwrap();
+    (app, Driver::new(adapter, ch.adapter().unwrap(), link))
+}
+
+/// Polls both drivers until `done` holds or two seconds pass.
+fn run(
+    a: &mut Driver<ShmLink>,
+    b: &mut Driver<ShmLink>,
+    mut done: impl FnMut(&Driver<ShmLink>, &Driver<ShmLink>) -> bool,
+) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        a.poll().unwrap();
+        b.poll().unwrap();
+        if done(a, b) {
+            return true;
+        }
+    }
+    false
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31) ^ seed)
+        .collect()
+}
+
+#[test]
+fn sdus_of_every_size_arrive_whole_in_posted_buffers() {
+    let (la, lb) = ShmLink::heap_pair(1024, ShmWait::BusyPoll).unwrap();
+    let (mut app_a, mut a) = side(la);
+    let (mut app_b, mut b) = side(lb);
+    for i in 0..BUFFERS {
+        app_b.post_rx(BufferId(i)).unwrap();
+    }
+    let sizes = [1usize, 40, 41, 48, 1500, 8192, 65_535];
+    for (k, &len) in sizes.iter().enumerate() {
+        let data = pattern(len, k as u8);
+        app_a.write_buffer(BufferId(k as u32), &data).unwrap();
+        app_a.post_tx(BufferId(k as u32), len as u32, 7, 0).unwrap();
+    }
+    let mut got = Vec::new();
+    let mut sent = 0;
+    let ok = run(&mut a, &mut b, |_, _| {
+        while let Some(c) = app_a.poll_completion().unwrap() {
+            assert_eq!(status_from_code(c.status), Some(Status::Ok));
+            sent += 1;
+        }
+        while let Some(c) = app_b.poll_completion().unwrap() {
+            assert!(c.rx);
+            assert_eq!(
+                (c.handle, status_from_code(c.status)),
+                (7, Some(Status::Ok))
+            );
+            let mut data = vec![0; c.len as usize];
+            app_b.read_buffer(c.buffer, &mut data).unwrap();
+            got.push(data);
+            app_b.post_rx(c.buffer).unwrap();
+        }
+        got.len() == sizes.len() && sent == sizes.len()
+    });
+    assert!(ok, "sent {sent}, received {}", got.len());
+    for (k, &len) in sizes.iter().enumerate() {
+        assert_eq!(got[k], pattern(len, k as u8), "SDU {k} of {len} bytes");
+    }
+    let c = b.adapter().counters();
+    assert_eq!(c.frames_in, sizes.len() as u64);
+}
+
+#[test]
+fn no_free_buffer_drops_the_frame_and_counts_it() {
+    let (la, lb) = ShmLink::heap_pair(1024, ShmWait::BusyPoll).unwrap();
+    let (mut app_a, mut a) = side(la);
+    let (mut app_b, mut b) = side(lb);
+    app_a.write_buffer(BufferId(0), b"first").unwrap();
+    app_a.post_tx(BufferId(0), 5, 7, 0).unwrap();
+    assert!(run(&mut a, &mut b, |_, b| b.adapter().counters().no_buffer == 1));
+    // With a buffer posted the next one arrives.
+    app_b.post_rx(BufferId(3)).unwrap();
+    app_a.write_buffer(BufferId(1), b"second").unwrap();
+    app_a.post_tx(BufferId(1), 6, 7, 0).unwrap();
+    let mut got = None;
+    assert!(run(&mut a, &mut b, |_, _| {
+        if let Some(c) = app_b.poll_completion().unwrap() {
+            got = Some(c);
+        }
+        got.is_some()
+    }));
+    let c = got.unwrap();
+    assert_eq!((c.buffer, c.len), (BufferId(3), 6));
+}
+
+#[test]
+fn a_descriptor_for_an_unknown_vc_comes_back_with_its_reason() {
+    let (la, lb) = ShmLink::heap_pair(64, ShmWait::BusyPoll).unwrap();
+    let (mut app_a, mut a) = side(la);
+    let (_app_b, mut b) = side(lb);
+    app_a.post_tx(BufferId(2), 100, 99, 0).unwrap();
+    let mut back = None;
+    assert!(run(&mut a, &mut b, |_, _| {
+        if let Some(c) = app_a.poll_completion().unwrap() {
+            back = Some(c);
+        }
+        back.is_some()
+    }));
+    let c = back.unwrap();
+    assert_eq!(c.buffer, BufferId(2));
+    assert_eq!(status_from_code(c.status), Some(Status::UnknownVc));
+    assert!(!app_a.adapter_holds(BufferId(2)));
+    // Nothing went on the link.
+    assert_eq!(a.link().counters().tx_cells, 0);
+}
+
+#[test]
+fn a_link_that_falls_behind_loses_nothing() {
+    // A 16-cell ring and a 171-cell SDU: the driver keeps what the link refused.
+    let (la, lb) = ShmLink::heap_pair(16, ShmWait::BusyPoll).unwrap();
+    let (mut app_a, mut a) = side(la);
+    let (mut app_b, mut b) = side(lb);
+    app_b.post_rx(BufferId(0)).unwrap();
+    let data = pattern(8192, 9);
+    app_a.write_buffer(BufferId(5), &data).unwrap();
+    app_a.post_tx(BufferId(5), 8192, 7, 0).unwrap();
+    // Only the sender runs at first, so the ring fills and the link refuses cells.
+    for _ in 0..10 {
+        a.poll().unwrap();
+    }
+    assert!(a.link_backlog() > 0 && a.counters().link_full > 0);
+    let mut got = None;
+    assert!(run(&mut a, &mut b, |_, _| {
+        if let Some(c) = app_b.poll_completion().unwrap() {
+            got = Some(c);
+        }
+        got.is_some()
+    }));
+    let c = got.unwrap();
+    let mut back = vec![0; c.len as usize];
+    app_b.read_buffer(c.buffer, &mut back).unwrap();
+    assert_eq!(back, data);
+}
