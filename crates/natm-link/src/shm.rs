@@ -27,7 +27,7 @@
 //!
 //! [`ShmWait`] chooses how [`wait_recv`](CellLink::wait_recv) and
 //! [`wait_send`](CellLink::wait_send) wait: spinning on the ring, natm-nic's adaptive
-//! spin/yield/sleep, or blocking in `poll` on the eventfd (the default). In eventfd mode
+//! spin-then-block on the eventfd, or blocking in `poll` on the eventfd (the default). In eventfd mode
 //! the eventfd is also [`poll_fd`](CellLink::poll_fd): a `recv_cells` that finds the ring
 //! empty announces in shared memory that the reader may sleep, so the peer's next batch
 //! makes the fd readable (one `write` by the peer and one `read` here per idle → busy
@@ -67,7 +67,8 @@ use crate::cell::{Cell, CellLink, LinkCounters};
 pub enum ShmWait {
     /// Spin on the ring: the lowest latency, and a whole CPU while waiting.
     BusyPoll,
-    /// Spin, yield, then sleep with a bounded back-off (natm-nic's adaptive mode).
+    /// Spin on the ring for the policy's time, then block on the eventfd (natm-nic's
+    /// adaptive mode: no system call when the peer's cells come during the spin).
     Adaptive(AdaptivePolicy),
     /// Block in `poll` on the eventfd; the eventfd is the link's `poll_fd`.
     #[default]
@@ -346,7 +347,7 @@ impl ShmLink {
         let efd = Arc::new(wait_fd);
         let waiter = match mode {
             ShmWait::BusyPoll => Waiter::BusyPoll,
-            ShmWait::Adaptive(p) => Waiter::Adaptive(p),
+            ShmWait::Adaptive(p) => Waiter::Adaptive(p, efd.clone()),
             ShmWait::EventFd => Waiter::EventFd(efd.clone()),
         };
         Ok(ShmLink {
@@ -556,10 +557,8 @@ mod tests {
     const MODES: [ShmWait; 3] = [
         ShmWait::BusyPoll,
         ShmWait::Adaptive(AdaptivePolicy {
-            spins: 100,
-            yields: 10,
-            sleep_min: Duration::from_micros(10),
-            sleep_max: Duration::from_micros(200),
+            spin: Duration::from_micros(20),
+            yields: 0,
         }),
         ShmWait::EventFd,
     ];

@@ -1,25 +1,43 @@
 //! Notification: how a consumer waits for a ring and how a producer wakes it.
 //!
-//! Four modes per channel ([`Notify`]):
-//! - **busy polling**: the consumer spins on the producer's index. Fastest (a shared-memory
-//!   round trip costs 0.45 µs across cores here), but it owns a vCPU.
-//! - **adaptive**: spin `spins` times, then `sched_yield` `yields` times, then sleep with
-//!   an exponential back-off bounded by `sleep_max`. On a 2-vCPU machine two busy pollers
-//!   that land on one vCPU take 8 ms per round trip, because each burns its whole time
-//!   slice before the other runs; yielding hands the vCPU over (1.3 µs round trip), and
-//!   the bounded sleep stops an idle channel from costing CPU at all.
+//! Four modes per channel ([`Notify`]). The costs are those of this machine (2 vCPUs,
+//! DESIGN §6): a busy-polled shared-memory round trip is 0.45 µs; a kernel wake-up that
+//! crosses to the other vCPU costs 20–45 µs, because an idle vCPU halts.
+//!
+//! - **busy polling**: the consumer spins on the producer's index. Fastest (the cell is seen
+//!   within a cache-line transfer), but it owns a vCPU for as long as it waits, and two
+//!   pollers that land on one vCPU take a whole time slice (8 ms) per round trip. For a
+//!   dedicated core and a busy channel.
+//! - **adaptive** (*spin, then block*): spin on the ring for [`AdaptivePolicy::spin`]
+//!   (30 µs by default, about one cross-vCPU wake-up), then sleep on an eventfd exactly as
+//!   the eventfd mode does. A cell that comes during the spin costs no system call on
+//!   either side and is seen at polling speed; a cell that comes later costs what an
+//!   eventfd wake-up costs, after at most one spin of wasted CPU. That is within twice
+//!   the best choice made in hindsight, whatever the gaps between cells, and the CPU
+//!   spent waiting is bounded by the spin, so an idle channel costs nothing and a poller
+//!   that shares its vCPU hands it over after the spin instead of after a time slice. No
+//!   `sched_yield` by default ([`AdaptivePolicy::yields`]): with CPU-bound processes on
+//!   the same vCPU, a yield gives the CPU away for one of their whole time slices (3.5–7.5
+//!   ms measured), which is worse than blocking. For a channel whose traffic comes in
+//!   bursts with idle gaps: the default choice.
 //! - **eventfd** (the synchronous user-level interrupt): the consumer blocks in `poll` on
 //!   an eventfd (or in the application's own epoll, see [`Waiter::prepare_to_sleep`]).
+//!   Every wake-up is a kernel wake-up (20–45 µs across vCPUs) plus the producer's
+//!   `write`; no CPU is spent waiting. For channels that are mostly idle, or when the
+//!   consumer must sleep in an epoll set with other fds.
 //! - **signal** (the asynchronous one): a real-time signal sent to the consumer's thread
 //!   with `rt_tgsigqueueinfo`, the channel id in `si_value`; the handler records the
-//!   channel in an atomic bitmap and nothing else (async-signal-safe).
+//!   channel in an atomic bitmap and nothing else (async-signal-safe). It costs what the
+//!   eventfd mode costs, and it interrupts a thread that is busy with something else.
 //!
-//! The two blocking modes share the handshake on the ring's consumer-waiting flag, so the
-//! fast path makes no system call: the producer writes the eventfd or sends the signal
-//! only when the consumer announced it is about to sleep.
+//! The three modes that sleep share the handshake on the ring's consumer-waiting flag, so
+//! the fast path makes no system call: the producer writes the eventfd or sends the signal
+//! only when the consumer announced it is about to sleep. An adaptive consumer that is
+//! spinning has not announced anything, so the producer does not kick it.
 //!
 //! ```text
 //! consumer                              producer
+//! (drain the eventfd)
 //! flag = 1            (Relaxed)         tail = t + n        (Release)
 //! fence(SeqCst)                         fence(SeqCst)
 //! if tail moved: flag = 0, run          if flag == 1: flag = 0, kick
@@ -31,13 +49,22 @@
 //! producer sees the flag and kicks (an eventfd count or a pending signal that is not lost
 //! if it arrives before the consumer blocks).
 //!
+//! [`Waiter::wait`] drains the eventfd *before* it announces a sleep, not after it wakes:
+//! the wake-up path is then one `poll` returning and nothing else (the count a kick leaves
+//! is read away before the next sleep, off the latency path). This loses no wake-up: a
+//! kick meant for a sleep is written only after the producer saw that sleep's flag, which
+//! the consumer stored after its drain, so no drain can eat it. A count left over from an
+//! earlier kick makes at worst one `poll` return at once (the loop re-checks the ring and
+//! drains). Applications that sleep in their own epoll use [`Waiter::prepare_to_sleep`] and
+//! [`Waiter::finish_sleep`], which drains after the sleep so that a level-triggered epoll
+//! does not keep reporting the fd.
+//!
 //! An eventfd that comes from another process is checked before it is used
 //! ([`check_eventfd`]: it must be an eventfd in counter mode) and made non-blocking, so a
 //! hostile peer that fills or drains the counter makes a kick fail (counted) or a drain
-//! find nothing, instead of blocking either side.
-//!
-//! Cost: wake-ups across vCPUs take 20–45 µs here (DESIGN §6), which is why the blocking
-//! modes are for idle channels and the polling modes for busy ones.
+//! find nothing, instead of blocking either side. (That is also why the sleep is a `poll`
+//! with a timeout, not a blocking `read`: a peer that drains the count could otherwise
+//! hold the consumer in `read` forever.)
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -146,7 +173,7 @@ pub trait Wakeable {
 pub enum Notify {
     /// Spin on the ring.
     BusyPoll,
-    /// Spin, then yield, then sleep.
+    /// Spin for a bounded time, then block on an eventfd.
     Adaptive(AdaptivePolicy),
     /// Block on an eventfd.
     EventFd,
@@ -154,28 +181,38 @@ pub enum Notify {
     Signal,
 }
 
-/// The adaptive mode's steps.
+/// The adaptive mode's steps: spin, optionally yield, then block on the eventfd.
+///
+/// The spin is the whole trade-off: a cell that comes within it is seen at polling speed
+/// with no system call on either side; one that comes later pays an eventfd wake-up plus
+/// nothing (the spin is over by then). Spinning about as long as a blocking wake-up costs
+/// (20–45 µs across vCPUs here) keeps the total within twice the best choice in hindsight.
+/// Longer spins buy little and burn a CPU that a CPU-bound neighbour may want; under
+/// `SCHED_OTHER` a long spin also risks being preempted mid-spin, and a cell published
+/// then waits for the consumer's next time slice (no kick: it was not asleep).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct AdaptivePolicy {
-    /// Checks with a spin-loop hint before yielding.
-    pub spins: u32,
-    /// Checks each after a `sched_yield` before sleeping.
+    /// How long to spin on the ring (with a spin-loop hint; the clock is read every few
+    /// dozen checks) before blocking. Zero blocks at once, as the eventfd mode does.
+    pub spin: Duration,
+    /// Checks each after a `sched_yield`, between the spin and the sleep. 0 by default:
+    /// when CPU-bound processes share the vCPU, a yield hands it to one of them for a
+    /// whole time slice (milliseconds), far longer than the sleep it was meant to avoid.
+    /// Only useful when the vCPU's other runnable threads are known to be short-lived.
     pub yields: u32,
-    /// First sleep; doubled each time up to `sleep_max`.
-    pub sleep_min: Duration,
-    /// Longest single sleep: the bound on the latency an idle channel adds.
-    pub sleep_max: Duration,
+}
+
+impl AdaptivePolicy {
+    /// The default spin: about one cross-vCPU wake-up here.
+    pub const DEFAULT_SPIN: Duration = Duration::from_micros(30);
 }
 
 impl Default for AdaptivePolicy {
-    /// 2000 spins (a few µs, more than a cross-core round trip), 100 yields, then sleeps
-    /// of 10 µs up to 1 ms.
+    /// Spin [`AdaptivePolicy::DEFAULT_SPIN`] (30 µs), no yields, then block.
     fn default() -> Self {
         AdaptivePolicy {
-            spins: 2000,
-            yields: 100,
-            sleep_min: Duration::from_micros(10),
-            sleep_max: Duration::from_millis(1),
+            spin: Self::DEFAULT_SPIN,
+            yields: 0,
         }
     }
 }
@@ -184,7 +221,7 @@ impl Default for AdaptivePolicy {
 pub enum Waker {
     /// Nothing: the consumer polls.
     None,
-    /// Write the eventfd when the consumer sleeps.
+    /// Write the eventfd when the consumer sleeps (eventfd and adaptive modes).
     EventFd(EventFdWaker),
     /// Send the signal when the consumer sleeps.
     Signal(SignalWaker),
@@ -275,8 +312,10 @@ impl SignalWaker {
 pub enum Waiter {
     /// Spin until ready.
     BusyPoll,
-    /// Spin, yield, sleep.
-    Adaptive(AdaptivePolicy),
+    /// Spin for the policy's time, then block in poll on the eventfd as [`Waiter::EventFd`]
+    /// does; the producer's waker is an eventfd waker on the same eventfd
+    /// ([`Waiter::adaptive`]).
+    Adaptive(AdaptivePolicy, Arc<OwnedFd>),
     /// Block in poll on an eventfd.
     EventFd(Arc<OwnedFd>),
     /// Block in ppoll with the signal unblocked.
@@ -304,6 +343,17 @@ impl Waiter {
                 kicks: Kicks::default(),
             }),
         ))
+    }
+
+    /// An adaptive waiter and the producer's waker for it: an eventfd pair as
+    /// [`Waiter::eventfd`] makes, which the waiter sleeps on once its spin is over. The
+    /// waker kicks only a consumer that announced its sleep, never one that spins.
+    pub fn adaptive(policy: AdaptivePolicy) -> io::Result<(Waiter, Waker)> {
+        let (w, waker) = Waiter::eventfd()?;
+        let Waiter::EventFd(fd) = w else {
+            unreachable!("Waiter::eventfd makes an eventfd waiter")
+        };
+        Ok((Waiter::Adaptive(policy, fd), waker))
     }
 
     /// The waker side for an eventfd received from the consumer: checked to be an eventfd
@@ -336,7 +386,7 @@ impl Waiter {
     pub fn mode(&self) -> Notify {
         match self {
             Waiter::BusyPoll => Notify::BusyPoll,
-            Waiter::Adaptive(p) => Notify::Adaptive(*p),
+            Waiter::Adaptive(p, _) => Notify::Adaptive(*p),
             Waiter::EventFd(_) => Notify::EventFd,
             Waiter::Signal(_) => Notify::Signal,
         }
@@ -350,10 +400,11 @@ impl Waiter {
         }
     }
 
-    /// The fd to register in an epoll set (eventfd mode).
+    /// The fd to register in an epoll set (eventfd mode; in adaptive mode, the one it
+    /// sleeps on after its spin).
     pub fn as_fd(&self) -> Option<BorrowedFd<'_>> {
         match self {
-            Waiter::EventFd(fd) => Some(fd.as_fd()),
+            Waiter::EventFd(fd) | Waiter::Adaptive(_, fd) => Some(fd.as_fd()),
             _ => None,
         }
     }
@@ -363,25 +414,15 @@ impl Waiter {
     /// and the caller must not sleep); true if it may sleep, after which it calls
     /// [`Waiter::finish_sleep`].
     pub fn prepare_to_sleep(&self, ring: &mut impl Wakeable) -> bool {
-        if ring.ready() {
-            return false;
-        }
-        ring.waiting_flag().store(1, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
-        if ring.ready() {
-            ring.waiting_flag().store(0, Ordering::Relaxed);
-            return false;
-        }
-        true
+        announce_sleep(ring)
     }
 
-    /// After a sleep: clears the flag and drains the eventfd.
+    /// After a sleep: clears the flag and drains the eventfd (so that the application's
+    /// level-triggered epoll stops reporting it).
     pub fn finish_sleep(&self, ring: &mut impl Wakeable) {
         ring.waiting_flag().store(0, Ordering::Relaxed);
-        if let Waiter::EventFd(fd) = self {
-            let mut buf = [0u8; 8];
-            // Non-blocking: EAGAIN when the count was already drained, which is fine.
-            let _ = rustix::io::read(&**fd, &mut buf);
+        if let Waiter::EventFd(fd) | Waiter::Adaptive(_, fd) = self {
+            drain(fd);
         }
     }
 
@@ -402,35 +443,15 @@ impl Waiter {
                     return Ok(WaitOutcome::TimedOut);
                 }
             },
-            Waiter::Adaptive(p) => {
-                let p = *p;
-                for _ in 0..p.spins {
-                    if ring.ready() {
-                        return Ok(WaitOutcome::Ready);
-                    }
-                    std::hint::spin_loop();
+            Waiter::Adaptive(p, fd) => {
+                if spin(ring, p, deadline) {
+                    return Ok(WaitOutcome::Ready);
                 }
-                for _ in 0..p.yields {
-                    if ring.ready() {
-                        return Ok(WaitOutcome::Ready);
-                    }
-                    std::thread::yield_now();
-                }
-                let mut nap = p.sleep_min;
-                loop {
-                    if ring.ready() {
-                        return Ok(WaitOutcome::Ready);
-                    }
-                    let now = Instant::now();
-                    if now >= deadline {
-                        return Ok(WaitOutcome::TimedOut);
-                    }
-                    std::thread::sleep(nap.min(deadline - now));
-                    nap = nap.saturating_mul(2).min(p.sleep_max);
-                }
+                sleep_on_eventfd(fd, ring, deadline)
             }
-            Waiter::EventFd(_) | Waiter::Signal(_) => loop {
-                if !self.prepare_to_sleep(ring) {
+            Waiter::EventFd(fd) => sleep_on_eventfd(fd, ring, deadline),
+            Waiter::Signal(r) => loop {
+                if !announce_sleep(ring) {
                     return Ok(WaitOutcome::Ready);
                 }
                 let now = Instant::now();
@@ -438,27 +459,107 @@ impl Waiter {
                     ring.waiting_flag().store(0, Ordering::Relaxed);
                     return Ok(WaitOutcome::TimedOut);
                 }
-                let left = deadline - now;
-                let slept = match self {
-                    Waiter::EventFd(fd) => {
-                        let mut fds = [PollFd::new(&**fd, PollFlags::IN)];
-                        let ts = rustix::event::Timespec::try_from(left).unwrap_or(
-                            rustix::event::Timespec {
-                                tv_sec: i64::MAX,
-                                tv_nsec: 0,
-                            },
-                        );
-                        match poll(&mut fds, Some(&ts)) {
-                            Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
-                            Err(e) => Err(io::Error::from(e)),
-                        }
-                    }
-                    Waiter::Signal(r) => r.sleep(left),
-                    _ => Ok(()),
-                };
-                self.finish_sleep(ring);
+                let slept = r.sleep(deadline - now);
+                ring.waiting_flag().store(0, Ordering::Relaxed);
                 slept?;
             },
         }
+    }
+}
+
+/// Reads the eventfd's count away. Non-blocking (every eventfd here is): `EAGAIN` when
+/// the count is already 0, which is fine.
+fn drain(fd: &OwnedFd) {
+    let mut buf = [0u8; 8];
+    let _ = rustix::io::read(fd, &mut buf);
+}
+
+/// The consumer's half of the handshake: unless the ring is ready, stores the flag,
+/// fences and re-checks. True if the caller may sleep (the flag is set), false if the ring
+/// is ready (the flag is clear).
+fn announce_sleep(ring: &mut impl Wakeable) -> bool {
+    if ring.ready() {
+        return false;
+    }
+    ring.waiting_flag().store(1, Ordering::Relaxed);
+    fence(Ordering::SeqCst);
+    if ring.ready() {
+        ring.waiting_flag().store(0, Ordering::Relaxed);
+        return false;
+    }
+    true
+}
+
+/// Ready checks between two readings of the clock while spinning (a few µs with the
+/// spin-loop hint).
+const SPIN_CHECKS: u32 = 32;
+
+/// The adaptive mode's first phase: spins on `ring` until the policy's spin time (or
+/// `deadline`) passes, then yields `policy.yields` times. True if the ring became ready.
+/// The flag is never set here, so a producer publishing meanwhile makes no system call.
+fn spin(ring: &mut impl Wakeable, policy: &AdaptivePolicy, deadline: Instant) -> bool {
+    let start = Instant::now();
+    let end = start
+        .checked_add(policy.spin)
+        .map_or(deadline, |e| e.min(deadline));
+    loop {
+        for _ in 0..SPIN_CHECKS {
+            if ring.ready() {
+                return true;
+            }
+            core::hint::spin_loop();
+        }
+        if Instant::now() >= end {
+            break;
+        }
+    }
+    for _ in 0..policy.yields {
+        if ring.ready() {
+            return true;
+        }
+        std::thread::yield_now();
+    }
+    false
+}
+
+/// Sleeps in `poll` on `fd` until `ring` is ready or `deadline` passes (eventfd mode, and
+/// adaptive mode after its spin).
+///
+/// The count a kick leaves is drained before the next sleep is announced, not after the
+/// wake-up: the wake-up path is `poll` returning and one look at the ring. The drain comes
+/// before the flag is stored, and a kick for this sleep is written only after the producer
+/// saw the flag, so no kick for this sleep can be drained: the handshake stays
+/// lost-wake-up free. A stale count (a kick that raced with a timeout, or a peer's write)
+/// makes one `poll` return at once; the loop then re-checks the ring and drains.
+fn sleep_on_eventfd(
+    fd: &OwnedFd,
+    ring: &mut impl Wakeable,
+    deadline: Instant,
+) -> io::Result<WaitOutcome> {
+    loop {
+        if ring.ready() {
+            return Ok(WaitOutcome::Ready);
+        }
+        drain(fd);
+        if !announce_sleep(ring) {
+            return Ok(WaitOutcome::Ready);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            ring.waiting_flag().store(0, Ordering::Relaxed);
+            return Ok(WaitOutcome::TimedOut);
+        }
+        let mut fds = [PollFd::new(fd, PollFlags::IN)];
+        let ts =
+            rustix::event::Timespec::try_from(deadline - now).unwrap_or(rustix::event::Timespec {
+                tv_sec: i64::MAX,
+                tv_nsec: 0,
+            });
+        let slept = match poll(&mut fds, Some(&ts)) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
+            Err(e) => Err(io::Error::from(e)),
+        };
+        ring.waiting_flag().store(0, Ordering::Relaxed);
+        slept?;
     }
 }

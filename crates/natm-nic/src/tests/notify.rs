@@ -4,7 +4,7 @@
 //! wake-up, so a lost wake-up fails the test instead of hanging it.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -88,27 +88,220 @@ fn busy_poll_wakes() {
 #[test]
 fn adaptive_wakes_from_its_sleep_phase() {
     for (name, mk) in BACKENDS {
-        let (tx, rx) = link(mk);
+        let (mut tx, rx) = link(mk);
         let policy = AdaptivePolicy {
-            spins: 10,
+            spin: Duration::from_micros(50),
             yields: 10,
-            sleep_min: Duration::from_micros(50),
-            sleep_max: Duration::from_millis(2),
         };
-        // The producer holds back 30 ms, long past the spin and yield phases.
-        let (out, took, _) = wake_once(
-            rx,
-            tx,
-            move || Waiter::Adaptive(policy),
-            false,
-            Duration::from_millis(30),
-        );
+        let (waiter, waker) = Waiter::adaptive(policy).unwrap();
+        tx.set_waker(waker);
+        // The consumer spins 50 µs, yields 10 times and announces its sleep; the producer
+        // then holds back 30 ms more before it publishes.
+        let (out, took, tx) = wake_once(rx, tx, move || waiter, true, Duration::from_millis(30));
         assert_eq!(out, WaitOutcome::Ready, "{name}");
         assert!(
             took >= Duration::from_millis(30),
             "{name}: it waited ({took:?})"
         );
         assert!(took < LONG);
+        assert_eq!(tx.waker().kicks(), 1, "{name}: woken by its kick");
+    }
+}
+
+#[test]
+fn adaptive_spinning_consumer_gets_no_kick() {
+    for (name, mk) in BACKENDS {
+        let (mut tx, rx) = link(mk);
+        // A spin far longer than the test: the cell always comes while it spins.
+        let policy = AdaptivePolicy {
+            spin: LONG * 2,
+            yields: 0,
+        };
+        let (waiter, waker) = Waiter::adaptive(policy).unwrap();
+        tx.set_waker(waker);
+        let (out, took, tx) = wake_once(
+            rx,
+            tx,
+            move || waiter,
+            false,
+            // Long enough for the consumer to be well inside its spin.
+            Duration::from_millis(5),
+        );
+        assert_eq!(out, WaitOutcome::Ready, "{name}");
+        assert!(took < LONG);
+        assert_eq!(
+            tx.waker().kicks(),
+            0,
+            "{name}: a spinning consumer is not kicked"
+        );
+        assert_eq!(tx.waiting_flag_for_tests().load(Ordering::SeqCst), 0);
+    }
+}
+
+#[test]
+fn adaptive_past_its_spin_blocks_and_one_kick_wakes_it() {
+    for (name, mk) in BACKENDS {
+        let (mut tx, rx) = link(mk);
+        let (waiter, waker) = Waiter::adaptive(AdaptivePolicy::default()).unwrap();
+        assert_eq!(
+            waiter.mode(),
+            crate::notify::Notify::Adaptive(AdaptivePolicy::default())
+        );
+        assert!(waiter.as_fd().is_some(), "it sleeps on an eventfd");
+        tx.set_waker(waker);
+        // `blocking`: the producer publishes only once the consumer stored the flag, that
+        // is once its spin is over and it is about to block.
+        let (out, took, tx) = wake_once(rx, tx, move || waiter, true, Duration::ZERO);
+        assert_eq!(out, WaitOutcome::Ready, "{name}");
+        assert!(took < LONG);
+        assert_eq!(
+            tx.waker().kicks(),
+            1,
+            "{name}: exactly one write for one sleep"
+        );
+        assert_eq!(tx.waker().kick_failures(), 0, "{name}");
+        assert_eq!(tx.waiting_flag_for_tests().load(Ordering::SeqCst), 0);
+    }
+}
+
+/// A small seeded generator for the stress gaps (xorshift64*).
+struct Gaps(u64);
+
+impl Gaps {
+    fn next_below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+    }
+}
+
+/// Ping-pong of `rounds` single cells: the producer publishes cell `i` only after the
+/// consumer took cell `i - 1` and went back to wait, after a gap drawn from `0..=gap_max`
+/// or, every other round on average, from `0..=2 µs` (the consumer is then between its
+/// return to `wait` and its sleep); gaps are busy-waited, so precise to a µs or so. Each
+/// publish is the only
+/// one that can wake the consumer, so a lost wake-up leaves the consumer asleep until
+/// its 10 s timeout and fails the round. Returns the producer (for its kick counts).
+fn ping_pong(
+    mk: fn(usize) -> crate::shm::Region,
+    waiter: Waiter,
+    waker: Waker,
+    rounds: u64,
+    gap_max: Duration,
+    seed: u64,
+) -> CellProducer {
+    let (mut tx, mut rx) = link(mk);
+    tx.set_waker(waker);
+    let taken = Arc::new(AtomicU64::new(0));
+    let t2 = taken.clone();
+    let mut waiter = waiter;
+    let consumer = std::thread::spawn(move || {
+        let mut c = [[0u8; 53]; 2];
+        for i in 0..rounds {
+            let out = waiter.wait(&mut rx, LONG).unwrap();
+            assert_eq!(out, WaitOutcome::Ready, "round {i}: the wake-up was lost");
+            assert_eq!(rx.pop_batch(&mut c), 1, "round {i}");
+            assert_eq!(check_cell(&c[0]), Some(i));
+            t2.store(i + 1, Ordering::Release);
+        }
+    });
+    let mut gaps = Gaps(seed | 1);
+    let max_ns = gap_max.as_nanos() as u64 + 1;
+    for i in 0..rounds {
+        // Spun, not yielded: the publish must be able to land within a µs of the
+        // consumer's return to `wait`.
+        let deadline = Instant::now() + LONG;
+        while taken.load(Ordering::Acquire) < i {
+            assert!(
+                Instant::now() < deadline,
+                "round {i}: the consumer is stuck"
+            );
+            std::hint::spin_loop();
+        }
+        let gap = Duration::from_nanos(match gaps.next_below(2) {
+            0 => gaps.next_below(2001),
+            _ => gaps.next_below(max_ns),
+        });
+        let t0 = Instant::now();
+        while t0.elapsed() < gap {
+            std::hint::spin_loop();
+        }
+        assert_eq!(tx.push_batch(&[cell(i)]), 1);
+    }
+    consumer.join().unwrap();
+    tx
+}
+
+#[test]
+fn adaptive_loses_no_wake_up_around_its_spin_threshold() {
+    // Gaps of 0–50 µs around a 20 µs spin: some cells come while the consumer spins,
+    // some as it announces its sleep, some once it sleeps.
+    const ROUNDS: u64 = 3000;
+    for (i, (name, mk)) in BACKENDS.into_iter().enumerate() {
+        let policy = AdaptivePolicy {
+            spin: Duration::from_micros(20),
+            yields: 0,
+        };
+        let (waiter, waker) = Waiter::adaptive(policy).unwrap();
+        let tx = ping_pong(
+            mk,
+            waiter,
+            waker,
+            ROUNDS,
+            Duration::from_micros(50),
+            7 + i as u64,
+        );
+        assert!(
+            tx.waker().kicks() <= ROUNDS,
+            "{name}: at most a kick per cell"
+        );
+        assert_eq!(tx.waker().kick_failures(), 0, "{name}");
+    }
+}
+
+#[test]
+fn eventfd_loses_no_wake_up_with_the_drain_before_the_sleep() {
+    // The eventfd mode drains before it announces a sleep, not after it wakes: cells
+    // published at every point of that sequence must each wake it.
+    const ROUNDS: u64 = 5000;
+    for (i, (name, mk)) in BACKENDS.into_iter().enumerate() {
+        let (waiter, waker) = Waiter::eventfd().unwrap();
+        let tx = ping_pong(
+            mk,
+            waiter,
+            waker,
+            ROUNDS,
+            Duration::from_micros(30),
+            11 + i as u64,
+        );
+        assert!(tx.waker().kicks() <= ROUNDS, "{name}");
+        assert_eq!(tx.waker().kick_failures(), 0, "{name}");
+    }
+}
+
+#[test]
+fn a_kick_left_from_an_earlier_sleep_does_not_end_the_next_wait() {
+    for make in [
+        Waiter::eventfd as fn() -> std::io::Result<(Waiter, Waker)>,
+        || Waiter::adaptive(AdaptivePolicy::default()),
+    ] {
+        let (_tx, mut rx) = link(BACKENDS[0].1);
+        let (mut waiter, _waker) = make().unwrap();
+        // A count is pending (a kick that raced with an earlier timeout, say), and the
+        // ring is empty: the wait drains it, sleeps, and times out.
+        rustix::io::write(waiter.as_fd().unwrap(), &1u64.to_ne_bytes()).unwrap();
+        assert_eq!(
+            waiter.wait(&mut rx, Duration::from_millis(20)).unwrap(),
+            WaitOutcome::TimedOut
+        );
+        assert_eq!(rx.waiting_flag().load(Ordering::Relaxed), 0);
+        // And the count is gone.
+        let mut buf = [0u8; 8];
+        assert_eq!(
+            rustix::io::read(waiter.as_fd().unwrap(), &mut buf),
+            Err(rustix::io::Errno::AGAIN)
+        );
     }
 }
 
@@ -117,7 +310,7 @@ fn polling_modes_time_out_on_an_empty_ring() {
     let (_tx, mut rx) = link(BACKENDS[0].1);
     for mut w in [
         Waiter::BusyPoll,
-        Waiter::Adaptive(AdaptivePolicy::default()),
+        Waiter::adaptive(AdaptivePolicy::default()).unwrap().0,
     ] {
         let t0 = Instant::now();
         assert_eq!(
@@ -131,7 +324,7 @@ fn polling_modes_time_out_on_an_empty_ring() {
     assert_eq!(tx.push_batch(&[cell(1)]), 1);
     for mut w in [
         Waiter::BusyPoll,
-        Waiter::Adaptive(AdaptivePolicy::default()),
+        Waiter::adaptive(AdaptivePolicy::default()).unwrap().0,
     ] {
         assert_eq!(
             w.wait(&mut ready, Duration::MAX).unwrap(),

@@ -20,9 +20,9 @@
 //! cell**. The modes:
 //!
 //! * `poll`: [`Waiter::BusyPoll`], no waker;
-//! * `adaptive`: [`Waiter::Adaptive`] with the default policy (spin, yield, then sleeps of
-//!   10 µs doubling to 1 ms), no waker: its latency is the sleep it is in when the cell
-//!   comes;
+//! * `adaptive`: [`Waiter::adaptive`] with the default policy (spin 30 µs, then the
+//!   eventfd mode's sleep; the gaps are longer than the spin, so every sample measures the
+//!   wake-up from the sleep);
 //! * `eventfd`: [`Waiter::eventfd`] (`poll(2)` on an eventfd, written by the producer only
 //!   when the consumer announced it sleeps);
 //! * `signal`: [`Waiter::signal`] (`ppoll(2)` with a real-time signal unblocked, sent with
@@ -344,7 +344,8 @@ fn consumer(
             Mech::Poll | Mech::Adaptive | Mech::EventFd | Mech::Signal => {
                 let (mut waiter, waker) = match mech {
                     Mech::Poll => (Waiter::BusyPoll, Waker::None),
-                    Mech::Adaptive => (Waiter::Adaptive(AdaptivePolicy::default()), Waker::None),
+                    Mech::Adaptive => Waiter::adaptive(AdaptivePolicy::default())
+                        .map_err(|e| format!("eventfd: {e}"))?,
                     Mech::EventFd => Waiter::eventfd().map_err(|e| format!("eventfd: {e}"))?,
                     _ => {
                         let w =
@@ -653,7 +654,8 @@ struct ModeReport {
     missed_wakeups: u64,
     /// Samples from another round (never expected).
     stray: u64,
-    /// System calls the producer made to wake the consumer (none for the polling modes).
+    /// System calls the producer made to wake the consumer (none for `poll`; for
+    /// `adaptive`, only the samples that found it asleep after its spin).
     kicks: Option<u64>,
     kick_failures: Option<u64>,
     median_us: Option<f64>,
@@ -711,7 +713,7 @@ fn mode_reports(
         .map(|&m| {
             let mut t = tally.remove(&m).unwrap_or_default();
             t.latencies_ns.sort_unstable();
-            let blocking = !matches!(m, Mech::Poll | Mech::Adaptive);
+            let blocking = m != Mech::Poll;
             let (k, kf) = kicks.get(&m).copied().unwrap_or((0, 0));
             ModeReport {
                 mode: m.name(),
