@@ -12,7 +12,10 @@
 //! After criterion's own report, a summary prints the median and interquartile range of
 //! each benchmark's samples (cells/s) and the ratio shm/bare, then the same for 15
 //! interleaved bare/shm pairs, which see the same load from other processes. `shm-heap` is
-//! the same ring over the heap stand-in, for reference.
+//! the same ring over the heap stand-in, for reference. `shm-link` is what a natm user
+//! sends through: natm-link's `ShmLink` (the same memfd ring behind the `CellLink` trait,
+//! with its counters and the producer-space handshake), busy polling; it is measured
+//! against `bare` too.
 
 use std::cell::UnsafeCell;
 use std::path::PathBuf;
@@ -258,21 +261,41 @@ fn shm_once(cells: u64) -> Duration {
     .0
 }
 
-/// Alternates bare and shm runs so both see the same load from other processes; returns
-/// sorted rates (cells/s) of each and the sorted ratios of each pair.
-fn interleaved(pairs: usize, cells: u64) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-    let (mut b, mut s, mut r) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..pairs {
+fn shm_link_once(cells: u64) -> Duration {
+    use natm_link::CellLink as _;
+    use natm_link::shm::{ShmLink, ShmWait};
+    let (tx, mut rx) = ShmLink::pair_with(ENTRIES as u32, ShmWait::BusyPoll).expect("shm link");
+    run(
+        cells,
+        tx,
+        |t, cells| t.send_cells(cells).expect("a fresh link does not fail"),
+        |o| rx.recv_cells(o).expect("a fresh link does not fail"),
+    )
+    .0
+}
+
+/// Sorted rates (cells/s) of bare, shm and shm-link runs alternated so that all see the
+/// same load from other processes, and the sorted ratios shm/bare and shm-link/bare of
+/// each round.
+type Rounds = (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>);
+
+fn interleaved(rounds: usize, cells: u64) -> Rounds {
+    let (mut b, mut s, mut r, mut l, mut rl) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
         let rb = cells as f64 / bare_once(cells).as_secs_f64();
         let rs = cells as f64 / shm_once(cells).as_secs_f64();
+        let rk = cells as f64 / shm_link_once(cells).as_secs_f64();
         b.push(rb);
         s.push(rs);
+        l.push(rk);
         r.push(rs / rb);
+        rl.push(rk / rb);
     }
-    for v in [&mut b, &mut s, &mut r] {
+    for v in [&mut b, &mut s, &mut r, &mut l, &mut rl] {
         v.sort_by(f64::total_cmp);
     }
-    (b, s, r)
+    (b, s, r, l, rl)
 }
 
 fn main() {
@@ -307,6 +330,9 @@ fn main() {
         g.bench_function("shm", |b| {
             b.iter_custom(|iters| shm_once(iters * CELLS_PER_ITER))
         });
+        g.bench_function("shm-link", |b| {
+            b.iter_custom(|iters| shm_link_once(iters * CELLS_PER_ITER))
+        });
         g.bench_function("shm-heap", |b| {
             b.iter_custom(|iters| {
                 let bytes = CellLink::region_bytes(ENTRIES as u32).expect("valid size");
@@ -328,23 +354,28 @@ fn main() {
     c.final_summary();
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("load average after: {}", load.trim());
-    if let (Some(bare), Some(shm)) = (samples("bare"), samples("shm")) {
+    if let (Some(bare), Some(shm), Some(link)) =
+        (samples("bare"), samples("shm"), samples("shm-link"))
+    {
         println!();
-        print_rates(&[("bare", &bare), ("shm", &shm)]);
+        print_rates(&[("bare", &bare), ("shm", &shm), ("shm-link", &link)]);
         println!(
-            "\nratio shm/bare (medians): {:.2} (goal >= 0.7)",
-            quantile(&shm, 0.5) / quantile(&bare, 0.5)
+            "\nratio shm/bare (medians): {:.2}, shm-link/bare {:.2} (goal >= 0.7)",
+            quantile(&shm, 0.5) / quantile(&bare, 0.5),
+            quantile(&link, 0.5) / quantile(&bare, 0.5)
         );
     }
     // Criterion runs bare, then shm: on a shared machine the load can change in between.
     // Interleaved pairs see the same load.
-    let (b, s, r) = interleaved(15, 2_000_000);
-    println!("\ninterleaved, 15 pairs of 2M cells (same load for both):");
-    print_rates(&[("bare", &b), ("shm", &s)]);
-    println!(
-        "ratio shm/bare per pair: median {:.2}, IQR {:.2}–{:.2} (goal >= 0.7)",
-        quantile(&r, 0.5),
-        quantile(&r, 0.25),
-        quantile(&r, 0.75)
-    );
+    let (b, s, r, l, rl) = interleaved(15, 2_000_000);
+    println!("\ninterleaved, 15 rounds of bare, shm, shm-link, 2M cells each (same load):");
+    print_rates(&[("bare", &b), ("shm", &s), ("shm-link", &l)]);
+    for (name, r) in [("shm/bare", &r), ("shm-link/bare", &rl)] {
+        println!(
+            "ratio {name} per round: median {:.2}, IQR {:.2}–{:.2} (goal >= 0.7)",
+            quantile(r, 0.5),
+            quantile(r, 0.25),
+            quantile(r, 0.75)
+        );
+    }
 }
