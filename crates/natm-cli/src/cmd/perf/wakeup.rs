@@ -46,8 +46,9 @@
 //! the hidden `natm perf spin`, `SCHED_OTHER`, unpinned, each ending by itself after the
 //! condition's time bound and killed when the condition ends) and `--sched` (`other`, or
 //! `fifo`: producer and consumer at `SCHED_FIFO` priority [`FIFO_PRIORITY`]). Modes run
-//! interleaved in rounds of [`ROUND`] samples, so a change of load during a condition
-//! touches every mode alike.
+//! interleaved in rounds of [`ROUND`] samples, in an order that rotates every round, so a
+//! change of load during a condition touches every mode alike and no mode always follows
+//! the same one.
 //!
 //! Under `SCHED_FIFO` a busy-polling consumer owns its CPU: the disturbers sharing it do
 //! not run while a `poll` round lasts (about 40 ms), and the kernel's real-time throttling
@@ -779,10 +780,14 @@ fn run_condition(
     mechs.sort();
     mechs.dedup();
     let rounds = plan.samples.div_ceil(ROUND);
+    // The order rotates every round: a mode that always ran right after a busy-polling
+    // round (CPUs awake and warm) or after a sleeping one would carry that into its figures.
     let schedule: Vec<(Mech, u64, u64)> = (0..rounds)
         .flat_map(|r| {
             let n = ROUND.min(plan.samples - r * ROUND);
-            mechs.iter().map(move |&m| (m, r, n))
+            let k = mechs.len();
+            let mechs = &mechs;
+            (0..k).map(move |i| (mechs[(i + r as usize) % k], r, n))
         })
         .collect();
     // A generous bound: 5 ms per sample (gaps average 0.3 ms) plus 10 s.
