@@ -29,7 +29,7 @@ use std::io;
 use std::time::Instant as StdInstant;
 
 use natm_adapter::{Adapter, BufferId, BufferMemory, Completion, Direction, MemoryError, Status};
-use natm_core::{Duration, Instant};
+use natm_core::Instant;
 use natm_link::{Cell, CellLink};
 use natm_nic::channel::{self as nic, AdapterEnd, ChannelError, PollError};
 
@@ -248,7 +248,7 @@ impl<L: CellLink> Driver<L> {
         }
 
         progress.cells_out = self.transmit(now)?;
-        progress.completed = self.complete();
+        progress.completed = self.complete()?;
         Ok(progress)
     }
 
@@ -301,7 +301,7 @@ impl<L: CellLink> Driver<L> {
         }
     }
 
-    fn complete(&mut self) -> usize {
+    fn complete(&mut self) -> Result<usize, DriverError> {
         let mut done = 0;
         loop {
             let Some(c) = self
@@ -309,7 +309,7 @@ impl<L: CellLink> Driver<L> {
                 .pop_front()
                 .or_else(|| self.adapter.poll_completion())
             else {
-                return done;
+                return Ok(done);
             };
             let id = nic::BufferId(c.buffer.0);
             let code = status_code(c.status);
@@ -325,7 +325,12 @@ impl<L: CellLink> Driver<L> {
                 Err(ChannelError::Full) => {
                     self.counters.completions_deferred += 1;
                     self.deferred.push_front(c);
-                    return done;
+                    return Ok(done);
+                }
+                Err(ChannelError::Fault(f)) => {
+                    // Kept: the caller sees the broken ring and decides what to do.
+                    self.deferred.push_front(c);
+                    return Err(f.into());
                 }
                 // Refusals of a post (unknown or already-held buffer) hand nothing back; the
                 // channel has no record of holding them either.
@@ -333,9 +338,4 @@ impl<L: CellLink> Driver<L> {
             }
         }
     }
-}
-
-/// A duration in the adapter's units from a std one.
-pub fn duration(d: std::time::Duration) -> Duration {
-    Duration::from_nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
