@@ -68,7 +68,6 @@ extern crate alloc;
 
 pub mod rx;
 pub mod tx;
-mod vcmap;
 
 #[cfg(test)]
 mod props;

@@ -24,7 +24,7 @@ use natm_core::{Aal, Duration, HeaderFormat, Instant, VcId, Vci};
 use natm_wire::aal5::{Aal5Error, MAX_SDU, Reassembler, Reassembly, pdu_len};
 use natm_wire::cell::{CELL_LEN, Cell, HEADER_LEN, PAYLOAD_LEN, Pti};
 
-use crate::vcmap::VcMap;
+use natm_core::slotmap::SlotMap;
 
 /// A reassembly timeout that suits LAN round trips: a frame whose cells are more than this
 /// apart is dropped. I.363.5 leaves the value to the implementation.
@@ -390,7 +390,7 @@ struct Slot {
 #[derive(Clone, Debug)]
 pub struct Receiver {
     config: ReceiverConfig,
-    map: VcMap,
+    map: SlotMap,
     slots: Vec<Slot>,
     free: Vec<u32>,
     /// Reassembly deadlines, ordered by time then slot (deterministic ties).
@@ -405,7 +405,7 @@ impl Receiver {
     pub fn new(config: ReceiverConfig) -> Receiver {
         Receiver {
             config,
-            map: VcMap::new(),
+            map: SlotMap::new(),
             slots: Vec::new(),
             free: Vec::new(),
             timers: BTreeSet::new(),
@@ -820,7 +820,7 @@ impl Receiver {
     }
 }
 
-/// The VcMap key of a VC: its VPI above its VCI.
+/// The SlotMap key of a VC: its VPI above its VCI.
 fn key_of(vc: VcId) -> u32 {
     u32::from(vc.vpi.get()) << 16 | u32::from(vc.vci.get())
 }

@@ -14,8 +14,8 @@ use natm_wire::cell::{
 };
 use natm_wire::crc32::{Crc32, RESIDUE};
 
-use crate::map::U32Map;
 use crate::memory::{BufferId, BufferMemory};
+use natm_core::slotmap::SlotMap;
 
 /// Cells gathered before one buffer access and one CRC update (see the crate doc).
 pub const STAGE_CELLS: usize = 16;
@@ -465,8 +465,8 @@ pub struct Adapter {
     vcs: Vec<Option<Vc>>,
     free_slots: Vec<u32>,
     open: usize,
-    by_key: U32Map,
-    by_handle: U32Map,
+    by_key: SlotMap,
+    by_handle: SlotMap,
     /// The last key looked up and its slot (cells of a VC come in runs).
     key_cache: (u32, u32),
     sched: Option<Scheduler>,
@@ -517,8 +517,8 @@ impl Adapter {
             vcs: Vec::new(),
             free_slots: Vec::new(),
             open: 0,
-            by_key: U32Map::new(),
-            by_handle: U32Map::new(),
+            by_key: SlotMap::new(),
+            by_handle: SlotMap::new(),
             key_cache: (NIL, NIL),
             sched,
             sched_slots: Vec::new(),

@@ -86,7 +86,6 @@
 extern crate alloc;
 
 mod adapter;
-mod map;
 pub mod memory;
 
 #[cfg(test)]

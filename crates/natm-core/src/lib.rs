@@ -11,6 +11,8 @@
 //!   `text2qos`/`qos2text` (qos(7)).
 //! * [`addr`]: PVC and SVC addresses ([`AtmAddr`](addr::AtmAddr)) with the text form of
 //!   libatm's `text2atm`/`atm2text`.
+//! * [`slotmap`]: [`SlotMap`](slotmap::SlotMap), the deterministic `u32` → slot table behind
+//!   the per-cell VC lookups.
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 
@@ -19,6 +21,7 @@ extern crate alloc;
 pub mod addr;
 pub mod id;
 pub mod qos;
+pub mod slotmap;
 pub mod time;
 
 pub use addr::{Aesa, AtmAddr, E164, PvcAddr, Sel, SvcAddr};

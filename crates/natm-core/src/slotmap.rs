@@ -1,20 +1,22 @@
-//! A small open-addressing map from a cell's VPI/VCI bits to a slot index.
+//! [`SlotMap`]: a small open-addressing map from a `u32` key (a cell's VPI/VCI bits, a VC
+//! handle) to a `u32` slot index, for the per-cell lookups of natm-aal's receiver and
+//! natm-adapter.
 //!
 //! Why not `BTreeMap`: at 1,000 VCs a B-tree lookup is a dozen dependent compares, a large
 //! share of the ~50 ns a cell may cost. Why not `HashMap`: it needs `std` and its default
 //! hasher is randomly seeded. This table uses a fixed multiplicative hash, linear probing and
 //! backward-shift deletion, so its behaviour is the same on every run and it never holds
-//! tombstones. Iteration order is never used for behaviour.
+//! tombstones. It has no iteration.
 
 use alloc::vec;
 use alloc::vec::Vec;
 
-/// An empty bucket. Keys are at most 28 bits (12-bit VPI, 16-bit VCI), so a full word of
-/// ones is never a key.
+/// An empty bucket: key `u32::MAX` with slot `u32::MAX`, and no slot is `u32::MAX`.
 const EMPTY: u64 = u64::MAX;
 
+/// A map from any `u32` key to a slot index below `u32::MAX`.
 #[derive(Clone, Debug)]
-pub(crate) struct VcMap {
+pub struct SlotMap {
     /// `key << 32 | slot`, or `EMPTY`.
     buckets: Vec<u64>,
     /// `buckets.len() - 1`; the length is a power of two.
@@ -24,14 +26,21 @@ pub(crate) struct VcMap {
     len: usize,
 }
 
-impl VcMap {
-    pub(crate) fn new() -> VcMap {
-        VcMap::with_buckets(16)
+impl Default for SlotMap {
+    fn default() -> SlotMap {
+        SlotMap::new()
+    }
+}
+
+impl SlotMap {
+    /// An empty map.
+    pub fn new() -> SlotMap {
+        SlotMap::with_buckets(16)
     }
 
-    fn with_buckets(n: usize) -> VcMap {
+    fn with_buckets(n: usize) -> SlotMap {
         debug_assert!(n.is_power_of_two() && n >= 2);
-        VcMap {
+        SlotMap {
             buckets: vec![EMPTY; n],
             mask: n - 1,
             shift: 32 - n.trailing_zeros(),
@@ -62,14 +71,15 @@ impl VcMap {
     }
 
     #[inline]
-    pub(crate) fn get(&self, key: u32) -> Option<u32> {
+    /// The slot of `key`.
+    pub fn get(&self, key: u32) -> Option<u32> {
         let i = self.find(key).ok()?;
         Some(self.buckets[i] as u32)
     }
 
-    /// Insert or replace; returns the previous slot.
-    pub(crate) fn insert(&mut self, key: u32, slot: u32) -> Option<u32> {
-        debug_assert!(u64::from(key) << 32 | u64::from(slot) != EMPTY);
+    /// Insert or replace; returns the previous slot. `slot` must not be `u32::MAX`.
+    pub fn insert(&mut self, key: u32, slot: u32) -> Option<u32> {
+        debug_assert!(slot != u32::MAX, "slot u32::MAX marks an empty bucket");
         // Keep the load at most one half: probes stay short.
         if (self.len + 1) * 2 > self.buckets.len() {
             self.grow();
@@ -85,7 +95,8 @@ impl VcMap {
         }
     }
 
-    pub(crate) fn remove(&mut self, key: u32) -> Option<u32> {
+    /// Remove `key`; returns its slot.
+    pub fn remove(&mut self, key: u32) -> Option<u32> {
         let i = self.find(key).ok()?;
         let removed = self.buckets[i] as u32;
         // Backward-shift deletion: move later entries of the probe run into the hole when
@@ -112,7 +123,7 @@ impl VcMap {
     }
 
     fn grow(&mut self) {
-        let mut bigger = VcMap::with_buckets(self.buckets.len() * 2);
+        let mut bigger = SlotMap::with_buckets(self.buckets.len() * 2);
         for &b in &self.buckets {
             if b != EMPTY {
                 bigger.insert((b >> 32) as u32, b as u32);
@@ -121,9 +132,14 @@ impl VcMap {
         *self = bigger;
     }
 
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
+    /// Keys in the map.
+    pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Whether the map is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 }
 
@@ -135,12 +151,13 @@ mod tests {
 
     proptest! {
         #[test]
-        fn behaves_like_btreemap(ops in proptest::collection::vec((any::<bool>(), 0u32..300, any::<u32>()), 0..2000)) {
-            let mut m = VcMap::new();
+        fn behaves_like_btreemap(ops in proptest::collection::vec((any::<bool>(), 0u32..300, 0u32..u32::MAX), 0..2000)) {
+            let mut m = SlotMap::new();
             let mut model = BTreeMap::new();
             for (insert, key, slot) in ops {
-                // Keys cluster (0..300) so probe runs collide and deletion shifts are exercised.
-                let key = (key * 7919) & 0x0FFF_FFFF;
+                // Keys cluster (0..300) so probe runs collide and deletion shifts are exercised;
+                // the odd ones land near u32::MAX, as VC handles may.
+                let key = if key % 2 == 0 { (key * 7919) & 0x0FFF_FFFF } else { u32::MAX - key };
                 if insert {
                     prop_assert_eq!(m.insert(key, slot), model.insert(key, slot));
                 } else {
@@ -152,7 +169,7 @@ mod tests {
                 prop_assert_eq!(m.get(*k), Some(*v));
             }
             for k in 0..300u32 {
-                let k = (k * 7919) & 0x0FFF_FFFF;
+                let k = if k % 2 == 0 { (k * 7919) & 0x0FFF_FFFF } else { u32::MAX - k };
                 prop_assert_eq!(m.get(k), model.get(&k).copied());
             }
         }
