@@ -149,9 +149,7 @@ fn pin(cpu: usize) -> bool {
     if n < 2 {
         return false;
     }
-    let mut set = rustix::thread::CpuSet::new();
-    set.set(cpu % n);
-    rustix::thread::sched_setaffinity(None, &set).is_ok()
+    natm_nic::sched::pin_current_thread(cpu % n).is_ok()
 }
 
 /// Moves `total` cells from a producer thread to this thread; returns the elapsed time.

@@ -11,6 +11,8 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::pin;
+
 /// What one timed run moved.
 #[derive(Clone, Copy, Debug)]
 pub struct Moved {
@@ -37,10 +39,7 @@ pub fn tcp_loopback(
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
     let reader = thread::spawn(move || -> io::Result<(u64, Instant)> {
-        if let Some((_, cpu)) = cpus {
-            // Placement is best effort: a refused pin measures an unpinned run.
-            let _ = natm_nic::sched::pin_current_thread(cpu);
-        }
+        pin(cpus.map(|c| c.1));
         let (mut stream, _) = listener.accept()?;
         let mut buf = vec![0u8; size];
         let mut total = 0u64;
@@ -53,9 +52,7 @@ pub fn tcp_loopback(
             }
         }
     });
-    if let Some((cpu, _)) = cpus {
-        let _ = natm_nic::sched::pin_current_thread(cpu);
-    }
+    pin(cpus.map(|c| c.0));
     let mut writer = TcpStream::connect(addr)?;
     writer.set_nodelay(true)?;
     let buf = vec![0x5au8; size];

@@ -60,7 +60,7 @@ use natm_nic::memfd::MemfdMem;
 use natm_traffic::sched::VcSpec;
 use serde::Serialize;
 
-use super::baseline;
+use super::{baseline, pin};
 use crate::{CliError, CmdResult};
 
 /// The largest AAL5 SDU.
@@ -452,13 +452,6 @@ fn side<L: CellLink>(size: usize, link: L) -> io::Result<(AppEnd, Driver<L>)> {
         )
         .map_err(|e| io::Error::other(e.to_string()))?;
     Ok((app, Driver::new(adapter, end, link)))
-}
-
-fn pin(cpu: Option<usize>) {
-    if let Some(cpu) = cpu {
-        // Best effort: an unpinned run still measures, only more noisily.
-        let _ = natm_nic::sched::pin_current_thread(cpu);
-    }
 }
 
 fn adapter_run<T, R>(

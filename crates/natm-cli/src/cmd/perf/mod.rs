@@ -36,3 +36,11 @@ pub fn run(command: PerfCommand) -> CmdResult {
         PerfCommand::Spin(args) => wakeup::spin(args),
     }
 }
+
+/// Pins the calling thread to `cpu` if one is given. Best effort: a refused pin (a container
+/// may forbid it) leaves an unpinned run, which still measures, only more noisily.
+pub(crate) fn pin(cpu: Option<usize>) {
+    if let Some(cpu) = cpu {
+        let _ = natm_nic::sched::pin_current_thread(cpu);
+    }
+}
