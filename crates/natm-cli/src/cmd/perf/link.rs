@@ -8,7 +8,7 @@
 //! * the **sender** is an application and its adapter (the user-level driver runs in the
 //!   application, as in the user-level driver and ATLAS DAQ studies): it fills its channel's
 //!   transmit buffers once, then keeps every buffer posted (a sequence number is rewritten
-//!   in the first 8 bytes of each), and polls its [`Driver`], which segments straight from
+//!   in the first 8 bytes of each SDU that long), and polls its [`Driver`], which segments straight from
 //!   the channel's buffers into cells and hands them to the link;
 //! * the **receiver** posts every buffer of its channel as a free receive buffer, polls its
 //!   driver, which reassembles the link's cells straight into those buffers, and for each
@@ -528,10 +528,10 @@ fn send<L: CellLink>(
     loop {
         if posting {
             while let Some(b) = free.pop() {
-                // The sequence number, in as many leading bytes as the SDU has.
-                let n = size.min(8);
-                app.write_buffer(BufferId(b), &seq.to_le_bytes()[..n])
-                    .map_err(io::Error::other)?;
+                if size >= SEQ_LEN {
+                    app.write_buffer(BufferId(b), &seq.to_le_bytes())
+                        .map_err(io::Error::other)?;
+                }
                 app.post_tx(BufferId(b), size as u32, HANDLE, 0)
                     .map_err(io::Error::other)?;
                 seq += 1;
@@ -575,34 +575,15 @@ fn receive<L: CellLink>(
     let mut last = start;
     let mut next_seq = 0u64;
     let mut quiet_since: Option<Instant> = None;
-    let mut head = [0u8; 8];
     loop {
         let progress = driver.poll().map_err(io::Error::other)?;
         let mut got = false;
         while let Some(c) = app.poll_completion().map_err(io::Error::other)? {
             got = true;
             if status_from_code(c.status) == Some(Status::Ok) {
-                let n = size.min(8);
-                app.read_buffer(c.buffer, &mut head[..n])
-                    .map_err(io::Error::other)?;
-                let mut word = [0u8; 8];
-                word[..n].copy_from_slice(&head[..n]);
-                // With fewer than 8 bytes only the low bytes of the number are there.
-                let seq = u64::from_le_bytes(word);
-                let mask = if n == 8 {
-                    u64::MAX
-                } else {
-                    (1u64 << (8 * n)) - 1
-                };
-                if c.len as usize == size && seq == next_seq & mask {
+                if in_order(app, &c, size, &mut next_seq)? {
                     run.sdus += 1;
                     run.bytes += size as u64;
-                    next_seq += 1;
-                } else if c.len as usize == size && seq > next_seq & mask && n == 8 {
-                    // SDUs lost in between (impairments): take up after the gap.
-                    run.sdus += 1;
-                    run.bytes += size as u64;
-                    next_seq = seq + 1;
                 } else {
                     run.misdelivered += 1;
                 }
@@ -629,6 +610,34 @@ fn receive<L: CellLink>(
     run.drops_hec = c.hec;
     run.drops_other = c.oversize + c.length + c.aborted + c.timeout + c.unknown_vc;
     Ok((run, last))
+}
+
+/// Bytes of the sequence number an SDU carries first, when it is that long.
+const SEQ_LEN: usize = 8;
+
+/// Whether a delivered SDU is the right length and, when it carries a sequence number,
+/// comes after the previous one (a gap is SDUs lost on the way, taken up after).
+fn in_order(
+    app: &AppEnd,
+    c: &natm_nic::channel::Completion,
+    size: usize,
+    next_seq: &mut u64,
+) -> io::Result<bool> {
+    if c.len as usize != size {
+        return Ok(false);
+    }
+    if size < SEQ_LEN {
+        return Ok(true);
+    }
+    let mut head = [0u8; SEQ_LEN];
+    app.read_buffer(c.buffer, &mut head)
+        .map_err(io::Error::other)?;
+    let seq = u64::from_le_bytes(head);
+    if seq < *next_seq {
+        return Ok(false);
+    }
+    *next_seq = seq.saturating_add(1);
+    Ok(true)
 }
 
 /// The atmtcp path: SDU frames over TCP, paced by the line time of their cells when the
