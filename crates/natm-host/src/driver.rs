@@ -30,6 +30,7 @@ use std::time::Instant as StdInstant;
 
 use natm_adapter::{Adapter, BufferId, BufferMemory, Completion, Direction, MemoryError, Status};
 use natm_core::Instant;
+use natm_link::clock::Epoch;
 use natm_link::{Cell, CellLink};
 use natm_nic::channel::{self as nic, AdapterEnd, ChannelError, PollError};
 
@@ -157,7 +158,7 @@ pub struct Driver<L> {
     adapter: Adapter,
     end: AdapterEnd,
     link: L,
-    epoch: StdInstant,
+    epoch: Epoch,
     /// Cells from the adapter the link has not taken yet: `out[sent..filled]`.
     out: Box<[Cell; BATCH]>,
     sent: usize,
@@ -176,7 +177,7 @@ impl<L: CellLink> Driver<L> {
             adapter,
             end,
             link,
-            epoch: StdInstant::now(),
+            epoch: Epoch::now(),
             out: Box::new([[0; 53]; BATCH]),
             sent: 0,
             filled: 0,
@@ -213,16 +214,13 @@ impl<L: CellLink> Driver<L> {
 
     /// The adapter's clock: time since the driver was made.
     pub fn now(&self) -> Instant {
-        let ns = self.epoch.elapsed().as_nanos();
-        Instant::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+        self.epoch.elapsed()
     }
 
     /// When the adapter next needs [`Driver::poll`] although nothing arrives (a reassembly
     /// timeout, a shaped VC's next cell), as a real instant.
     pub fn poll_timeout(&self) -> Option<StdInstant> {
-        let at = self.adapter.poll_timeout()?;
-        let since = at.saturating_duration_since(Instant::from_nanos(0));
-        Some(self.epoch + std::time::Duration::from_nanos(since.as_nanos()))
+        self.adapter.poll_timeout().map(|t| self.epoch.to_std(t))
     }
 
     /// Whether cells wait in the driver for the link to take them.

@@ -57,6 +57,7 @@ use natm_core::Instant;
 use natm_netem::{Config, Counters, Netem};
 
 use crate::cell::{Cell, CellLink, LinkCounters};
+use crate::clock::Epoch;
 
 /// netem's serialiser, mirrored to know whether the transmit queue has room: the same
 /// exact-rational arithmetic (ticks of 1/`num` ns, `slot` ticks per cell).
@@ -100,7 +101,7 @@ pub struct Emulated<L> {
     netem: Netem,
     line: Option<Line>,
     in_flight_cells: usize,
-    epoch: StdInstant,
+    epoch: Epoch,
     /// Cells that left the line and the inner link has not taken yet, from `due_from`.
     due: Vec<Cell>,
     due_from: usize,
@@ -121,7 +122,7 @@ impl<L: CellLink> Emulated<L> {
             netem: Netem::new(config),
             line,
             in_flight_cells: config.in_flight_cells.max(1) as usize,
-            epoch: StdInstant::now(),
+            epoch: Epoch::now(),
             due: Vec::new(),
             due_from: 0,
         }
@@ -129,11 +130,11 @@ impl<L: CellLink> Emulated<L> {
 
     /// The emulator's clock: time since it was made, as natm's `Instant`.
     pub fn now(&self) -> Instant {
-        Instant::from_nanos(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
+        self.epoch.elapsed()
     }
 
     fn to_std(&self, t: Instant) -> StdInstant {
-        self.epoch + Duration::from_nanos(t.as_nanos())
+        self.epoch.to_std(t)
     }
 
     /// The inner link.

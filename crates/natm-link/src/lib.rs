@@ -9,12 +9,14 @@
 //! * [`atmtcp::AtmtcpLink`]: TCP in linux-atm's atmtcp framing. atmtcp carries whole AAL
 //!   SDUs per VC, not cells, so this is a frame-level endpoint with its own API (SDUs in,
 //!   [`atmtcp::Event`]s out) that interworks with linux-atm's `atmtcp` program.
+//! * [`clock::Epoch`]: the one conversion between the real clock and the pure cores' time.
 //!
 //! This is a driver crate: it owns sockets and reads the clock. No `unsafe` (`poll(2)` and
 //! SCM_RIGHTS come from rustix, shared memory from natm-nic).
 
 pub mod atmtcp;
 pub mod cell;
+pub mod clock;
 pub mod emulated;
 pub mod shm;
 pub mod udp;
