@@ -8,7 +8,7 @@ use natm_core::VcId;
 use natm_host::driver::{Driver, status_from_code};
 use natm_link::CellLink;
 use natm_link::shm::{ShmLink, ShmWait};
-use natm_nic::channel::{AppEnd, BufferId, Channel, ChannelConfig};
+use natm_nic::channel::{AppEnd, BufferId, Channel, ChannelConfig, Completion};
 use natm_nic::shm::HeapMem;
 use natm_traffic::sched::VcSpec;
 
@@ -53,6 +53,21 @@ fn run(
         }
     }
     false
+}
+
+/// Polls both drivers until `app` has a completion, and returns it.
+fn next_completion(
+    a: &mut Driver<ShmLink>,
+    b: &mut Driver<ShmLink>,
+    app: &mut AppEnd,
+) -> Completion {
+    let mut got = None;
+    let done = run(a, b, |_, _| {
+        got = got.or_else(|| app.poll_completion().unwrap());
+        got.is_some()
+    });
+    assert!(done, "no completion within two seconds");
+    got.unwrap()
 }
 
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
@@ -115,14 +130,7 @@ fn no_free_buffer_drops_the_frame_and_counts_it() {
     app_b.post_rx(BufferId(3)).unwrap();
     app_a.write_buffer(BufferId(1), b"second").unwrap();
     app_a.post_tx(BufferId(1), 6, 7, 0).unwrap();
-    let mut got = None;
-    assert!(run(&mut a, &mut b, |_, _| {
-        if let Some(c) = app_b.poll_completion().unwrap() {
-            got = Some(c);
-        }
-        got.is_some()
-    }));
-    let c = got.unwrap();
+    let c = next_completion(&mut a, &mut b, &mut app_b);
     assert_eq!((c.buffer, c.len), (BufferId(3), 6));
 }
 
@@ -132,14 +140,7 @@ fn a_descriptor_for_an_unknown_vc_comes_back_with_its_reason() {
     let (mut app_a, mut a) = side(la);
     let (_app_b, mut b) = side(lb);
     app_a.post_tx(BufferId(2), 100, 99, 0).unwrap();
-    let mut back = None;
-    assert!(run(&mut a, &mut b, |_, _| {
-        if let Some(c) = app_a.poll_completion().unwrap() {
-            back = Some(c);
-        }
-        back.is_some()
-    }));
-    let c = back.unwrap();
+    let c = next_completion(&mut a, &mut b, &mut app_a);
     assert_eq!(c.buffer, BufferId(2));
     assert_eq!(status_from_code(c.status), Some(Status::UnknownVc));
     assert!(!app_a.adapter_holds(BufferId(2)));
@@ -162,14 +163,7 @@ fn a_link_that_falls_behind_loses_nothing() {
         a.poll().unwrap();
     }
     assert!(a.link_backlog() > 0 && a.counters().link_full > 0);
-    let mut got = None;
-    assert!(run(&mut a, &mut b, |_, _| {
-        if let Some(c) = app_b.poll_completion().unwrap() {
-            got = Some(c);
-        }
-        got.is_some()
-    }));
-    let c = got.unwrap();
+    let c = next_completion(&mut a, &mut b, &mut app_b);
     let mut back = vec![0; c.len as usize];
     app_b.read_buffer(c.buffer, &mut back).unwrap();
     assert_eq!(back, data);
