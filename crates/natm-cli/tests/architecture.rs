@@ -13,6 +13,7 @@ const PURE: &[&str] = &[
     "natm-aal",
     "natm-adapter",
     "natm-netem",
+    "natm-switch",
 ];
 /// What a pure crate may never depend on, directly or not.
 const FORBIDDEN: &[&str] = &[

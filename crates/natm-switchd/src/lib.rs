@@ -1,0 +1,1 @@
+//! natm's switch daemon (issue 5). Being written.

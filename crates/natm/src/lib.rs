@@ -1,0 +1,1 @@
+//! natm's application API (issue 5). Being written.
