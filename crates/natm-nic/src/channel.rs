@@ -7,11 +7,23 @@
 //! refuses (and counts) a descriptor from the peer that points outside the buffer area,
 //! not at the start of a buffer, past the end of its buffer, or at a buffer the peer does
 //! not hold. Only a buffer a side owns can be read or written through its end.
+//!
+//! Channel state: the word at [`STATE_OFFSET`] in the header says whether the side that
+//! services the channel still does ([`ChannelState`]). The adapter side sets it with
+//! [`AdapterEnd::set_state`], which also wakes a sleeping application, so an application
+//! blocked on a channel that was revoked, or whose link went down, sees it at once
+//! instead of waiting for a completion that will not come.
+//!
+//! Zero copy: [`AppEnd::buffer`] and [`AppEnd::buffer_mut`] give the application a plain
+//! byte view of a buffer it owns. Unlike the rest of this module they rely on the peer
+//! keeping the ownership protocol (never writing a buffer the application owns): the
+//! application trusts the daemon that created its channel; the daemon never hands out such
+//! views of memory the application can write.
 
 use core::mem::{offset_of, size_of};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::layout::{BufferGeom, Layout, LayoutError, Le16, Le32, RegionKind};
+use crate::layout::{BufferGeom, Layout, LayoutError, Le16, Le32, RegionKind, STATE_OFFSET};
 use crate::notify::{Wakeable, Waker};
 use crate::ring::{Consumer, Producer, RingFault, RingRef};
 use crate::shm::{Region, load_le, read_bytes, store_le, write_bytes};
@@ -150,6 +162,41 @@ impl Counter {
         Counter::RefusedMisaligned,
         Counter::RefusedNotOwned,
     ];
+}
+
+/// Whether the side that services a channel still does (the header's state word).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ChannelState {
+    /// Serviced (0, also what regions made before the state word hold).
+    Live,
+    /// Serviced, but the link behind it is down: transmissions fail until it is back.
+    LinkDown,
+    /// Never serviced again (closed, or its owner is gone).
+    Revoked,
+    /// A value this crate does not know: treat as revoked.
+    Unknown(u64),
+}
+
+impl ChannelState {
+    /// The word's value.
+    pub const fn code(self) -> u64 {
+        match self {
+            ChannelState::Live => 0,
+            ChannelState::LinkDown => 1,
+            ChannelState::Revoked => 2,
+            ChannelState::Unknown(n) => n,
+        }
+    }
+
+    /// The state of a word's value.
+    pub const fn from_code(n: u64) -> ChannelState {
+        match n {
+            0 => ChannelState::Live,
+            1 => ChannelState::LinkDown,
+            2 => ChannelState::Revoked,
+            n => ChannelState::Unknown(n),
+        }
+    }
 }
 
 /// Index of a buffer in the buffer area.
@@ -291,6 +338,15 @@ impl Channel {
 
     fn counter_word(&self, c: Counter) -> &AtomicU64 {
         &self.mem.words()[self.counters + c as usize]
+    }
+
+    fn state_word(&self) -> &AtomicU64 {
+        &self.mem.words()[STATE_OFFSET / 8]
+    }
+
+    /// The channel's state word (Acquire).
+    pub fn state(&self) -> ChannelState {
+        ChannelState::from_code(load_le(self.state_word(), Ordering::Acquire))
     }
 
     /// Reads a counter.
@@ -440,6 +496,34 @@ impl AppEnd {
         Ok(())
     }
 
+    /// The first `len` bytes of an application-owned buffer, in place (zero copy). See
+    /// the module doc for what this trusts the peer with.
+    pub fn buffer(&self, id: BufferId, len: usize) -> Result<&[u8], ChannelError> {
+        self.check_owned(id, len)?;
+        let words = self.ch.buffer_words(id);
+        // SAFETY: `words` is this buffer's part of the live mapping (held by `self.ch`, so
+        // it outlives the borrow of `self`), `len` is at most the buffer size (checked), and
+        // u8 has no alignment or validity requirement. The application owns the buffer, so
+        // by the channel's protocol the adapter side does not write it while the view lives;
+        // this end only reads or writes it through `&mut self`, which the borrow excludes.
+        Ok(unsafe { core::slice::from_raw_parts(words.as_ptr().cast::<u8>(), len) })
+    }
+
+    /// The first `len` bytes of an application-owned buffer, writable in place (zero copy).
+    pub fn buffer_mut(&mut self, id: BufferId, len: usize) -> Result<&mut [u8], ChannelError> {
+        self.check_owned(id, len)?;
+        let words = self.ch.buffer_words(id);
+        // SAFETY: as in `buffer`; `&mut self` makes this the only view this end hands out
+        // while it lives, and AtomicU64 has interior mutability, so writing through the
+        // pointer derived from the shared slice is allowed.
+        Ok(unsafe { core::slice::from_raw_parts_mut(words.as_ptr().cast::<u8>().cast_mut(), len) })
+    }
+
+    /// The channel's state word.
+    pub fn state(&self) -> ChannelState {
+        self.ch.state()
+    }
+
     /// Hands buffer `id` holding `len` bytes for `handle` to the adapter for transmission.
     pub fn post_tx(
         &mut self,
@@ -534,8 +618,12 @@ impl AppEnd {
 }
 
 impl Wakeable for AppEnd {
+    /// A completion, a broken ring, or a state other than live (so a sleeper wakes for
+    /// a revocation or a link failure, not only for completions).
     fn ready(&mut self) -> bool {
-        self.completions.available(1) > 0 || self.completions.fault().is_some()
+        self.completions.available(1) > 0
+            || self.completions.fault().is_some()
+            || self.ch.state() != ChannelState::Live
     }
 
     fn waiting_flag(&self) -> &AtomicU64 {
@@ -737,6 +825,18 @@ impl AdapterEnd {
     /// How the application is woken after a completion.
     pub fn set_waker(&mut self, waker: Waker) {
         self.waker = waker;
+    }
+
+    /// Sets the channel's state word (Release) and wakes the application if it sleeps,
+    /// so that a blocked call sees the new state.
+    pub fn set_state(&mut self, state: ChannelState) {
+        store_le(self.ch.state_word(), state.code(), Ordering::Release);
+        self.waker.after_publish(self.completions.ring.waiting());
+    }
+
+    /// The channel's state word.
+    pub fn state(&self) -> ChannelState {
+        self.ch.state()
     }
 }
 

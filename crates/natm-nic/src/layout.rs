@@ -12,6 +12,8 @@
 //! 0                 RegionHeader (128 bytes)
 //! rings[i].offset   ring i: control (3 cache lines: producer index, consumer index,
 //!                   the two waiting flags), then entries × slot_size bytes of slots
+//!                   (bytes 120..128 of the header: a channel's state word, see
+//!                   [`STATE_OFFSET`]; read live, not validated)
 //! counters_offset   counters_count little-endian u64 counters
 //! buffers_offset    buffer_count buffers of buffer_size bytes
 //! ```
@@ -112,9 +114,16 @@ pub struct RegionHeader {
     pub buffer_size: Le32,
     /// Number of buffers.
     pub buffer_count: Le32,
-    /// Zero.
+    /// Zero when written. In a channel region its last 8 bytes (offset
+    /// [`STATE_OFFSET`]) are the live channel state word, which validation ignores.
     pub reserved1: [u8; 28],
 }
+
+/// Byte offset of a channel's state word (the last 8 bytes of the header, inside
+/// `reserved1`): 0 while the channel is serviced, written by the side that services it
+/// (hostd) and read by the application at every operation. Regions written before the word
+/// existed hold 0 there, so they read as live: the addition is backwards compatible.
+pub const STATE_OFFSET: usize = 120;
 
 const _: () = assert!(size_of::<RegionHeader>() == HEADER_BYTES);
 const _: () = assert!(size_of::<RingDesc>() == 16);

@@ -340,3 +340,81 @@ fn adapter_reads_and_writes_held_buffers_at_word_offsets() {
         ));
     }
 }
+
+#[test]
+fn state_word_is_seen_by_both_ends_and_wakes_a_sleeping_app() {
+    use crate::channel::ChannelState;
+    use crate::notify::{WaitOutcome, Waiter};
+    for (name, mk) in BACKENDS {
+        let ch = channel(mk);
+        let other = Channel::open(ch.region()).unwrap();
+        let mut app = ch.app().unwrap();
+        let mut adapter = other.adapter().unwrap();
+        assert_eq!(
+            app.state(),
+            ChannelState::Live,
+            "{name}: a fresh region is live"
+        );
+        let (mut waiter, waker) = Waiter::eventfd().unwrap();
+        adapter.set_waker(waker);
+        // The app sleeps on its completion ring; a state change alone must wake it.
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(30));
+            adapter.set_state(ChannelState::Revoked);
+            adapter
+        });
+        let start = std::time::Instant::now();
+        let out = waiter
+            .wait(&mut app, std::time::Duration::from_secs(5))
+            .unwrap();
+        let adapter = t.join().unwrap();
+        assert_eq!(out, WaitOutcome::Ready, "{name}");
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(2),
+            "{name}"
+        );
+        assert_eq!(app.state(), ChannelState::Revoked, "{name}");
+        assert_eq!(adapter.state(), ChannelState::Revoked, "{name}");
+        // The header still validates: the word is outside what validation checks.
+        assert!(Channel::open(ch.region()).is_ok(), "{name}");
+        assert_eq!(
+            ChannelState::from_code(ChannelState::LinkDown.code()),
+            ChannelState::LinkDown
+        );
+        assert_eq!(ChannelState::from_code(9), ChannelState::Unknown(9));
+    }
+}
+
+#[test]
+fn zero_copy_views_cover_only_owned_buffers() {
+    for (name, mk) in BACKENDS {
+        let ch = channel(mk);
+        let other = Channel::open(ch.region()).unwrap();
+        let mut app = ch.app().unwrap();
+        let mut adapter = other.adapter().unwrap();
+        app.buffer_mut(BufferId(1), 5)
+            .unwrap()
+            .copy_from_slice(b"hello");
+        app.post_tx(BufferId(1), 5, 1, 0).unwrap();
+        let req = adapter.poll_tx().unwrap().unwrap();
+        let mut got = [0u8; 5];
+        adapter.read_buffer(req.buffer, &mut got).unwrap();
+        assert_eq!(&got, b"hello", "{name}");
+        assert_eq!(
+            app.buffer(BufferId(1), 5),
+            Err(ChannelError::NotOurs(BufferId(1))),
+            "{name}: no view of a buffer the adapter holds"
+        );
+        assert!(matches!(
+            app.buffer(BufferId(0), 257),
+            Err(ChannelError::TooLong { .. })
+        ));
+        assert!(matches!(
+            app.buffer(BufferId(8), 1),
+            Err(ChannelError::NoSuchBuffer(_))
+        ));
+        adapter.complete_tx(req.buffer, 0).unwrap();
+        app.poll_completion().unwrap().unwrap();
+        assert_eq!(app.buffer(BufferId(1), 5).unwrap(), b"hello", "{name}");
+    }
+}
