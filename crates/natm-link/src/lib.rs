@@ -9,6 +9,10 @@
 //! * [`atmtcp::AtmtcpLink`]: TCP in linux-atm's atmtcp framing. atmtcp carries whole AAL
 //!   SDUs per VC, not cells, so this is a frame-level endpoint with its own API (SDUs in,
 //!   [`atmtcp::Event`]s out) that interworks with linux-atm's `atmtcp` program.
+//! * [`tcpcell::TcpCellLink`]: a `CellLink` over TCP, one atmtcp frame per cell as Linux's
+//!   atmtcp driver carries an AAL0 cell.
+//! * [`endpoint::LinkConfig`]: a link as the daemons' TOML names it (shm, udp or tcp, with
+//!   rate and impairments), made by listening (switch side) or connecting (host side).
 //! * [`clock::Epoch`]: the one conversion between the real clock and the pure cores' time.
 //!
 //! This is a driver crate: it owns sockets and reads the clock. No `unsafe` (`poll(2)` and
@@ -18,7 +22,9 @@ pub mod atmtcp;
 pub mod cell;
 pub mod clock;
 pub mod emulated;
+pub mod endpoint;
 pub mod shm;
+pub mod tcpcell;
 pub mod udp;
 
 pub use cell::{CELL_LEN, Cell, CellLink, LinkCounters};

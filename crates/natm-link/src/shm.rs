@@ -39,7 +39,10 @@
 //! died is never seen (the rings publish with one Release store per batch). With the Unix
 //! socket kept (`offer`/`accept`, or [`ShmLink::watch_peer`]), a wait that finds the ring
 //! empty (or full) and the socket closed returns an `io::ErrorKind::ConnectionAborted`
-//! error at once; without it, waits end at their timeout.
+//! error at once, and so do `recv_cells` on an empty ring and `send_cells` on a full one
+//! (they look at the socket at most once per [`PEER_POLL`] while nothing moves, so a busy
+//! link makes no system call for it); without it, waits end at their timeout and the
+//! non-blocking calls return 0.
 
 use std::io::{self, IoSlice, IoSliceMut, Read};
 use std::mem::MaybeUninit;
@@ -220,6 +223,8 @@ pub struct ShmLink {
     mode: ShmWait,
     peer: Option<UnixStream>,
     peer_gone: bool,
+    /// When `recv_cells`/`send_cells` last looked at the peer's socket.
+    peer_checked: Option<Instant>,
     counters: ShmCounters,
 }
 
@@ -329,6 +334,7 @@ impl ShmLink {
         })?;
         self.peer = Some(sock);
         self.peer_gone = false;
+        self.peer_checked = None;
         Ok(())
     }
 
@@ -358,6 +364,7 @@ impl ShmLink {
             mode,
             peer: None,
             peer_gone: false,
+            peer_checked: None,
             counters: ShmCounters::default(),
         })
     }
@@ -417,10 +424,7 @@ impl ShmLink {
                 return Ok(true);
             }
             if self.peer_gone() {
-                return Err(io::Error::new(
-                    io::ErrorKind::ConnectionAborted,
-                    "the shared-memory link's peer closed its end",
-                ));
+                return Err(peer_gone_error());
             }
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             if left.is_some_and(|l| l.is_zero()) {
@@ -481,6 +485,41 @@ impl ShmLink {
 /// How often a polling wait looks at the peer's socket.
 const PEER_CHECK: Duration = Duration::from_millis(20);
 
+/// How often `recv_cells` on an empty ring or `send_cells` on a full one looks at the
+/// peer's socket (one `read` each time).
+pub const PEER_POLL: Duration = Duration::from_millis(1);
+
+fn peer_gone_error() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::ConnectionAborted,
+        "the shared-memory link's peer closed its end",
+    )
+}
+
+impl ShmLink {
+    /// For the non-blocking calls when nothing moved: the peer's death as an error,
+    /// looking at its socket at most once per [`PEER_POLL`].
+    fn idle_peer_check(&mut self) -> io::Result<()> {
+        if self.peer.is_none() {
+            return Ok(());
+        }
+        if !self.peer_gone {
+            let now = Instant::now();
+            if self
+                .peer_checked
+                .is_some_and(|t| now.saturating_duration_since(t) < PEER_POLL)
+            {
+                return Ok(());
+            }
+            self.peer_checked = Some(now);
+        }
+        if self.peer_gone() {
+            return Err(peer_gone_error());
+        }
+        Ok(())
+    }
+}
+
 fn corrupt(fault: natm_nic::RingFault) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, fault)
 }
@@ -496,6 +535,8 @@ impl CellLink for ShmLink {
             self.counters.link.tx_batches += 1;
         } else if let Some(f) = self.tx.fault() {
             return Err(corrupt(f));
+        } else {
+            self.idle_peer_check()?;
         }
         Ok(n)
     }
@@ -522,6 +563,9 @@ impl CellLink for ShmLink {
                 if !self.waiter.prepare_to_sleep(&mut self.rx) {
                     n = self.rx.pop_batch(buf);
                 }
+            }
+            if n == 0 {
+                self.idle_peer_check()?;
             }
         }
         if n > 0 {
@@ -901,11 +945,12 @@ mod tests {
         child.kill().unwrap();
         assert!(!child.wait().unwrap().success());
         let mut buf = [[0u8; CELL_LEN]; 16];
-        assert_eq!(
-            link.recv_cells(&mut buf).unwrap(),
-            0,
-            "the half batch is never seen"
-        );
+        // The half batch is never seen: an empty ring, and the peer's death as an error
+        // (or, if the kernel has not closed the socket yet, nothing).
+        match link.recv_cells(&mut buf) {
+            Ok(n) => assert_eq!(n, 0, "the half batch is never seen"),
+            Err(e) => assert_eq!(e.kind(), io::ErrorKind::ConnectionAborted),
+        }
         let t0 = Instant::now();
         let e = link.wait_recv(Some(Duration::from_secs(5))).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::ConnectionAborted);
@@ -917,9 +962,19 @@ mod tests {
         assert_eq!(link.send_cells(&[cell(9); 20]).unwrap(), 16);
         let e = link.wait_send(Some(Duration::from_secs(5))).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::ConnectionAborted);
+        // The non-blocking calls say so too, with nothing to move.
+        assert_eq!(
+            link.recv_cells(&mut buf).unwrap_err().kind(),
+            io::ErrorKind::ConnectionAborted
+        );
+        assert_eq!(
+            link.send_cells(&[cell(9)]).unwrap_err().kind(),
+            io::ErrorKind::ConnectionAborted
+        );
         // Without a watched socket the survivor's waits end at their timeout.
         let (mut a, b) = ShmLink::pair(8).unwrap();
         drop(b);
         assert!(!a.wait_recv(Some(Duration::from_millis(20))).unwrap());
+        assert_eq!(a.recv_cells(&mut buf).unwrap(), 0);
     }
 }
