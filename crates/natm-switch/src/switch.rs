@@ -1,0 +1,1246 @@
+//! The [`Switch`] state machine.
+
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::format;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use natm_core::slotmap::SlotMap;
+use natm_core::{Duration, HeaderFormat, Instant, TrafficClass, TrafficParams};
+use natm_traffic::cac::{Cac, CacConfig, Handle};
+use natm_traffic::discard::{Decision, DropReason, FrameDiscard, VcFrameState};
+use natm_traffic::policer::{Contract, Policer, Verdict};
+use natm_traffic::sched::Category;
+use natm_wire::cell::{Cell, HecMode, HecReceiver, HecVerdict, hec};
+use natm_wire::oam::{self, Defect, OamCell, OamRepr};
+
+use crate::types::{
+    CATEGORIES, CrossConnect, DirCounters, Direction, Endpoint, PortConfig, PortCounters, PortId,
+    PortRate, SwitchConfig, SwitchError, Upc, XcCounters, XcId, category_index,
+};
+
+/// "No index" in the `u32` links and tables.
+const NONE: u32 = u32::MAX;
+/// The AIS period of I.610 §9.2.1.1.1: one AIS cell per second while the defect lasts.
+const AIS_PERIOD: Duration = Duration::from_secs(1);
+const NANOS_PER_SEC: u64 = 1_000_000_000;
+
+// Leg flags.
+const F_LIVE: u8 = 0x01;
+const F_VP: u8 = 0x02;
+const F_AAL5: u8 = 0x04;
+const F_TAG: u8 = 0x08;
+/// A direction of class none: its cells are refused.
+const F_BLOCKED: u8 = 0x10;
+/// In its port's UBR round-robin ring.
+const F_ACTIVE: u8 = 0x20;
+/// The category index in the two top bits.
+const CAT_SHIFT: u8 = 6;
+
+/// Header bits a VC leg keeps (PTI, CLP) and a VP leg keeps (VCI, PTI, CLP).
+const KEEP_VC: u32 = 0x0000_000F;
+const KEEP_VP: u32 = 0x000F_FFFF;
+const CLP: u32 = 1;
+
+/// One direction of a cross-connect: what the switch needs per cell. 48 bytes.
+#[derive(Clone, Copy, Debug)]
+struct Leg {
+    cells_in: u64,
+    dropped: u64,
+    tagged: u64,
+    /// The output header's VPI (and VCI for a VC leg) bits; GFC 0.
+    out_word: u32,
+    /// Index into `Switch::policers`, or `NONE`.
+    policer: u32,
+    /// This leg's own FIFO of queued cells (UBR only: the round robin serves it).
+    head: u32,
+    tail: u32,
+    /// Cells of this leg in its output queue.
+    queued: u32,
+    /// The output port's slot.
+    out_port: u16,
+    flags: u8,
+    frame: VcFrameState,
+}
+
+impl Leg {
+    const EMPTY: Leg = Leg {
+        cells_in: 0,
+        dropped: 0,
+        tagged: 0,
+        out_word: 0,
+        policer: NONE,
+        head: NONE,
+        tail: NONE,
+        queued: 0,
+        out_port: 0,
+        flags: 0,
+        frame: VcFrameState::Idle,
+    };
+
+    fn category(&self) -> usize {
+        usize::from(self.flags >> CAT_SHIFT)
+    }
+
+    fn counters(&self) -> DirCounters {
+        DirCounters {
+            cells_in: self.cells_in,
+            cells_out: self.cells_in - self.dropped - u64::from(self.queued),
+            dropped: self.dropped,
+            tagged: self.tagged,
+            queued: self.queued,
+        }
+    }
+}
+
+/// A queued cell: the output header (without HEC), the payload, the next cell in its list
+/// and its leg (`NONE` for cells the switch generated).
+#[derive(Clone, Copy, Debug)]
+struct QCell {
+    payload: [u8; 48],
+    word: u32,
+    next: u32,
+    leg: u32,
+}
+
+/// All queued cells of the switch, in singly linked lists, with a free list.
+#[derive(Debug, Default)]
+struct Pool {
+    cells: Vec<QCell>,
+    free: u32,
+}
+
+impl Pool {
+    fn new() -> Pool {
+        Pool {
+            cells: Vec::new(),
+            free: NONE,
+        }
+    }
+
+    #[inline]
+    fn alloc(&mut self, word: u32, payload: &[u8; 48], leg: u32) -> u32 {
+        let c = QCell {
+            payload: *payload,
+            word,
+            next: NONE,
+            leg,
+        };
+        if self.free != NONE {
+            let i = self.free;
+            self.free = self.cells[i as usize].next;
+            self.cells[i as usize] = c;
+            i
+        } else {
+            self.cells.push(c);
+            (self.cells.len() - 1) as u32
+        }
+    }
+
+    #[inline]
+    fn release(&mut self, i: u32) {
+        self.cells[i as usize].next = self.free;
+        self.free = i;
+    }
+
+    #[inline]
+    fn push(&mut self, list: &mut Fifo, i: u32) {
+        if list.tail == NONE {
+            list.head = i;
+        } else {
+            self.cells[list.tail as usize].next = i;
+        }
+        list.tail = i;
+    }
+
+    #[inline]
+    fn pop(&mut self, list: &mut Fifo) -> Option<u32> {
+        let i = list.head;
+        if i == NONE {
+            return None;
+        }
+        list.head = self.cells[i as usize].next;
+        if list.head == NONE {
+            list.tail = NONE;
+        }
+        Some(i)
+    }
+}
+
+/// The head and tail of a list in the [`Pool`].
+#[derive(Clone, Copy, Debug)]
+struct Fifo {
+    head: u32,
+    tail: u32,
+}
+
+impl Fifo {
+    const EMPTY: Fifo = Fifo {
+        head: NONE,
+        tail: NONE,
+    };
+}
+
+/// Slot pacing of a rated port: slot `k` opens at `epoch + ⌈k·10⁹/rate⌉` ns.
+#[derive(Clone, Copy, Debug)]
+struct Pacer {
+    rate: u32,
+    epoch: Instant,
+    k: u64,
+}
+
+impl Pacer {
+    fn slot(&self) -> Instant {
+        let ns = (u128::from(self.k) * u128::from(NANOS_PER_SEC)).div_ceil(u128::from(self.rate));
+        Instant::from_nanos(self.epoch.as_nanos().saturating_add(ns as u64))
+    }
+
+    fn advance(&mut self) {
+        self.k += 1;
+        // `rate` slots take exactly one second: keep `k` small.
+        if self.k >= u64::from(self.rate) {
+            self.k -= u64::from(self.rate);
+            self.epoch = Instant::from_nanos(self.epoch.as_nanos().saturating_add(NANOS_PER_SEC));
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Port {
+    id: PortId,
+    config: PortConfig,
+    up: bool,
+    hec: HecReceiver,
+    /// Per VPI: the VP leg entering here, or `NONE`.
+    vp: Vec<u32>,
+    /// Per VPI: VC legs entering here (the VP ends here: F4 flows are the switch's).
+    vcs_on_vpi: Vec<u32>,
+    /// `vpi << 16 | vci` → VC leg entering here.
+    vc: SlotMap,
+    /// FIFOs of CBR (and generated OAM), rt-VBR and nrt-VBR cells.
+    fifos: [Fifo; 3],
+    discard: [FrameDiscard; 4],
+    /// UBR legs with cells, served round robin `weight` cells per turn.
+    ring: VecDeque<u32>,
+    served: u32,
+    pacer: Option<Pacer>,
+    next_ais: Option<Instant>,
+    counters: PortCounters,
+    /// CAC books of this port's output.
+    cac: Cac,
+}
+
+impl Port {
+    fn vpi_mask(&self) -> u32 {
+        u32::from(self.config.format.max_vpi())
+    }
+}
+
+#[derive(Clone, Debug)]
+struct XcSlot {
+    generation: u32,
+    xc: Option<CrossConnect>,
+}
+
+/// The ATM switch fabric: ports, cross-connects, UPC, output queues and OAM, as a pure
+/// state machine. See the crate documentation for the call contract.
+#[derive(Debug)]
+pub struct Switch {
+    config: SwitchConfig,
+    port_index: BTreeMap<PortId, u16>,
+    ports: Vec<Option<Port>>,
+    /// Leg `2·slot + 0` is a→b, `2·slot + 1` is b→a.
+    legs: Vec<Leg>,
+    xcs: Vec<XcSlot>,
+    free_slots: Vec<u32>,
+    live: u32,
+    policers: Vec<Policer>,
+    free_policers: Vec<u32>,
+    /// CAC handles of connections that booked bandwidth (CBR, VBR): slot → per direction.
+    reservations: BTreeMap<u32, [Option<(u16, Handle)>; 2]>,
+    pool: Pool,
+}
+
+impl Switch {
+    /// An empty switch: no ports, no connections.
+    pub fn new(config: SwitchConfig) -> Switch {
+        Switch {
+            config,
+            port_index: BTreeMap::new(),
+            ports: Vec::new(),
+            legs: Vec::new(),
+            xcs: Vec::new(),
+            free_slots: Vec::new(),
+            live: 0,
+            policers: Vec::new(),
+            free_policers: Vec::new(),
+            reservations: BTreeMap::new(),
+            pool: Pool::new(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SwitchConfig {
+        &self.config
+    }
+
+    fn slot(&self, port: PortId) -> Result<u16, SwitchError> {
+        self.port_index
+            .get(&port)
+            .copied()
+            .ok_or(SwitchError::UnknownPort(port))
+    }
+
+    fn port(&self, slot: u16) -> &Port {
+        self.ports[usize::from(slot)]
+            .as_ref()
+            .expect("a slot in port_index holds a port")
+    }
+
+    fn port_mut(&mut self, slot: u16) -> &mut Port {
+        self.ports[usize::from(slot)]
+            .as_mut()
+            .expect("a slot in port_index holds a port")
+    }
+
+    /// Adds a port, up, with empty queues.
+    pub fn add_port(&mut self, port: PortId, config: PortConfig) -> Result<(), SwitchError> {
+        if self.port_index.contains_key(&port) {
+            return Err(SwitchError::PortExists(port));
+        }
+        let bad = |reason| SwitchError::BadPortConfig { port, reason };
+        if config.queue_cells.contains(&0) {
+            return Err(bad("every queue limit must be at least 1 cell"));
+        }
+        if config.epd_percent > 100 {
+            return Err(bad("the EPD threshold is a percentage (0..=100)"));
+        }
+        if config.rate == PortRate::CellsPerSecond(0) {
+            return Err(bad("a rate of 0 cells/s sends nothing"));
+        }
+        let mut discard = [FrameDiscard::new(1, 1).map_err(|_| bad("queue limits"))?; 4];
+        for (d, &cap) in discard.iter_mut().zip(&config.queue_cells) {
+            let pct = match config.epd_percent {
+                0 => 100,
+                p => u64::from(p),
+            };
+            let threshold = ((u64::from(cap) * pct) / 100).clamp(1, u64::from(cap)) as u32;
+            *d = FrameDiscard::new(cap, threshold).map_err(|_| bad("queue limits"))?;
+        }
+        let vpis = usize::from(config.format.max_vpi()) + 1;
+        let capacity = match config.rate {
+            PortRate::Unlimited => u32::MAX,
+            PortRate::CellsPerSecond(r) => r,
+        };
+        let p = Port {
+            id: port,
+            config,
+            up: true,
+            hec: HecReceiver::new(),
+            vp: vec![NONE; vpis],
+            vcs_on_vpi: vec![0; vpis],
+            vc: SlotMap::new(),
+            fifos: [Fifo::EMPTY; 3],
+            discard,
+            ring: VecDeque::new(),
+            served: 0,
+            pacer: match config.rate {
+                PortRate::Unlimited => None,
+                PortRate::CellsPerSecond(rate) => Some(Pacer {
+                    rate,
+                    epoch: Instant::ZERO,
+                    k: 0,
+                }),
+            },
+            next_ais: None,
+            counters: PortCounters {
+                up: true,
+                ..PortCounters::default()
+            },
+            cac: Cac::new(CacConfig {
+                link: format!("port {port}"),
+                capacity,
+                buffer_cells: config.queue_cells[1].saturating_add(config.queue_cells[2]),
+                max_ubr: u32::MAX,
+            }),
+        };
+        let slot = match self.ports.iter().position(Option::is_none) {
+            Some(s) => {
+                self.ports[s] = Some(p);
+                s
+            }
+            None => {
+                self.ports.push(Some(p));
+                self.ports.len() - 1
+            }
+        };
+        // At most 65,536 ports exist, one per PortId.
+        self.port_index.insert(port, slot as u16);
+        Ok(())
+    }
+
+    /// Removes a port: every cross-connect with an end on it is disconnected first (its
+    /// queued cells counted as flushed), then the port and its queues go. `now` is the
+    /// time of removal; the far ends of those connections get no AIS, as the connections
+    /// no longer exist.
+    pub fn remove_port(&mut self, now: Instant, port: PortId) -> Result<(), SwitchError> {
+        let slot = self.slot(port)?;
+        let doomed: Vec<XcId> = self
+            .connections()
+            .filter(|(_, xc)| xc.a.port == port || xc.b.port == port)
+            .map(|(id, _)| id)
+            .collect();
+        for id in doomed {
+            self.disconnect(id)?;
+        }
+        // Generated OAM cells may still be queued.
+        self.flush_port(now, slot, false);
+        self.ports[usize::from(slot)] = None;
+        self.port_index.remove(&port);
+        Ok(())
+    }
+
+    /// Brings a port down or up. Going down flushes its output queues (counted as
+    /// `port_down`), and from then on cells arriving on it or queued for it are dropped
+    /// (`port_down`), and every connection whose input is this port sends an end-to-end
+    /// AIS cell downstream (F5 on VC legs, F4 VCI 4 on VP legs) now and then once per
+    /// second (I.610 §9.2.1.1.1 and §9.2.2.1.1.1) until the port comes back up.
+    pub fn set_port_up(&mut self, now: Instant, port: PortId, up: bool) -> Result<(), SwitchError> {
+        let slot = self.slot(port)?;
+        let p = self.port_mut(slot);
+        if p.up == up {
+            return Ok(());
+        }
+        p.up = up;
+        p.counters.up = up;
+        if up {
+            p.next_ais = None;
+            if let Some(pacer) = &mut p.pacer {
+                pacer.epoch = now;
+                pacer.k = 0;
+            }
+        } else {
+            self.flush_port(now, slot, true);
+            self.port_mut(slot).next_ais = Some(now);
+            self.send_ais(now, slot);
+        }
+        Ok(())
+    }
+
+    /// Drops every cell queued at `slot`: as `port_down` if `down`, else as `flushed`.
+    fn flush_port(&mut self, _now: Instant, slot: u16, down: bool) {
+        let Switch {
+            ports, legs, pool, ..
+        } = self;
+        let Some(p) = ports[usize::from(slot)].as_mut() else {
+            return;
+        };
+        let mut n = 0u64;
+        for f in &mut p.fifos {
+            while let Some(i) = pool.pop(f) {
+                let leg = pool.cells[i as usize].leg;
+                if leg != NONE {
+                    let l = &mut legs[leg as usize];
+                    l.queued -= 1;
+                    l.dropped += 1;
+                }
+                pool.release(i);
+                n += 1;
+            }
+        }
+        for li in p.ring.drain(..) {
+            let l = &mut legs[li as usize];
+            let mut list = Fifo {
+                head: l.head,
+                tail: l.tail,
+            };
+            while let Some(i) = pool.pop(&mut list) {
+                pool.release(i);
+                n += 1;
+            }
+            l.dropped += u64::from(l.queued);
+            l.queued = 0;
+            l.head = NONE;
+            l.tail = NONE;
+            l.flags &= !F_ACTIVE;
+        }
+        p.served = 0;
+        p.counters.queue_depth = [0; 4];
+        if down {
+            p.counters.port_down += n;
+        } else {
+            p.counters.flushed += n;
+        }
+    }
+
+    /// Generates one AIS cell on every leg entering port `slot`.
+    fn send_ais(&mut self, _now: Instant, slot: u16) {
+        let id = self.port(slot).id;
+        let payload = OamRepr::Ais(Defect::default()).to_payload();
+        for s in 0..self.xcs.len() {
+            let Some(xc) = self.xcs[s].xc else { continue };
+            for (dir, input) in [(0usize, xc.a), (1, xc.b)] {
+                if input.port != id {
+                    continue;
+                }
+                let leg = self.legs[2 * s + dir];
+                let word = if leg.flags & F_VP != 0 {
+                    // F4 end-to-end: VCI 4, PTI 0.
+                    leg.out_word | 4 << 4
+                } else {
+                    // F5 end-to-end: PTI 101.
+                    leg.out_word | 0b101 << 1
+                };
+                let out = leg.out_port;
+                let Switch { ports, pool, .. } = self;
+                let Some(p) = ports[usize::from(out)].as_mut() else {
+                    continue;
+                };
+                p.counters.ais_sent += 1;
+                enqueue_oam(p, pool, word, &payload);
+            }
+        }
+    }
+
+    /// Makes a duplex cross-connect, after checking both endpoints and admitting each
+    /// direction on its output port (natm-traffic CAC: CBR at PCR, VBR at its equivalent
+    /// bandwidth, UBR by count). Refusals name what was wrong.
+    pub fn connect(&mut self, now: Instant, xc: &CrossConnect) -> Result<XcId, SwitchError> {
+        let _ = now;
+        if self.live >= self.config.max_connections {
+            return Err(SwitchError::TooMany {
+                max: self.config.max_connections,
+            });
+        }
+        if xc.a.vci.is_some() != xc.b.vci.is_some() {
+            return Err(SwitchError::Mismatch { a: xc.a, b: xc.b });
+        }
+        if xc.a == xc.b || overlaps(&xc.a, &xc.b) {
+            return Err(SwitchError::EndpointInUse {
+                endpoint: xc.b,
+                by: None,
+            });
+        }
+        if xc.weight == 0 {
+            return Err(SwitchError::ZeroWeight);
+        }
+        let category = xc.effective_category()?;
+        let sa = self.slot(xc.a.port)?;
+        let sb = self.slot(xc.b.port)?;
+        self.check_endpoint(sa, &xc.a)?;
+        self.check_endpoint(sb, &xc.b)?;
+        // Policers, per direction: a→b (tx) enters at a, b→a (rx) at b.
+        let mut policers = [None, None];
+        for (i, (params, input, dir)) in [
+            (&xc.qos.tx, sa, Direction::AToB),
+            (&xc.qos.rx, sb, Direction::BToA),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            if xc.upc == Upc::Off || params.class == TrafficClass::None {
+                continue;
+            }
+            let link = self.port(input).cac.config().capacity;
+            let bad = |error| SwitchError::BadContract {
+                direction: dir,
+                error,
+            };
+            let contract = Contract::from_params(params, link).map_err(bad)?;
+            policers[i] = Some(Policer::new(category.conformance(), &contract).map_err(bad)?);
+        }
+        // CAC: a→b uses b's output, b→a uses a's.
+        let mut booked: [Option<(u16, Handle)>; 2] = [None, None];
+        for (i, (params, out)) in [(&xc.qos.tx, sb), (&xc.qos.rx, sa)].into_iter().enumerate() {
+            if !books_bandwidth(params) {
+                if params.class == TrafficClass::Abr {
+                    // Refused as not supported, by the CAC's own words.
+                    if let Err(r) = self.port(out).cac.assess(params) {
+                        self.unbook(booked);
+                        return Err(SwitchError::Admission(r));
+                    }
+                }
+                continue;
+            }
+            match self.port_mut(out).cac.admit(params) {
+                Ok(h) => booked[i] = Some((out, h)),
+                Err(r) => {
+                    self.unbook(booked);
+                    return Err(SwitchError::Admission(r));
+                }
+            }
+        }
+        // All checks passed: nothing below fails.
+        let slot = match self.free_slots.pop() {
+            Some(s) => s,
+            None => {
+                self.xcs.push(XcSlot {
+                    generation: 0,
+                    xc: None,
+                });
+                self.legs.push(Leg::EMPTY);
+                self.legs.push(Leg::EMPTY);
+                (self.xcs.len() - 1) as u32
+            }
+        };
+        let s = slot as usize;
+        self.xcs[s].xc = Some(*xc);
+        let id = XcId {
+            index: slot,
+            generation: self.xcs[s].generation,
+        };
+        if booked.iter().any(Option::is_some) {
+            self.reservations.insert(slot, booked);
+        }
+        let cat = category_index(category) as u8;
+        for (dir, (input, output, in_slot, out_slot, params)) in [
+            (xc.a, xc.b, sa, sb, &xc.qos.tx),
+            (xc.b, xc.a, sb, sa, &xc.qos.rx),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let li = 2 * slot + dir as u32;
+            let policer = match policers[dir].take() {
+                Some(p) => match self.free_policers.pop() {
+                    Some(i) => {
+                        self.policers[i as usize] = p;
+                        i
+                    }
+                    None => {
+                        self.policers.push(p);
+                        (self.policers.len() - 1) as u32
+                    }
+                },
+                None => NONE,
+            };
+            let mut flags = F_LIVE | cat << CAT_SHIFT;
+            if input.vci.is_none() {
+                flags |= F_VP;
+            }
+            if xc.aal5 {
+                flags |= F_AAL5;
+            }
+            if xc.upc == Upc::Tag {
+                flags |= F_TAG;
+            }
+            if params.class == TrafficClass::None {
+                flags |= F_BLOCKED;
+            }
+            let out_word =
+                u32::from(output.vpi) << 20 | output.vci.map_or(0, |vci| u32::from(vci) << 4);
+            self.legs[li as usize] = Leg {
+                out_word,
+                policer,
+                out_port: out_slot,
+                flags,
+                ..Leg::EMPTY
+            };
+            let p = self.port_mut(in_slot);
+            match input.vci {
+                None => p.vp[usize::from(input.vpi)] = li,
+                Some(vci) => {
+                    p.vcs_on_vpi[usize::from(input.vpi)] += 1;
+                    p.vc.insert(vc_key(input.vpi, vci), li);
+                }
+            }
+        }
+        self.live += 1;
+        Ok(id)
+    }
+
+    fn unbook(&mut self, booked: [Option<(u16, Handle)>; 2]) {
+        for (port, h) in booked.into_iter().flatten() {
+            if let Some(p) = self.ports[usize::from(port)].as_mut() {
+                // The handle was just booked on this port.
+                let _ = p.cac.release(h);
+            }
+        }
+    }
+
+    fn check_endpoint(&self, slot: u16, e: &Endpoint) -> Result<(), SwitchError> {
+        let p = self.port(slot);
+        let bad = |reason| SwitchError::BadEndpoint {
+            endpoint: *e,
+            reason,
+        };
+        if e.vpi > p.config.format.max_vpi() {
+            return Err(bad(match p.config.format {
+                HeaderFormat::Uni => "VPI above 255 on a UNI port",
+                HeaderFormat::Nni => "VPI above 4095 on an NNI port",
+            }));
+        }
+        let in_use = |by: u32| SwitchError::EndpointInUse {
+            endpoint: *e,
+            by: Some(self.xc_id(by / 2)),
+        };
+        let vp = p.vp[usize::from(e.vpi)];
+        if vp != NONE {
+            return Err(in_use(vp));
+        }
+        match e.vci {
+            Some(0) => Err(bad("VCI 0 is the unassigned cell")),
+            Some(3 | 4) => Err(bad("VCIs 3 and 4 carry the VP's F4 OAM flows")),
+            Some(vci) => match p.vc.get(vc_key(e.vpi, vci)) {
+                Some(li) => Err(in_use(li)),
+                None => Ok(()),
+            },
+            None if p.vcs_on_vpi[usize::from(e.vpi)] > 0 => Err(SwitchError::EndpointInUse {
+                endpoint: *e,
+                by: self.xc_on_vpi(p.id, e.vpi),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn xc_on_vpi(&self, port: PortId, vpi: u16) -> Option<XcId> {
+        self.connections()
+            .find(|(_, xc)| {
+                (xc.a.port == port && xc.a.vpi == vpi) || (xc.b.port == port && xc.b.vpi == vpi)
+            })
+            .map(|(id, _)| id)
+    }
+
+    fn xc_id(&self, slot: u32) -> XcId {
+        XcId {
+            index: slot,
+            generation: self.xcs[slot as usize].generation,
+        }
+    }
+
+    /// Removes a cross-connect: its table entries, policers and CAC bookings, and its
+    /// queued cells (counted as `flushed` on their port). Returns what it was.
+    pub fn disconnect(&mut self, id: XcId) -> Result<CrossConnect, SwitchError> {
+        let s = id.index as usize;
+        let xc = match self.xcs.get(s) {
+            Some(XcSlot {
+                generation,
+                xc: Some(xc),
+            }) if *generation == id.generation => *xc,
+            _ => return Err(SwitchError::UnknownConnection(id)),
+        };
+        if let Some(booked) = self.reservations.remove(&id.index) {
+            self.unbook(booked);
+        }
+        for (dir, input) in [(0usize, xc.a), (1, xc.b)] {
+            let li = (2 * s + dir) as u32;
+            self.flush_leg(li);
+            let leg = self.legs[li as usize];
+            if leg.policer != NONE {
+                self.free_policers.push(leg.policer);
+            }
+            let in_slot = self.slot(input.port)?;
+            let p = self.port_mut(in_slot);
+            match input.vci {
+                None => p.vp[usize::from(input.vpi)] = NONE,
+                Some(vci) => {
+                    p.vcs_on_vpi[usize::from(input.vpi)] -= 1;
+                    p.vc.remove(vc_key(input.vpi, vci));
+                }
+            }
+            self.legs[li as usize] = Leg::EMPTY;
+        }
+        let slot = &mut self.xcs[s];
+        slot.xc = None;
+        slot.generation = slot.generation.wrapping_add(1);
+        self.free_slots.push(id.index);
+        self.live -= 1;
+        Ok(xc)
+    }
+
+    /// Drops a leg's queued cells (counted as flushed at its output port).
+    fn flush_leg(&mut self, li: u32) {
+        let Switch {
+            ports, legs, pool, ..
+        } = self;
+        let leg = &mut legs[li as usize];
+        if leg.queued == 0 {
+            return;
+        }
+        let Some(p) = ports[usize::from(leg.out_port)].as_mut() else {
+            return;
+        };
+        let c = leg.category();
+        let mut n = 0u32;
+        if c == 3 {
+            let mut list = Fifo {
+                head: leg.head,
+                tail: leg.tail,
+            };
+            while let Some(i) = pool.pop(&mut list) {
+                pool.release(i);
+                n += 1;
+            }
+            leg.head = NONE;
+            leg.tail = NONE;
+            if leg.flags & F_ACTIVE != 0 {
+                if p.ring.front() == Some(&li) {
+                    p.served = 0;
+                }
+                p.ring.retain(|&x| x != li);
+                leg.flags &= !F_ACTIVE;
+            }
+        } else {
+            // Unlink this leg's cells from the shared category FIFO.
+            let f = &mut p.fifos[c];
+            let mut prev = NONE;
+            let mut i = f.head;
+            while i != NONE {
+                let next = pool.cells[i as usize].next;
+                if pool.cells[i as usize].leg == li {
+                    if prev == NONE {
+                        f.head = next;
+                    } else {
+                        pool.cells[prev as usize].next = next;
+                    }
+                    if f.tail == i {
+                        f.tail = prev;
+                    }
+                    pool.release(i);
+                    n += 1;
+                } else {
+                    prev = i;
+                }
+                i = next;
+            }
+        }
+        p.counters.queue_depth[c] -= n;
+        p.counters.flushed += u64::from(n);
+        leg.dropped += u64::from(n);
+        leg.queued -= n;
+    }
+
+    /// One cell arrived on `port` at `now` (see [`handle_cells`](Self::handle_cells)).
+    pub fn handle_cell(&mut self, now: Instant, port: PortId, cell: &[u8; 53]) {
+        self.handle_cells(now, port, core::slice::from_ref(cell));
+    }
+
+    /// Cells arrived on `port` at `now`, in order. Each is HEC-checked (I.432 §4.3:
+    /// single-bit correction, then detection mode), looked up, policed, translated and
+    /// queued on its output port, or answered (OAM segment loopback), or dropped and
+    /// counted. Cells for an unknown port are ignored.
+    pub fn handle_cells(&mut self, now: Instant, port: PortId, cells: &[[u8; 53]]) {
+        let Ok(in_slot) = self.slot(port) else {
+            return;
+        };
+        let Switch {
+            ports,
+            legs,
+            pool,
+            policers,
+            ..
+        } = self;
+        for cell in cells {
+            let Some(p) = ports[usize::from(in_slot)].as_mut() else {
+                return;
+            };
+            p.counters.cells_in += 1;
+            if !p.up {
+                p.counters.port_down += 1;
+                continue;
+            }
+            let header: [u8; 4] = [cell[0], cell[1], cell[2], cell[3]];
+            let mut word = u32::from_be_bytes(header);
+            if hec(header) != cell[4] || p.hec.mode() == HecMode::Detection {
+                let mut h = [cell[0], cell[1], cell[2], cell[3], cell[4]];
+                match p.hec.receive(&mut Cell::new_unchecked(&mut h[..])) {
+                    HecVerdict::Valid => {}
+                    HecVerdict::Corrected { .. } => {
+                        p.counters.hec_corrected += 1;
+                        word = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+                    }
+                    HecVerdict::Discarded { .. } => {
+                        p.counters.hec_discarded += 1;
+                        continue;
+                    }
+                }
+            }
+            let vpi = (word >> 20) & p.vpi_mask();
+            let vci = (word >> 4) & 0xFFFF;
+            if vpi == 0 && vci == 0 {
+                p.counters.idle += 1;
+                continue;
+            }
+            let payload: &[u8; 48] = cell[5..].try_into().expect("53 - 5 = 48 bytes");
+            let vp_leg = p.vp[vpi as usize];
+            let li = if vp_leg != NONE {
+                if vci == 3 {
+                    segment_oam(p, pool, word, payload);
+                    continue;
+                }
+                vp_leg
+            } else {
+                if vci == 3 || vci == 4 {
+                    if p.vcs_on_vpi[vpi as usize] == 0 {
+                        p.counters.unknown_vc += 1;
+                    } else if vci == 3 {
+                        segment_oam(p, pool, word, payload);
+                    } else {
+                        // The VP ends here: its end-to-end flow is ours, and not answered.
+                        p.counters.oam_terminated += 1;
+                    }
+                    continue;
+                }
+                let Some(li) = p.vc.get(vpi << 16 | vci) else {
+                    p.counters.unknown_vc += 1;
+                    continue;
+                };
+                if (word >> 1) & 7 == 0b100 {
+                    segment_oam(p, pool, word, payload);
+                    continue;
+                }
+                li
+            };
+            let leg = &mut legs[li as usize];
+            leg.cells_in += 1;
+            if leg.flags & F_BLOCKED != 0 {
+                leg.dropped += 1;
+                p.counters.policed += 1;
+                continue;
+            }
+            if leg.policer != NONE {
+                let clp = word & CLP != 0;
+                match policers[leg.policer as usize].police(now, clp) {
+                    Verdict::Pass => {}
+                    Verdict::Tag => {
+                        word |= CLP;
+                        leg.tagged += 1;
+                        p.counters.tagged += 1;
+                    }
+                    Verdict::Discard if !clp && leg.flags & F_TAG != 0 => {
+                        word |= CLP;
+                        leg.tagged += 1;
+                        p.counters.tagged += 1;
+                    }
+                    Verdict::Discard => {
+                        leg.dropped += 1;
+                        p.counters.policed += 1;
+                        continue;
+                    }
+                }
+            }
+            let out_word = if leg.flags & F_VP != 0 {
+                leg.out_word | (word & KEEP_VP)
+            } else {
+                leg.out_word | (word & KEEP_VC)
+            };
+            let Some(out) = ports[usize::from(leg.out_port)].as_mut() else {
+                continue;
+            };
+            enqueue(out, pool, leg, li, out_word, payload);
+        }
+    }
+
+    /// Fills `out` with cells to send on `port` at `now`, highest category first (CBR and
+    /// generated OAM, rt-VBR, nrt-VBR, then UBR by weighted round robin), at most one per
+    /// open slot on a rated port; returns how many. A down or unknown port sends nothing.
+    pub fn poll_transmit(&mut self, now: Instant, port: PortId, out: &mut [[u8; 53]]) -> usize {
+        let Ok(slot) = self.slot(port) else {
+            return 0;
+        };
+        let Switch {
+            ports,
+            legs,
+            pool,
+            xcs,
+            ..
+        } = self;
+        let Some(p) = ports[usize::from(slot)].as_mut() else {
+            return 0;
+        };
+        if !p.up {
+            return 0;
+        }
+        let mut n = 0;
+        while n < out.len() {
+            if let Some(pacer) = &p.pacer
+                && pacer.slot() > now
+            {
+                break;
+            }
+            let Some(i) = dequeue(p, legs, pool, xcs) else {
+                break;
+            };
+            let c = &pool.cells[i as usize];
+            let h = c.word.to_be_bytes();
+            let o = &mut out[n];
+            o[..4].copy_from_slice(&h);
+            o[4] = hec(h);
+            o[5..].copy_from_slice(&c.payload);
+            pool.release(i);
+            if let Some(pacer) = &mut p.pacer {
+                pacer.advance();
+            }
+            n += 1;
+        }
+        if let Some(pacer) = &mut p.pacer
+            && p.counters.queue_depth == [0; 4]
+            && pacer.slot() <= now
+        {
+            // Idle: slots that passed unused are not saved up for a burst later.
+            pacer.epoch = now;
+            pacer.k = 0;
+        }
+        p.counters.cells_out += n as u64;
+        n
+    }
+
+    /// The next instant at which something happens without input: a rated port's next
+    /// slot while it has cells queued, or the next AIS cell of a down port.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut next: Option<Instant> = None;
+        let mut consider = |t: Instant| next = Some(next.map_or(t, |n| n.min(t)));
+        for p in self.ports.iter().flatten() {
+            if let Some(t) = p.next_ais {
+                consider(t);
+            }
+            if let Some(pacer) = &p.pacer
+                && p.up
+                && p.counters.queue_depth != [0; 4]
+            {
+                consider(pacer.slot());
+            }
+        }
+        next
+    }
+
+    /// Does what is due at `now`: AIS cells of down ports. (Rated ports' slots are used by
+    /// [`poll_transmit`](Self::poll_transmit).)
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for slot in 0..self.ports.len() {
+            let Some(p) = &mut self.ports[slot] else {
+                continue;
+            };
+            let Some(t) = p.next_ais else { continue };
+            if t > now {
+                continue;
+            }
+            // One AIS per period; a late call does not send the missed ones.
+            let mut next = t;
+            while next <= now {
+                next = next
+                    .checked_add(AIS_PERIOD)
+                    .unwrap_or(Instant::from_nanos(u64::MAX));
+                if next.as_nanos() == u64::MAX {
+                    break;
+                }
+            }
+            p.next_ais = Some(next);
+            self.send_ais(now, slot as u16);
+        }
+    }
+
+    /// A port's counters, with its current queue depths.
+    pub fn port_counters(&self, port: PortId) -> Option<PortCounters> {
+        let slot = self.slot(port).ok()?;
+        Some(self.port(slot).counters)
+    }
+
+    /// A cross-connect and its counters per direction.
+    pub fn connection(&self, id: XcId) -> Option<(&CrossConnect, XcCounters)> {
+        let slot = self.xcs.get(id.index as usize)?;
+        if slot.generation != id.generation {
+            return None;
+        }
+        let xc = slot.xc.as_ref()?;
+        let s = 2 * id.index as usize;
+        Some((
+            xc,
+            XcCounters {
+                a_to_b: self.legs[s].counters(),
+                b_to_a: self.legs[s + 1].counters(),
+            },
+        ))
+    }
+
+    /// The cross-connects, in slot order.
+    pub fn connections(&self) -> impl Iterator<Item = (XcId, &CrossConnect)> {
+        self.xcs.iter().enumerate().filter_map(|(i, s)| {
+            s.xc.as_ref().map(|xc| {
+                (
+                    XcId {
+                        index: i as u32,
+                        generation: s.generation,
+                    },
+                    xc,
+                )
+            })
+        })
+    }
+
+    /// How many cross-connects exist.
+    pub fn connection_count(&self) -> u32 {
+        self.live
+    }
+
+    /// The ports, in port number order.
+    pub fn ports(&self) -> impl Iterator<Item = (PortId, &PortConfig)> {
+        self.port_index
+            .iter()
+            .filter_map(|(&id, &slot)| Some((id, &self.ports[usize::from(slot)].as_ref()?.config)))
+    }
+
+    /// Bytes of switch state one cross-connect costs beyond its queued cells, from the
+    /// sizes of the real structures: two legs, its slot (the [`CrossConnect`] and a
+    /// generation), a free-list entry, a UBR ring entry per leg, and one lookup-table
+    /// entry per end at the table's lowest load (a `SlotMap` bucket is 8 bytes and the
+    /// table is at least a quarter full after growing). Policed directions add a
+    /// [`Policer`] each ([`policer_bytes`](Self::policer_bytes)); CBR/VBR directions add a
+    /// CAC reservation.
+    pub fn state_bytes_per_connection() -> usize {
+        const SLOTMAP_BUCKET: usize = 8;
+        const MIN_LOAD_INVERSE: usize = 4;
+        2 * core::mem::size_of::<Leg>()
+            + core::mem::size_of::<XcSlot>()
+            + core::mem::size_of::<u32>()
+            + 2 * core::mem::size_of::<u32>()
+            + 2 * SLOTMAP_BUCKET * MIN_LOAD_INVERSE
+    }
+
+    /// Bytes one policed direction adds (its [`Policer`] and a free-list entry).
+    pub fn policer_bytes() -> usize {
+        core::mem::size_of::<Policer>() + core::mem::size_of::<u32>()
+    }
+}
+
+/// Whether one end's VP contains the other end (same port and VPI, one a VP).
+fn overlaps(a: &Endpoint, b: &Endpoint) -> bool {
+    a.port == b.port && a.vpi == b.vpi && (a.vci.is_none() || b.vci.is_none())
+}
+
+fn books_bandwidth(params: &TrafficParams) -> bool {
+    matches!(params.class, TrafficClass::Cbr | TrafficClass::Vbr)
+}
+
+#[inline]
+fn vc_key(vpi: u16, vci: u16) -> u32 {
+    u32::from(vpi) << 16 | u32::from(vci)
+}
+
+/// Queues a translated cell of leg `li` on its output port `p`, or drops it (EPD/PPD on
+/// AAL5 user data, tail drop otherwise).
+#[inline]
+fn enqueue(p: &mut Port, pool: &mut Pool, leg: &mut Leg, li: u32, word: u32, payload: &[u8; 48]) {
+    if !p.up {
+        leg.dropped += 1;
+        p.counters.port_down += 1;
+        return;
+    }
+    let c = leg.category();
+    let occupancy = p.counters.queue_depth[c];
+    let user_data = word & 0b1000 == 0;
+    let decision = if leg.flags & F_AAL5 != 0 && user_data {
+        let end_of_frame = word & 0b0010 != 0;
+        p.discard[c].decide(&mut leg.frame, occupancy, end_of_frame)
+    } else {
+        p.discard[c].decide_cell(occupancy)
+    };
+    match decision {
+        Decision::Enqueue => {}
+        Decision::Drop(reason) => {
+            leg.dropped += 1;
+            match reason {
+                DropReason::Epd => p.counters.epd += 1,
+                DropReason::Ppd => p.counters.ppd += 1,
+                DropReason::Full => p.counters.queue_full += 1,
+            }
+            return;
+        }
+    }
+    let i = pool.alloc(word, payload, li);
+    p.counters.queue_depth[c] += 1;
+    leg.queued += 1;
+    if c == 3 {
+        let mut list = Fifo {
+            head: leg.head,
+            tail: leg.tail,
+        };
+        pool.push(&mut list, i);
+        leg.head = list.head;
+        leg.tail = list.tail;
+        if leg.flags & F_ACTIVE == 0 {
+            leg.flags |= F_ACTIVE;
+            p.ring.push_back(li);
+        }
+    } else {
+        pool.push(&mut p.fifos[c], i);
+    }
+}
+
+/// Queues a cell the switch generated (loopback reply, AIS) in `p`'s CBR queue.
+fn enqueue_oam(p: &mut Port, pool: &mut Pool, word: u32, payload: &[u8; 48]) {
+    if !p.up {
+        p.counters.port_down += 1;
+        return;
+    }
+    match p.discard[0].decide_cell(p.counters.queue_depth[0]) {
+        Decision::Enqueue => {
+            let i = pool.alloc(word, payload, NONE);
+            p.counters.queue_depth[0] += 1;
+            pool.push(&mut p.fifos[0], i);
+        }
+        Decision::Drop(_) => p.counters.queue_full += 1,
+    }
+}
+
+/// A segment OAM cell (F4 VCI 3, F5 PTI 100) arrived on `p` for a connection that passes
+/// here: the switch port is the segment's end point (I.610 §3). A loopback request with a
+/// good CRC-10 whose location ID is all ones (the end point) is answered out of the same
+/// port with the indication cleared (I.610 §9.2.2.1.2 and §10.2.4); anything else ends here.
+fn segment_oam(p: &mut Port, pool: &mut Pool, word: u32, payload: &[u8; 48]) {
+    let cell = OamCell::new_unchecked(&payload[..]);
+    let is_request = cell.verify_crc10()
+        && payload[0] == oam::LOOPBACK
+        && payload[1] & 1 == 1
+        && payload[6..22] == oam::ALL_ONES_ID;
+    if !is_request {
+        p.counters.oam_terminated += 1;
+        return;
+    }
+    let mut reply = *payload;
+    reply[1] = 0;
+    OamCell::new_unchecked(&mut reply[..]).fill_crc10();
+    p.counters.oam_answered += 1;
+    enqueue_oam(p, pool, word, &reply);
+}
+
+/// The next cell to send from `p`: strict priority over the category FIFOs, then the UBR
+/// ring, `weight` cells per turn.
+#[inline]
+fn dequeue(p: &mut Port, legs: &mut [Leg], pool: &mut Pool, xcs: &[XcSlot]) -> Option<u32> {
+    for c in 0..3 {
+        if let Some(i) = pool.pop(&mut p.fifos[c]) {
+            p.counters.queue_depth[c] -= 1;
+            let li = pool.cells[i as usize].leg;
+            if li != NONE {
+                legs[li as usize].queued -= 1;
+            }
+            return Some(i);
+        }
+    }
+    let &li = p.ring.front()?;
+    let leg = &mut legs[li as usize];
+    let mut list = Fifo {
+        head: leg.head,
+        tail: leg.tail,
+    };
+    let i = pool.pop(&mut list)?;
+    leg.head = list.head;
+    leg.tail = list.tail;
+    leg.queued -= 1;
+    p.counters.queue_depth[3] -= 1;
+    p.served += 1;
+    let weight = xcs[(li / 2) as usize].xc.as_ref().map_or(1, |xc| xc.weight);
+    if leg.queued == 0 {
+        leg.flags &= !F_ACTIVE;
+        p.ring.pop_front();
+        p.served = 0;
+    } else if p.served >= weight {
+        p.ring.rotate_left(1);
+        p.served = 0;
+    }
+    Some(i)
+}
+
+// CATEGORIES is the order of the queues above.
+const _: () = assert!(matches!(CATEGORIES[3], Category::Ubr));
