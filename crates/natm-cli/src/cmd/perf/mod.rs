@@ -5,13 +5,29 @@
 //!   each notification mode, beside raw eventfd and signal wake-ups ([`wakeup`]).
 //! * `natm perf link`: AAL5 goodput application → adapter → link → adapter → application
 //!   over shm, UDP or atmtcp, beside kernel TCP over loopback ([`link`], [`baseline`]).
+//! * `natm perf rr`: request/response latency quantiles and transaction rate ([`rr`]);
+//!   `natm perf stream`: one-way goodput over a sweep of message sizes, with a PNG plot
+//!   ([`stream`], [`plot`]). Both measure a [`transport::Transport`]: natm, or the kernel's
+//!   UDP, TCP and Unix `SOCK_SEQPACKET` loopback ([`kernel`]), which are measured beside
+//!   natm in the same run; `natm perf baseline udp|tcp|unix rr|stream` measures one of
+//!   them alone.
 
-use clap::Subcommand;
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::CmdResult;
 
 pub mod baseline;
+pub mod histo;
+pub mod kernel;
 pub mod link;
+pub mod plot;
+pub mod rr;
+pub mod stream;
+pub mod transport;
 pub mod wakeup;
 
 /// `natm perf …`
@@ -23,6 +39,14 @@ pub enum PerfCommand {
     /// AAL5 goodput from application to application through the adapters and one link
     /// (shm, udp or tcp), beside kernel TCP over loopback measured in the same run.
     Link(link::LinkArgs),
+    /// Request/response latency (p50 … p99.9, max) and transactions/s, natm beside kernel
+    /// baselines measured in the same run.
+    Rr(rr::RrArgs),
+    /// One-way goodput (ttcp-like) over a sweep of message sizes, natm beside kernel
+    /// baselines measured in the same run; optionally a PNG plot.
+    Stream(stream::StreamArgs),
+    /// A kernel loopback baseline alone: udp, tcp or unix, then rr or stream.
+    Baseline(BaselineArgs),
     /// A CPU-bound disturber for the measurements: spins for `--seconds`, then exits.
     #[command(hide = true)]
     Spin(wakeup::SpinArgs),
@@ -33,6 +57,9 @@ pub fn run(command: PerfCommand) -> CmdResult {
     match command {
         PerfCommand::Wakeup(args) => wakeup::run(args),
         PerfCommand::Link(args) => link::run(args),
+        PerfCommand::Rr(args) => rr::run(args),
+        PerfCommand::Stream(args) => stream::run(args),
+        PerfCommand::Baseline(args) => baseline_run(args),
         PerfCommand::Spin(args) => wakeup::spin(args),
     }
 }
@@ -42,5 +69,78 @@ pub fn run(command: PerfCommand) -> CmdResult {
 pub(crate) fn pin(cpu: Option<usize>) {
     if let Some(cpu) = cpu {
         let _ = natm_nic::sched::pin_current_thread(cpu);
+    }
+}
+
+/// `natm perf baseline KIND rr|stream …`
+#[derive(Args)]
+pub struct BaselineArgs {
+    /// The kernel transport: udp, tcp or unix.
+    transport: String,
+    #[command(subcommand)]
+    measure: BaselineMeasure,
+}
+
+/// What `natm perf baseline` measures.
+#[derive(Subcommand)]
+pub enum BaselineMeasure {
+    /// Request/response latency and rate.
+    Rr(rr::RrOpts),
+    /// One-way goodput.
+    Stream(stream::StreamOpts),
+}
+
+fn baseline_run(args: BaselineArgs) -> CmdResult {
+    let kind = transport::Kind::parse(&args.transport, "transport", false)?;
+    let targets = transport::Targets::kernel(kind);
+    match args.measure {
+        BaselineMeasure::Rr(opts) => rr::measure(&opts, &targets),
+        BaselineMeasure::Stream(opts) => stream::measure(&opts, &targets),
+    }
+}
+
+/// A progress bar on stderr that appears only once its work has lasted a second, and only
+/// when stderr is a terminal.
+pub(crate) struct Progress {
+    bar: ProgressBar,
+    start: Instant,
+    shown: bool,
+    terminal: bool,
+}
+
+impl Progress {
+    /// A bar of `len` units, labelled `what`.
+    pub(crate) fn new(len: u64, what: &str) -> Progress {
+        let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::hidden());
+        if let Ok(style) = ProgressStyle::with_template("{msg} [{bar:40}] {percent}% ({eta})") {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message(what.to_string());
+        Progress {
+            bar,
+            start: Instant::now(),
+            shown: false,
+            terminal: std::io::stderr().is_terminal(),
+        }
+    }
+
+    /// Adds `n` units of work done.
+    pub(crate) fn inc(&mut self, n: u64) {
+        self.bar.inc(n);
+        if !self.shown && self.terminal && self.start.elapsed() > Duration::from_secs(1) {
+            self.bar.set_draw_target(ProgressDrawTarget::stderr());
+            self.shown = true;
+        }
+    }
+
+    /// Relabels the bar.
+    pub(crate) fn set_message(&self, what: String) {
+        self.bar.set_message(what);
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
     }
 }

@@ -1,0 +1,619 @@
+//! `natm perf rr`: request/response latency and transaction rate over a [`Transport`], the
+//! measured transport beside kernel baselines in the same run (issue 5).
+//!
+//! # What is measured
+//!
+//! For each transport a client thread (this one, pinned to `--cpu-client`) and a server
+//! thread (pinned to `--cpu-server`) hold the two ends of a connected pair. The client
+//! sends `--depth` requests of `--size` bytes, then one more for each response, until the
+//! round's transactions are done; it then waits for the last responses. The server answers
+//! every request with a response of `--response-size` bytes (default: the request's size).
+//! A request carries its sequence number in its first 8 bytes (when it has 8), and the
+//! response echoes them, so that a lost or misordered response is seen.
+//!
+//! Each transaction's round-trip time, from just before its request is sent to just after
+//! its response is received, goes into an HdrHistogram ([`histo`](super::histo)); the rate
+//! is transactions over the time the rounds lasted (each round from its first request to
+//! its last response).
+//!
+//! Transports take turns in rounds of [`ROUND`] transactions (or 100 ms with `--seconds`),
+//! in an order that rotates every round, so a change of the machine's load touches all of
+//! them alike. `--warmup` transactions per transport come first and are not recorded.
+//!
+//! A lossy transport (UDP, natm) may drop a request or a response: a request whose
+//! response is overtaken by a later one's is counted as `lost` and another sent in its
+//! place, so the recorded count is still what was asked; if every request in flight is
+//! lost, the client gives up after [`RESPONSE_TIMEOUT`] and the run fails. Requests under
+//! 8 bytes carry no sequence number, so there a loss always ends in that timeout.
+
+use std::collections::VecDeque;
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use serde::Serialize;
+
+use super::histo::{Latencies, LatencySummary};
+use super::transport::{self, CpuArgs, Kind, Placement, TargetArgs, Targets, Transport};
+use super::{Progress, pin};
+use crate::{CliError, CmdResult};
+
+/// Transactions of one transport before the next takes its turn.
+pub const ROUND: u64 = 10_000;
+/// Length of a round with `--seconds`.
+const ROUND_TIME: Duration = Duration::from_millis(100);
+/// Longest wait of the client for a response.
+pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often an idle server looks whether the run has ended.
+const SERVER_POLL: Duration = Duration::from_millis(200);
+/// Bytes of the sequence number at the head of requests and responses.
+const SEQ_LEN: usize = 8;
+const MAX_DEPTH: u32 = 4096;
+const MAX_COUNT: u64 = 1_000_000_000;
+
+/// Arguments of `natm perf rr`.
+#[derive(Args, Debug)]
+pub struct RrArgs {
+    #[command(flatten)]
+    opts: RrOpts,
+    #[command(flatten)]
+    target: TargetArgs,
+}
+
+/// The measurement's options, shared with `natm perf baseline KIND rr`.
+#[derive(Args, Debug)]
+pub struct RrOpts {
+    /// Request size in bytes.
+    #[arg(long, default_value_t = 32)]
+    size: usize,
+    /// Response size in bytes (default: the request size).
+    #[arg(long)]
+    response_size: Option<usize>,
+    /// Transactions recorded per transport.
+    #[arg(long, default_value_t = 100_000)]
+    count: u64,
+    /// Run each transport for this many seconds instead of --count transactions.
+    #[arg(long, conflicts_with = "count")]
+    seconds: Option<f64>,
+    /// Requests in flight (pipelining).
+    #[arg(long, default_value_t = 1)]
+    depth: u32,
+    /// Transactions per transport before recording starts.
+    #[arg(long, default_value_t = 1000)]
+    warmup: u64,
+    #[command(flatten)]
+    cpus: CpuArgs,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// How long each transport runs.
+#[derive(Clone, Copy, Debug)]
+enum Budget {
+    Count(u64),
+    Time(Duration),
+}
+
+struct Plan {
+    size: usize,
+    response_size: usize,
+    budget: Budget,
+    depth: u32,
+    warmup: u64,
+    placement: Placement,
+    /// Transports measured, the measured one first.
+    kinds: Vec<Kind>,
+    /// Baselines left out because they cannot carry the sizes.
+    skipped: Vec<String>,
+}
+
+fn plan(opts: &RrOpts, targets: &Targets) -> Result<Plan, CliError> {
+    let response_size = opts.response_size.unwrap_or(opts.size);
+    let main = targets.kinds[0];
+    for (name, n) in [("--size", opts.size), ("--response-size", response_size)] {
+        if n == 0 {
+            return Err(CliError::usage(format!(
+                "{name} 0: a message is at least 1 byte"
+            )));
+        }
+        let (max, what) = main.max_message();
+        if n > max {
+            return Err(CliError::usage(format!(
+                "{name} {n}: {what} carries at most {max} bytes"
+            )));
+        }
+    }
+    let budget = match opts.seconds {
+        Some(s) if s > 0.0 && s <= 3600.0 => Budget::Time(Duration::from_secs_f64(s)),
+        Some(s) => {
+            return Err(CliError::usage(format!(
+                "--seconds {s}: expected more than 0 and at most 3600"
+            )));
+        }
+        None if (1..=MAX_COUNT).contains(&opts.count) => Budget::Count(opts.count),
+        None => {
+            return Err(CliError::usage(format!(
+                "--count {}: expected 1 to {MAX_COUNT}",
+                opts.count
+            )));
+        }
+    };
+    if !(1..=MAX_DEPTH).contains(&opts.depth) {
+        return Err(CliError::usage(format!(
+            "--depth {}: expected 1 to {MAX_DEPTH}",
+            opts.depth
+        )));
+    }
+    if opts.warmup > MAX_COUNT {
+        return Err(CliError::usage(format!(
+            "--warmup {}: expected at most {MAX_COUNT}",
+            opts.warmup
+        )));
+    }
+    let mut kinds = vec![main];
+    let mut skipped = Vec::new();
+    for &k in &targets.kinds[1..] {
+        if k.carries(opts.size) && k.carries(response_size) {
+            kinds.push(k);
+        } else {
+            let (max, what) = k.max_message();
+            skipped.push(format!("{k}: {what} carries at most {max} bytes"));
+        }
+    }
+    Ok(Plan {
+        size: opts.size,
+        response_size,
+        budget,
+        depth: opts.depth,
+        warmup: opts.warmup,
+        placement: opts.cpus.placement()?,
+        kinds,
+        skipped,
+    })
+}
+
+/// Runs `natm perf rr`.
+pub fn run(args: RrArgs) -> CmdResult {
+    let targets = args.target.targets()?;
+    measure(&args.opts, &targets)
+}
+
+/// Measures `targets` with `opts` and prints the report.
+pub fn measure(opts: &RrOpts, targets: &Targets) -> CmdResult {
+    let plan = plan(opts, targets)?;
+    let report = execute(&plan, targets)?;
+    if opts.json {
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| CliError::failure(format!("JSON: {e}")))?;
+        println!("{text}");
+    } else {
+        print_table(&report);
+    }
+    Ok(())
+}
+
+/// One transport's result.
+#[derive(Debug, Serialize)]
+pub struct KindResult {
+    kind: Kind,
+    name: String,
+    /// Round-trip quantiles; `count` is the transactions recorded.
+    latency: Option<LatencySummary>,
+    transactions_per_sec: f64,
+    /// Time the recorded rounds lasted.
+    seconds: f64,
+    /// Transactions whose response never came (a lossy transport dropped something).
+    lost: u64,
+}
+
+/// The measured transport against one baseline.
+#[derive(Debug, Serialize)]
+pub struct Ratio {
+    baseline: Kind,
+    /// Measured ÷ baseline, for the median and the 99th percentile round trip.
+    p50: Option<f64>,
+    p99: Option<f64>,
+    /// Measured ÷ baseline transactions/s.
+    rate: f64,
+}
+
+/// What `natm perf rr` reports.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    size: usize,
+    response_size: usize,
+    depth: u32,
+    warmup: u64,
+    /// Transactions asked for per transport (`null` with `--seconds`).
+    count: Option<u64>,
+    seconds: Option<f64>,
+    placement: Placement,
+    results: Vec<KindResult>,
+    ratios: Vec<Ratio>,
+    skipped: Vec<String>,
+}
+
+fn execute(plan: &Plan, targets: &Targets) -> Result<Report, CliError> {
+    let mut sessions = Vec::new();
+    for &kind in &plan.kinds {
+        let s = Session::start(kind, plan, targets)
+            .map_err(|e| CliError::failure(format!("opening the {kind} pair: {e}")))?;
+        sessions.push(s);
+    }
+    let n = sessions.len() as u64;
+    let mut progress = match plan.budget {
+        Budget::Count(c) => Progress::new((c + plan.warmup) * n, "rr"),
+        Budget::Time(t) => Progress::new(t.as_millis() as u64 * n, "rr"),
+    };
+    // Warm-up, unrecorded.
+    for s in &mut sessions {
+        progress.set_message(format!("rr warm-up {}", s.kind));
+        let mut left = plan.warmup;
+        while left > 0 {
+            let step = left.min(ROUND);
+            s.round(plan, Target::Count(step), false)
+                .map_err(|e| s.failure(e))?;
+            left -= step;
+            if matches!(plan.budget, Budget::Count(_)) {
+                progress.inc(step);
+            }
+        }
+    }
+    progress.set_message("rr".into());
+    let mut round = 0usize;
+    loop {
+        let mut any = false;
+        let n = sessions.len();
+        for i in 0..n {
+            let s = &mut sessions[(round + i) % n];
+            let target = match plan.budget {
+                Budget::Count(c) => {
+                    let done = s.latencies.len();
+                    if done >= c {
+                        continue;
+                    }
+                    Target::Count((c - done).min(ROUND))
+                }
+                Budget::Time(t) => {
+                    if s.busy >= t {
+                        continue;
+                    }
+                    Target::Time((t - s.busy).min(ROUND_TIME))
+                }
+            };
+            any = true;
+            let before = (s.latencies.len(), s.busy);
+            s.round(plan, target, true).map_err(|e| s.failure(e))?;
+            match plan.budget {
+                Budget::Count(_) => progress.inc(s.latencies.len() - before.0),
+                Budget::Time(_) => progress.inc((s.busy - before.1).as_millis() as u64),
+            }
+        }
+        if !any {
+            break;
+        }
+        round += 1;
+    }
+    drop(progress);
+    let mut results = Vec::new();
+    for mut s in sessions {
+        results.push(s.finish()?);
+    }
+    let ratios = ratios(&results);
+    Ok(Report {
+        size: plan.size,
+        response_size: plan.response_size,
+        depth: plan.depth,
+        warmup: plan.warmup,
+        count: match plan.budget {
+            Budget::Count(c) => Some(c),
+            Budget::Time(_) => None,
+        },
+        seconds: match plan.budget {
+            Budget::Count(_) => None,
+            Budget::Time(t) => Some(t.as_secs_f64()),
+        },
+        placement: plan.placement,
+        results,
+        ratios,
+        skipped: plan.skipped.clone(),
+    })
+}
+
+/// The first result against each of the others.
+fn ratios(results: &[KindResult]) -> Vec<Ratio> {
+    let Some((main, rest)) = results.split_first() else {
+        return Vec::new();
+    };
+    let q = |a: Option<LatencySummary>,
+             b: Option<LatencySummary>,
+             f: fn(&LatencySummary) -> u64| {
+        match (a, b) {
+            (Some(a), Some(b)) if f(&b) > 0 => Some(f(&a) as f64 / f(&b) as f64),
+            _ => None,
+        }
+    };
+    rest.iter()
+        .map(|b| Ratio {
+            baseline: b.kind,
+            p50: q(main.latency, b.latency, |s| s.p50_ns),
+            p99: q(main.latency, b.latency, |s| s.p99_ns),
+            rate: main.transactions_per_sec / b.transactions_per_sec.max(f64::MIN_POSITIVE),
+        })
+        .collect()
+}
+
+/// How much one round does.
+#[derive(Clone, Copy, Debug)]
+enum Target {
+    Count(u64),
+    Time(Duration),
+}
+
+/// One transport's client end, its server thread and what was recorded so far.
+struct Session {
+    kind: Kind,
+    name: String,
+    client: Box<dyn Transport>,
+    server: Option<JoinHandle<io::Result<u64>>>,
+    stop: Arc<AtomicBool>,
+    request: Vec<u8>,
+    response: Vec<u8>,
+    next_seq: u64,
+    in_flight: VecDeque<(u64, Instant)>,
+    latencies: Latencies,
+    lost: u64,
+    busy: Duration,
+}
+
+impl Session {
+    fn start(kind: Kind, plan: &Plan, targets: &Targets) -> io::Result<Session> {
+        let (mut client, server_end) = transport::pair(kind, targets.natm.as_ref())?;
+        client.set_recv_timeout(Some(RESPONSE_TIMEOUT))?;
+        let name = client.name();
+        let stop = Arc::new(AtomicBool::new(false));
+        let server = {
+            let stop = stop.clone();
+            let (size, response_size, cpu) = (plan.size, plan.response_size, plan.placement.server);
+            thread::Builder::new()
+                .name(format!("rr-server-{kind}"))
+                .spawn(move || serve(server_end, size, response_size, cpu, &stop))?
+        };
+        pin(plan.placement.client);
+        Ok(Session {
+            kind,
+            name,
+            client,
+            server: Some(server),
+            stop,
+            request: (0..plan.size).map(|i| (i % 251) as u8).collect(),
+            response: vec![0u8; plan.response_size],
+            next_seq: 0,
+            in_flight: VecDeque::with_capacity(plan.depth as usize),
+            latencies: Latencies::new(),
+            lost: 0,
+            busy: Duration::ZERO,
+        })
+    }
+
+    fn failure(&self, e: io::Error) -> CliError {
+        CliError::failure(format!("{} ({}): {e}", self.kind, self.name))
+    }
+
+    fn send_one(&mut self) -> io::Result<()> {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        if self.request.len() >= SEQ_LEN {
+            self.request[..SEQ_LEN].copy_from_slice(&seq.to_le_bytes());
+        }
+        let at = Instant::now();
+        self.client.send(&self.request)?;
+        self.in_flight.push_back((seq, at));
+        Ok(())
+    }
+
+    /// Runs one round: `target` transactions (or until its time is up), then waits for
+    /// every response in flight.
+    fn round(&mut self, plan: &Plan, target: Target, record: bool) -> io::Result<()> {
+        let start = Instant::now();
+        let mut done = 0u64;
+        let more = |done: u64, in_flight: usize| match target {
+            Target::Count(n) => done + (in_flight as u64) < n,
+            Target::Time(t) => start.elapsed() < t,
+        };
+        let seq_checked = self.request.len() >= SEQ_LEN && self.response.len() >= SEQ_LEN;
+        loop {
+            while self.in_flight.len() < plan.depth as usize && more(done, self.in_flight.len()) {
+                self.send_one()?;
+            }
+            if self.in_flight.is_empty() {
+                break;
+            }
+            let n = self.client.recv(&mut self.response).map_err(|e| {
+                if e.kind() == io::ErrorKind::TimedOut {
+                    io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!(
+                            "no response in {RESPONSE_TIMEOUT:?} with {} request(s) in flight",
+                            self.in_flight.len()
+                        ),
+                    )
+                } else {
+                    e
+                }
+            })?;
+            let now = Instant::now();
+            if n != self.response.len() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("a response of {n} bytes, expected {}", self.response.len()),
+                ));
+            }
+            let sent_at = if seq_checked {
+                let mut head = [0u8; SEQ_LEN];
+                head.copy_from_slice(&self.response[..SEQ_LEN]);
+                let seq = u64::from_le_bytes(head);
+                match self.in_flight.iter().position(|&(s, _)| s == seq) {
+                    Some(i) => {
+                        // The ones before it will not be answered any more; requests
+                        // sent in their place keep the count asked for.
+                        for _ in 0..i {
+                            self.in_flight.pop_front();
+                            if record {
+                                self.lost += 1;
+                            }
+                        }
+                        self.in_flight.pop_front().map(|(_, at)| at)
+                    }
+                    None => {
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!("a response to request {seq}, which is not in flight"),
+                        ));
+                    }
+                }
+            } else {
+                self.in_flight.pop_front().map(|(_, at)| at)
+            };
+            if let Some(at) = sent_at {
+                if record {
+                    self.latencies.record(
+                        u64::try_from(now.duration_since(at).as_nanos()).unwrap_or(u64::MAX),
+                    );
+                }
+                done += 1;
+            }
+        }
+        if record {
+            self.busy += start.elapsed();
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<KindResult, CliError> {
+        self.stop.store(true, Ordering::Release);
+        // The end marker; a lossy transport may drop it, and the server then sees `stop`
+        // at its next timeout.
+        let _ = self.client.send(&[]);
+        if let Some(h) = self.server.take() {
+            h.join()
+                .map_err(|_| {
+                    CliError::failure(format!("{}: the server thread panicked", self.kind))
+                })?
+                .map_err(|e| CliError::failure(format!("{} server: {e}", self.kind)))?;
+        }
+        let latency = self.latencies.summary();
+        let count = self.latencies.len();
+        Ok(KindResult {
+            kind: self.kind,
+            name: self.name.clone(),
+            latency,
+            transactions_per_sec: count as f64 / self.busy.as_secs_f64().max(1e-9),
+            seconds: self.busy.as_secs_f64(),
+            lost: self.lost,
+        })
+    }
+}
+
+impl Drop for Session {
+    /// A run that failed half-way still lets its server thread end.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+    }
+}
+
+/// The server: answers each request until the end marker, or until `stop` is set while it
+/// waits. Returns the requests answered.
+fn serve(
+    mut end: Box<dyn Transport>,
+    size: usize,
+    response_size: usize,
+    cpu: Option<usize>,
+    stop: &AtomicBool,
+) -> io::Result<u64> {
+    pin(cpu);
+    end.set_recv_timeout(Some(SERVER_POLL))?;
+    // Room for a longer request than expected, so that it is reported, not cut.
+    let mut request = vec![0u8; size.max(1)];
+    let mut response: Vec<u8> = (0..response_size).map(|i| (i % 241) as u8).collect();
+    let echo = SEQ_LEN.min(size).min(response_size);
+    let mut answered = 0u64;
+    loop {
+        match end.recv(&mut request) {
+            Ok(0) => return Ok(answered),
+            Ok(n) => {
+                let head = echo.min(n);
+                response[..head].copy_from_slice(&request[..head]);
+                end.send(&response)?;
+                answered += 1;
+            }
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                if stop.load(Ordering::Acquire) {
+                    return Ok(answered);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn print_table(r: &Report) {
+    let how = match (r.count, r.seconds) {
+        (Some(c), _) => format!("{c} transactions"),
+        (None, Some(s)) => format!("{s} s"),
+        _ => String::new(),
+    };
+    let cpu = |c: Option<usize>| c.map_or("any".to_string(), |c| c.to_string());
+    println!(
+        "natm perf rr: {}-byte requests, {}-byte responses, depth {}, {how} per transport \
+         after {} warm-up; client CPU {}, server CPU {}",
+        r.size,
+        r.response_size,
+        r.depth,
+        r.warmup,
+        cpu(r.placement.client),
+        cpu(r.placement.server)
+    );
+    println!("round-trip times in µs; rate in transactions/s");
+    println!(
+        "{:<6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>12} {:>6}",
+        "", "p50", "p90", "p99", "p99.9", "max", "rate", "lost"
+    );
+    let us = |ns: u64| format!("{:.2}", ns as f64 / 1000.0);
+    for k in &r.results {
+        match &k.latency {
+            Some(l) => println!(
+                "{:<6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>12.0} {:>6}",
+                k.kind.name(),
+                us(l.p50_ns),
+                us(l.p90_ns),
+                us(l.p99_ns),
+                us(l.p999_ns),
+                us(l.max_ns),
+                k.transactions_per_sec,
+                k.lost
+            ),
+            None => println!("{:<6} no transaction completed", k.kind.name()),
+        }
+    }
+    if let Some(main) = r.results.first() {
+        for x in &r.ratios {
+            let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}×"));
+            println!(
+                "{} ÷ {}: p50 {}, p99 {}, rate {:.2}×",
+                main.kind,
+                x.baseline,
+                f(x.p50),
+                f(x.p99),
+                x.rate
+            );
+        }
+    }
+    for s in &r.skipped {
+        println!("not measured: {s}");
+    }
+}

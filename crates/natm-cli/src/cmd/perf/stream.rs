@@ -1,0 +1,383 @@
+//! `natm perf stream`: one-way goodput over a [`Transport`], ttcp-like, the measured
+//! transport beside kernel baselines in the same run, for one message size or a sweep of
+//! sizes, with an optional PNG plot ([`plot`](super::plot)) (issue 5).
+//!
+//! # What is measured
+//!
+//! For each size and transport, a fresh connected pair: the sender (this thread, pinned to
+//! `--cpu-client`) sends messages of the size back to back for `--seconds`, then the empty
+//! end marker; the receiver (a thread pinned to `--cpu-server`) counts the messages and
+//! bytes it receives and when the last one came. Goodput is bytes received ÷ the time from
+//! the first send to the last receive; messages/s likewise. A lossy transport (UDP, natm)
+//! may drop messages when the receiver falls behind: they count as sent, not received, and
+//! the receiver stops once the sender is done and nothing came for [`QUIET`].
+//!
+//! Sizes are measured one after another; at each size the transports take turns in an
+//! order that rotates from one size to the next. A size a baseline cannot carry (above
+//! 65,507 bytes for UDP) is left out for that baseline and said so.
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use serde::Serialize;
+
+use super::plot::{self, Series};
+use super::transport::{self, CpuArgs, Kind, Placement, TargetArgs, Targets};
+use super::{Progress, pin};
+use crate::{CliError, CmdResult};
+
+/// The default sweep of message sizes.
+pub const DEFAULT_SWEEP: &str = "40,64,128,256,512,1024,2048,4096,8192,16384,32768,65536";
+/// How long a lossy receiver waits for more after the sender is done.
+pub const QUIET: Duration = Duration::from_millis(100);
+/// Messages sent between two looks at the clock.
+const CLOCK_EVERY: u32 = 16;
+
+/// Arguments of `natm perf stream`.
+#[derive(Args, Debug)]
+pub struct StreamArgs {
+    #[command(flatten)]
+    opts: StreamOpts,
+    #[command(flatten)]
+    target: TargetArgs,
+}
+
+/// The measurement's options, shared with `natm perf baseline KIND stream`.
+#[derive(Args, Debug)]
+pub struct StreamOpts {
+    /// One message size in bytes (instead of the sweep).
+    #[arg(long, conflicts_with = "sweep")]
+    size: Option<usize>,
+    /// Seconds of sending per size and transport.
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
+    /// Message sizes in bytes, comma separated.
+    #[arg(long, default_value = DEFAULT_SWEEP)]
+    sweep: String,
+    /// Write a PNG plot of goodput against size to FILE.
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
+    #[command(flatten)]
+    cpus: CpuArgs,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+struct Plan {
+    sizes: Vec<usize>,
+    time: Duration,
+    placement: Placement,
+    kinds: Vec<Kind>,
+}
+
+fn plan(opts: &StreamOpts, targets: &Targets) -> Result<Plan, CliError> {
+    let main = targets.kinds[0];
+    let (max, what) = main.max_message();
+    let sizes = match opts.size {
+        Some(n) => {
+            check_size(n, "--size")?;
+            if n > max {
+                return Err(CliError::usage(format!(
+                    "--size {n}: {what} carries at most {max} bytes"
+                )));
+            }
+            vec![n]
+        }
+        None => {
+            let mut sizes = Vec::new();
+            for part in opts.sweep.split(',') {
+                let n: usize = part.trim().parse().map_err(|_| {
+                    CliError::usage(format!("--sweep {part:?}: not a whole number of bytes"))
+                })?;
+                check_size(n, "--sweep")?;
+                sizes.push(n);
+            }
+            sizes
+        }
+    };
+    if !(opts.seconds > 0.0 && opts.seconds <= 3600.0) {
+        return Err(CliError::usage(format!(
+            "--seconds {}: expected more than 0 and at most 3600",
+            opts.seconds
+        )));
+    }
+    Ok(Plan {
+        sizes,
+        time: Duration::from_secs_f64(opts.seconds),
+        placement: opts.cpus.placement()?,
+        kinds: targets.kinds.clone(),
+    })
+}
+
+fn check_size(n: usize, what: &str) -> Result<(), CliError> {
+    if n == 0 {
+        return Err(CliError::usage(format!(
+            "{what} 0: a message is at least 1 byte"
+        )));
+    }
+    if n > transport::STREAM_MAX {
+        return Err(CliError::usage(format!(
+            "{what} {n}: at most {} bytes",
+            transport::STREAM_MAX
+        )));
+    }
+    Ok(())
+}
+
+/// Runs `natm perf stream`.
+pub fn run(args: StreamArgs) -> CmdResult {
+    let targets = args.target.targets()?;
+    measure(&args.opts, &targets)
+}
+
+/// What one transport moved at one size.
+#[derive(Clone, Debug, Serialize)]
+pub struct Moved {
+    kind: Kind,
+    bits_per_sec: f64,
+    messages_per_sec: f64,
+    sent_messages: u64,
+    received_messages: u64,
+    received_bytes: u64,
+    /// From the first send to the last receive.
+    seconds: f64,
+}
+
+/// One size's figures.
+#[derive(Debug, Serialize)]
+pub struct SizeResult {
+    size: usize,
+    /// One per transport, in the order of `kinds`; `null` where the transport cannot carry
+    /// the size.
+    results: Vec<Option<Moved>>,
+    /// The measured transport's goodput ÷ each baseline's (`null` where either is missing).
+    ratios: Vec<Option<f64>>,
+}
+
+/// What `natm perf stream` reports.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    /// The transports, the measured one first.
+    kinds: Vec<Kind>,
+    seconds: f64,
+    placement: Placement,
+    sizes: Vec<SizeResult>,
+    plot: Option<String>,
+}
+
+/// Measures `targets` with `opts`, prints the report and writes the plot.
+pub fn measure(opts: &StreamOpts, targets: &Targets) -> CmdResult {
+    let plan = plan(opts, targets)?;
+    let cells: u64 = plan
+        .sizes
+        .iter()
+        .map(|&s| plan.kinds.iter().filter(|k| k.carries(s)).count() as u64)
+        .sum();
+    let mut progress = Progress::new(cells, "stream");
+    let mut sizes = Vec::new();
+    for (i, &size) in plan.sizes.iter().enumerate() {
+        let mut results: Vec<Option<Moved>> = vec![None; plan.kinds.len()];
+        for j in 0..plan.kinds.len() {
+            let at = (i + j) % plan.kinds.len();
+            let kind = plan.kinds[at];
+            if !kind.carries(size) {
+                continue;
+            }
+            progress.set_message(format!("stream {kind} {size} B"));
+            let m = one_run(kind, size, &plan, targets)
+                .map_err(|e| CliError::failure(format!("{kind}, {size}-byte messages: {e}")))?;
+            results[at] = Some(m);
+            progress.inc(1);
+        }
+        let ratios = results[1..]
+            .iter()
+            .map(|b| match (&results[0], b) {
+                (Some(a), Some(b)) if b.bits_per_sec > 0.0 => Some(a.bits_per_sec / b.bits_per_sec),
+                _ => None,
+            })
+            .collect();
+        sizes.push(SizeResult {
+            size,
+            results,
+            ratios,
+        });
+    }
+    drop(progress);
+    let mut report = Report {
+        kinds: plan.kinds.clone(),
+        seconds: plan.time.as_secs_f64(),
+        placement: plan.placement,
+        sizes,
+        plot: None,
+    };
+    if let Some(path) = &opts.plot {
+        let series: Vec<Series> = report
+            .kinds
+            .iter()
+            .enumerate()
+            .map(|(k, &kind)| Series {
+                kind,
+                points: report
+                    .sizes
+                    .iter()
+                    .filter_map(|s| {
+                        s.results[k]
+                            .as_ref()
+                            .map(|m| (s.size, m.bits_per_sec / 1e6))
+                    })
+                    .collect(),
+            })
+            .collect();
+        plot::goodput(path, &series)
+            .map_err(|e| CliError::failure(format!("--plot {}: {e}", path.display())))?;
+        report.plot = Some(path.display().to_string());
+    }
+    if opts.json {
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| CliError::failure(format!("JSON: {e}")))?;
+        println!("{text}");
+    } else {
+        print_table(&report);
+    }
+    Ok(())
+}
+
+/// One timed run of `kind` at `size`.
+fn one_run(kind: Kind, size: usize, plan: &Plan, targets: &Targets) -> io::Result<Moved> {
+    let (mut sender, mut receiver) = transport::pair(kind, targets.natm.as_ref())?;
+    let lossy = kind.lossy();
+    if lossy {
+        receiver.set_recv_timeout(Some(QUIET))?;
+    }
+    let done = Arc::new(AtomicBool::new(false));
+    let cpu = plan.placement.server;
+    let rx = {
+        let done = done.clone();
+        thread::Builder::new()
+            .name(format!("stream-rx-{kind}"))
+            .spawn(move || -> io::Result<(u64, u64, Option<Instant>)> {
+                pin(cpu);
+                let mut buf = vec![0u8; size];
+                let (mut messages, mut bytes, mut last) = (0u64, 0u64, None);
+                loop {
+                    match receiver.recv(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => {
+                            messages += 1;
+                            bytes += n as u64;
+                            last = Some(Instant::now());
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                            if done.load(Ordering::Acquire) {
+                                break;
+                            }
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok((messages, bytes, last))
+            })?
+    };
+    pin(plan.placement.client);
+    let msg: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+    let mut sent = 0u64;
+    let start = Instant::now();
+    let sending = (|| -> io::Result<()> {
+        while start.elapsed() < plan.time {
+            for _ in 0..CLOCK_EVERY {
+                sender.send(&msg)?;
+                sent += 1;
+            }
+        }
+        Ok(())
+    })();
+    done.store(true, Ordering::Release);
+    // The end marker (a lossy receiver also stops by itself once it is quiet).
+    let ended = sender.send(&[]);
+    let received = rx
+        .join()
+        .map_err(|_| io::Error::other("the receiver thread panicked"))?;
+    sending?;
+    ended?;
+    let (messages, bytes, last) = received?;
+    let seconds = last.map_or(0.0, |l| l.duration_since(start).as_secs_f64());
+    let per_sec = |x: f64| if seconds > 0.0 { x / seconds } else { 0.0 };
+    if !lossy && messages != sent {
+        return Err(io::Error::other(format!(
+            "sent {sent} messages, {messages} arrived over a reliable transport"
+        )));
+    }
+    Ok(Moved {
+        kind,
+        bits_per_sec: per_sec(bytes as f64 * 8.0),
+        messages_per_sec: per_sec(messages as f64),
+        sent_messages: sent,
+        received_messages: messages,
+        received_bytes: bytes,
+        seconds,
+    })
+}
+
+fn print_table(r: &Report) {
+    let cpu = |c: Option<usize>| c.map_or("any".to_string(), |c| c.to_string());
+    println!(
+        "natm perf stream: {:.1} s per size and transport; sender CPU {}, receiver CPU {}",
+        r.seconds,
+        cpu(r.placement.client),
+        cpu(r.placement.server)
+    );
+    let main = r.kinds[0];
+    let mut head = format!(
+        "{:>8} {:>10} {:>12} {:>6}",
+        "size", "Mbit/s", "messages/s", "lost"
+    );
+    for b in &r.kinds[1..] {
+        head.push_str(&format!(" {:>12} {:>8}", format!("{b} Mbit/s"), "ratio"));
+    }
+    println!("{main}: goodput; ratio = {main} ÷ the baseline, same size, same run");
+    println!("{head}");
+    for s in &r.sizes {
+        let mut line = match &s.results[0] {
+            Some(m) => format!(
+                "{:>8} {:>10.1} {:>12.0} {:>6}",
+                s.size,
+                m.bits_per_sec / 1e6,
+                m.messages_per_sec,
+                m.sent_messages - m.received_messages.min(m.sent_messages)
+            ),
+            None => format!("{:>8} {:>10} {:>12} {:>6}", s.size, "-", "-", "-"),
+        };
+        for (b, ratio) in s.results[1..].iter().zip(&s.ratios) {
+            let mbit = b
+                .as_ref()
+                .map_or("-".to_string(), |m| format!("{:.1}", m.bits_per_sec / 1e6));
+            let ratio = ratio.map_or("-".to_string(), |x| format!("{x:.2}×"));
+            line.push_str(&format!(" {mbit:>12} {ratio:>8}"));
+        }
+        println!("{line}");
+    }
+    for (k, kind) in r.kinds.iter().enumerate() {
+        let missing: Vec<String> = r
+            .sizes
+            .iter()
+            .filter(|s| s.results[k].is_none())
+            .map(|s| s.size.to_string())
+            .collect();
+        if !missing.is_empty() {
+            let (max, what) = kind.max_message();
+            println!(
+                "{kind}: not measured at {} bytes ({what} carries at most {max})",
+                missing.join(", ")
+            );
+        }
+    }
+    if let Some(p) = &r.plot {
+        println!("plot: {p}; {}", plot::LEGEND);
+    }
+}

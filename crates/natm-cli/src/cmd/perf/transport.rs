@@ -1,0 +1,347 @@
+//! The message transports `natm perf rr` and `natm perf stream` measure, behind one trait.
+//!
+//! A [`Transport`] is one end of a bidirectional channel that carries whole messages: what
+//! one `send` gives is what one `recv` returns, or nothing (a datagram transport may drop
+//! it). The engine opens a connected pair with [`pair`] and runs the client on one end and
+//! the server (or receiver) on the other, in two threads of this process.
+//!
+//! Call contract:
+//!
+//! * messages are 1 byte or more; an empty message is the engine's end-of-session marker,
+//!   and `recv` returning `Ok(0)` means "an empty message arrived, or the peer closed";
+//! * `recv` blocks until a message arrives or the timeout set with
+//!   [`Transport::set_recv_timeout`] passes, which is `Err` of kind
+//!   [`io::ErrorKind::TimedOut`];
+//! * a message longer than the buffer given to `recv` is an error (never silently cut).
+//!
+//! This layer does no timing and keeps no statistics; that is [`super::rr`] and
+//! [`super::stream`]. The kernel transports are in [`super::kernel`].
+
+use std::fmt;
+use std::io;
+use std::time::Duration;
+
+use clap::Args;
+use natm_core::addr::{AddrSyntax, PvcAddr};
+use natm_core::qos::Qos;
+use serde::Serialize;
+
+use super::kernel;
+use crate::CliError;
+
+/// One end of a message channel.
+pub trait Transport: Send {
+    /// Sends one whole message (blocking while the transport applies back-pressure).
+    fn send(&mut self, msg: &[u8]) -> io::Result<()>;
+    /// Receives one whole message into `buf` and returns its length (see the module doc
+    /// for `Ok(0)` and timeouts).
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize>;
+    /// Bounds every later `recv` by `timeout` (`None`: block without a bound).
+    fn set_recv_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()>;
+    /// What this transport is, for reports.
+    fn name(&self) -> String;
+}
+
+/// What carries the messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// natm over a running lab: client on host h1, server on host h2.
+    Natm,
+    /// Kernel UDP datagrams over 127.0.0.1.
+    Udp,
+    /// Kernel TCP over 127.0.0.1, each message behind a 4-byte length, `TCP_NODELAY`.
+    Tcp,
+    /// A kernel Unix `SOCK_SEQPACKET` socket pair.
+    Unix,
+}
+
+/// The largest UDP payload over IPv4 (65,535 minus the IP and UDP headers).
+pub const UDP_MAX: usize = 65_507;
+/// The largest AAL5 SDU.
+pub const AAL5_MAX: usize = 65_535;
+/// The largest message natm's kernel stream transports are asked to carry.
+pub const STREAM_MAX: usize = 1 << 20;
+/// The largest `SOCK_SEQPACKET` record: the default socket send buffer (212,992 bytes on
+/// Linux) less room for the kernel's own accounting.
+pub const SEQPACKET_MAX: usize = 160 * 1024;
+
+impl Kind {
+    /// Its name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Natm => "natm",
+            Kind::Udp => "udp",
+            Kind::Tcp => "tcp",
+            Kind::Unix => "unix",
+        }
+    }
+
+    /// The largest message it carries, and what limits it.
+    pub fn max_message(self) -> (usize, &'static str) {
+        match self {
+            Kind::Natm => (AAL5_MAX, "an AAL5 SDU"),
+            Kind::Udp => (UDP_MAX, "a UDP datagram"),
+            Kind::Tcp => (STREAM_MAX, "a framed TCP message"),
+            Kind::Unix => (SEQPACKET_MAX, "a SOCK_SEQPACKET record"),
+        }
+    }
+
+    /// Whether a message of `size` bytes fits.
+    pub fn carries(self, size: usize) -> bool {
+        size >= 1 && size <= self.max_message().0
+    }
+
+    /// Whether it may lose messages (the engine then bounds its waits).
+    pub fn lossy(self) -> bool {
+        matches!(self, Kind::Natm | Kind::Udp)
+    }
+
+    /// Parses one name; `what` is the option it came from, for the error.
+    pub fn parse(text: &str, what: &str, allow_natm: bool) -> Result<Kind, CliError> {
+        match text.trim() {
+            "natm" if allow_natm => Ok(Kind::Natm),
+            "udp" => Ok(Kind::Udp),
+            "tcp" => Ok(Kind::Tcp),
+            "unix" => Ok(Kind::Unix),
+            other => Err(CliError::usage(format!(
+                "{what} {other:?}: expected {}udp, tcp or unix",
+                if allow_natm { "natm, " } else { "" }
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Opens a connected pair of `kind`: (client end, server end).
+pub fn pair(
+    kind: Kind,
+    natm: Option<&NatmTarget>,
+) -> io::Result<(Box<dyn Transport>, Box<dyn Transport>)> {
+    match kind {
+        Kind::Natm => match natm {
+            Some(n) => n.pair(),
+            None => Err(io::Error::other(
+                "natm transport asked for without its options",
+            )),
+        },
+        Kind::Udp => {
+            let (a, b) = kernel::udp_pair()?;
+            Ok((Box::new(a), Box::new(b)))
+        }
+        Kind::Tcp => {
+            let (a, b) = kernel::tcp_pair()?;
+            Ok((Box::new(a), Box::new(b)))
+        }
+        Kind::Unix => {
+            let (a, b) = kernel::seqpacket_pair()?;
+            Ok((Box::new(a), Box::new(b)))
+        }
+    }
+}
+
+/// Where the client and server threads run.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Placement {
+    /// The client's (or sender's) CPU.
+    pub client: Option<usize>,
+    /// The server's (or receiver's) CPU.
+    pub server: Option<usize>,
+}
+
+/// The CPU options shared by `rr` and `stream`.
+#[derive(Args, Debug, Clone)]
+pub struct CpuArgs {
+    /// CPU of the client (sender) thread; default: the first CPU this process may use.
+    #[arg(long)]
+    cpu_client: Option<usize>,
+    /// CPU of the server (receiver) thread; default: the second CPU this process may use.
+    #[arg(long)]
+    cpu_server: Option<usize>,
+    /// Put the client and the server on the same CPU (the client's).
+    #[arg(long, conflicts_with = "cpu_server")]
+    same_core: bool,
+}
+
+impl CpuArgs {
+    /// Checks the CPUs against the ones this process may use and fills in the defaults.
+    pub fn placement(&self) -> Result<Placement, CliError> {
+        let allowed = natm_nic::sched::allowed_cpus().unwrap_or_default();
+        for (name, cpu) in [
+            ("--cpu-client", self.cpu_client),
+            ("--cpu-server", self.cpu_server),
+        ] {
+            if let Some(c) = cpu
+                && !allowed.is_empty()
+                && !allowed.contains(&c)
+            {
+                return Err(CliError::usage(format!(
+                    "{name} {c}: this process may run on CPUs {allowed:?} only"
+                )));
+            }
+        }
+        let client = self.cpu_client.or(allowed.first().copied());
+        let server = if self.same_core {
+            client
+        } else {
+            self.cpu_server.or(match self.cpu_client {
+                // The first allowed CPU that is not the client's.
+                Some(c) => allowed.iter().copied().find(|&x| x != c),
+                None => allowed.get(1).copied(),
+            })
+        };
+        Ok(Placement { client, server })
+    }
+}
+
+/// Which transports a `natm perf rr|stream` run measures, and the natm side's options.
+#[derive(Args, Debug, Clone)]
+pub struct TargetArgs {
+    /// What to measure: natm (over a running lab), udp, tcp or unix.
+    #[arg(long, default_value = "natm")]
+    kind: String,
+    /// Kernel baselines measured in the same run, comma separated (udp, tcp, unix).
+    #[arg(long, default_value = "udp,tcp")]
+    baseline: String,
+    /// Measure no baseline.
+    #[arg(long)]
+    no_baseline: bool,
+    /// The natm VC, `[itf.]vpi.vci`.
+    #[arg(long, default_value = "0.100")]
+    vc: String,
+    /// The natm VC's QoS in qos(7) form.
+    #[arg(long, default_value = "ubr")]
+    qos: String,
+    /// How the natm application waits: poll, adaptive, eventfd or signal.
+    #[arg(long, default_value = "adaptive")]
+    mode: String,
+    /// natm's data path: direct (application ↔ adapter) or daemon (through the host daemon).
+    #[arg(long, default_value = "direct")]
+    path: String,
+}
+
+/// How a natm application waits for its VC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WaitMode {
+    /// Busy polling.
+    Poll,
+    /// Spin, then sleep on an eventfd.
+    Adaptive,
+    /// An eventfd.
+    Eventfd,
+    /// A real-time signal.
+    Signal,
+}
+
+/// natm's data path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DataPath {
+    /// The application's channel goes straight to the adapter.
+    Direct,
+    /// Through the host daemon.
+    Daemon,
+}
+
+/// The natm side of a run, checked.
+#[derive(Clone, Debug)]
+pub struct NatmTarget {
+    /// The VC both ends open.
+    pub vc: PvcAddr,
+    /// Its QoS.
+    pub qos: Qos,
+    /// How the ends wait.
+    pub mode: WaitMode,
+    /// Which data path.
+    pub path: DataPath,
+}
+
+/// The transports of a run: the measured one first, then the baselines.
+#[derive(Clone, Debug)]
+pub struct Targets {
+    /// Every transport, the measured one first.
+    pub kinds: Vec<Kind>,
+    /// natm's options (`None` for a kernel baseline run alone).
+    pub natm: Option<NatmTarget>,
+}
+
+impl TargetArgs {
+    /// Checks the options.
+    pub fn targets(&self) -> Result<Targets, CliError> {
+        let main = Kind::parse(&self.kind, "--kind", true)?;
+        let mut kinds = vec![main];
+        if !self.no_baseline {
+            for part in self.baseline.split(',').filter(|p| !p.trim().is_empty()) {
+                let k = Kind::parse(part, "--baseline", false)?;
+                if !kinds.contains(&k) {
+                    kinds.push(k);
+                }
+            }
+        }
+        let vc = PvcAddr::parse_with(&self.vc, AddrSyntax::EXACT)
+            .map_err(|e| CliError::usage(format!("--vc {:?}: {e}", self.vc)))?;
+        let qos: Qos = self
+            .qos
+            .parse()
+            .map_err(|e| CliError::usage(format!("--qos {:?}: {e}", self.qos)))?;
+        let mode = match self.mode.as_str() {
+            "poll" => WaitMode::Poll,
+            "adaptive" => WaitMode::Adaptive,
+            "eventfd" => WaitMode::Eventfd,
+            "signal" => WaitMode::Signal,
+            m => {
+                return Err(CliError::usage(format!(
+                    "--mode {m:?}: expected poll, adaptive, eventfd or signal"
+                )));
+            }
+        };
+        let path = match self.path.as_str() {
+            "direct" => DataPath::Direct,
+            "daemon" => DataPath::Daemon,
+            p => {
+                return Err(CliError::usage(format!(
+                    "--path {p:?}: expected direct or daemon"
+                )));
+            }
+        };
+        Ok(Targets {
+            kinds,
+            natm: Some(NatmTarget {
+                vc,
+                qos,
+                mode,
+                path,
+            }),
+        })
+    }
+}
+
+impl Targets {
+    /// A kernel baseline alone (`natm perf baseline KIND …`).
+    pub fn kernel(kind: Kind) -> Targets {
+        Targets {
+            kinds: vec![kind],
+            natm: None,
+        }
+    }
+}
+
+impl NatmTarget {
+    /// Opens the natm pair: the client's VC through host h1, the server's through h2.
+    fn pair(&self) -> io::Result<(Box<dyn Transport>, Box<dyn Transport>)> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "natm transport (VC {}, QoS {}, {:?}, {:?}): the natm API crate (crates/natm) \
+                 has no Host or VC yet; measure --kind udp, tcp or unix, or natm perf baseline",
+                self.vc, self.qos, self.mode, self.path
+            ),
+        ))
+    }
+}
