@@ -116,7 +116,7 @@ pub enum DriverError {
 
 /// The channel's buffers as the adapter sees them: reads and writes go through the
 /// channel's ownership checks, so the adapter can only touch what the channel handed it.
-struct ChannelMemory<'a>(&'a mut AdapterEnd);
+pub(crate) struct ChannelMemory<'a>(pub(crate) &'a mut AdapterEnd);
 
 fn memory_error(
     id: BufferId,

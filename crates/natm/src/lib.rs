@@ -1,1 +1,959 @@
-//! natm's application API (issue 5). Being written.
+//! natm's application API: open PVCs with a QoS through the host daemon (hostd) and send
+//! and receive AAL5 SDUs on them, blocking, non-blocking or zero-copy (issue 5).
+//!
+//! A [`Host`] is a connection to one host's daemon. [`Host::open`] asks it for a VC; the
+//! VC's data then takes one of two paths ([`DataPath`]):
+//!
+//! * **Direct** (the default): hostd hands the application a shared-memory channel (a
+//!   memfd with descriptor, free-buffer and completion rings and the buffers, natm-nic's
+//!   channel region). [`Vc::send`] copies the SDU into a free buffer of the region and posts
+//!   a descriptor; hostd's adapter segments the cells straight from that buffer. Received
+//!   SDUs are reassembled straight into buffers the application posted. No system call
+//!   per SDU unless somebody sleeps ([`Notify`] says how the application waits), and
+//!   [`Vc::tx_buffer`] / [`Vc::recv_zero_copy`] avoid the copies too.
+//! * **Daemon**: each SDU is one message on the Unix socket, copied by hostd, as with a
+//!   kernel driver. It exists to be measured against the direct path.
+//!
+//! Errors say what failed ([`Error`]): no daemon at the socket, a refusal with hostd's
+//! reason (VC in use, reserved VCI, admission control), the link being down, the channel
+//! being revoked (closed, or hostd gone), nothing ready, a timeout, an SDU too long.
+//!
+//! What it is not: no switched VCs (no signalling yet), no async API; a [`Vc`] in
+//! [`Notify::Signal`] mode must be used on the thread that opened it (the signal goes to
+//! that thread).
+//!
+//! # Example
+//!
+//! This runs for real: it starts a host daemon in this process on a loopback link (every
+//! cell sent comes back), so what the VC sends it also receives.
+//!
+//! ```
+//! use std::time::Duration;
+//! use natm::{DataPath, Host, Notify, OamScope, VcOptions};
+//! use natm_host::hostd::{HostdOptions, HostdThread, WaitMode};
+//! use natm_host::loopback::LoopLink;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = std::env::temp_dir().join(format!("natm-doc-{}", std::process::id()));
+//! let opts = HostdOptions {
+//!     name: "h1".into(),
+//!     socket: dir.join("h1.sock"),
+//!     wait: WaitMode::Adaptive,
+//!     link_description: "loopback".into(),
+//!     link_rate: None,
+//! };
+//! let hostd = HostdThread::spawn(opts, Box::new(|| Ok(Box::new(LoopLink::new(4096)) as _)))?;
+//!
+//! let host = Host::connect_path(hostd.socket())?;
+//! let mut vc = host.open(
+//!     VcOptions::new("0.100".parse()?)
+//!         .qos("ubr".parse()?)
+//!         .notify(Notify::Adaptive)
+//!         .path(DataPath::Direct),
+//! )?;
+//! vc.send(b"hello, ATM")?;
+//! let mut buf = [0u8; 100];
+//! let n = vc.recv_timeout(&mut buf, Duration::from_secs(5))?;
+//! assert_eq!(&buf[..n], b"hello, ATM");
+//!
+//! // Zero copy: fill a buffer of the region in place, and read one in place.
+//! let mut b = vc.tx_buffer()?;
+//! b[..3].copy_from_slice(b"abc");
+//! b.send(3)?;
+//! assert_eq!(&*vc.recv_zero_copy()?, b"abc");
+//!
+//! // An end-to-end OAM loopback: on a loopback link hostd answers its own request.
+//! let rtt = host.ping("0.100".parse()?, OamScope::EndToEnd, Duration::from_secs(2))?;
+//! assert!(rtt > Duration::ZERO);
+//! assert_eq!(vc.counters()?.sdus_sent, 2);
+//! assert_eq!(host.status()?.channels.len(), 1);
+//! drop(vc);
+//! hostd.stop()?;
+//! # let _ = std::fs::remove_dir_all(&dir);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! With a daemon already running (`natm hostd --config h1.toml`), only the name is needed:
+//!
+//! ```no_run
+//! # fn main() -> Result<(), natm::Error> {
+//! let host = natm::Host::connect("h1")?;
+//! println!("{} channels open", host.status()?.channels.len());
+//! # Ok(())
+//! # }
+//! ```
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::io::{self, IoSliceMut};
+use std::mem::MaybeUninit;
+use std::ops::{Deref, DerefMut};
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use natm_host::proto::{
+    self, ErrorKind, Frame, FrameError, NotifyMode, PathKind, Request, Response, SignalTarget,
+};
+use natm_nic::channel::{AppEnd, BufferId, Channel, ChannelState, PollError};
+use natm_nic::memfd::MemfdMem;
+use natm_nic::notify::{AdaptivePolicy, Waiter, check_eventfd};
+use natm_nic::signal;
+use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, recvmsg};
+
+pub use natm_core::{PvcAddr, Qos, VcId};
+pub use natm_host::proto::{HostStatus, VcStats};
+
+/// What went wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No daemon answers at the socket.
+    #[error("no natm host daemon at {}: {source}", path.display())]
+    NoDaemon {
+        /// The socket's path.
+        path: PathBuf,
+        /// Why connecting failed.
+        source: io::Error,
+    },
+    /// hostd refused the request, and says why.
+    #[error("refused: {0}")]
+    Refused(String),
+    /// The host's link is down; hostd reconnects it.
+    #[error("the host's link is down")]
+    LinkDown,
+    /// The channel is closed or hostd stopped servicing it.
+    #[error("channel revoked by hostd")]
+    Revoked,
+    /// Nothing can be done without waiting (`try_*`).
+    #[error("would block")]
+    WouldBlock,
+    /// The time ran out.
+    #[error("timed out")]
+    Timeout,
+    /// An SDU longer than the VC carries, or than the receive buffer holds.
+    #[error("{len} bytes do not fit: at most {max}")]
+    TooLong {
+        /// The SDU's length.
+        len: usize,
+        /// The most allowed.
+        max: usize,
+    },
+    /// The socket or a system call failed, or hostd broke the protocol.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+fn protocol(what: impl Into<String>) -> Error {
+    Error::Io(io::Error::new(io::ErrorKind::InvalidData, what.into()))
+}
+
+impl From<FrameError> for Error {
+    fn from(e: FrameError) -> Error {
+        match e {
+            FrameError::Closed => Error::Revoked,
+            FrameError::Io(e) => Error::Io(e),
+            e => protocol(e.to_string()),
+        }
+    }
+}
+
+/// How a VC's application waits for its channel (direct path).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Notify {
+    /// Spin on the completion ring: lowest latency, one CPU.
+    Poll,
+    /// Spin 30 µs, then sleep on an eventfd.
+    #[default]
+    Adaptive,
+    /// Sleep on an eventfd at once.
+    EventFd,
+    /// Sleep until hostd's real-time signal (use the VC on the thread that opened it).
+    Signal,
+}
+
+/// Where a VC's data travels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DataPath {
+    /// A shared-memory channel.
+    #[default]
+    Direct,
+    /// The daemon's socket, one message and a copy per SDU.
+    Daemon,
+}
+
+/// Which OAM F5 loopback: answered by the segment end point (the switch) or the far end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OamScope {
+    /// The far host's daemon answers.
+    EndToEnd,
+    /// The switch answers.
+    Segment,
+}
+
+/// What to open.
+#[derive(Clone, Debug)]
+pub struct VcOptions {
+    addr: PvcAddr,
+    qos: Option<Qos>,
+    notify: Notify,
+    path: DataPath,
+    buffers: u32,
+    buffer_size: u32,
+}
+
+impl VcOptions {
+    /// The PVC `addr` (e.g. `"0.100".parse()?`), UBR, adaptive notification, direct path,
+    /// 32 buffers of 64 KiB (SDUs up to 65,535 bytes).
+    pub fn new(addr: PvcAddr) -> VcOptions {
+        VcOptions {
+            addr,
+            qos: None,
+            notify: Notify::Adaptive,
+            path: DataPath::Direct,
+            buffers: 32,
+            buffer_size: 65536,
+        }
+    }
+
+    /// The QoS (linux-atm qos(7) text, parsed).
+    pub fn qos(mut self, qos: Qos) -> VcOptions {
+        self.qos = Some(qos);
+        self
+    }
+
+    /// How to wait.
+    pub fn notify(mut self, notify: Notify) -> VcOptions {
+        self.notify = notify;
+        self
+    }
+
+    /// Which path.
+    pub fn path(mut self, path: DataPath) -> VcOptions {
+        self.path = path;
+        self
+    }
+
+    /// Buffers: half for sending, half posted for receiving.
+    pub fn buffers(mut self, n: u32) -> VcOptions {
+        self.buffers = n;
+        self
+    }
+
+    /// Bytes per buffer (a multiple of 64); bounds the SDU size.
+    pub fn buffer_size(mut self, n: u32) -> VcOptions {
+        self.buffer_size = n;
+        self
+    }
+}
+
+/// The connection to hostd, shared by a [`Host`] and its VCs.
+struct Conn {
+    stream: UnixStream,
+    rbuf: Vec<u8>,
+    fds: Vec<OwnedFd>,
+    data: HashMap<u32, VecDeque<Vec<u8>>>,
+    link_down: bool,
+    revoked: HashSet<u32>,
+    closed: bool,
+}
+
+impl Conn {
+    /// Reads what arrives within `timeout` (`None`: wait) into the buffer; false if
+    /// nothing did.
+    fn fill(&mut self, timeout: Option<Duration>) -> Result<bool, Error> {
+        if self.closed {
+            return Err(Error::Revoked);
+        }
+        let mut pfd = [rustix::event::PollFd::new(
+            &self.stream,
+            rustix::event::PollFlags::IN,
+        )];
+        let ts = timeout.and_then(|t| rustix::event::Timespec::try_from(t).ok());
+        match rustix::event::poll(&mut pfd, ts.as_ref()) {
+            Ok(0) => return Ok(false),
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => return Ok(false),
+            Err(e) => return Err(Error::Io(e.into())),
+        }
+        let mut buf = [0u8; 65536];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(8))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let msg = match recvmsg(
+            &self.stream,
+            &mut [IoSliceMut::new(&mut buf)],
+            &mut control,
+            RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT,
+        ) {
+            Ok(m) => m,
+            Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => return Ok(false),
+            Err(e) => return Err(Error::Io(e.into())),
+        };
+        for m in control.drain() {
+            if let RecvAncillaryMessage::ScmRights(it) = m {
+                self.fds.extend(it);
+            }
+        }
+        if msg.bytes == 0 {
+            self.closed = true;
+            return Err(Error::Revoked);
+        }
+        self.rbuf.extend_from_slice(&buf[..msg.bytes]);
+        Ok(true)
+    }
+
+    /// The next frame already read that is not a notice or data (those are recorded).
+    fn next_answer(&mut self) -> Result<Option<Response>, Error> {
+        while let Some(body) = proto::split_frame(&mut self.rbuf)? {
+            match proto::decode::<Response>(&body)? {
+                Frame::Data { handle, sdu } => self.data.entry(handle).or_default().push_back(sdu),
+                Frame::Control(Response::LinkDown) => self.link_down = true,
+                Frame::Control(Response::LinkUp) => self.link_down = false,
+                Frame::Control(Response::Revoked { handle }) => {
+                    self.revoked.insert(handle);
+                }
+                Frame::Control(r) => return Ok(Some(r)),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Takes in whatever has arrived, without waiting.
+    fn catch_up(&mut self) -> Result<(), Error> {
+        while self.fill(Some(Duration::ZERO))? {}
+        if let Some(r) = self.next_answer()? {
+            return Err(protocol(format!("unexpected message from hostd: {r:?}")));
+        }
+        Ok(())
+    }
+
+    fn request(&mut self, r: &Request) -> Result<(Response, Vec<OwnedFd>), Error> {
+        self.fds.clear();
+        proto::write_frame(&self.stream, &proto::control_frame(r)).map_err(|e| {
+            if e.kind() == io::ErrorKind::BrokenPipe {
+                Error::Revoked
+            } else {
+                Error::Io(e)
+            }
+        })?;
+        loop {
+            if let Some(answer) = self.next_answer()? {
+                let fds = std::mem::take(&mut self.fds);
+                return match answer {
+                    Response::Error { kind, message } => Err(match kind {
+                        ErrorKind::LinkDown => Error::LinkDown,
+                        ErrorKind::Timeout => Error::Timeout,
+                        _ => Error::Refused(message),
+                    }),
+                    a => Ok((a, fds)),
+                };
+            }
+            self.fill(None)?;
+        }
+    }
+}
+
+/// A connection to a host's daemon. See the [crate documentation](crate).
+pub struct Host {
+    conn: Arc<Mutex<Conn>>,
+    path: PathBuf,
+}
+
+fn lock(c: &Mutex<Conn>) -> MutexGuard<'_, Conn> {
+    // A panic elsewhere while holding the lock leaves the connection usable.
+    c.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+static SIGNAL_CHANNEL: AtomicU32 = AtomicU32::new(0);
+static CORRELATION: AtomicU32 = AtomicU32::new(1);
+
+impl Host {
+    /// Connects to host `name`'s daemon at its default socket
+    /// ([`natm_host::proto::default_socket`]).
+    pub fn connect(name: &str) -> Result<Host, Error> {
+        Host::connect_path(proto::default_socket(name))
+    }
+
+    /// Connects to the daemon listening at `path`.
+    pub fn connect_path(path: impl AsRef<Path>) -> Result<Host, Error> {
+        let path = path.as_ref().to_path_buf();
+        let stream = UnixStream::connect(&path).map_err(|source| Error::NoDaemon {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(Host {
+            conn: Arc::new(Mutex::new(Conn {
+                stream,
+                rbuf: Vec::new(),
+                fds: Vec::new(),
+                data: HashMap::new(),
+                link_down: false,
+                revoked: HashSet::new(),
+                closed: false,
+            })),
+            path,
+        })
+    }
+
+    /// The daemon's socket.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Opens a VC.
+    pub fn open(&self, opts: VcOptions) -> Result<Vc, Error> {
+        let mut receiver = None;
+        let signal_target = if opts.notify == Notify::Signal && opts.path == DataPath::Direct {
+            let signo = signal::rt_signal(4).ok_or_else(|| {
+                Error::Io(io::Error::other("no real-time signal SIGRTMIN+4 here"))
+            })?;
+            let channel = SIGNAL_CHANNEL.fetch_add(1, Ordering::Relaxed) % signal::MAX_CHANNELS;
+            let r = signal::Receiver::new(signo, channel)?;
+            let t = r.target();
+            receiver = Some(r);
+            Some(SignalTarget {
+                tid: t.tid,
+                signo,
+                channel,
+            })
+        } else {
+            None
+        };
+        let req = Request::Open {
+            vc: opts.addr.to_string(),
+            qos: opts
+                .qos
+                .map_or_else(|| "ubr".to_string(), |q| q.to_string()),
+            path: match opts.path {
+                DataPath::Direct => PathKind::Direct,
+                DataPath::Daemon => PathKind::Daemon,
+            },
+            notify: match opts.notify {
+                Notify::Poll => NotifyMode::Poll,
+                Notify::Adaptive => NotifyMode::Adaptive,
+                Notify::EventFd => NotifyMode::Eventfd,
+                Notify::Signal => NotifyMode::Signal,
+            },
+            signal: signal_target,
+            buffers: opts.buffers,
+            buffer_size: opts.buffer_size,
+        };
+        let (answer, fds) = lock(&self.conn).request(&req)?;
+        let Response::Opened {
+            handle,
+            cookie,
+            max_sdu,
+            buffers,
+            ..
+        } = answer
+        else {
+            return Err(protocol(format!("hostd answered an open with {answer:?}")));
+        };
+        let mut vc = Vc {
+            conn: self.conn.clone(),
+            handle,
+            cookie,
+            max_sdu: max_sdu as usize,
+            direct: None,
+        };
+        if opts.path == DataPath::Direct {
+            // From here on, a failure closes the VC again (Vc's Drop).
+            vc.direct = Some(Direct::attach(fds, opts.notify, receiver, buffers)?);
+        }
+        Ok(vc)
+    }
+
+    /// Sends one OAM F5 loopback request on `vc` and waits for the reply: the round-trip
+    /// time as hostd measured it.
+    pub fn ping(&self, vc: PvcAddr, scope: OamScope, timeout: Duration) -> Result<Duration, Error> {
+        let req = Request::Ping {
+            vc: vc.to_string(),
+            segment: scope == OamScope::Segment,
+            correlation: CORRELATION.fetch_add(1, Ordering::Relaxed),
+            timeout_ms: timeout.as_millis().clamp(1, u128::from(u64::MAX)) as u64,
+        };
+        match lock(&self.conn).request(&req)? {
+            (Response::Pong { rtt_ns }, _) => Ok(Duration::from_nanos(rtt_ns)),
+            (r, _) => Err(protocol(format!("hostd answered a ping with {r:?}"))),
+        }
+    }
+
+    /// The host's state: link, admission books, every channel.
+    pub fn status(&self) -> Result<HostStatus, Error> {
+        match lock(&self.conn).request(&Request::Status)? {
+            (Response::Status(s), _) => Ok(s),
+            (r, _) => Err(protocol(format!("hostd answered status with {r:?}"))),
+        }
+    }
+
+    /// Closes the VC with this cookie (see [`Vc::cookie`]); hostd refuses a cookie of
+    /// another connection's VC.
+    pub fn close_cookie(&self, cookie: &str) -> Result<(), Error> {
+        match lock(&self.conn).request(&Request::Close {
+            cookie: cookie.to_string(),
+        })? {
+            (Response::Closed { .. }, _) => Ok(()),
+            (r, _) => Err(protocol(format!("hostd answered close with {r:?}"))),
+        }
+    }
+}
+
+/// The application's side of a direct-path channel.
+struct Direct {
+    app: AppEnd,
+    waiter: Waiter,
+    buffer_size: usize,
+    free_tx: Vec<BufferId>,
+    /// Received SDUs not yet taken: buffer and length.
+    ready: VecDeque<(BufferId, usize)>,
+    /// A transmission failed because the link was down; reported by the next send.
+    tx_link_down: bool,
+}
+
+impl Direct {
+    fn attach(
+        fds: Vec<OwnedFd>,
+        notify: Notify,
+        receiver: Option<signal::Receiver>,
+        buffers: u32,
+    ) -> Result<Direct, Error> {
+        let mut fds = fds.into_iter();
+        let (Some(region), Some(wake_me), Some(kick), None) =
+            (fds.next(), fds.next(), fds.next(), fds.next())
+        else {
+            return Err(protocol(
+                "hostd's open answer did not carry three descriptors",
+            ));
+        };
+        let mem = MemfdMem::map(region).map_err(|e| protocol(format!("channel region: {e}")))?;
+        let ch = Channel::open(Arc::new(mem)).map_err(|e| protocol(format!("channel: {e}")))?;
+        let mut app = ch.app().map_err(|e| protocol(format!("channel: {e}")))?;
+        app.set_waker(Waiter::eventfd_waker(kick).map_err(|e| protocol(format!("eventfd: {e}")))?);
+        let waiter = match (notify, receiver) {
+            (Notify::Poll, _) => Waiter::BusyPoll,
+            (Notify::Adaptive, _) => {
+                check_eventfd(&wake_me).map_err(|e| protocol(format!("eventfd: {e}")))?;
+                Waiter::Adaptive(AdaptivePolicy::default(), Arc::new(wake_me))
+            }
+            (Notify::EventFd, _) => {
+                Waiter::eventfd_from(wake_me).map_err(|e| protocol(format!("eventfd: {e}")))?
+            }
+            (Notify::Signal, Some(r)) => Waiter::Signal(r),
+            (Notify::Signal, None) => return Err(protocol("no signal receiver")),
+        };
+        let geom = ch
+            .layout()
+            .buffers
+            .ok_or_else(|| protocol("channel has no buffers"))?;
+        let count = geom.count.min(buffers);
+        let rx = count / 2;
+        for b in 0..rx {
+            app.post_rx(BufferId(b))
+                .map_err(|e| protocol(format!("posting a receive buffer: {e}")))?;
+        }
+        Ok(Direct {
+            app,
+            waiter,
+            buffer_size: geom.size as usize,
+            free_tx: (rx..count).rev().map(BufferId).collect(),
+            ready: VecDeque::new(),
+            tx_link_down: false,
+        })
+    }
+
+    fn state(&self) -> Result<(), Error> {
+        match self.app.state() {
+            ChannelState::Live => Ok(()),
+            ChannelState::LinkDown => Err(Error::LinkDown),
+            _ => Err(Error::Revoked),
+        }
+    }
+
+    /// Takes every completion.
+    fn drain(&mut self) -> Result<(), Error> {
+        loop {
+            match self.app.poll_completion() {
+                Ok(Some(c)) if c.rx => {
+                    if c.status == 0 {
+                        self.ready.push_back((c.buffer, c.len as usize));
+                    } else {
+                        // A frame that never came (aborted): the buffer goes back.
+                        let _ = self.app.post_rx(c.buffer);
+                    }
+                }
+                Ok(Some(c)) => {
+                    if c.status == proto::STATUS_LINK_DOWN {
+                        self.tx_link_down = true;
+                    }
+                    self.free_tx.push(c.buffer);
+                }
+                Ok(None) => return Ok(()),
+                Err(PollError::Refused(_)) => {}
+                Err(PollError::Fault(f)) => return Err(protocol(format!("completion ring: {f}"))),
+            }
+        }
+    }
+
+    /// Waits for a completion or a state change until `deadline`; false if it passed.
+    fn wait(&mut self, deadline: Option<Instant>) -> Result<bool, Error> {
+        let left = match deadline {
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Ok(false);
+                }
+                left
+            }
+            None => Duration::from_secs(3600),
+        };
+        self.waiter.wait(&mut self.app, left)?;
+        Ok(true)
+    }
+
+    fn free_tx(&mut self, deadline: Option<Instant>) -> Result<BufferId, Error> {
+        loop {
+            self.drain()?;
+            self.state()?;
+            if std::mem::take(&mut self.tx_link_down) {
+                return Err(Error::LinkDown);
+            }
+            if let Some(b) = self.free_tx.pop() {
+                return Ok(b);
+            }
+            if !self.wait(deadline)? {
+                return Err(if deadline.is_some_and(|d| d <= Instant::now()) {
+                    Error::WouldBlock
+                } else {
+                    Error::Timeout
+                });
+            }
+        }
+    }
+
+    /// Waits for a received SDU; its buffer and length.
+    fn next_rx(
+        &mut self,
+        deadline: Option<Instant>,
+        zero_wait: bool,
+    ) -> Result<(BufferId, usize), Error> {
+        loop {
+            self.drain()?;
+            if let Some(&r) = self.ready.front() {
+                return Ok(r);
+            }
+            self.state()?;
+            if !self.wait(deadline)? {
+                return Err(if zero_wait {
+                    Error::WouldBlock
+                } else {
+                    Error::Timeout
+                });
+            }
+        }
+    }
+}
+
+/// An open VC. Dropping it closes it.
+pub struct Vc {
+    conn: Arc<Mutex<Conn>>,
+    handle: u32,
+    cookie: String,
+    max_sdu: usize,
+    direct: Option<Direct>,
+}
+
+impl Vc {
+    /// hostd's handle for the VC.
+    pub fn handle(&self) -> u32 {
+        self.handle
+    }
+
+    /// The cookie that closes it ([`Host::close_cookie`]).
+    pub fn cookie(&self) -> &str {
+        &self.cookie
+    }
+
+    /// The largest SDU it carries.
+    pub fn max_sdu(&self) -> usize {
+        self.max_sdu
+    }
+
+    fn check_len(&self, len: usize) -> Result<(), Error> {
+        if len == 0 {
+            return Err(Error::Refused("an AAL5 SDU has at least 1 byte".into()));
+        }
+        if len > self.max_sdu {
+            return Err(Error::TooLong {
+                len,
+                max: self.max_sdu,
+            });
+        }
+        Ok(())
+    }
+
+    fn send_deadline(&mut self, sdu: &[u8], deadline: Option<Instant>) -> Result<(), Error> {
+        self.check_len(sdu.len())?;
+        let handle = self.handle;
+        match &mut self.direct {
+            Some(d) => {
+                let b = d.free_tx(deadline)?;
+                d.app
+                    .write_buffer(b, sdu)
+                    .map_err(|e| protocol(format!("transmit buffer: {e}")))?;
+                d.app
+                    .post_tx(b, sdu.len() as u32, handle, 0)
+                    .map_err(|e| protocol(format!("transmit ring: {e}")))?;
+                Ok(())
+            }
+            None => {
+                let mut c = lock(&self.conn);
+                c.catch_up()?;
+                if c.revoked.contains(&handle) {
+                    return Err(Error::Revoked);
+                }
+                if c.link_down {
+                    return Err(Error::LinkDown);
+                }
+                if deadline.is_some() {
+                    let mut pfd = [rustix::event::PollFd::new(
+                        &c.stream,
+                        rustix::event::PollFlags::OUT,
+                    )];
+                    if rustix::event::poll(&mut pfd, Some(&rustix::event::Timespec::default()))
+                        .unwrap_or(0)
+                        == 0
+                    {
+                        return Err(Error::WouldBlock);
+                    }
+                }
+                proto::write_frame(&c.stream, &proto::data_frame(handle, sdu)).map_err(|e| {
+                    if e.kind() == io::ErrorKind::BrokenPipe {
+                        Error::Revoked
+                    } else {
+                        Error::Io(e)
+                    }
+                })
+            }
+        }
+    }
+
+    /// Sends one SDU, waiting for a free transmit buffer.
+    pub fn send(&mut self, sdu: &[u8]) -> Result<(), Error> {
+        self.send_deadline(sdu, None)
+    }
+
+    /// Sends one SDU if a transmit buffer is free now; [`Error::WouldBlock`] if not.
+    pub fn try_send(&mut self, sdu: &[u8]) -> Result<(), Error> {
+        self.send_deadline(sdu, Some(Instant::now()))
+    }
+
+    fn recv_deadline(
+        &mut self,
+        buf: &mut [u8],
+        deadline: Option<Instant>,
+        zero_wait: bool,
+    ) -> Result<usize, Error> {
+        let handle = self.handle;
+        match &mut self.direct {
+            Some(d) => {
+                let (b, len) = d.next_rx(deadline, zero_wait)?;
+                if len > buf.len() {
+                    return Err(Error::TooLong {
+                        len,
+                        max: buf.len(),
+                    });
+                }
+                d.app
+                    .read_buffer(b, &mut buf[..len])
+                    .map_err(|e| protocol(format!("receive buffer: {e}")))?;
+                d.ready.pop_front();
+                let _ = d.app.post_rx(b);
+                Ok(len)
+            }
+            None => {
+                let mut c = lock(&self.conn);
+                loop {
+                    if let Some(q) = c.data.get_mut(&handle)
+                        && let Some(front) = q.front()
+                    {
+                        if front.len() > buf.len() {
+                            return Err(Error::TooLong {
+                                len: front.len(),
+                                max: buf.len(),
+                            });
+                        }
+                        let sdu = q.pop_front().expect("front exists");
+                        buf[..sdu.len()].copy_from_slice(&sdu);
+                        return Ok(sdu.len());
+                    }
+                    if let Some(r) = c.next_answer()? {
+                        return Err(protocol(format!("unexpected message from hostd: {r:?}")));
+                    }
+                    if c.data.get(&handle).is_some_and(|q| !q.is_empty()) {
+                        continue;
+                    }
+                    if c.revoked.contains(&handle) {
+                        return Err(Error::Revoked);
+                    }
+                    if c.link_down {
+                        return Err(Error::LinkDown);
+                    }
+                    let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+                    if !c.fill(left)?
+                        && left.is_some()
+                        && deadline.is_some_and(|d| d <= Instant::now())
+                    {
+                        return Err(if zero_wait {
+                            Error::WouldBlock
+                        } else {
+                            Error::Timeout
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Receives one SDU into `buf`, waiting for it; its length. An SDU longer than `buf`
+    /// is [`Error::TooLong`] and stays queued.
+    pub fn recv(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
+        self.recv_deadline(buf, None, false)
+    }
+
+    /// Receives one SDU if one is there; [`Error::WouldBlock`] if not.
+    pub fn try_recv(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
+        self.recv_deadline(buf, Some(Instant::now()), true)
+    }
+
+    /// Receives one SDU, waiting at most `timeout` ([`Error::Timeout`]).
+    pub fn recv_timeout(&mut self, buf: &mut [u8], timeout: Duration) -> Result<usize, Error> {
+        self.recv_deadline(buf, Some(Instant::now() + timeout), false)
+    }
+
+    fn direct(&mut self) -> Result<&mut Direct, Error> {
+        self.direct.as_mut().ok_or_else(|| {
+            Error::Refused("zero copy needs the direct path (a shared-memory channel)".into())
+        })
+    }
+
+    /// A free transmit buffer of the channel to fill in place; [`TxBuffer::send`] sends
+    /// it. Waits for one. Direct path only.
+    pub fn tx_buffer(&mut self) -> Result<TxBuffer<'_>, Error> {
+        let handle = self.handle;
+        let max_sdu = self.max_sdu;
+        let d = self.direct()?;
+        let id = d.free_tx(None)?;
+        let len = d.buffer_size.min(max_sdu);
+        Ok(TxBuffer {
+            d,
+            id,
+            len,
+            handle,
+            sent: false,
+        })
+    }
+
+    /// The next received SDU, in place in the channel's buffer; dropping it hands the
+    /// buffer back for reception. Waits for one. Direct path only.
+    pub fn recv_zero_copy(&mut self) -> Result<RxSdu<'_>, Error> {
+        let d = self.direct()?;
+        let (id, len) = d.next_rx(None, false)?;
+        d.ready.pop_front();
+        Ok(RxSdu { d, id, len })
+    }
+
+    /// The VC's counters as hostd's adapter keeps them.
+    pub fn counters(&self) -> Result<VcStats, Error> {
+        let status = match lock(&self.conn).request(&Request::Status)? {
+            (Response::Status(s), _) => s,
+            (r, _) => return Err(protocol(format!("hostd answered status with {r:?}"))),
+        };
+        status
+            .channels
+            .iter()
+            .find(|c| c.handle == self.handle)
+            .map(|c| c.counters)
+            .ok_or(Error::Revoked)
+    }
+}
+
+impl Drop for Vc {
+    fn drop(&mut self) {
+        let mut c = lock(&self.conn);
+        if !c.closed && !c.revoked.contains(&self.handle) {
+            let _ = c.request(&Request::Close {
+                cookie: self.cookie.clone(),
+            });
+        }
+        c.data.remove(&self.handle);
+    }
+}
+
+/// A transmit buffer being filled in place ([`Vc::tx_buffer`]); dereferences to its
+/// bytes. Dropped without [`send`](TxBuffer::send), it goes back to the free pool.
+pub struct TxBuffer<'a> {
+    d: &'a mut Direct,
+    id: BufferId,
+    len: usize,
+    handle: u32,
+    sent: bool,
+}
+
+impl TxBuffer<'_> {
+    /// Sends the first `len` bytes as one SDU.
+    pub fn send(mut self, len: usize) -> Result<(), Error> {
+        if len == 0 || len > self.len {
+            return Err(Error::TooLong { len, max: self.len });
+        }
+        self.d.state()?;
+        self.d
+            .app
+            .post_tx(self.id, len as u32, self.handle, 0)
+            .map_err(|e| protocol(format!("transmit ring: {e}")))?;
+        self.sent = true;
+        Ok(())
+    }
+}
+
+impl Deref for TxBuffer<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.d.app.buffer(self.id, self.len).unwrap_or(&[])
+    }
+}
+
+impl DerefMut for TxBuffer<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        self.d.app.buffer_mut(self.id, self.len).unwrap_or(&mut [])
+    }
+}
+
+impl Drop for TxBuffer<'_> {
+    fn drop(&mut self) {
+        if !self.sent {
+            self.d.free_tx.push(self.id);
+        }
+    }
+}
+
+/// A received SDU in place in the channel's buffer ([`Vc::recv_zero_copy`]).
+pub struct RxSdu<'a> {
+    d: &'a mut Direct,
+    id: BufferId,
+    len: usize,
+}
+
+impl Deref for RxSdu<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.d.app.buffer(self.id, self.len).unwrap_or(&[])
+    }
+}
+
+impl Drop for RxSdu<'_> {
+    fn drop(&mut self) {
+        let _ = self.d.app.post_rx(self.id);
+    }
+}

@@ -1,0 +1,1742 @@
+//! The host daemon: one process per host that owns the host's one link to the switch and
+//! every application's VCs on it (issue 5).
+//!
+//! ```text
+//!  app ──unix socket── channel manager ──┐ open/close/ping/status, daemon-path SDUs
+//!  app ══memfd channel══ Adapter ────────┤
+//!  app ══memfd channel══ Adapter ────────┼── one data-path loop ── the link (CellLink)
+//!  app ──socket SDUs── Adapter(own bufs) ┘   (demux by VPI/VCI in, round robin out)
+//! ```
+//!
+//! * **One adapter per channel**, as U-Net gives each endpoint its own: every VC an
+//!   application opens gets its own [`Adapter`] over its own channel region (a memfd handed
+//!   to the application with SCM_RIGHTS), so one application's buffers, queues and
+//!   mistakes never touch another's. Cells from the link are checked once (I.432 HEC
+//!   receiver, one per link), then demultiplexed by VPI/VCI to the adapter owning the VC;
+//!   every adapter's `poll_transmit` output goes to the one link, round robin between
+//!   channels a batch at a time. Cells the link refuses stay with their channel and go
+//!   first next time; nothing is dropped silently (cells lost when the link fails under
+//!   them are counted).
+//! * **Daemon path**: a VC whose SDUs travel over the socket, copied into hostd's own
+//!   buffers, like a kernel driver's `sendmsg`/`recvmsg`: the baseline the direct path is
+//!   measured against.
+//! * **OAM** (I.610 §10.2.4, F5 loopback): hostd is the end point of every VC on its link.
+//!   It answers end-to-end loopback requests (indication 1) with the same cell, indication
+//!   0 and the same correlation tag; segment requests are the switch's to answer. [`ping`]
+//!   requests (see [`proto::Request::Ping`]) send a request and time the reply.
+//! * **Channel manager**: the protocol is [`proto`]. The socket is created mode 0600 and
+//!   every connection's SO_PEERCRED is checked ([`peer_allowed`]: hostd's uid or root).
+//!   Refusals name the reason: VC in use, VCI below 32, a QoS that does not parse, the
+//!   admission refusal of natm-traffic's CAC on the link's rate (an unlimited link is
+//!   admitted as an OC-3c line, the nominal rate of a host's port).
+//! * **Clean-up**: when a connection closes (exit, crash, `kill -9`), everything it held is
+//!   reclaimed in the same loop iteration: its adapters, VCs, buffers, CAC reservations
+//!   and memfd mappings. The channel is first marked revoked in its region
+//!   ([`ChannelState::Revoked`]), so an application still holding the mapping gets an
+//!   error, not a hang; a revoked channel is never serviced again.
+//! * **Link loss**: a link that fails is dropped and reconnected every 100 ms through the
+//!   connector; meanwhile transmit descriptors complete with
+//!   [`proto::STATUS_LINK_DOWN`], channels are marked [`ChannelState::LinkDown`] (which wakes
+//!   blocked applications), daemon-path clients get [`proto::Response::LinkDown`]. The VCs
+//!   stay open: when the link comes back they work again.
+//!
+//! What it is not: no signalling (PVCs only; the switch's tables are the switch's
+//! business), no per-link scheduler across channels (each adapter shapes its own VC to
+//! its contract on a rated link, and CAC keeps CBR and VBR within the link's rate; UBR
+//! excess is left to the link's own pacing), one link per host.
+//!
+//! [`ping`]: proto::Request::Ping
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io::{self, Read};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use natm_adapter::{
+    Adapter, AdapterConfig, BufferId, Completion, Direction, HecCheck, LinkRate, RxVcConfig,
+    Status, VecBuffers,
+};
+use natm_core::{HeaderFormat, PvcAddr, Qos, Sel, TrafficClass, VcId, Vci};
+use natm_link::CellLink;
+use natm_link::clock::Epoch;
+use natm_nic::channel::{self as nic, AdapterEnd, Channel, ChannelConfig, ChannelState, PollError};
+use natm_nic::memfd::MemfdMem;
+use natm_nic::notify::{Waiter, Waker};
+use natm_nic::signal;
+use natm_traffic::cac::{self, Cac, CacConfig};
+use natm_traffic::sched::VcSpec;
+use natm_wire::cell::{Cell as WireCell, CellHeader, HecReceiver, HecVerdict, Pti};
+use natm_wire::oam::{Loopback, OamCell, OamFlow, OamRepr};
+use serde::{Deserialize, Serialize};
+
+use crate::driver::{BATCH, ChannelMemory, status_code};
+use crate::proto::{
+    self, CacStatus, ChannelStatus, ErrorKind, Frame, FrameError, HostStatus, LinkStatus,
+    NotifyMode, PathKind, Request, Response, SignalTarget, VcStats,
+};
+
+type Cell = natm_link::Cell;
+
+/// OC-3c's cell rate: what an unlimited link is admitted as.
+pub const NOMINAL_RATE: u32 = 353_207;
+/// How often a failed link is tried again.
+pub const RECONNECT: Duration = Duration::from_millis(100);
+/// Spin this long after the last progress before sleeping (adaptive wait).
+const SPIN: Duration = Duration::from_micros(50);
+/// The longest sleep: the loop looks at the link's health at least this often.
+const MAX_SLEEP: Duration = Duration::from_millis(20);
+/// A client's unsent output beyond which received daemon-path SDUs are dropped.
+const MAX_CLIENT_BACKLOG: usize = 16 << 20;
+/// Most buffers per VC.
+pub const MAX_VC_BUFFERS: u32 = 4096;
+
+/// How the data-path loop waits when there is nothing to do.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WaitMode {
+    /// Spin 50 µs after the last work, then sleep in `poll(2)` on every descriptor.
+    #[default]
+    Adaptive,
+    /// Never sleep: one CPU for the lowest latency.
+    Poll,
+}
+
+/// What the daemon core needs besides its link.
+#[derive(Clone, Debug)]
+pub struct HostdOptions {
+    /// The host's name (status).
+    pub name: String,
+    /// The Unix socket's path.
+    pub socket: PathBuf,
+    /// How to wait.
+    pub wait: WaitMode,
+    /// The link, for status.
+    pub link_description: String,
+    /// The link's rate, cells/s (`None`: unlimited, admitted as [`NOMINAL_RATE`]).
+    pub link_rate: Option<u32>,
+}
+
+/// Makes (or remakes) the link: called at start and every [`RECONNECT`] while it is down.
+pub type Connector = Box<dyn FnMut() -> io::Result<Box<dyn CellLink>> + Send>;
+
+/// Whether a peer with `peer_uid` may use a daemon running as `own_uid`: the same user,
+/// or root.
+pub fn peer_allowed(peer_uid: u32, own_uid: u32) -> bool {
+    peer_uid == own_uid || peer_uid == 0
+}
+
+/// Why the daemon could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum HostdError {
+    /// Another daemon listens on the socket.
+    #[error("{0}: another hostd is listening there")]
+    InUse(PathBuf),
+    /// The socket could not be made.
+    #[error("{path}: {source}")]
+    Socket {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The loop failed.
+    #[error("hostd: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// A loopback request waiting for its reply.
+struct PendingPing {
+    conn: u64,
+    vc: VcId,
+    segment: bool,
+    tag: u32,
+    sent: Instant,
+    deadline: Instant,
+}
+
+/// One frame waiting to be written to a client.
+struct Outgoing {
+    bytes: Vec<u8>,
+    at: usize,
+    fds: Vec<OwnedFd>,
+}
+
+struct Conn {
+    stream: UnixStream,
+    pid: i32,
+    rbuf: Vec<u8>,
+    out: VecDeque<Outgoing>,
+    out_bytes: usize,
+    /// A daemon-path SDU waiting for a free buffer: the connection is not read meanwhile.
+    stalled: Option<(u32, Vec<u8>)>,
+    /// A ping is outstanding: requests after it wait (answers go in order).
+    pinging: bool,
+    /// Close once the output is written (refused peer, unparseable framing).
+    closing: bool,
+    dead: bool,
+}
+
+impl Conn {
+    fn send(&mut self, r: &Response) {
+        self.push(proto::control_frame(r), Vec::new());
+    }
+
+    fn push(&mut self, bytes: Vec<u8>, fds: Vec<OwnedFd>) {
+        self.out_bytes += bytes.len();
+        self.out.push_back(Outgoing { bytes, at: 0, fds });
+    }
+
+    fn refuse(&mut self, kind: ErrorKind, message: impl Into<String>) {
+        self.send(&Response::Error {
+            kind,
+            message: message.into(),
+        });
+    }
+
+    /// Writes what the socket takes now.
+    fn flush(&mut self) -> bool {
+        let mut progress = false;
+        while let Some(o) = self.out.front_mut() {
+            let fds: Vec<BorrowedFd<'_>> = o.fds.iter().map(|f| f.as_fd()).collect();
+            match proto::send_with_fds(&self.stream, &o.bytes[o.at..], &fds) {
+                Ok(0) => break,
+                Ok(n) => {
+                    progress = true;
+                    o.at += n;
+                    // Descriptors went with the first byte.
+                    o.fds.clear();
+                    self.out_bytes -= n;
+                    if o.at == o.bytes.len() {
+                        self.out.pop_front();
+                    }
+                }
+                Err(_) => {
+                    self.dead = true;
+                    break;
+                }
+            }
+        }
+        progress
+    }
+}
+
+// One per VC, held in a map: the size difference costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
+enum PortMem {
+    Direct {
+        end: AdapterEnd,
+        /// hostd sleeps on it; the application writes it after posting.
+        waiter: Waiter,
+        /// Kept so the mapping lives exactly as long as the port.
+        _region: Arc<MemfdMem>,
+    },
+    Daemon {
+        bufs: VecBuffers,
+        free_tx: Vec<u32>,
+    },
+}
+
+struct Port {
+    handle: u32,
+    vc: VcId,
+    qos: String,
+    conn: u64,
+    owner_pid: i32,
+    cookie: [u8; 16],
+    notify: NotifyMode,
+    spec: VcSpec,
+    rx: RxVcConfig,
+    adapter: Adapter,
+    mem: PortMem,
+    reservation: cac::Handle,
+    out: Box<[Cell; BATCH]>,
+    sent: usize,
+    filled: usize,
+    deferred: VecDeque<Completion>,
+    tx_failed: u64,
+    client_drops: u64,
+}
+
+impl Port {
+    fn link_backlog(&self) -> bool {
+        self.sent < self.filled
+    }
+}
+
+fn cookie_hex(c: &[u8; 16]) -> String {
+    c.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn parse_cookie(s: &str) -> Option<[u8; 16]> {
+    if s.len() != 32 || !s.is_ascii() {
+        return None;
+    }
+    let mut c = [0u8; 16];
+    for (i, b) in c.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(c)
+}
+
+fn vc_key(vc: VcId) -> u32 {
+    u32::from(vc.vpi.get()) << 16 | u32::from(vc.vci.get())
+}
+
+/// Parses a concrete PVC on interface 0.
+fn parse_vc(text: &str) -> Result<VcId, String> {
+    let a: PvcAddr = text
+        .parse()
+        .map_err(|e| format!("bad VC \"{text}\": {e}"))?;
+    match a.itf {
+        Sel::Is(i) if i.get() != 0 => {
+            return Err(format!(
+                "VC \"{text}\": interface {} does not exist (hostd has one link, interface 0)",
+                i.get()
+            ));
+        }
+        Sel::Unspecified => return Err(format!("VC \"{text}\": the interface is unspecified")),
+        _ => {}
+    }
+    match (a.vpi, a.vci) {
+        (Sel::Is(vpi), Sel::Is(vci)) => Ok(VcId::new(vpi, vci)),
+        _ => Err(format!(
+            "VC \"{text}\": give a VPI and a VCI (no `*` or `?`)"
+        )),
+    }
+}
+
+fn vm_rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// The daemon: socket, link, channels and the data-path loop. See the [module
+/// documentation](self).
+pub struct Hostd {
+    opts: HostdOptions,
+    connector: Connector,
+    link: Option<Box<dyn CellLink>>,
+    next_reconnect: Instant,
+    next_health: Instant,
+    listener: UnixListener,
+    own_uid: u32,
+    conns: BTreeMap<u64, Conn>,
+    next_conn: u64,
+    ports: BTreeMap<u32, Port>,
+    by_vc: HashMap<u32, u32>,
+    next_handle: u32,
+    rr: u32,
+    cac: Cac,
+    pings: Vec<PendingPing>,
+    oam_out: VecDeque<Cell>,
+    epoch: Epoch,
+    hec: HecReceiver,
+    inbox: Box<[Cell; BATCH]>,
+    stats: LinkStatus,
+    last_progress: Instant,
+}
+
+impl Hostd {
+    /// Binds the socket (mode 0600; a stale socket file nobody listens on is replaced)
+    /// and tries the link once; a link that cannot be made now is retried by the loop.
+    pub fn new(opts: HostdOptions, connector: Connector) -> Result<Hostd, HostdError> {
+        let listener = bind(&opts.socket)?;
+        Ok(Hostd::with_listener(opts, connector, listener))
+    }
+
+    fn with_listener(
+        opts: HostdOptions,
+        mut connector: Connector,
+        listener: UnixListener,
+    ) -> Hostd {
+        let link = connector().ok();
+        let now = Instant::now();
+        let capacity = opts.link_rate.unwrap_or(NOMINAL_RATE);
+        let cac = Cac::new(CacConfig {
+            link: format!("{}:link", opts.name),
+            capacity,
+            buffer_cells: 0,
+            max_ubr: 4096,
+        });
+        let stats = LinkStatus {
+            description: opts.link_description.clone(),
+            up: link.is_some(),
+            ..LinkStatus::default()
+        };
+        Hostd {
+            opts,
+            connector,
+            link,
+            next_reconnect: now + RECONNECT,
+            next_health: now,
+            listener,
+            own_uid: rustix::process::getuid().as_raw(),
+            conns: BTreeMap::new(),
+            next_conn: 1,
+            ports: BTreeMap::new(),
+            by_vc: HashMap::new(),
+            next_handle: 1,
+            rr: 0,
+            cac,
+            pings: Vec::new(),
+            oam_out: VecDeque::new(),
+            epoch: Epoch::now(),
+            hec: HecReceiver::new(),
+            inbox: Box::new([[0; 53]; BATCH]),
+            stats,
+            last_progress: now,
+        }
+    }
+
+    /// The socket's path.
+    pub fn socket(&self) -> &Path {
+        &self.opts.socket
+    }
+
+    /// Runs the loop until `stop` is set (checked at least every 20 ms), then revokes every
+    /// channel and removes the socket.
+    pub fn run(&mut self, stop: &AtomicBool) -> io::Result<()> {
+        while !stop.load(Ordering::Relaxed) {
+            if self.poll_once()? {
+                self.last_progress = Instant::now();
+            } else {
+                match self.opts.wait {
+                    WaitMode::Poll => std::hint::spin_loop(),
+                    WaitMode::Adaptive => {
+                        if self.last_progress.elapsed() >= SPIN {
+                            self.sleep()?;
+                        }
+                    }
+                }
+            }
+        }
+        self.shutdown();
+        Ok(())
+    }
+
+    fn shutdown(&mut self) {
+        let handles: Vec<u32> = self.ports.keys().copied().collect();
+        for h in handles {
+            self.close_port(h);
+        }
+        let _ = std::fs::remove_file(&self.opts.socket);
+    }
+
+    /// One pass of the loop: everything that can move now. Returns whether anything did.
+    pub fn poll_once(&mut self) -> io::Result<bool> {
+        let mut progress = false;
+        progress |= self.accept();
+        progress |= self.read_clients();
+        self.check_link();
+        progress |= self.take_posts();
+        progress |= self.receive();
+        self.timeouts();
+        progress |= self.transmit();
+        progress |= self.complete();
+        self.expire_pings();
+        progress |= self.flush_clients();
+        self.reap();
+        Ok(progress)
+    }
+
+    // ------------------------------------------------------------------ clients
+
+    fn accept(&mut self) -> bool {
+        let mut any = false;
+        loop {
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    any = true;
+                    self.add_conn(stream);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return any,
+            }
+        }
+    }
+
+    fn add_conn(&mut self, stream: UnixStream) {
+        if stream.set_nonblocking(true).is_err() {
+            return;
+        }
+        let cred = rustix::net::sockopt::socket_peercred(&stream);
+        let id = self.next_conn;
+        self.next_conn += 1;
+        let mut conn = Conn {
+            stream,
+            pid: 0,
+            rbuf: Vec::new(),
+            out: VecDeque::new(),
+            out_bytes: 0,
+            stalled: None,
+            pinging: false,
+            closing: false,
+            dead: false,
+        };
+        match cred {
+            Ok(c) if peer_allowed(c.uid.as_raw(), self.own_uid) => {
+                conn.pid = c.pid.as_raw_nonzero().get();
+            }
+            Ok(c) => {
+                conn.refuse(
+                    ErrorKind::Refused,
+                    format!(
+                        "uid {} may not use this hostd (it serves uid {} and root)",
+                        c.uid.as_raw(),
+                        self.own_uid
+                    ),
+                );
+                conn.closing = true;
+            }
+            Err(e) => {
+                conn.refuse(ErrorKind::Refused, format!("SO_PEERCRED failed: {e}"));
+                conn.closing = true;
+            }
+        }
+        self.conns.insert(id, conn);
+    }
+
+    fn read_clients(&mut self) -> bool {
+        let mut progress = false;
+        let ids: Vec<u64> = self.conns.keys().copied().collect();
+        for id in ids {
+            progress |= self.retry_stalled(id);
+            let Some(c) = self.conns.get_mut(&id) else {
+                continue;
+            };
+            if c.closing || c.dead {
+                continue;
+            }
+            let mut buf = [0u8; 65536];
+            // Read only while nothing waits: a stalled SDU or a ping holds the rest back.
+            while c.stalled.is_none() && !c.pinging && c.rbuf.len() < 2 * proto::MAX_FRAME {
+                match c.stream.read(&mut buf) {
+                    Ok(0) => {
+                        c.dead = true;
+                        break;
+                    }
+                    Ok(n) => {
+                        progress = true;
+                        c.rbuf.extend_from_slice(&buf[..n]);
+                        if n < buf.len() {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        c.dead = true;
+                        break;
+                    }
+                }
+            }
+            progress |= self.handle_frames(id);
+        }
+        progress
+    }
+
+    fn handle_frames(&mut self, id: u64) -> bool {
+        let mut progress = false;
+        loop {
+            let Some(c) = self.conns.get_mut(&id) else {
+                return progress;
+            };
+            if c.stalled.is_some() || c.pinging || c.closing {
+                return progress;
+            }
+            let body = match proto::split_frame(&mut c.rbuf) {
+                Ok(Some(b)) => b,
+                Ok(None) => return progress,
+                Err(e) => {
+                    // No way to find the next frame: answer and hang up.
+                    c.refuse(ErrorKind::BadRequest, e.to_string());
+                    c.closing = true;
+                    return true;
+                }
+            };
+            progress = true;
+            match proto::decode::<Request>(&body) {
+                Ok(Frame::Control(r)) => self.request(id, r),
+                Ok(Frame::Data { handle, sdu }) => self.daemon_send(id, handle, sdu),
+                Err(FrameError::BadKind(k)) => {
+                    c.refuse(ErrorKind::BadRequest, format!("unknown frame kind {k}"));
+                    c.closing = true;
+                }
+                Err(e) => c.refuse(ErrorKind::BadRequest, e.to_string()),
+            }
+        }
+    }
+
+    fn flush_clients(&mut self) -> bool {
+        let mut progress = false;
+        for c in self.conns.values_mut() {
+            progress |= c.flush();
+            if c.closing && c.out.is_empty() {
+                c.dead = true;
+            }
+        }
+        progress
+    }
+
+    /// Drops closed connections and everything they held.
+    fn reap(&mut self) {
+        let dead: Vec<u64> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.dead)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in dead {
+            let owned: Vec<u32> = self
+                .ports
+                .values()
+                .filter(|p| p.conn == id)
+                .map(|p| p.handle)
+                .collect();
+            for h in owned {
+                self.close_port(h);
+            }
+            self.pings.retain(|p| p.conn != id);
+            self.conns.remove(&id);
+        }
+    }
+
+    // ----------------------------------------------------------------- requests
+
+    fn reply(&mut self, id: u64, r: Response) {
+        if let Some(c) = self.conns.get_mut(&id) {
+            c.send(&r);
+        }
+    }
+
+    fn request(&mut self, id: u64, r: Request) {
+        match r {
+            Request::Open {
+                vc,
+                qos,
+                path,
+                notify,
+                signal,
+                buffers,
+                buffer_size,
+            } => {
+                let r = self.open(id, &vc, &qos, path, notify, signal, buffers, buffer_size);
+                match r {
+                    Ok((resp, fds)) => {
+                        if let Some(c) = self.conns.get_mut(&id) {
+                            c.push(proto::control_frame(&resp), fds);
+                        }
+                    }
+                    Err((kind, message)) => self.reply(id, Response::Error { kind, message }),
+                }
+            }
+            Request::Close { cookie } => {
+                let r = self.close_request(id, &cookie);
+                self.reply(id, r);
+            }
+            Request::Ping {
+                vc,
+                segment,
+                correlation,
+                timeout_ms,
+            } => self.ping(id, &vc, segment, correlation, timeout_ms),
+            Request::Status => {
+                let s = self.status();
+                self.reply(id, Response::Status(s));
+            }
+        }
+    }
+
+    fn close_request(&mut self, id: u64, cookie: &str) -> Response {
+        let refused = |m: &str| Response::Error {
+            kind: ErrorKind::Refused,
+            message: m.to_string(),
+        };
+        let Some(c) = parse_cookie(cookie) else {
+            return refused("unknown cookie (not 32 hex digits)");
+        };
+        let Some(p) = self.ports.values().find(|p| p.cookie == c) else {
+            return refused("unknown cookie");
+        };
+        if p.conn != id {
+            return refused("cookie belongs to another application");
+        }
+        let handle = p.handle;
+        self.close_port(handle);
+        Response::Closed { handle }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn open(
+        &mut self,
+        id: u64,
+        vc_text: &str,
+        qos_text: &str,
+        path: PathKind,
+        notify: NotifyMode,
+        signal_target: Option<SignalTarget>,
+        buffers: u32,
+        buffer_size: u32,
+    ) -> Result<(Response, Vec<OwnedFd>), (ErrorKind, String)> {
+        let bad = |m: String| (ErrorKind::BadRequest, m);
+        let refused = |m: String| (ErrorKind::Refused, m);
+        let vc = parse_vc(vc_text).map_err(bad)?;
+        if vc.vci.get() < Vci::FIRST_USER {
+            return Err(refused(format!(
+                "VC {vc}: VCI {} is reserved (VCIs 0..=31 are for signalling, OAM and ILMI); use 32 or above",
+                vc.vci.get()
+            )));
+        }
+        if !vc.vpi.fits(HeaderFormat::Uni) {
+            return Err(refused(format!("VC {vc}: VPI above 255 at the UNI")));
+        }
+        if let Some(&h) = self.by_vc.get(&vc_key(vc)) {
+            let pid = self.ports.get(&h).map_or(0, |p| p.owner_pid);
+            return Err(refused(format!(
+                "VC {vc} is in use by another channel (handle {h}, pid {pid})"
+            )));
+        }
+        let qos: Qos = qos_text
+            .parse()
+            .map_err(|e| bad(format!("bad QoS \"{qos_text}\": {e}")))?;
+        if !(2..=MAX_VC_BUFFERS).contains(&buffers) {
+            return Err(bad(format!(
+                "buffers {buffers} is not in 2..={MAX_VC_BUFFERS}"
+            )));
+        }
+        if buffer_size == 0 || !buffer_size.is_multiple_of(64) || buffer_size > (1 << 20) {
+            return Err(bad(format!(
+                "buffer_size {buffer_size} is not a multiple of 64 in 64..=1048576"
+            )));
+        }
+        let capacity = self.cac.config().capacity;
+        let tx = qos.tx;
+        let reservation = self.cac.admit(&tx).map_err(|e| refused(e.to_string()))?;
+        let contract = self
+            .cac
+            .reservation(reservation)
+            .map(|r| r.contract)
+            .unwrap_or_default();
+        let spec = match tx.class {
+            TrafficClass::Cbr => VcSpec::cbr(contract.pcr),
+            TrafficClass::Vbr => VcSpec::nrt_vbr(contract.pcr, contract.scr, contract.mbs),
+            _ => VcSpec::ubr(
+                if contract.pcr == 0 {
+                    capacity
+                } else {
+                    contract.pcr
+                },
+                1,
+            ),
+        };
+        let max_sdu_qos = if qos.rx.max_sdu == 0 {
+            65535
+        } else {
+            qos.rx.max_sdu as usize
+        };
+        let max_sdu = max_sdu_qos.min(buffer_size as usize).min(65535);
+        let rx = RxVcConfig::aal5(max_sdu);
+        let release = |cac: &mut Cac| {
+            let _ = cac.release(reservation);
+        };
+        let handle = self.next_handle;
+        let mut config = AdapterConfig::new(buffers, buffer_size as usize);
+        config.link = match self.opts.link_rate {
+            Some(r) => LinkRate::CellsPerSecond(r),
+            None => LinkRate::Unlimited,
+        };
+        config.hec = HecCheck::Off;
+        config.max_vcs = 1;
+        config.max_tx_queued = buffers as usize;
+        config.event_queue_max = 64;
+        let mut adapter = match Adapter::new(config) {
+            Ok(a) => a,
+            Err(e) => {
+                release(&mut self.cac);
+                return Err(refused(e.to_string()));
+            }
+        };
+        if let Err(e) = adapter.open_vc(handle, vc, spec, rx) {
+            release(&mut self.cac);
+            return Err(refused(e.to_string()));
+        }
+        let owner_pid = self.conns.get(&id).map_or(0, |c| c.pid);
+        let made = match path {
+            PathKind::Direct => {
+                make_channel(buffers, buffer_size, notify, signal_target, owner_pid)
+            }
+            PathKind::Daemon => {
+                let bufs = VecBuffers::new(buffers, buffer_size as usize);
+                let rx_count = buffers / 2;
+                for b in 0..rx_count {
+                    adapter.post_rx_buffer(BufferId(b));
+                }
+                Ok((
+                    PortMem::Daemon {
+                        bufs,
+                        free_tx: (rx_count..buffers).rev().collect(),
+                    },
+                    Vec::new(),
+                ))
+            }
+        };
+        let (mem, fds) = match made {
+            Ok(m) => m,
+            Err(e) => {
+                release(&mut self.cac);
+                return Err(e);
+            }
+        };
+        let mut cookie = [0u8; 16];
+        if rustix::rand::getrandom(&mut cookie, rustix::rand::GetRandomFlags::empty()).unwrap_or(0)
+            != 16
+        {
+            release(&mut self.cac);
+            return Err((ErrorKind::Internal, "getrandom failed".into()));
+        }
+        self.next_handle = self.next_handle.wrapping_add(1).max(1);
+        let mut port = Port {
+            handle,
+            vc,
+            qos: qos.to_string(),
+            conn: id,
+            owner_pid,
+            cookie,
+            notify,
+            spec,
+            rx,
+            adapter,
+            mem,
+            reservation,
+            out: Box::new([[0; 53]; BATCH]),
+            sent: 0,
+            filled: 0,
+            deferred: VecDeque::new(),
+            tx_failed: 0,
+            client_drops: 0,
+        };
+        if self.link.is_none()
+            && let PortMem::Direct { end, .. } = &mut port.mem
+        {
+            end.set_state(ChannelState::LinkDown);
+        }
+        self.by_vc.insert(vc_key(vc), handle);
+        self.ports.insert(handle, port);
+        Ok((
+            Response::Opened {
+                handle,
+                cookie: cookie_hex(&cookie),
+                path,
+                buffers,
+                buffer_size,
+                max_sdu: max_sdu as u32,
+                link_up: self.link.is_some(),
+            },
+            fds,
+        ))
+    }
+
+    fn close_port(&mut self, handle: u32) {
+        let Some(mut p) = self.ports.remove(&handle) else {
+            return;
+        };
+        self.by_vc.remove(&vc_key(p.vc));
+        if let PortMem::Direct { end, .. } = &mut p.mem {
+            end.set_state(ChannelState::Revoked);
+        }
+        let _ = self.cac.release(p.reservation);
+        // The adapter, its buffers and the mapping go with `p`.
+    }
+
+    fn daemon_send(&mut self, id: u64, handle: u32, sdu: Vec<u8>) {
+        let link_up = self.link.is_some();
+        let now = self.epoch.elapsed();
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let Some(p) = self.ports.get_mut(&handle).filter(|p| p.conn == id) else {
+            c.refuse(
+                ErrorKind::Refused,
+                format!("data for handle {handle}, which is not a VC of this connection"),
+            );
+            return;
+        };
+        let PortMem::Daemon { bufs, free_tx } = &mut p.mem else {
+            c.refuse(
+                ErrorKind::Refused,
+                format!("handle {handle} is a direct-path channel: send through the channel"),
+            );
+            return;
+        };
+        if sdu.is_empty() || sdu.len() > bufs.size().min(65535) {
+            p.tx_failed += 1;
+            c.refuse(
+                ErrorKind::Refused,
+                format!(
+                    "SDU of {} bytes on handle {handle}: not in 1..={}",
+                    sdu.len(),
+                    bufs.size().min(65535)
+                ),
+            );
+            return;
+        }
+        if !link_up {
+            p.tx_failed += 1;
+            return;
+        }
+        let Some(b) = free_tx.pop() else {
+            c.stalled = Some((handle, sdu));
+            return;
+        };
+        let buf = bufs
+            .buffer_mut(BufferId(b))
+            .expect("free list holds the VC's own buffer ids");
+        buf[..sdu.len()].copy_from_slice(&sdu);
+        p.adapter.post_tx(now, BufferId(b), sdu.len(), handle);
+    }
+
+    fn retry_stalled(&mut self, id: u64) -> bool {
+        let Some(c) = self.conns.get_mut(&id) else {
+            return false;
+        };
+        let Some((handle, sdu)) = c.stalled.take() else {
+            return false;
+        };
+        self.daemon_send(id, handle, sdu);
+        self.conns.get(&id).is_some_and(|c| c.stalled.is_none())
+    }
+
+    fn ping(&mut self, id: u64, vc_text: &str, segment: bool, tag: u32, timeout_ms: u64) {
+        let vc = match parse_vc(vc_text) {
+            Ok(v) => v,
+            Err(m) => {
+                return self.reply(
+                    id,
+                    Response::Error {
+                        kind: ErrorKind::BadRequest,
+                        message: m,
+                    },
+                );
+            }
+        };
+        if self.link.is_none() {
+            return self.reply(
+                id,
+                Response::Error {
+                    kind: ErrorKind::LinkDown,
+                    message: format!("link down: no loopback on {vc}"),
+                },
+            );
+        }
+        let flow = if segment {
+            OamFlow::F5Segment
+        } else {
+            OamFlow::F5EndToEnd
+        };
+        let cell = OamRepr::Loopback(Loopback::request(tag)).to_cell(flow, vc);
+        self.oam_out.push_back(cell);
+        let now = Instant::now();
+        self.pings.push(PendingPing {
+            conn: id,
+            vc,
+            segment,
+            tag,
+            sent: now,
+            deadline: now + Duration::from_millis(timeout_ms.min(60_000)),
+        });
+        if let Some(c) = self.conns.get_mut(&id) {
+            c.pinging = true;
+        }
+        self.send_oam();
+    }
+
+    fn expire_pings(&mut self) {
+        let now = Instant::now();
+        let mut i = 0;
+        while i < self.pings.len() {
+            if self.pings[i].deadline <= now {
+                let p = self.pings.swap_remove(i);
+                let scope = if p.segment { "segment" } else { "end-to-end" };
+                if let Some(c) = self.conns.get_mut(&p.conn) {
+                    c.pinging = false;
+                    c.refuse(
+                        ErrorKind::Timeout,
+                        format!("no {scope} loopback reply on {} in time", p.vc),
+                    );
+                }
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    fn status(&self) -> HostStatus {
+        let channels = self
+            .ports
+            .values()
+            .map(|p| {
+                let c = p.adapter.counters();
+                ChannelStatus {
+                    handle: p.handle,
+                    vc: p.vc.to_string(),
+                    qos: p.qos.clone(),
+                    owner_pid: p.owner_pid,
+                    notify: p.notify,
+                    path: match p.mem {
+                        PortMem::Direct { .. } => PathKind::Direct,
+                        PortMem::Daemon { .. } => PathKind::Daemon,
+                    },
+                    counters: VcStats {
+                        sdus_sent: c.frames_out,
+                        bytes_sent: c.bytes_out,
+                        sdus_received: c.frames_in,
+                        bytes_received: c.bytes_in,
+                        cells_sent: c.cells_out,
+                        cells_received: c.cells_in,
+                        drops_no_buffer: c.no_buffer + p.client_drops,
+                        drops_crc: c.crc,
+                        drops_length: c.length + c.aborted,
+                        drops_oversize: c.oversize,
+                        drops_timeout: c.timeout,
+                        drops_policed: c.policed,
+                        tx_failed: c.tx_refused + p.tx_failed,
+                    },
+                    tx_queued: p.adapter.tx_queued() as u64,
+                    rx_free: p.adapter.free_rx_buffers() as u64,
+                }
+            })
+            .collect();
+        let mut link = self.stats.clone();
+        link.up = self.link.is_some();
+        if let Some(l) = &self.link {
+            let c = l.counters();
+            link.tx_cells = c.tx_cells;
+            link.rx_cells = c.rx_cells;
+        }
+        HostStatus {
+            name: self.opts.name.clone(),
+            pid: std::process::id(),
+            link,
+            cac: CacStatus {
+                capacity: self.cac.config().capacity,
+                cbr: self.cac.reserved_cbr(),
+                vbr: self.cac.reserved_vbr(),
+                ubr: self.cac.ubr_count(),
+            },
+            channels,
+            vm_rss_bytes: vm_rss_bytes(),
+        }
+    }
+
+    // ---------------------------------------------------------------- the link
+
+    fn check_link(&mut self) {
+        let now = Instant::now();
+        match &mut self.link {
+            Some(l) => {
+                if now >= self.next_health {
+                    self.next_health = now + MAX_SLEEP;
+                    // A zero wait looks at the peer's health (a shm link's socket).
+                    if let Err(e) = l.wait_recv(Some(Duration::ZERO)) {
+                        self.link_failed(&e);
+                    }
+                }
+            }
+            None => {
+                if now >= self.next_reconnect {
+                    self.next_reconnect = now + RECONNECT;
+                    if let Ok(l) = (self.connector)() {
+                        self.link = Some(l);
+                        self.stats.reconnects += 1;
+                        self.link_up();
+                    }
+                }
+            }
+        }
+    }
+
+    fn link_up(&mut self) {
+        self.hec = HecReceiver::new();
+        for p in self.ports.values_mut() {
+            if let PortMem::Direct { end, .. } = &mut p.mem {
+                end.set_state(ChannelState::Live);
+            }
+        }
+        self.notify_daemon_clients(&Response::LinkUp);
+    }
+
+    fn notify_daemon_clients(&mut self, r: &Response) {
+        let ids: Vec<u64> = self
+            .ports
+            .values()
+            .filter(|p| matches!(p.mem, PortMem::Daemon { .. }))
+            .map(|p| p.conn)
+            .collect();
+        let mut done = Vec::new();
+        for id in ids {
+            if !done.contains(&id)
+                && let Some(c) = self.conns.get_mut(&id)
+            {
+                c.send(r);
+                done.push(id);
+            }
+        }
+    }
+
+    fn link_failed(&mut self, why: &io::Error) {
+        if let Some(l) = self.link.take() {
+            let c = l.counters();
+            self.stats.tx_cells += c.tx_cells;
+            self.stats.rx_cells += c.rx_cells;
+        }
+        self.next_reconnect = Instant::now() + RECONNECT;
+        self.oam_out.clear();
+        for p in self.ports.values_mut() {
+            self.stats.lost_on_failure += (p.filled - p.sent) as u64;
+            p.sent = 0;
+            p.filled = 0;
+            // Flush the adapter: queued descriptors come back (as link-down failures).
+            let _ = p.adapter.close_vc(p.handle);
+            let _ = p.adapter.open_vc(p.handle, p.vc, p.spec, p.rx);
+            if let PortMem::Direct { end, .. } = &mut p.mem {
+                end.set_state(ChannelState::LinkDown);
+            }
+        }
+        for ping in std::mem::take(&mut self.pings) {
+            if let Some(c) = self.conns.get_mut(&ping.conn) {
+                c.pinging = false;
+                c.refuse(ErrorKind::LinkDown, format!("link down: {why}"));
+            }
+        }
+        self.notify_daemon_clients(&Response::LinkDown);
+        // Buffers the flush returned to daemon-path ports go back to their pools now.
+        self.complete();
+    }
+
+    fn receive(&mut self) -> bool {
+        let mut progress = false;
+        for _ in 0..16 {
+            let Some(link) = &mut self.link else {
+                return progress;
+            };
+            let n = match link.recv_cells(&mut self.inbox[..]) {
+                Ok(0) => return progress,
+                Ok(n) => n,
+                Err(e) => {
+                    self.link_failed(&e);
+                    return true;
+                }
+            };
+            progress = true;
+            self.demux(n);
+        }
+        progress
+    }
+
+    /// Routes `inbox[..n]`: OAM F5 to hostd, the rest in runs to the adapter of their VC.
+    fn demux(&mut self, n: usize) {
+        let now = self.epoch.elapsed();
+        let mut run: Option<(u32, usize)> = None;
+        let mut i = 0;
+        while i <= n {
+            let target = if i < n {
+                let verdict = self
+                    .hec
+                    .receive(&mut WireCell::new_unchecked(&mut self.inbox[i][..]));
+                if matches!(verdict, HecVerdict::Discarded { .. }) {
+                    None
+                } else {
+                    let h = CellHeader::parse_unverified(
+                        &WireCell::new_unchecked(&self.inbox[i][..]),
+                        HeaderFormat::Uni,
+                    );
+                    if h.pti.is_f5_oam() {
+                        self.stats.rx_oam += 1;
+                        let cell = self.inbox[i];
+                        self.oam_in(h, &cell);
+                        None
+                    } else if matches!(h.vc.vci, Vci::F4_SEGMENT | Vci::F4_END_TO_END) {
+                        self.stats.rx_oam += 1;
+                        None
+                    } else {
+                        let t = self.by_vc.get(&vc_key(h.vc)).copied();
+                        if t.is_none() {
+                            self.stats.rx_unknown_vc += 1;
+                        }
+                        t
+                    }
+                }
+            } else {
+                None
+            };
+            // Hand over the run that ends here.
+            if let Some((h, start)) = run
+                && (target != Some(h) || i == n)
+            {
+                if let Some(p) = self.ports.get_mut(&h) {
+                    let cells = &self.inbox[start..i];
+                    match &mut p.mem {
+                        PortMem::Direct { end, .. } => {
+                            p.adapter.handle_cells(now, cells, &mut ChannelMemory(end));
+                        }
+                        PortMem::Daemon { bufs, .. } => {
+                            p.adapter.handle_cells(now, cells, bufs);
+                        }
+                    }
+                }
+                run = None;
+            }
+            if let Some(t) = target
+                && run.is_none()
+            {
+                run = Some((t, i));
+            }
+            i += 1;
+        }
+    }
+
+    fn oam_in(&mut self, h: CellHeader, cell: &Cell) {
+        let Ok(oam) = OamCell::new_checked(&cell[5..]) else {
+            return;
+        };
+        let Ok(OamRepr::Loopback(lb)) = OamRepr::parse(&oam) else {
+            return;
+        };
+        let segment = h.pti == Pti::SegmentF5;
+        if lb.request {
+            if !segment {
+                let reply = OamRepr::Loopback(lb.reply()).to_cell(OamFlow::F5EndToEnd, h.vc);
+                self.oam_out.push_back(reply);
+                self.stats.loopbacks_answered += 1;
+            }
+            return;
+        }
+        if let Some(i) = self
+            .pings
+            .iter()
+            .position(|p| p.vc == h.vc && p.tag == lb.correlation_tag && p.segment == segment)
+        {
+            let p = self.pings.swap_remove(i);
+            let rtt = p.sent.elapsed().as_nanos().max(1) as u64;
+            if let Some(c) = self.conns.get_mut(&p.conn) {
+                c.pinging = false;
+                c.send(&Response::Pong { rtt_ns: rtt });
+            }
+        }
+    }
+
+    fn send_oam(&mut self) -> bool {
+        let Some(link) = &mut self.link else {
+            return false;
+        };
+        let mut progress = false;
+        while let Some(c) = self.oam_out.front() {
+            match link.send_cells(std::slice::from_ref(c)) {
+                Ok(1) => {
+                    progress = true;
+                    self.oam_out.pop_front();
+                }
+                Ok(_) => return progress,
+                Err(e) => {
+                    self.link_failed(&e);
+                    return true;
+                }
+            }
+        }
+        progress
+    }
+
+    fn timeouts(&mut self) {
+        let now = self.epoch.elapsed();
+        for p in self.ports.values_mut() {
+            if p.adapter.poll_timeout().is_some_and(|t| t <= now) {
+                p.adapter.handle_timeout(now);
+            }
+        }
+    }
+
+    /// Round robin over the channels, a batch each per turn, until the link is full or
+    /// nobody has cells.
+    fn transmit(&mut self) -> bool {
+        let mut progress = self.send_oam();
+        if self.link.is_none() || !self.oam_out.is_empty() {
+            return progress;
+        }
+        let now = self.epoch.elapsed();
+        for _ in 0..16 {
+            let order: Vec<u32> = self
+                .ports
+                .range(self.rr..)
+                .chain(self.ports.range(..self.rr))
+                .map(|(h, _)| *h)
+                .collect();
+            let mut any = false;
+            for h in order {
+                let Some(link) = &mut self.link else {
+                    return progress;
+                };
+                let p = self.ports.get_mut(&h).expect("handles from the map");
+                if p.sent == p.filled {
+                    p.filled = match &mut p.mem {
+                        PortMem::Direct { end, .. } => {
+                            p.adapter
+                                .poll_transmit(now, &ChannelMemory(end), &mut p.out[..])
+                        }
+                        PortMem::Daemon { bufs, .. } => {
+                            p.adapter.poll_transmit(now, &*bufs, &mut p.out[..])
+                        }
+                    };
+                    p.sent = 0;
+                }
+                if p.sent == p.filled {
+                    continue;
+                }
+                match link.send_cells(&p.out[p.sent..p.filled]) {
+                    Ok(k) => {
+                        p.sent += k;
+                        any |= k > 0;
+                        progress |= k > 0;
+                        if p.sent < p.filled {
+                            // The link is full: this channel goes first next time.
+                            self.rr = h;
+                            return progress;
+                        }
+                    }
+                    Err(e) => {
+                        self.link_failed(&e);
+                        return true;
+                    }
+                }
+                self.rr = h.wrapping_add(1);
+            }
+            if !any {
+                break;
+            }
+        }
+        progress
+    }
+
+    /// Takes descriptors and free buffers from every direct channel.
+    fn take_posts(&mut self) -> bool {
+        let now = self.epoch.elapsed();
+        let link_up = self.link.is_some();
+        let mut progress = false;
+        let mut broken = Vec::new();
+        for p in self.ports.values_mut() {
+            let PortMem::Direct { end, .. } = &mut p.mem else {
+                continue;
+            };
+            loop {
+                match end.poll_tx() {
+                    Ok(Some(req)) => {
+                        progress = true;
+                        if link_up {
+                            p.adapter.post_tx(
+                                now,
+                                BufferId(req.buffer.0),
+                                req.len as usize,
+                                req.handle,
+                            );
+                        } else {
+                            p.deferred.push_back(Completion {
+                                buffer: BufferId(req.buffer.0),
+                                direction: Direction::Tx,
+                                handle: Some(req.handle),
+                                len: req.len as usize,
+                                status: Status::Aborted,
+                            });
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(PollError::Refused(_)) => p.tx_failed += 1,
+                    Err(PollError::Fault(_)) => {
+                        broken.push(p.handle);
+                        break;
+                    }
+                }
+            }
+            loop {
+                match end.poll_rx_buffer() {
+                    Ok(Some(id)) => {
+                        progress = true;
+                        p.adapter.post_rx_buffer(BufferId(id.0));
+                    }
+                    Ok(None) => break,
+                    Err(PollError::Refused(_)) => {}
+                    Err(PollError::Fault(_)) => {
+                        broken.push(p.handle);
+                        break;
+                    }
+                }
+            }
+        }
+        for h in broken {
+            // The application broke its rings: that channel is revoked, its VC closed.
+            let conn = self.ports.get(&h).map(|p| p.conn);
+            self.close_port(h);
+            if let Some(c) = conn.and_then(|c| self.conns.get_mut(&c)) {
+                c.send(&Response::Revoked { handle: h });
+            }
+        }
+        progress
+    }
+
+    /// Hands completed buffers back: to the channel, or (daemon path) to the client as
+    /// data frames and to the VC's pools.
+    fn complete(&mut self) -> bool {
+        let link_down = self.link.is_none();
+        let mut progress = false;
+        let Hostd { ports, conns, .. } = self;
+        for p in ports.values_mut() {
+            while let Some(mut c) = p
+                .deferred
+                .pop_front()
+                .or_else(|| p.adapter.poll_completion())
+            {
+                progress = true;
+                if link_down && c.status == Status::Aborted && c.direction == Direction::Tx {
+                    p.tx_failed += 1;
+                }
+                match &mut p.mem {
+                    PortMem::Direct { end, .. } => {
+                        let id = nic::BufferId(c.buffer.0);
+                        let code = if link_down && c.status == Status::Aborted {
+                            proto::STATUS_LINK_DOWN
+                        } else {
+                            status_code(c.status)
+                        };
+                        let r = match c.direction {
+                            Direction::Tx => end.complete_tx(id, code),
+                            Direction::Rx => end.complete_rx(
+                                id,
+                                c.len as u32,
+                                c.handle.unwrap_or(u32::MAX),
+                                code,
+                            ),
+                        };
+                        if let Err(nic::ChannelError::Full) = r {
+                            p.deferred.push_front(c);
+                            break;
+                        }
+                    }
+                    PortMem::Daemon { bufs, free_tx } => match c.direction {
+                        Direction::Tx => {
+                            if c.status != Status::Ok {
+                                p.tx_failed += 1;
+                            }
+                            free_tx.push(c.buffer.0);
+                        }
+                        Direction::Rx => {
+                            if c.status == Status::Ok
+                                && let Some(conn) = conns.get_mut(&p.conn)
+                            {
+                                if conn.out_bytes > MAX_CLIENT_BACKLOG {
+                                    p.client_drops += 1;
+                                } else if let Some(b) = bufs.buffer(c.buffer) {
+                                    conn.push(proto::data_frame(p.handle, &b[..c.len]), Vec::new());
+                                }
+                            }
+                            c.len = 0;
+                            if matches!(c.status, Status::Ok | Status::Aborted) {
+                                p.adapter.post_rx_buffer(c.buffer);
+                            }
+                        }
+                    },
+                }
+            }
+        }
+        progress
+    }
+
+    // ----------------------------------------------------------------- sleeping
+
+    /// Sleeps in `poll(2)` until a client, the link or a channel has something, or the
+    /// next deadline.
+    fn sleep(&mut self) -> io::Result<()> {
+        let now = Instant::now();
+        let mut until = now + MAX_SLEEP;
+        if self.link.is_none() {
+            until = until.min(self.next_reconnect);
+        } else {
+            until = until.min(self.next_health);
+        }
+        for p in &self.pings {
+            until = until.min(p.deadline);
+        }
+        for p in self.ports.values() {
+            if p.link_backlog() {
+                // The link is full; it has no descriptor for "room again": poll soon.
+                until = until.min(now + Duration::from_micros(100));
+            }
+            if let Some(t) = p.adapter.poll_timeout() {
+                until = until.min(self.epoch.to_std(t));
+            }
+        }
+        if self.conns.values().any(|c| c.stalled.is_some()) {
+            until = until.min(now + Duration::from_micros(100));
+        }
+        let link_fd = self.link.as_ref().and_then(|l| l.poll_fd());
+        if self.link.is_some() && link_fd.is_none() {
+            until = until.min(now + Duration::from_millis(1));
+        }
+        if until <= now + Duration::from_micros(20) {
+            return Ok(());
+        }
+        // Announce the sleep on every channel; one with work pending cancels it.
+        let mut armed = Vec::new();
+        let mut cancel = false;
+        for p in self.ports.values_mut() {
+            if let PortMem::Direct { end, waiter, .. } = &mut p.mem {
+                if waiter.prepare_to_sleep(end) {
+                    armed.push(p.handle);
+                } else {
+                    cancel = true;
+                }
+            }
+        }
+        if !cancel {
+            let mut fds = Vec::new();
+            fds.push(rustix::event::PollFd::new(
+                &self.listener,
+                rustix::event::PollFlags::IN,
+            ));
+            for c in self.conns.values() {
+                let mut f = rustix::event::PollFlags::empty();
+                if c.stalled.is_none() && !c.pinging && !c.closing {
+                    f |= rustix::event::PollFlags::IN;
+                }
+                if !c.out.is_empty() {
+                    f |= rustix::event::PollFlags::OUT;
+                }
+                fds.push(rustix::event::PollFd::new(&c.stream, f));
+            }
+            if let Some(fd) = link_fd {
+                fds.push(rustix::event::PollFd::from_borrowed_fd(
+                    fd,
+                    rustix::event::PollFlags::IN,
+                ));
+            }
+            for p in self.ports.values() {
+                if let PortMem::Direct { waiter, .. } = &p.mem
+                    && let Some(fd) = waiter.as_fd()
+                {
+                    fds.push(rustix::event::PollFd::from_borrowed_fd(
+                        fd,
+                        rustix::event::PollFlags::IN,
+                    ));
+                }
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            let ts = rustix::event::Timespec::try_from(left).ok();
+            match rustix::event::poll(&mut fds, ts.as_ref()) {
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        for h in armed {
+            if let Some(p) = self.ports.get_mut(&h)
+                && let PortMem::Direct { end, waiter, .. } = &mut p.mem
+            {
+                waiter.finish_sleep(end);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Creates a direct-path channel: region, adapter end and the three descriptors for the
+/// application.
+fn make_channel(
+    buffers: u32,
+    buffer_size: u32,
+    notify: NotifyMode,
+    signal_target: Option<SignalTarget>,
+    owner_pid: i32,
+) -> Result<(PortMem, Vec<OwnedFd>), (ErrorKind, String)> {
+    let internal =
+        |what: &str, e: &dyn std::fmt::Display| (ErrorKind::Internal, format!("{what}: {e}"));
+    let entries = buffers.next_power_of_two();
+    let cfg = ChannelConfig {
+        tx_entries: entries,
+        rx_entries: entries,
+        completion_entries: 2 * entries,
+        buffer_size,
+        buffer_count: buffers,
+    };
+    let layout = cfg
+        .layout()
+        .map_err(|e| (ErrorKind::BadRequest, format!("channel shape: {e}")))?;
+    let region = Arc::new(
+        MemfdMem::create("natm-channel", layout.region_size)
+            .map_err(|e| internal("channel region", &e))?,
+    );
+    let memfd = region
+        .fd()
+        .try_clone_to_owned()
+        .map_err(|e| internal("dup", &e))?;
+    let ch = Channel::create(region.clone(), &cfg).map_err(|e| internal("channel", &e))?;
+    let mut end = ch.adapter().map_err(|e| internal("channel", &e))?;
+    // The eventfd the application sleeps on: hostd writes it.
+    let (app_waiter, app_waker) = Waiter::eventfd().map_err(|e| internal("eventfd", &e))?;
+    let app_fd = app_waiter
+        .as_fd()
+        .expect("an eventfd waiter has a descriptor")
+        .try_clone_to_owned()
+        .map_err(|e| internal("dup", &e))?;
+    // The eventfd hostd sleeps on: the application writes it.
+    let (waiter, _) = Waiter::eventfd().map_err(|e| internal("eventfd", &e))?;
+    let kick_fd = waiter
+        .as_fd()
+        .expect("an eventfd waiter has a descriptor")
+        .try_clone_to_owned()
+        .map_err(|e| internal("dup", &e))?;
+    let waker = match notify {
+        NotifyMode::Poll => Waker::None,
+        NotifyMode::Adaptive | NotifyMode::Eventfd => app_waker,
+        NotifyMode::Signal => {
+            let Some(t) = signal_target else {
+                return Err((
+                    ErrorKind::BadRequest,
+                    "notify = signal needs a signal target (tid, signo, channel)".into(),
+                ));
+            };
+            if t.channel >= signal::MAX_CHANNELS {
+                return Err((
+                    ErrorKind::BadRequest,
+                    format!(
+                        "signal channel {} is not below {}",
+                        t.channel,
+                        signal::MAX_CHANNELS
+                    ),
+                ));
+            }
+            if !(libc_rtmin()..=libc_rtmax()).contains(&t.signo) {
+                return Err((
+                    ErrorKind::BadRequest,
+                    format!("signal {} is not a real-time signal", t.signo),
+                ));
+            }
+            // Only a thread of the connecting process may be signalled.
+            if !Path::new(&format!("/proc/{owner_pid}/task/{}", t.tid)).exists() {
+                return Err((
+                    ErrorKind::Refused,
+                    format!("thread {} is not a thread of pid {owner_pid}", t.tid),
+                ));
+            }
+            Waker::Signal(natm_nic::notify::SignalWaker::new(signal::Target {
+                pid: owner_pid,
+                tid: t.tid,
+                signo: t.signo,
+                channel: t.channel,
+            }))
+        }
+    };
+    end.set_waker(waker);
+    Ok((
+        PortMem::Direct {
+            end,
+            waiter,
+            _region: region,
+        },
+        vec![memfd, app_fd, kick_fd],
+    ))
+}
+
+/// Linux's real-time signal range as the C library sees it (glibc keeps the first two).
+fn libc_rtmin() -> i32 {
+    signal::rt_signal(0).unwrap_or(34)
+}
+
+fn libc_rtmax() -> i32 {
+    (0..64)
+        .filter_map(signal::rt_signal)
+        .next_back()
+        .unwrap_or(64)
+}
+
+fn bind(path: &Path) -> Result<UnixListener, HostdError> {
+    let err = |source| HostdError::Socket {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent()
+        && !dir.as_os_str().is_empty()
+        && !dir.exists()
+    {
+        std::fs::create_dir_all(dir).map_err(err)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(err)?;
+    }
+    if path.exists() {
+        if UnixStream::connect(path).is_ok() {
+            return Err(HostdError::InUse(path.to_path_buf()));
+        }
+        std::fs::remove_file(path).map_err(err)?;
+    }
+    let l = UnixListener::bind(path).map_err(err)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(err)?;
+    l.set_nonblocking(true).map_err(err)?;
+    Ok(l)
+}
+
+/// A daemon running in a thread of this process (tests, `natm lab`, doc examples).
+pub struct HostdThread {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<io::Result<()>>>,
+    socket: PathBuf,
+}
+
+impl HostdThread {
+    /// Binds the socket here (so it exists when this returns) and runs the loop in a new
+    /// thread.
+    pub fn spawn(opts: HostdOptions, connector: Connector) -> Result<HostdThread, HostdError> {
+        let socket = opts.socket.clone();
+        let listener = bind(&socket)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("natm-hostd".into())
+            .spawn(move || Hostd::with_listener(opts, connector, listener).run(&s))?;
+        Ok(HostdThread {
+            stop,
+            thread: Some(thread),
+            socket,
+        })
+    }
+
+    /// The socket's path.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// Stops the loop and waits for it.
+    pub fn stop(mut self) -> io::Result<()> {
+        self.halt()
+    }
+
+    fn halt(&mut self) -> io::Result<()> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .map_err(|_| io::Error::other("the hostd thread panicked"))?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for HostdThread {
+    fn drop(&mut self) {
+        let _ = self.halt();
+    }
+}

@@ -1,0 +1,544 @@
+//! The host daemon's socket protocol, shared by hostd, the `natm` API crate and the CLI.
+//!
+//! An application talks to hostd over a Unix stream socket. Every message both ways is a
+//! *frame*:
+//!
+//! ```text
+//! u32 little-endian: length of what follows (1..=MAX_FRAME)
+//! u8 kind:           0 = control (JSON), 1 = data
+//! body:              control: one JSON value (Request to hostd, Response from it)
+//!                    data:    u32 little-endian VC handle, then the SDU's bytes
+//! ```
+//!
+//! Control requests are answered in order, one [`Response`] each. hostd may also send
+//! unsolicited responses ([`Response::LinkDown`], [`Response::LinkUp`],
+//! [`Response::Revoked`]) and, for VCs opened on the daemon path, data frames with received
+//! SDUs; a client that has a request outstanding skips those (keeping them for later) until
+//! its answer comes. The [`Response::Opened`] answer to a direct-path open carries file
+//! descriptors (SCM_RIGHTS) on its first byte: the channel region's memfd, then the eventfd
+//! the application sleeps on (hostd writes it), then the eventfd hostd sleeps on (the
+//! application writes it). hostd creates all three, so an application never hands hostd
+//! a descriptor.
+//!
+//! On the daemon path an application sends an SDU as one data frame; hostd copies it
+//! into its own buffers, like a kernel driver's `sendmsg`. hostd stops reading a
+//! connection while that VC has no free buffer, so a fast sender blocks in `write`
+//! instead of losing SDUs.
+//!
+//! What it is not: no versioning beyond refusing what does not parse, no authentication
+//! beyond the socket's mode and SO_PEERCRED (hostd's business).
+
+use std::io::{self, IoSlice, IoSliceMut, Read, Write};
+use std::mem::MaybeUninit;
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+
+use rustix::net::{
+    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags, recvmsg, sendmsg,
+};
+use serde::{Deserialize, Serialize};
+
+/// Where host `name`'s daemon listens unless told otherwise:
+/// `$NATM_RUNTIME_DIR/<name>.sock`, else `$XDG_RUNTIME_DIR/natm/<name>.sock`, else
+/// `/tmp/natm-<uid>/<name>.sock`.
+pub fn default_socket(name: &str) -> std::path::PathBuf {
+    let file = format!("{name}.sock");
+    let set = |v: &str| std::env::var_os(v).filter(|s| !s.is_empty());
+    if let Some(d) = set("NATM_RUNTIME_DIR") {
+        return std::path::PathBuf::from(d).join(file);
+    }
+    if let Some(d) = set("XDG_RUNTIME_DIR") {
+        return std::path::PathBuf::from(d).join("natm").join(file);
+    }
+    let uid = rustix::process::getuid().as_raw();
+    std::path::PathBuf::from(format!("/tmp/natm-{uid}")).join(file)
+}
+
+/// The largest frame body (kind byte included): a 65,535-byte SDU and its handle fit.
+pub const MAX_FRAME: usize = 1 << 20;
+/// Frame kind: a JSON control message.
+pub const KIND_CONTROL: u8 = 0;
+/// Frame kind: an SDU on a daemon-path VC.
+pub const KIND_DATA: u8 = 1;
+/// Descriptors an [`Response::Opened`] for a direct-path channel carries.
+pub const OPEN_FDS: usize = 3;
+
+/// A completion status hostd writes when it fails a transmit descriptor because the link
+/// is down (the adapter's own codes are `natm_host::driver::status_code`, 0..=7).
+pub const STATUS_LINK_DOWN: u16 = 16;
+
+/// How an application is told that its channel has something for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NotifyMode {
+    /// It spins on the completion ring.
+    Poll,
+    /// It spins briefly, then sleeps on an eventfd hostd writes.
+    Adaptive,
+    /// It sleeps on an eventfd hostd writes.
+    Eventfd,
+    /// hostd sends it a real-time signal carrying its channel number.
+    Signal,
+}
+
+/// Where a VC's data goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PathKind {
+    /// Through a shared-memory channel: no system call or copy per SDU in hostd's path.
+    Direct,
+    /// Through the socket: one message and a copy per SDU each way.
+    Daemon,
+}
+
+/// Where hostd sends the signal of a [`NotifyMode::Signal`] channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignalTarget {
+    /// The thread (Linux tid) to signal; must belong to the connecting process.
+    pub tid: i32,
+    /// The real-time signal number.
+    pub signo: i32,
+    /// The channel number the signal carries (natm-nic's signal bitmap, below 1024).
+    pub channel: u32,
+}
+
+/// A request to hostd.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Request {
+    /// Open a VC.
+    Open {
+        /// The PVC, `[itf.]vpi.vci`.
+        vc: String,
+        /// QoS in linux-atm's qos(7) text.
+        qos: String,
+        /// Direct (channel) or daemon (socket) path.
+        path: PathKind,
+        /// Notification (direct path only).
+        notify: NotifyMode,
+        /// For [`NotifyMode::Signal`].
+        #[serde(default)]
+        signal: Option<SignalTarget>,
+        /// Buffers in the channel (direct path) or hostd's pool for the VC (daemon path).
+        buffers: u32,
+        /// Bytes per buffer, a multiple of 64; bounds the SDU size.
+        buffer_size: u32,
+    },
+    /// Close a VC this connection opened.
+    Close {
+        /// The cookie [`Response::Opened`] gave, 32 hex digits.
+        cookie: String,
+    },
+    /// Send one OAM F5 loopback request and wait for its reply.
+    Ping {
+        /// The VC, `[itf.]vpi.vci`.
+        vc: String,
+        /// Segment (the switch loops it back) or end to end (the far host does).
+        segment: bool,
+        /// The correlation tag.
+        correlation: u32,
+        /// How long to wait, ms.
+        timeout_ms: u64,
+    },
+    /// Report the host's state.
+    Status,
+}
+
+/// hostd's answer, or an unsolicited notice.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Response {
+    /// The VC is open.
+    Opened {
+        /// Names the VC in descriptors and data frames.
+        handle: u32,
+        /// 128 random bits, 32 hex digits: presented to close the VC.
+        cookie: String,
+        /// The path.
+        path: PathKind,
+        /// Buffers (as granted).
+        buffers: u32,
+        /// Bytes per buffer.
+        buffer_size: u32,
+        /// The largest SDU the VC carries.
+        max_sdu: u32,
+        /// Whether the link is up now.
+        link_up: bool,
+    },
+    /// The VC is closed.
+    Closed {
+        /// Its handle.
+        handle: u32,
+    },
+    /// A loopback reply came back.
+    Pong {
+        /// Round-trip time measured by hostd, ns.
+        rtt_ns: u64,
+    },
+    /// The host's state.
+    Status(HostStatus),
+    /// The request failed.
+    Error {
+        /// What kind of failure.
+        kind: ErrorKind,
+        /// What was wrong, for a person.
+        message: String,
+    },
+    /// Unsolicited: the link failed; transmissions fail until [`Response::LinkUp`].
+    LinkDown,
+    /// Unsolicited: the link is back.
+    LinkUp,
+    /// Unsolicited: hostd will not service this VC again.
+    Revoked {
+        /// Its handle.
+        handle: u32,
+    },
+}
+
+/// Classes of [`Response::Error`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The request was understood and refused (VC in use, admission, a foreign cookie…).
+    Refused,
+    /// The request did not parse.
+    BadRequest,
+    /// The link is down.
+    LinkDown,
+    /// No answer in time.
+    Timeout,
+    /// hostd failed to do it (out of memory, a system call failed).
+    Internal,
+}
+
+/// What `status` reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostStatus {
+    /// The host's name.
+    pub name: String,
+    /// hostd's pid.
+    pub pid: u32,
+    /// The link.
+    pub link: LinkStatus,
+    /// Admission books of the link.
+    pub cac: CacStatus,
+    /// Every open VC.
+    pub channels: Vec<ChannelStatus>,
+    /// hostd's resident memory (VmRSS), bytes.
+    pub vm_rss_bytes: u64,
+}
+
+/// The link's state.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkStatus {
+    /// What it is.
+    pub description: String,
+    /// Whether it is up.
+    pub up: bool,
+    /// Times it came back after failing.
+    pub reconnects: u64,
+    /// Cells sent.
+    pub tx_cells: u64,
+    /// Cells received.
+    pub rx_cells: u64,
+    /// Cells received for no open VC.
+    pub rx_unknown_vc: u64,
+    /// OAM cells received.
+    pub rx_oam: u64,
+    /// Loopback requests answered.
+    pub loopbacks_answered: u64,
+    /// Cells lost because the link failed under them.
+    pub lost_on_failure: u64,
+}
+
+/// The link's admission books.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacStatus {
+    /// Capacity, cells/s.
+    pub capacity: u32,
+    /// CBR reserved, cells/s.
+    pub cbr: u64,
+    /// VBR equivalent bandwidth reserved, cells/s.
+    pub vbr: u64,
+    /// UBR connections.
+    pub ubr: u32,
+}
+
+/// One open VC.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChannelStatus {
+    /// Its handle.
+    pub handle: u32,
+    /// `vpi.vci`.
+    pub vc: String,
+    /// QoS text.
+    pub qos: String,
+    /// The owner's pid (SO_PEERCRED).
+    pub owner_pid: i32,
+    /// Notification mode.
+    pub notify: NotifyMode,
+    /// Path.
+    pub path: PathKind,
+    /// The adapter's counters for the VC.
+    pub counters: VcStats,
+    /// Transmit descriptors queued in the adapter.
+    pub tx_queued: u64,
+    /// Free receive buffers the adapter holds.
+    pub rx_free: u64,
+}
+
+/// A VC's counters (natm-adapter's per-VC and drop counters).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VcStats {
+    /// SDUs sent.
+    pub sdus_sent: u64,
+    /// Bytes sent.
+    pub bytes_sent: u64,
+    /// SDUs received.
+    pub sdus_received: u64,
+    /// Bytes received.
+    pub bytes_received: u64,
+    /// Cells sent.
+    pub cells_sent: u64,
+    /// Cells received.
+    pub cells_received: u64,
+    /// Frames dropped: no free receive buffer.
+    pub drops_no_buffer: u64,
+    /// Frames dropped: CRC-32.
+    pub drops_crc: u64,
+    /// Frames dropped: length field.
+    pub drops_length: u64,
+    /// Frames dropped: oversize.
+    pub drops_oversize: u64,
+    /// Frames dropped: reassembly timeout.
+    pub drops_timeout: u64,
+    /// Cells dropped: policed.
+    pub drops_policed: u64,
+    /// Transmissions refused or failed (queue full, link down…).
+    pub tx_failed: u64,
+}
+
+/// Why a frame could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// The peer closed the socket.
+    #[error("the socket closed")]
+    Closed,
+    /// The length is 0 or above [`MAX_FRAME`].
+    #[error("frame length {0} is not in 1..={MAX_FRAME}")]
+    BadLength(u64),
+    /// An unknown kind byte.
+    #[error("unknown frame kind {0}")]
+    BadKind(u8),
+    /// A data frame shorter than its handle.
+    #[error("a data frame of {0} bytes has no room for its handle")]
+    ShortData(usize),
+    /// A control frame that is not a message.
+    #[error("bad control message: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The socket failed.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// A frame, decoded.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Frame<T> {
+    /// A control message.
+    Control(T),
+    /// An SDU.
+    Data {
+        /// The VC handle.
+        handle: u32,
+        /// The SDU.
+        sdu: Vec<u8>,
+    },
+}
+
+/// A control frame's bytes.
+pub fn control_frame<T: Serialize>(msg: &T) -> Vec<u8> {
+    let body = serde_json::to_vec(msg).expect("protocol messages always serialize");
+    let mut f = Vec::with_capacity(5 + body.len());
+    f.extend_from_slice(&(body.len() as u32 + 1).to_le_bytes());
+    f.push(KIND_CONTROL);
+    f.extend_from_slice(&body);
+    f
+}
+
+/// A data frame's bytes.
+pub fn data_frame(handle: u32, sdu: &[u8]) -> Vec<u8> {
+    let mut f = Vec::with_capacity(9 + sdu.len());
+    f.extend_from_slice(&(sdu.len() as u32 + 5).to_le_bytes());
+    f.push(KIND_DATA);
+    f.extend_from_slice(&handle.to_le_bytes());
+    f.extend_from_slice(sdu);
+    f
+}
+
+/// Decodes a frame's kind and body (the bytes after the length).
+pub fn decode<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<Frame<T>, FrameError> {
+    match body.split_first() {
+        None => Err(FrameError::BadLength(0)),
+        Some((&KIND_CONTROL, json)) => Ok(Frame::Control(serde_json::from_slice(json)?)),
+        Some((&KIND_DATA, rest)) => {
+            if rest.len() < 4 {
+                return Err(FrameError::ShortData(rest.len()));
+            }
+            let handle = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
+            Ok(Frame::Data {
+                handle,
+                sdu: rest[4..].to_vec(),
+            })
+        }
+        Some((&k, _)) => Err(FrameError::BadKind(k)),
+    }
+}
+
+/// Takes one whole frame's body from the front of `buf`, if it holds one.
+pub fn split_frame(buf: &mut Vec<u8>) -> Result<Option<Vec<u8>>, FrameError> {
+    if buf.len() < 4 {
+        return Ok(None);
+    }
+    let len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+    if len == 0 || len > MAX_FRAME {
+        return Err(FrameError::BadLength(len as u64));
+    }
+    if buf.len() < 4 + len {
+        return Ok(None);
+    }
+    let body = buf[4..4 + len].to_vec();
+    buf.drain(..4 + len);
+    Ok(Some(body))
+}
+
+/// Reads one frame from a blocking socket, with the descriptors that came with it.
+pub fn read_frame<T: for<'de> Deserialize<'de>>(
+    sock: &UnixStream,
+) -> Result<(Frame<T>, Vec<OwnedFd>), FrameError> {
+    let mut len = [0u8; 4];
+    let fds = recv_with_fds(sock, &mut len)?;
+    let n = u32::from_le_bytes(len) as usize;
+    if n == 0 || n > MAX_FRAME {
+        return Err(FrameError::BadLength(n as u64));
+    }
+    let mut body = vec![0u8; n];
+    let mut s = sock;
+    s.read_exact(&mut body).map_err(eof_is_closed)?;
+    Ok((decode(&body)?, fds))
+}
+
+fn eof_is_closed(e: io::Error) -> FrameError {
+    if e.kind() == io::ErrorKind::UnexpectedEof {
+        FrameError::Closed
+    } else {
+        FrameError::Io(e)
+    }
+}
+
+/// Fills `buf` from the socket; descriptors that arrive with any of its bytes are kept.
+fn recv_with_fds(sock: &UnixStream, buf: &mut [u8]) -> Result<Vec<OwnedFd>, FrameError> {
+    let mut fds = Vec::new();
+    let mut got = 0;
+    while got < buf.len() {
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(8))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let r = recvmsg(
+            sock,
+            &mut [IoSliceMut::new(&mut buf[got..])],
+            &mut control,
+            RecvFlags::CMSG_CLOEXEC,
+        );
+        let msg = match r {
+            Ok(m) => m,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(rustix::io::Errno::AGAIN) => {
+                return Err(FrameError::Io(io::Error::from(io::ErrorKind::WouldBlock)));
+            }
+            Err(e) => return Err(FrameError::Io(e.into())),
+        };
+        for m in control.drain() {
+            if let RecvAncillaryMessage::ScmRights(it) = m {
+                fds.extend(it);
+            }
+        }
+        if msg.bytes == 0 {
+            return Err(FrameError::Closed);
+        }
+        got += msg.bytes;
+    }
+    Ok(fds)
+}
+
+/// Writes a whole frame to a blocking socket.
+pub fn write_frame(sock: &UnixStream, frame: &[u8]) -> io::Result<()> {
+    let mut s = sock;
+    s.write_all(frame)
+}
+
+/// Sends the first bytes of `frame` with `fds` attached (SCM_RIGHTS), without waiting;
+/// returns how many bytes went (0 if the socket is full: the descriptors did not go).
+pub fn send_with_fds(sock: &UnixStream, frame: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<usize> {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(OPEN_FDS))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if !fds.is_empty() && !control.push(SendAncillaryMessage::ScmRights(fds)) {
+        return Err(io::Error::other("too many descriptors for one message"));
+    }
+    match sendmsg(
+        sock,
+        &[IoSlice::new(frame)],
+        &mut control,
+        SendFlags::NOSIGNAL | SendFlags::DONTWAIT,
+    ) {
+        Ok(n) => Ok(n),
+        Err(rustix::io::Errno::AGAIN) => Ok(0),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_and_garbage_is_refused() {
+        let mut buf = control_frame(&Request::Status);
+        buf.extend(data_frame(7, b"hello"));
+        let a = split_frame(&mut buf).unwrap().unwrap();
+        assert_eq!(
+            decode::<Request>(&a).unwrap(),
+            Frame::Control(Request::Status)
+        );
+        let b = split_frame(&mut buf).unwrap().unwrap();
+        assert_eq!(
+            decode::<Request>(&b).unwrap(),
+            Frame::Data {
+                handle: 7,
+                sdu: b"hello".to_vec()
+            }
+        );
+        assert!(buf.is_empty());
+        let mut huge = vec![0xff, 0xff, 0xff, 0x7f, 0];
+        assert!(matches!(
+            split_frame(&mut huge),
+            Err(FrameError::BadLength(_))
+        ));
+        assert!(matches!(
+            decode::<Request>(&[9, 1]),
+            Err(FrameError::BadKind(9))
+        ));
+        assert!(matches!(
+            decode::<Request>(&[1, 1]),
+            Err(FrameError::ShortData(1))
+        ));
+        assert!(matches!(
+            decode::<Request>(b"\0{\"op\":\"fly\"}"),
+            Err(FrameError::Json(_))
+        ));
+        let open = r#"{"op":"open","vc":"0.100","qos":"ubr","path":"direct","notify":"eventfd","buffers":8,"buffer_size":4096}"#;
+        assert!(matches!(
+            decode::<Request>(&[b"\0".as_slice(), open.as_bytes()].concat()).unwrap(),
+            Frame::Control(Request::Open { .. })
+        ));
+    }
+}
