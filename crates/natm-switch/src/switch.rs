@@ -24,17 +24,25 @@ const NONE: u32 = u32::MAX;
 /// The AIS period of I.610 §9.2.1.1.1: one AIS cell per second while the defect lasts.
 const AIS_PERIOD: Duration = Duration::from_secs(1);
 const NANOS_PER_SEC: u64 = 1_000_000_000;
+/// How late a rated port's slots may be used: a caller that polls late gets the slots of
+/// at most the last millisecond at once, so a long stall never turns into a long burst.
+const MAX_LAG: Duration = Duration::from_millis(1);
+/// A `SlotMap` bucket (`key << 32 | slot`).
+const SLOTMAP_BUCKET: usize = 8;
+/// A `SlotMap` grows past half full to twice its size: its load stays above a quarter.
+const MIN_LOAD_INVERSE: usize = 4;
 
-// Leg flags.
-const F_LIVE: u8 = 0x01;
-const F_VP: u8 = 0x02;
-const F_AAL5: u8 = 0x04;
-const F_TAG: u8 = 0x08;
+// Leg flags; the two top bits hold the category index.
+const F_VP: u8 = 0x01;
+const F_AAL5: u8 = 0x02;
+/// UPC tags (rather than discards) non-conforming CLP=0 cells.
+const F_TAG: u8 = 0x04;
 /// A direction of class none: its cells are refused.
-const F_BLOCKED: u8 = 0x10;
+const F_BLOCKED: u8 = 0x08;
 /// In its port's UBR round-robin ring.
-const F_ACTIVE: u8 = 0x20;
-/// The category index in the two top bits.
+const F_ACTIVE: u8 = 0x10;
+/// Has an entry in `Switch::policed`.
+const F_POLICED: u8 = 0x20;
 const CAT_SHIFT: u8 = 6;
 
 /// Header bits a VC leg keeps (PTI, CLP) and a VP leg keeps (VCI, PTI, CLP).
@@ -42,18 +50,16 @@ const KEEP_VC: u32 = 0x0000_000F;
 const KEEP_VP: u32 = 0x000F_FFFF;
 const CLP: u32 = 1;
 
-/// One direction of a cross-connect: what the switch needs per cell. 48 bytes.
+/// One direction of a cross-connect: what the switch needs per cell. 32 bytes: what a
+/// policed direction needs more lives in [`Policed`].
 #[derive(Clone, Copy, Debug)]
 struct Leg {
     cells_in: u64,
     dropped: u64,
-    tagged: u64,
     /// The output header's VPI (and VCI for a VC leg) bits; GFC 0.
     out_word: u32,
-    /// Index into `Switch::policers`, or `NONE`.
-    policer: u32,
-    /// This leg's own FIFO of queued cells (UBR only: the round robin serves it).
-    head: u32,
+    /// The last cell of this leg's own circular list of queued cells (UBR only: the round
+    /// robin serves it), or `NONE`; its `next` is the first.
     tail: u32,
     /// Cells of this leg in its output queue.
     queued: u32,
@@ -67,10 +73,7 @@ impl Leg {
     const EMPTY: Leg = Leg {
         cells_in: 0,
         dropped: 0,
-        tagged: 0,
         out_word: 0,
-        policer: NONE,
-        head: NONE,
         tail: NONE,
         queued: 0,
         out_port: 0,
@@ -82,15 +85,22 @@ impl Leg {
         usize::from(self.flags >> CAT_SHIFT)
     }
 
-    fn counters(&self) -> DirCounters {
+    fn counters(&self, tagged: u64) -> DirCounters {
         DirCounters {
             cells_in: self.cells_in,
             cells_out: self.cells_in - self.dropped - u64::from(self.queued),
             dropped: self.dropped,
-            tagged: self.tagged,
+            tagged,
             queued: self.queued,
         }
     }
+}
+
+/// The UPC of a policed leg.
+#[derive(Clone, Copy, Debug)]
+struct Policed {
+    policer: Policer,
+    tagged: u64,
 }
 
 /// A queued cell: the output header (without HEC), the payload, the next cell in its list
@@ -151,6 +161,33 @@ impl Pool {
             self.cells[list.tail as usize].next = i;
         }
         list.tail = i;
+    }
+
+    /// Appends `i` to the circular list ending at `tail`.
+    #[inline]
+    fn push_ring(&mut self, tail: &mut u32, i: u32) {
+        if *tail == NONE {
+            self.cells[i as usize].next = i;
+        } else {
+            self.cells[i as usize].next = self.cells[*tail as usize].next;
+            self.cells[*tail as usize].next = i;
+        }
+        *tail = i;
+    }
+
+    /// Takes the first cell of the circular list ending at `tail`.
+    #[inline]
+    fn pop_ring(&mut self, tail: &mut u32) -> Option<u32> {
+        if *tail == NONE {
+            return None;
+        }
+        let head = self.cells[*tail as usize].next;
+        if head == *tail {
+            *tail = NONE;
+        } else {
+            self.cells[*tail as usize].next = self.cells[head as usize].next;
+        }
+        Some(head)
     }
 
     #[inline]
@@ -236,10 +273,26 @@ impl Port {
     }
 }
 
+/// A connection slot; free slots form a list through `next`.
 #[derive(Clone, Debug)]
-struct XcSlot {
-    generation: u32,
-    xc: Option<CrossConnect>,
+enum XcSlot {
+    Live { generation: u32, xc: CrossConnect },
+    Free { generation: u32, next: u32 },
+}
+
+impl XcSlot {
+    fn generation(&self) -> u32 {
+        match self {
+            XcSlot::Live { generation, .. } | XcSlot::Free { generation, .. } => *generation,
+        }
+    }
+
+    fn xc(&self) -> Option<&CrossConnect> {
+        match self {
+            XcSlot::Live { xc, .. } => Some(xc),
+            XcSlot::Free { .. } => None,
+        }
+    }
 }
 
 /// The ATM switch fabric: ports, cross-connects, UPC, output queues and OAM, as a pure
@@ -252,9 +305,12 @@ pub struct Switch {
     /// Leg `2·slot + 0` is a→b, `2·slot + 1` is b→a.
     legs: Vec<Leg>,
     xcs: Vec<XcSlot>,
-    free_slots: Vec<u32>,
+    /// The first free slot, or `NONE`.
+    free_slot: u32,
     live: u32,
-    policers: Vec<Policer>,
+    /// Leg → index into `policers`, for policed legs.
+    policed: SlotMap,
+    policers: Vec<Policed>,
     free_policers: Vec<u32>,
     /// CAC handles of connections that booked bandwidth (CBR, VBR): slot → per direction.
     reservations: BTreeMap<u32, [Option<(u16, Handle)>; 2]>,
@@ -270,8 +326,9 @@ impl Switch {
             ports: Vec::new(),
             legs: Vec::new(),
             xcs: Vec::new(),
-            free_slots: Vec::new(),
+            free_slot: NONE,
             live: 0,
+            policed: SlotMap::new(),
             policers: Vec::new(),
             free_policers: Vec::new(),
             reservations: BTreeMap::new(),
@@ -450,18 +507,12 @@ impl Switch {
         }
         for li in p.ring.drain(..) {
             let l = &mut legs[li as usize];
-            let mut list = Fifo {
-                head: l.head,
-                tail: l.tail,
-            };
-            while let Some(i) = pool.pop(&mut list) {
+            while let Some(i) = pool.pop_ring(&mut l.tail) {
                 pool.release(i);
                 n += 1;
             }
             l.dropped += u64::from(l.queued);
             l.queued = 0;
-            l.head = NONE;
-            l.tail = NONE;
             l.flags &= !F_ACTIVE;
         }
         p.served = 0;
@@ -478,7 +529,9 @@ impl Switch {
         let id = self.port(slot).id;
         let payload = OamRepr::Ais(Defect::default()).to_payload();
         for s in 0..self.xcs.len() {
-            let Some(xc) = self.xcs[s].xc else { continue };
+            let Some(&xc) = self.xcs[s].xc() else {
+                continue;
+            };
             for (dir, input) in [(0usize, xc.a), (1, xc.b)] {
                 if input.port != id {
                     continue;
@@ -571,23 +624,29 @@ impl Switch {
             }
         }
         // All checks passed: nothing below fails.
-        let slot = match self.free_slots.pop() {
-            Some(s) => s,
-            None => {
-                self.xcs.push(XcSlot {
+        let (slot, generation) = match self.xcs.get(self.free_slot as usize) {
+            Some(&XcSlot::Free { generation, next }) => {
+                let slot = self.free_slot;
+                self.free_slot = next;
+                (slot, generation)
+            }
+            _ => {
+                self.legs.push(Leg::EMPTY);
+                self.legs.push(Leg::EMPTY);
+                self.xcs.push(XcSlot::Free {
                     generation: 0,
-                    xc: None,
+                    next: NONE,
                 });
-                self.legs.push(Leg::EMPTY);
-                self.legs.push(Leg::EMPTY);
-                (self.xcs.len() - 1) as u32
+                ((self.xcs.len() - 1) as u32, 0)
             }
         };
-        let s = slot as usize;
-        self.xcs[s].xc = Some(*xc);
+        self.xcs[slot as usize] = XcSlot::Live {
+            generation,
+            xc: *xc,
+        };
         let id = XcId {
             index: slot,
-            generation: self.xcs[s].generation,
+            generation,
         };
         if booked.iter().any(Option::is_some) {
             self.reservations.insert(slot, booked);
@@ -601,8 +660,10 @@ impl Switch {
         .enumerate()
         {
             let li = 2 * slot + dir as u32;
-            let policer = match policers[dir].take() {
-                Some(p) => match self.free_policers.pop() {
+            let mut flags = cat << CAT_SHIFT;
+            if let Some(policer) = policers[dir].take() {
+                let p = Policed { policer, tagged: 0 };
+                let i = match self.free_policers.pop() {
                     Some(i) => {
                         self.policers[i as usize] = p;
                         i
@@ -611,10 +672,10 @@ impl Switch {
                         self.policers.push(p);
                         (self.policers.len() - 1) as u32
                     }
-                },
-                None => NONE,
-            };
-            let mut flags = F_LIVE | cat << CAT_SHIFT;
+                };
+                self.policed.insert(li, i);
+                flags |= F_POLICED;
+            }
             if input.vci.is_none() {
                 flags |= F_VP;
             }
@@ -631,7 +692,6 @@ impl Switch {
                 u32::from(output.vpi) << 20 | output.vci.map_or(0, |vci| u32::from(vci) << 4);
             self.legs[li as usize] = Leg {
                 out_word,
-                policer,
                 out_port: out_slot,
                 flags,
                 ..Leg::EMPTY
@@ -704,7 +764,7 @@ impl Switch {
     fn xc_id(&self, slot: u32) -> XcId {
         XcId {
             index: slot,
-            generation: self.xcs[slot as usize].generation,
+            generation: self.xcs[slot as usize].generation(),
         }
     }
 
@@ -713,10 +773,7 @@ impl Switch {
     pub fn disconnect(&mut self, id: XcId) -> Result<CrossConnect, SwitchError> {
         let s = id.index as usize;
         let xc = match self.xcs.get(s) {
-            Some(XcSlot {
-                generation,
-                xc: Some(xc),
-            }) if *generation == id.generation => *xc,
+            Some(XcSlot::Live { generation, xc }) if *generation == id.generation => *xc,
             _ => return Err(SwitchError::UnknownConnection(id)),
         };
         if let Some(booked) = self.reservations.remove(&id.index) {
@@ -725,9 +782,8 @@ impl Switch {
         for (dir, input) in [(0usize, xc.a), (1, xc.b)] {
             let li = (2 * s + dir) as u32;
             self.flush_leg(li);
-            let leg = self.legs[li as usize];
-            if leg.policer != NONE {
-                self.free_policers.push(leg.policer);
+            if let Some(i) = self.policed.remove(li) {
+                self.free_policers.push(i);
             }
             let in_slot = self.slot(input.port)?;
             let p = self.port_mut(in_slot);
@@ -740,10 +796,11 @@ impl Switch {
             }
             self.legs[li as usize] = Leg::EMPTY;
         }
-        let slot = &mut self.xcs[s];
-        slot.xc = None;
-        slot.generation = slot.generation.wrapping_add(1);
-        self.free_slots.push(id.index);
+        self.xcs[s] = XcSlot::Free {
+            generation: id.generation.wrapping_add(1),
+            next: self.free_slot,
+        };
+        self.free_slot = id.index;
         self.live -= 1;
         Ok(xc)
     }
@@ -763,16 +820,10 @@ impl Switch {
         let c = leg.category();
         let mut n = 0u32;
         if c == 3 {
-            let mut list = Fifo {
-                head: leg.head,
-                tail: leg.tail,
-            };
-            while let Some(i) = pool.pop(&mut list) {
+            while let Some(i) = pool.pop_ring(&mut leg.tail) {
                 pool.release(i);
                 n += 1;
             }
-            leg.head = NONE;
-            leg.tail = NONE;
             if leg.flags & F_ACTIVE != 0 {
                 if p.ring.front() == Some(&li) {
                     p.served = 0;
@@ -828,6 +879,7 @@ impl Switch {
             legs,
             pool,
             policers,
+            policed,
             ..
         } = self;
         for cell in cells {
@@ -898,18 +950,21 @@ impl Switch {
                 p.counters.policed += 1;
                 continue;
             }
-            if leg.policer != NONE {
+            if leg.flags & F_POLICED != 0
+                && let Some(pi) = policed.get(li)
+            {
                 let clp = word & CLP != 0;
-                match policers[leg.policer as usize].police(now, clp) {
+                let upc = &mut policers[pi as usize];
+                match upc.policer.police(now, clp) {
                     Verdict::Pass => {}
                     Verdict::Tag => {
                         word |= CLP;
-                        leg.tagged += 1;
+                        upc.tagged += 1;
                         p.counters.tagged += 1;
                     }
                     Verdict::Discard if !clp && leg.flags & F_TAG != 0 => {
                         word |= CLP;
-                        leg.tagged += 1;
+                        upc.tagged += 1;
                         p.counters.tagged += 1;
                     }
                     Verdict::Discard => {
@@ -950,6 +1005,13 @@ impl Switch {
         };
         if !p.up {
             return 0;
+        }
+        if let Some(pacer) = &mut p.pacer
+            && pacer.slot() + MAX_LAG < now
+        {
+            // Polled late: the slots of the last MAX_LAG may go at once, older ones are lost.
+            pacer.epoch = Instant::from_nanos(now.as_nanos().saturating_sub(MAX_LAG.as_nanos()));
+            pacer.k = 0;
         }
         let mut n = 0;
         while n < out.len() {
@@ -1039,16 +1101,21 @@ impl Switch {
     /// A cross-connect and its counters per direction.
     pub fn connection(&self, id: XcId) -> Option<(&CrossConnect, XcCounters)> {
         let slot = self.xcs.get(id.index as usize)?;
-        if slot.generation != id.generation {
+        if slot.generation() != id.generation {
             return None;
         }
-        let xc = slot.xc.as_ref()?;
-        let s = 2 * id.index as usize;
+        let xc = slot.xc()?;
+        let s = 2 * id.index;
+        let tagged = |li: u32| {
+            self.policed
+                .get(li)
+                .map_or(0, |i| self.policers[i as usize].tagged)
+        };
         Some((
             xc,
             XcCounters {
-                a_to_b: self.legs[s].counters(),
-                b_to_a: self.legs[s + 1].counters(),
+                a_to_b: self.legs[s as usize].counters(tagged(s)),
+                b_to_a: self.legs[s as usize + 1].counters(tagged(s + 1)),
             },
         ))
     }
@@ -1056,11 +1123,11 @@ impl Switch {
     /// The cross-connects, in slot order.
     pub fn connections(&self) -> impl Iterator<Item = (XcId, &CrossConnect)> {
         self.xcs.iter().enumerate().filter_map(|(i, s)| {
-            s.xc.as_ref().map(|xc| {
+            s.xc().map(|xc| {
                 (
                     XcId {
                         index: i as u32,
-                        generation: s.generation,
+                        generation: s.generation(),
                     },
                     xc,
                 )
@@ -1082,24 +1149,24 @@ impl Switch {
 
     /// Bytes of switch state one cross-connect costs beyond its queued cells, from the
     /// sizes of the real structures: two legs, its slot (the [`CrossConnect`] and a
-    /// generation), a free-list entry, a UBR ring entry per leg, and one lookup-table
-    /// entry per end at the table's lowest load (a `SlotMap` bucket is 8 bytes and the
-    /// table is at least a quarter full after growing). Policed directions add a
-    /// [`Policer`] each ([`policer_bytes`](Self::policer_bytes)); CBR/VBR directions add a
-    /// CAC reservation.
+    /// generation; free slots chain through themselves), a UBR ring entry per leg, and one
+    /// lookup-table entry per end at the table's lowest load (a `SlotMap` bucket is 8
+    /// bytes and the table is more than a quarter full after growing, at most half).
+    /// Policed directions add [`policer_bytes`](Self::policer_bytes) each; CBR/VBR
+    /// directions add a CAC reservation in natm-traffic's `Cac`.
     pub fn state_bytes_per_connection() -> usize {
-        const SLOTMAP_BUCKET: usize = 8;
-        const MIN_LOAD_INVERSE: usize = 4;
         2 * core::mem::size_of::<Leg>()
             + core::mem::size_of::<XcSlot>()
-            + core::mem::size_of::<u32>()
             + 2 * core::mem::size_of::<u32>()
             + 2 * SLOTMAP_BUCKET * MIN_LOAD_INVERSE
     }
 
-    /// Bytes one policed direction adds (its [`Policer`] and a free-list entry).
+    /// Bytes one policed direction adds: its [`Policer`] and tag counter, a free-list
+    /// entry, and its entry in the leg → policer table at the lowest load.
     pub fn policer_bytes() -> usize {
-        core::mem::size_of::<Policer>() + core::mem::size_of::<u32>()
+        core::mem::size_of::<Policed>()
+            + core::mem::size_of::<u32>()
+            + SLOTMAP_BUCKET * MIN_LOAD_INVERSE
     }
 }
 
@@ -1151,13 +1218,7 @@ fn enqueue(p: &mut Port, pool: &mut Pool, leg: &mut Leg, li: u32, word: u32, pay
     p.counters.queue_depth[c] += 1;
     leg.queued += 1;
     if c == 3 {
-        let mut list = Fifo {
-            head: leg.head,
-            tail: leg.tail,
-        };
-        pool.push(&mut list, i);
-        leg.head = list.head;
-        leg.tail = list.tail;
+        pool.push_ring(&mut leg.tail, i);
         if leg.flags & F_ACTIVE == 0 {
             leg.flags |= F_ACTIVE;
             p.ring.push_back(li);
@@ -1220,17 +1281,11 @@ fn dequeue(p: &mut Port, legs: &mut [Leg], pool: &mut Pool, xcs: &[XcSlot]) -> O
     }
     let &li = p.ring.front()?;
     let leg = &mut legs[li as usize];
-    let mut list = Fifo {
-        head: leg.head,
-        tail: leg.tail,
-    };
-    let i = pool.pop(&mut list)?;
-    leg.head = list.head;
-    leg.tail = list.tail;
+    let i = pool.pop_ring(&mut leg.tail)?;
     leg.queued -= 1;
     p.counters.queue_depth[3] -= 1;
     p.served += 1;
-    let weight = xcs[(li / 2) as usize].xc.as_ref().map_or(1, |xc| xc.weight);
+    let weight = xcs[(li / 2) as usize].xc().map_or(1, |xc| xc.weight);
     if leg.queued == 0 {
         leg.flags &= !F_ACTIVE;
         p.ring.pop_front();

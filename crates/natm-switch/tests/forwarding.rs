@@ -1,54 +1,16 @@
 //! Forwarding through the switch: translation, VP cross-connects, HEC, unknown VCs.
 
 use natm_core::{HeaderFormat, Instant, Qos, VcId};
-use natm_switch::{CrossConnect, Endpoint, PortConfig, PortId, Switch, SwitchConfig};
-use natm_wire::cell::{CellHeader, Pti, hec};
+use natm_switch::{CrossConnect, Endpoint, PortConfig, PortId};
+use natm_wire::cell::{CellHeader, Pti};
+
+mod common;
+use common::{cell, drain, header, two_ports};
 
 const T0: Instant = Instant::ZERO;
 
 fn ubr() -> Qos {
-    "ubr".parse().expect("ubr parses")
-}
-
-fn two_ports() -> Switch {
-    let mut sw = Switch::new(SwitchConfig::default());
-    sw.add_port(PortId(1), PortConfig::default())
-        .expect("port 1");
-    sw.add_port(PortId(2), PortConfig::default())
-        .expect("port 2");
-    sw
-}
-
-/// A UNI cell with a good HEC and a payload of `fill`.
-fn cell(vpi: u32, vci: u32, pti: u8, clp: bool, fill: u8) -> [u8; 53] {
-    let mut c = [fill; 53];
-    let w = vpi << 20 | vci << 4 | u32::from(pti) << 1 | u32::from(clp);
-    c[..4].copy_from_slice(&w.to_be_bytes());
-    c[4] = hec(w.to_be_bytes());
-    c
-}
-
-fn header(c: &[u8; 53]) -> (u32, u32, u8, bool) {
-    let w = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-    assert_eq!(c[4], hec([c[0], c[1], c[2], c[3]]), "HEC recomputed");
-    (
-        (w >> 20) & 0xFF,
-        (w >> 4) & 0xFFFF,
-        ((w >> 1) & 7) as u8,
-        w & 1 == 1,
-    )
-}
-
-fn drain(sw: &mut Switch, port: u16) -> Vec<[u8; 53]> {
-    let mut out = vec![[0u8; 53]; 64];
-    let mut all = Vec::new();
-    loop {
-        let n = sw.poll_transmit(T0, PortId(port), &mut out);
-        all.extend_from_slice(&out[..n]);
-        if n < out.len() {
-            return all;
-        }
-    }
+    common::qos("ubr")
 }
 
 #[test]
