@@ -14,7 +14,8 @@
 //!   [`Policer`](natm_traffic::policer::Policer) against its direction's contract (a→b:
 //!   `qos.tx`, b→a: `qos.rx`) under its category's conformance definition (CBR.1, VBR.1,
 //!   UBR.1). A non-conforming cell is discarded, or under `Tag` forwarded with CLP = 1 if
-//!   it had CLP = 0.
+//!   it had CLP = 0. A UBR direction that gives no PCR is not policed; a direction of
+//!   class `none` carries nothing (its cells count as policed).
 //! * **Translation.** The output header gets the far end's VPI (and VCI for a VC leg); PTI
 //!   and CLP are kept (but for UPC tagging), a VP leg keeps the VCI, GFC is 0, and the HEC
 //!   is recomputed when the cell leaves.

@@ -9,7 +9,7 @@ use natm_core::slotmap::SlotMap;
 use natm_core::{Duration, HeaderFormat, Instant, TrafficClass, TrafficParams};
 use natm_traffic::cac::{Cac, CacConfig, Handle};
 use natm_traffic::discard::{Decision, DropReason, FrameDiscard, VcFrameState};
-use natm_traffic::policer::{Contract, Policer, Verdict};
+use natm_traffic::policer::{Contract, ContractError, Policer, Verdict};
 use natm_traffic::sched::Category;
 use natm_wire::cell::{Cell, HecMode, HecReceiver, HecVerdict, hec};
 use natm_wire::oam::{self, Defect, OamCell, OamRepr};
@@ -478,8 +478,8 @@ impl Switch {
             }
         } else {
             self.flush_port(now, slot, true);
-            self.port_mut(slot).next_ais = Some(now);
             self.send_ais(now, slot);
+            self.port_mut(slot).next_ais = now.checked_add(AIS_PERIOD);
         }
         Ok(())
     }
@@ -599,7 +599,11 @@ impl Switch {
                 direction: dir,
                 error,
             };
-            let contract = Contract::from_params(params, link).map_err(bad)?;
+            let contract = match Contract::from_params(params, link) {
+                // A UBR direction without a PCR has nothing to be policed against.
+                Err(ContractError::NoPcr) if params.class == TrafficClass::Ubr => continue,
+                r => r.map_err(bad)?,
+            };
             policers[i] = Some(Policer::new(category.conformance(), &contract).map_err(bad)?);
         }
         // CAC: a→b uses b's output, b→a uses a's.
@@ -1078,15 +1082,12 @@ impl Switch {
                 continue;
             }
             // One AIS per period; a late call does not send the missed ones.
-            let mut next = t;
-            while next <= now {
-                next = next
-                    .checked_add(AIS_PERIOD)
-                    .unwrap_or(Instant::from_nanos(u64::MAX));
-                if next.as_nanos() == u64::MAX {
-                    break;
-                }
-            }
+            let period = AIS_PERIOD.as_nanos();
+            let missed = now.saturating_duration_since(t).as_nanos() / period;
+            let next = Instant::from_nanos(
+                t.as_nanos()
+                    .saturating_add((missed + 1).saturating_mul(period)),
+            );
             p.next_ais = Some(next);
             self.send_ais(now, slot as u16);
         }
