@@ -98,7 +98,7 @@ fn ais_once_per_second_while_down_and_stopped_when_up() {
     let mut sw = connected();
     let s = |n: u64| Instant::from_nanos(n * 1_000_000_000);
     sw.set_port_up(T0, PortId(1), false).expect("port");
-    let mut ais = |sw: &mut natm_switch::Switch, now: Instant| {
+    let ais = |sw: &mut natm_switch::Switch, now: Instant| {
         sw.handle_timeout(now);
         drain_at(sw, now, 2)
     };
