@@ -147,6 +147,24 @@ fn the_table_names_each_transport_and_its_ratio() {
 }
 
 #[test]
+fn same_core_puts_client_and_server_on_one_cpu() {
+    let v = run_json(&[
+        "perf",
+        "baseline",
+        "tcp",
+        "rr",
+        "--same-core",
+        "--count",
+        "100",
+        "--warmup",
+        "0",
+    ]);
+    let p = &v["placement"];
+    assert_eq!(p["client"], p["server"], "{p}");
+    check_result(&v["results"][0], Some(100));
+}
+
+#[test]
 fn bad_options_exit_2_and_name_what_was_wrong() {
     for (args, needle) in [
         (

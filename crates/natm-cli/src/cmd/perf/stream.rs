@@ -179,7 +179,9 @@ pub fn measure(opts: &StreamOpts, targets: &Targets) -> CmdResult {
         .iter()
         .map(|&s| plan.kinds.iter().filter(|k| k.carries(s)).count() as u64)
         .sum();
-    let mut progress = Progress::new(cells, "stream");
+    // In milliseconds of sending, so that one long run moves the bar too.
+    let run_ms = plan.time.as_millis() as u64;
+    let mut progress = Progress::new(cells * run_ms, "stream");
     let mut sizes = Vec::new();
     for (i, &size) in plan.sizes.iter().enumerate() {
         let mut results: Vec<Option<Moved>> = vec![None; plan.kinds.len()];
@@ -190,10 +192,9 @@ pub fn measure(opts: &StreamOpts, targets: &Targets) -> CmdResult {
                 continue;
             }
             progress.set_message(format!("stream {kind} {size} B"));
-            let m = one_run(kind, size, &plan, targets)
+            let m = one_run(kind, size, &plan, targets, &mut progress)
                 .map_err(|e| CliError::failure(format!("{kind}, {size}-byte messages: {e}")))?;
             results[at] = Some(m);
-            progress.inc(1);
         }
         let ratios = results[1..]
             .iter()
@@ -249,7 +250,13 @@ pub fn measure(opts: &StreamOpts, targets: &Targets) -> CmdResult {
 }
 
 /// One timed run of `kind` at `size`.
-fn one_run(kind: Kind, size: usize, plan: &Plan, targets: &Targets) -> io::Result<Moved> {
+fn one_run(
+    kind: Kind,
+    size: usize,
+    plan: &Plan,
+    targets: &Targets,
+    progress: &mut Progress,
+) -> io::Result<Moved> {
     let (mut sender, mut receiver) = transport::pair(kind, targets.natm.as_ref())?;
     let lossy = kind.lossy();
     if lossy {
@@ -288,15 +295,24 @@ fn one_run(kind: Kind, size: usize, plan: &Plan, targets: &Targets) -> io::Resul
     let msg: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
     let mut sent = 0u64;
     let start = Instant::now();
+    let run_ms = plan.time.as_millis() as u64;
+    let mut shown_ms = 0u64;
     let sending = (|| -> io::Result<()> {
-        while start.elapsed() < plan.time {
+        loop {
+            let elapsed = start.elapsed();
+            let ms = (elapsed.as_millis() as u64).min(run_ms);
+            progress.inc(ms - shown_ms);
+            shown_ms = ms;
+            if elapsed >= plan.time {
+                return Ok(());
+            }
             for _ in 0..CLOCK_EVERY {
                 sender.send(&msg)?;
                 sent += 1;
             }
         }
-        Ok(())
     })();
+    progress.inc(run_ms - shown_ms);
     done.store(true, Ordering::Release);
     // The end marker (a lossy receiver also stops by itself once it is quiet).
     let ended = sender.send(&[]);
