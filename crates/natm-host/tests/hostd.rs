@@ -1,0 +1,221 @@
+//! The channel manager at the protocol level: raw frames on the Unix socket.
+
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use natm_host::hostd::{HostdError, HostdOptions, HostdThread, WaitMode, peer_allowed};
+use natm_host::loopback::LoopLink;
+use natm_host::proto::{self, ErrorKind, Frame, Request, Response};
+
+const CHILD_ENV: &str = "NATM_TEST_PEER_SOCKET";
+
+struct Dir(PathBuf);
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn daemon(tag: &str) -> (Dir, HostdThread) {
+    let dir = std::env::temp_dir().join(format!("natm-hostd-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = HostdThread::spawn(options(&dir.join("h.sock")), loopback()).unwrap();
+    (Dir(dir), d)
+}
+
+fn options(socket: &Path) -> HostdOptions {
+    HostdOptions {
+        name: "h".into(),
+        socket: socket.to_path_buf(),
+        wait: WaitMode::Adaptive,
+        link_description: "loopback".into(),
+        link_rate: None,
+    }
+}
+
+fn loopback() -> natm_host::hostd::Connector {
+    Box::new(|| Ok(Box::new(LoopLink::new(1024)) as _))
+}
+
+fn connect(d: &HostdThread) -> UnixStream {
+    let s = UnixStream::connect(d.socket()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s
+}
+
+fn ask(s: &UnixStream, r: &Request) -> Response {
+    proto::write_frame(s, &proto::control_frame(r)).unwrap();
+    answer(s)
+}
+
+fn answer(s: &UnixStream) -> Response {
+    match proto::read_frame::<Response>(s).unwrap().0 {
+        Frame::Control(r) => r,
+        f => panic!("expected a control frame, got {f:?}"),
+    }
+}
+
+fn error(r: Response) -> (ErrorKind, String) {
+    match r {
+        Response::Error { kind, message } => (kind, message),
+        r => panic!("expected an error, got {r:?}"),
+    }
+}
+
+fn open(vc: &str, qos: &str) -> Request {
+    Request::Open {
+        vc: vc.into(),
+        qos: qos.into(),
+        path: proto::PathKind::Daemon,
+        notify: proto::NotifyMode::Poll,
+        signal: None,
+        buffers: 4,
+        buffer_size: 1024,
+    }
+}
+
+#[test]
+fn peers_of_another_uid_are_refused_unless_root() {
+    assert!(peer_allowed(1000, 1000));
+    assert!(peer_allowed(0, 1000), "root may use anyone's daemon");
+    assert!(!peer_allowed(1001, 1000));
+    assert!(!peer_allowed(1000, 0), "a root daemon serves root only");
+}
+
+#[test]
+fn the_socket_is_private_and_taken_only_once() {
+    let (dir, d) = daemon("mode");
+    let mode = std::fs::metadata(d.socket()).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    match natm_host::hostd::Hostd::new(options(d.socket()), loopback()) {
+        Err(HostdError::InUse(p)) => assert_eq!(p, d.socket()),
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("a second daemon took the socket"),
+    }
+    d.stop().unwrap();
+    assert!(
+        !dir.0.join("h.sock").exists(),
+        "the socket is removed at stop"
+    );
+    // A stale socket file (nobody listening) is replaced.
+    drop(std::os::unix::net::UnixListener::bind(dir.0.join("h.sock")).unwrap());
+    let d = HostdThread::spawn(options(&dir.0.join("h.sock")), loopback()).unwrap();
+    let s = connect(&d);
+    assert!(matches!(ask(&s, &Request::Status), Response::Status(_)));
+}
+
+#[test]
+fn garbage_gets_an_error_and_a_hang_up_while_others_are_served() {
+    let (_dir, d) = daemon("garbage");
+    let good = connect(&d);
+    let mut bad = connect(&d);
+    bad.write_all(b"GET / HTTP/1.1\r\nHost: natm\r\n\r\n")
+        .unwrap();
+    let (kind, m) = error(answer(&bad));
+    assert_eq!(kind, ErrorKind::BadRequest);
+    assert!(m.contains("frame length"), "{m}");
+    let mut rest = Vec::new();
+    assert_eq!(bad.read_to_end(&mut rest).unwrap(), 0, "hostd hung up");
+
+    // Well framed but not a request: an error, and the connection goes on.
+    let mut frame = vec![];
+    let body = br#"{"op":"launch","vc":"0.100"}"#;
+    frame.extend_from_slice(&(body.len() as u32 + 1).to_le_bytes());
+    frame.push(proto::KIND_CONTROL);
+    frame.extend_from_slice(body);
+    proto::write_frame(&good, &frame).unwrap();
+    let (kind, m) = error(answer(&good));
+    assert_eq!(kind, ErrorKind::BadRequest);
+    assert!(m.contains("launch"), "{m}");
+
+    let (kind, m) = error(ask(&good, &open("zero.hundred", "ubr")));
+    assert_eq!(kind, ErrorKind::BadRequest);
+    assert!(m.starts_with("bad VC \"zero.hundred\""), "{m}");
+    let (kind, m) = error(ask(&good, &open("0.*", "ubr")));
+    assert_eq!(kind, ErrorKind::BadRequest);
+    assert!(m.contains("no `*` or `?`"), "{m}");
+    let (kind, m) = error(ask(&good, &open("0.100", "ubr,frobnicate")));
+    assert_eq!(kind, ErrorKind::BadRequest);
+    assert!(m.starts_with("bad QoS"), "{m}");
+    let (kind, m) = error(ask(&good, &open("0.31", "ubr")));
+    assert_eq!(kind, ErrorKind::Refused);
+    assert!(m.contains("VCI 31 is reserved"), "{m}");
+    // An SDU for a handle that is not ours.
+    proto::write_frame(&good, &proto::data_frame(77, b"x")).unwrap();
+    let (kind, m) = error(answer(&good));
+    assert_eq!(kind, ErrorKind::Refused);
+    assert!(m.contains("handle 77"), "{m}");
+
+    // Daemon path on a loopback link: the SDU comes back on the same VC.
+    let Response::Opened { handle, .. } = ask(&good, &open("0.100", "ubr")) else {
+        panic!("open refused");
+    };
+    proto::write_frame(&good, &proto::data_frame(handle, b"echo")).unwrap();
+    match proto::read_frame::<Response>(&good).unwrap().0 {
+        Frame::Data { handle: h, sdu } => {
+            assert_eq!(h, handle);
+            assert_eq!(sdu, b"echo");
+        }
+        f => panic!("{f:?}"),
+    }
+    match ask(&good, &Request::Status) {
+        Response::Status(s) => {
+            assert_eq!(s.channels.len(), 1);
+            assert_eq!(s.channels[0].owner_pid, std::process::id() as i32);
+            assert_eq!(s.channels[0].path, proto::PathKind::Daemon);
+            assert!(s.vm_rss_bytes > 0);
+        }
+        r => panic!("{r:?}"),
+    }
+}
+
+/// Run only as the child of `a_peer_with_another_uid_is_told_why_and_hung_up_on`.
+#[test]
+#[ignore = "the child half of a test; runs only when that test starts it"]
+fn child_connects_as_another_user() {
+    let socket = std::env::var(CHILD_ENV).expect("started by the parent test");
+    let s = UnixStream::connect(socket).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let (_, m) = error(answer(&s));
+    println!("REFUSED {m}");
+}
+
+#[test]
+fn a_peer_with_another_uid_is_told_why_and_hung_up_on() {
+    if rustix::process::getuid().as_raw() != 0 {
+        // Making a process of another uid needs root; peer_allowed is tested above.
+        return;
+    }
+    let (dir, d) = daemon("peercred");
+    // Open the file modes up so only SO_PEERCRED stands between the peer and hostd.
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(d.socket(), std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "child_connects_as_another_user",
+            "--nocapture",
+        ])
+        .env(CHILD_ENV, d.socket())
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("REFUSED uid 65534 may not use this hostd (it serves uid 0 and root)"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The daemon goes on serving its own user.
+    let s = connect(&d);
+    assert!(matches!(ask(&s, &Request::Status), Response::Status(_)));
+}
