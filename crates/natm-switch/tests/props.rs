@@ -1,0 +1,166 @@
+//! Property: any cell bytes on any port, in any order with any commands between them,
+//! never panic, and cells are conserved: everything handed in (plus AIS the switch made) is
+//! sent, dropped for a counted reason, or still queued.
+
+mod common;
+
+use common::qos;
+use natm_core::{Duration, HeaderFormat, Instant};
+use natm_switch::{
+    Category, CrossConnect, Endpoint, PortConfig, PortId, PortRate, Switch, SwitchConfig, Upc, XcId,
+};
+use natm_wire::cell::hec;
+use proptest::prelude::*;
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// Raw bytes.
+    Raw(u16, Vec<u8>),
+    /// A header from a small set (so cells hit connections), maybe one bit flipped.
+    Cell {
+        port: u16,
+        vpi: u8,
+        vci: u8,
+        pti: u8,
+        clp: bool,
+        flip: Option<u8>,
+        fill: u8,
+    },
+    Poll(u16, u8),
+    Advance(u32),
+    PortUp(u16, bool),
+    Reconnect(u8),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        1 => (0u16..4, proptest::collection::vec(any::<u8>(), 53)).prop_map(|(p, b)| Op::Raw(p, b)),
+        6 => (1u16..4, 0u8..4, 0u8..6, 0u8..8, any::<bool>(), proptest::option::weighted(0.1, 0u8..40), any::<u8>())
+            .prop_map(|(port, vpi, vci, pti, clp, flip, fill)| Op::Cell { port, vpi, vci, pti, clp, flip, fill }),
+        2 => (1u16..4, 0u8..20).prop_map(|(p, n)| Op::Poll(p, n)),
+        1 => (0u32..3_000_000).prop_map(Op::Advance),
+        1 => (1u16..4, any::<bool>()).prop_map(|(p, u)| Op::PortUp(p, u)),
+        1 => (0u8..8).prop_map(Op::Reconnect),
+    ]
+}
+
+/// Small VPI/VCI sets: VPI 0..4 → {0, 1, 2, 7}, VCI 0..6 → {0, 3, 4, 32, 33, 34}.
+fn ids(vpi: u8, vci: u8) -> (u32, u32) {
+    (
+        [0, 1, 2, 7][usize::from(vpi)],
+        [0, 3, 4, 32, 33, 34][usize::from(vci)],
+    )
+}
+
+fn connections() -> Vec<CrossConnect> {
+    let mut v = Vec::new();
+    let kinds = [
+        (qos("ubr,aal5"), None, Upc::Off, 1),
+        (qos("cbr:max_pcr=2000"), None, Upc::Discard, 1),
+        (
+            qos("vbr:pcr=3000,scr=1000,mbs=4"),
+            Some(Category::RtVbr),
+            Upc::Tag,
+            1,
+        ),
+        (qos("ubr:max_pcr=5000"), None, Upc::Tag, 3),
+    ];
+    for (i, vci) in [32u16, 33, 34].into_iter().enumerate() {
+        for (j, (a, b)) in [(1u16, 2u16), (2, 3), (3, 1)].into_iter().enumerate() {
+            let (q, cat, upc, weight) = kinds[(i + j) % kinds.len()];
+            let mut xc = CrossConnect::new(Endpoint::vc(a, 0, vci), Endpoint::vc(b, 1, vci), q);
+            xc.category = cat;
+            xc.upc = upc;
+            xc.weight = weight;
+            xc.aal5 = (i + j) % 2 == 0;
+            v.push(xc);
+        }
+    }
+    // A VP cross-connect between ports 1 and 3.
+    v.push(CrossConnect::new(
+        Endpoint::vp(1, 7),
+        Endpoint::vp(3, 7),
+        qos("ubr"),
+    ));
+    v
+}
+
+fn check_conservation(sw: &Switch) {
+    let (mut lhs, mut rhs) = (0u64, 0u64);
+    for p in 1..4 {
+        let c = sw.port_counters(PortId(p)).expect("port");
+        lhs += c.cells_in + c.ais_sent;
+        rhs += c.cells_out + c.dropped() + c.queued();
+    }
+    assert_eq!(lhs, rhs, "cells in + AIS = out + dropped + queued");
+    for (id, _) in sw.connections() {
+        let (_, c) = sw.connection(id).expect("listed");
+        for d in [c.a_to_b, c.b_to_a] {
+            assert_eq!(d.cells_in, d.cells_out + d.dropped + u64::from(d.queued));
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn any_cells_never_panic_and_are_conserved(ops in proptest::collection::vec(op(), 1..300)) {
+        let mut sw = Switch::new(SwitchConfig::default());
+        let small = PortConfig { queue_cells: [3, 3, 5, 8], epd_percent: 50, ..PortConfig::default() };
+        sw.add_port(PortId(1), small).expect("port");
+        sw.add_port(PortId(2), PortConfig { format: HeaderFormat::Nni, ..small }).expect("port");
+        sw.add_port(PortId(3), PortConfig { rate: PortRate::CellsPerSecond(10_000), ..small }).expect("port");
+        let xcs = connections();
+        let mut live: Vec<Option<XcId>> = xcs
+            .iter()
+            .map(|xc| Some(sw.connect(Instant::ZERO, xc).expect("admitted")))
+            .collect();
+        let mut now = Instant::ZERO;
+        let mut out = [[0u8; 53]; 20];
+        for op in ops {
+            match op {
+                Op::Raw(port, bytes) => {
+                    let c: [u8; 53] = bytes.try_into().expect("53 bytes");
+                    sw.handle_cell(now, PortId(port), &c);
+                }
+                Op::Cell { port, vpi, vci, pti, clp, flip, fill } => {
+                    let (vpi, vci) = ids(vpi, vci);
+                    let w = vpi << 20 | vci << 4 | u32::from(pti) << 1 | u32::from(clp);
+                    let mut c = [fill; 53];
+                    c[..4].copy_from_slice(&w.to_be_bytes());
+                    c[4] = hec(w.to_be_bytes());
+                    if let Some(bit) = flip {
+                        c[usize::from(bit / 8)] ^= 0x80 >> (bit % 8);
+                    }
+                    sw.handle_cells(now, PortId(port), &[c, c]);
+                }
+                Op::Poll(port, n) => {
+                    let n = sw.poll_transmit(now, PortId(port), &mut out[..usize::from(n)]);
+                    for c in &out[..n] {
+                        prop_assert_eq!(c[4], hec([c[0], c[1], c[2], c[3]]));
+                    }
+                }
+                Op::Advance(ns) => {
+                    now += Duration::from_nanos(u64::from(ns));
+                    sw.handle_timeout(now);
+                    // Nothing a timeout does is left overdue.
+                    if let Some(t) = sw.poll_timeout() {
+                        prop_assert!(t > now || sw.port_counters(PortId(3)).is_some_and(|c| c.queued() > 0));
+                    }
+                }
+                Op::PortUp(port, up) => sw.set_port_up(now, PortId(port), up).expect("port"),
+                Op::Reconnect(i) => {
+                    let i = usize::from(i) % xcs.len();
+                    match live[i].take() {
+                        Some(id) => {
+                            prop_assert_eq!(sw.disconnect(id), Ok(xcs[i]));
+                        }
+                        None => live[i] = Some(sw.connect(now, &xcs[i]).expect("endpoints free")),
+                    }
+                }
+            }
+            check_conservation(&sw);
+        }
+    }
+}
