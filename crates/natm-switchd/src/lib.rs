@@ -1,1 +1,327 @@
-//! natm's switch daemon (issue 5). Being written.
+//! natm's switch daemon (issue 5): the pure switch core, [`natm_switch::Switch`], between
+//! real links, with a management socket.
+//!
+//! # What it does
+//!
+//! [`run`] reads nothing itself: it takes a parsed [`SwitchdConfig`] (see [`config`] for
+//! the TOML) and a stop flag. It listens on every port's link ([`natm_link::endpoint`];
+//! a port with `role = "connect"` dials instead, from a helper thread), makes the
+//! configured cross-connects, and then, on one thread, moves batches of cells
+//! ([`fabric`]): receive from every attached link, hand the cells to the switch, send what
+//! the switch transmits, keeping cells a link refused. A port is down (the switch sends
+//! AIS downstream on its connections) until a peer attaches, and down again when the peer
+//! goes away; the next peer to connect brings it up again.
+//!
+//! When nothing moves, the loop spins for [`SPIN`] and then sleeps in `poll(2)` on the
+//! links' descriptors, the listeners and the management socket, at most until the
+//! switch's next timer (a paced port's next slot, the next AIS cell), a link's
+//! [`next_due`](natm_link::endpoint::EndpointLink::next_due), or [`MAX_SLEEP`] (so a
+//! shared-memory peer's death, which no descriptor reports, is noticed within it).
+//! `wait = "poll"` at the top level of the configuration never sleeps. `run` returns when
+//! the stop flag is set (by [`install_signal_stop`]'s SIGTERM/SIGINT handler or a
+//! `shutdown` request) and removes its socket files.
+//!
+//! # Management protocol
+//!
+//! A Unix stream socket at `management`; only the daemon's own uid or root may connect
+//! (SO_PEERCRED). Each request is one JSON object on one line and gets one JSON line back;
+//! every reply has `"ok"`. A line that is not JSON, has no `"op"` or an unknown one gets
+//! `{"ok":false,"error":"…"}` naming it, and the connection stays usable.
+//!
+//! * `{"op":"status"}` → `{"ok":true,"name","pid","uptime_s","memory"` (VmRSS, bytes)`,
+//!   "state_bytes_per_connection","ports":[…],"connections":[…]}`. A port: `id`, `link`
+//!   (its description), `up`, `attached`, `counters` (the switch's per-port counters by
+//!   name, with `dropped`), `queue_depth` (`{"cbr","rt-vbr","nrt-vbr","ubr"}`),
+//!   `link_counters` (or null), `held` (cells the link refused so far), `connects`,
+//!   `disconnects`, `tx_lost`, `last_error`. A connection: `id` (`"SLOT.GENERATION"`),
+//!   `a`, `b`, `qos` (qos(7) text), `category`, `upc`, `aal5`, `weight`, and `a_to_b` /
+//!   `b_to_a` each `{"cells_in","cells_out","dropped","tagged","queued"}`.
+//! * `{"op":"connect","a":"1:0.101","b":"2:0.101","qos":"cbr:pcr=1000"}`, optionally
+//!   with `"upc"`, `"aal5"`, `"weight"`, `"category"` as in the configuration →
+//!   `{"ok":true,"id":"3.1"}` or `{"ok":false,"error":"…"}` (a CAC refusal's text
+//!   included).
+//! * `{"op":"disconnect","id":"3.1"}` → `{"ok":true}` or an error.
+//! * `{"op":"capture","port":1,"vc":"0.100"}` (`vc` optional) → `{"ok":true,"capturing":1}`
+//!   and then one line per cell seen on that port in either direction,
+//!   `{"t_ns":…,"dir":"in"|"out","cell":"<106 hex digits>"}` (`t_ns` since the Unix epoch),
+//!   until the client closes the connection. A client that reads too slowly loses lines.
+//! * `{"op":"shutdown"}` → `{"ok":true}`, and the daemon stops.
+//!
+//! [`client`] has the client side; [`bench::forwarding`] measures the forwarding loop.
+//!
+//! What it is not: no signalling, no persistence of connections made over the socket, no
+//! per-port UDP peer detection (a UDP port is up from the start).
+
+pub mod bench;
+pub mod client;
+pub mod config;
+pub mod fabric;
+pub mod mgmt;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant as StdInstant};
+
+use natm_link::endpoint::{EndpointLink, LinkConfig, LinkListener, LinkSetupError};
+use natm_switch::{PortId, SwitchConfig, SwitchError};
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+
+pub use config::{ConfigError, IdleWait, Role, SwitchdConfig};
+use fabric::Fabric;
+use mgmt::{DaemonInfo, Management, MgmtError};
+
+/// How long the loop spins with nothing to do before it sleeps.
+pub const SPIN: Duration = Duration::from_micros(50);
+/// The longest sleep.
+pub const MAX_SLEEP: Duration = Duration::from_millis(20);
+/// How often listeners, dialers and the management socket are looked at while busy.
+const MAINTENANCE: Duration = Duration::from_millis(1);
+/// The longest sleep while a link holds cells it refused, or has no descriptor.
+const SHORT_SLEEP: Duration = Duration::from_micros(200);
+/// How long a dialer waits per connection attempt.
+const DIAL: Duration = Duration::from_millis(200);
+
+/// Why the daemon could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SwitchdError {
+    /// The switch refused a port.
+    #[error("port {port}: {source}")]
+    Port {
+        /// The port.
+        port: PortId,
+        /// Why.
+        source: SwitchError,
+    },
+    /// A port's link could not listen.
+    #[error("port {port}: {source}")]
+    Link {
+        /// The port.
+        port: PortId,
+        /// Why.
+        source: LinkSetupError,
+    },
+    /// A configured cross-connect was refused.
+    #[error("xc {index} ({a} - {b}): {source}")]
+    Xc {
+        /// 1-based, in file order.
+        index: usize,
+        /// End a.
+        a: String,
+        /// End b.
+        b: String,
+        /// Why.
+        source: SwitchError,
+    },
+    /// The management socket could not be opened.
+    #[error(transparent)]
+    Management(#[from] MgmtError),
+    /// `poll(2)` failed.
+    #[error("poll: {0}")]
+    Poll(std::io::Error),
+}
+
+/// Makes SIGTERM and SIGINT set `stop` (for the CLI; [`run`] returns soon after).
+pub fn install_signal_stop(stop: &Arc<AtomicBool>) -> std::io::Result<()> {
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, stop.clone())?;
+    signal_hook::flag::register(signal_hook::consts::SIGINT, stop.clone())?;
+    Ok(())
+}
+
+/// A port's way of getting a link.
+enum Source {
+    Listen(LinkListener),
+    /// A dialer thread sends the link when it has one.
+    Dial {
+        config: LinkConfig,
+        pending: Option<mpsc::Receiver<Box<dyn EndpointLink>>>,
+    },
+}
+
+/// Starts a thread that dials until it has a link or `halt` is set (it ends by itself).
+fn dial(config: LinkConfig, halt: Arc<AtomicBool>) -> mpsc::Receiver<Box<dyn EndpointLink>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        while !halt.load(Ordering::Acquire) {
+            match config.connect(DIAL) {
+                Ok(link) => {
+                    let _ = tx.send(link);
+                    return;
+                }
+                Err(_) => std::thread::sleep(DIAL / 4),
+            }
+        }
+    });
+    rx
+}
+
+/// Runs the switch daemon until `stop` is set. See the [crate documentation](self).
+pub fn run(config: SwitchdConfig, stop: Arc<AtomicBool>) -> Result<(), SwitchdError> {
+    let started = StdInstant::now();
+    let halt = Arc::new(AtomicBool::new(false));
+    let result = serve(&config, &stop, &halt, started);
+    halt.store(true, Ordering::Release);
+    result
+}
+
+fn serve(
+    config: &SwitchdConfig,
+    stop: &Arc<AtomicBool>,
+    halt: &Arc<AtomicBool>,
+    started: StdInstant,
+) -> Result<(), SwitchdError> {
+    let mut fabric = Fabric::new(SwitchConfig::default());
+    let mut sources = Vec::new();
+    let mut links = Vec::new();
+    for p in &config.ports {
+        fabric
+            .add_port(p.id, p.switch)
+            .map_err(|source| SwitchdError::Port { port: p.id, source })?;
+        links.push((p.id, p.link.describe()));
+        sources.push(match p.role {
+            Role::Listen => Source::Listen(
+                p.link
+                    .listen()
+                    .map_err(|source| SwitchdError::Link { port: p.id, source })?,
+            ),
+            Role::Connect => Source::Dial {
+                config: p.link.clone(),
+                pending: None,
+            },
+        });
+    }
+    for (i, xc) in config.xcs.iter().enumerate() {
+        let now = fabric.now();
+        fabric
+            .switch
+            .connect(now, xc)
+            .map_err(|source| SwitchdError::Xc {
+                index: i + 1,
+                a: xc.a.to_string(),
+                b: xc.b.to_string(),
+                source,
+            })?;
+    }
+    let mut mgmt = Management::bind(&config.management, &fabric)?;
+    let info = DaemonInfo {
+        name: &config.name,
+        started,
+        links: &links,
+        stop,
+    };
+    let mut last_busy = StdInstant::now();
+    let mut last_maintenance: Option<StdInstant> = None;
+    while !stop.load(Ordering::Acquire) {
+        let now = fabric.now();
+        let step = fabric.step(now);
+        let holding = step.holding;
+        let wall = fabric.to_std(now);
+        if step.received + step.sent > 0 {
+            last_busy = wall;
+        }
+        if last_maintenance.is_none_or(|t| wall.saturating_duration_since(t) >= MAINTENANCE) {
+            last_maintenance = Some(wall);
+            let mut busy = attach_new_links(&mut fabric, &mut sources, halt);
+            busy |= mgmt.service(&mut fabric, &info);
+            if busy {
+                last_busy = StdInstant::now();
+            }
+        }
+        if config.wait == IdleWait::Poll
+            || StdInstant::now().saturating_duration_since(last_busy) < SPIN
+        {
+            continue;
+        }
+        sleep(&fabric, &sources, &mgmt, holding).map_err(SwitchdError::Poll)?;
+        // Whatever woke us, look at everything once.
+        last_maintenance = None;
+    }
+    Ok(())
+}
+
+/// Takes links from listeners and dialers for ports without one; whether any came.
+fn attach_new_links(fabric: &mut Fabric, sources: &mut [Source], halt: &Arc<AtomicBool>) -> bool {
+    let mut any = false;
+    for (i, source) in sources.iter_mut().enumerate() {
+        if fabric.ports[i].link.is_some() {
+            continue;
+        }
+        let link = match source {
+            Source::Listen(l) => match l.accept(Some(Duration::ZERO)) {
+                Ok(link) => link,
+                Err(e) => {
+                    fabric.ports[i].stats.last_error = Some(e.to_string());
+                    None
+                }
+            },
+            Source::Dial { config, pending } => {
+                let rx = pending.get_or_insert_with(|| dial(config.clone(), halt.clone()));
+                match rx.try_recv() {
+                    Ok(link) => {
+                        *pending = None;
+                        Some(link)
+                    }
+                    Err(mpsc::TryRecvError::Empty) => None,
+                    Err(mpsc::TryRecvError::Disconnected) => {
+                        *pending = None;
+                        None
+                    }
+                }
+            }
+        };
+        if let Some(link) = link {
+            fabric.attach(i, link);
+            any = true;
+        }
+    }
+    any
+}
+
+/// Sleeps in `poll(2)` until a descriptor is ready or the next deadline.
+fn sleep(
+    fabric: &Fabric,
+    sources: &[Source],
+    mgmt: &Management,
+    holding: bool,
+) -> std::io::Result<()> {
+    let now = StdInstant::now();
+    let mut until = now + MAX_SLEEP;
+    let mut cap = |t: StdInstant| until = until.min(t);
+    if let Some(t) = fabric.switch.poll_timeout() {
+        cap(fabric.to_std(t));
+    }
+    if holding || mgmt.has_output() {
+        cap(now + SHORT_SLEEP);
+    }
+    let mut fds: Vec<PollFd<'_>> = Vec::new();
+    for (p, source) in fabric.ports.iter().zip(sources) {
+        match (&p.link, source) {
+            (Some(link), _) => {
+                if let Some(t) = link.next_due() {
+                    cap(t);
+                }
+                match link.poll_fd() {
+                    Some(fd) => fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN)),
+                    None => cap(now + SHORT_SLEEP),
+                }
+            }
+            (None, Source::Listen(l)) => match l.poll_fd() {
+                Some(fd) => fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN)),
+                None => cap(now + MAINTENANCE),
+            },
+            (None, Source::Dial { .. }) => cap(now + MAINTENANCE * 5),
+        }
+    }
+    for fd in mgmt.poll_fds() {
+        fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN));
+    }
+    let left = until.saturating_duration_since(StdInstant::now());
+    if left.is_zero() {
+        return Ok(());
+    }
+    let ts = Timespec::try_from(left).ok();
+    match poll(&mut fds, ts.as_ref()) {
+        Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,514 @@
+//! The switch daemon's TOML configuration.
+//!
+//! ```toml
+//! name = "s1"
+//! management = "/run/natm/s1.sock"   # Unix socket for the JSON-lines management protocol
+//! wait = "adaptive"                  # or "poll": never sleep (default adaptive)
+//!
+//! [[port]]
+//! id = 1
+//! kind = "shm"                       # the link, as natm-link's LinkConfig
+//! path = "/run/natm/link1.sock"
+//! rate = "oc3"
+//! # role = "connect"                 # dial the peer instead of listening (a trunk's far end)
+//! # format = "nni"                   # header format on this port (default "uni")
+//! # queue_cells = [256, 256, 1024, 4096]   # CBR, rt-VBR, nrt-VBR, UBR
+//! # epd_percent = 80
+//!
+//! [[xc]]
+//! a = "1:0.100"
+//! b = "2:0.100"
+//! qos = "ubr"                        # qos(7) text, e.g. "cbr:pcr=1000"
+//! upc = "discard"                    # off (default), tag, discard
+//! aal5 = true                        # default: whether qos names aal5
+//! weight = 1                         # UBR round-robin weight (default 1)
+//! category = "rt-vbr"                # cbr, rt-vbr, nrt-vbr, ubr (default: from the class)
+//! ```
+//!
+//! Unknown keys are errors. Every error names the entry (`port 2`, `xc 3`), the key and
+//! the line where the TOML has one. A port whose link has a rate (`rate = "oc3"`) also
+//! paces the switch's output on it at that rate (rounded down to whole cells/s), so cells
+//! wait in the switch's per-category queues (where EPD and priorities apply) rather than
+//! in the line emulator.
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+use std::path::PathBuf;
+
+use natm_core::{HeaderFormat, Qos};
+use natm_link::endpoint::LinkConfig;
+use natm_switch::{Category, CrossConnect, Endpoint, PortConfig, PortId, PortRate, Upc};
+use serde::Deserialize;
+use toml::Spanned;
+
+/// Why a configuration was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// Not TOML, or a top-level key or type is wrong (the text names the line).
+    #[error("{0}")]
+    Toml(String),
+    /// An entry's value is not usable.
+    #[error("{entry}{}: `{key}`: {message}", line.map(|l| format!(" (line {l})")).unwrap_or_default())]
+    Invalid {
+        /// `port 2`, `xc 3` (1-based, in file order) or `management`.
+        entry: String,
+        /// The key.
+        key: &'static str,
+        /// The line, where known.
+        line: Option<usize>,
+        /// What is wrong.
+        message: String,
+    },
+    /// The configuration file could not be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+}
+
+/// How the daemon's loop waits when idle.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IdleWait {
+    /// Spin a few microseconds, then sleep in `poll(2)`.
+    #[default]
+    Adaptive,
+    /// Never sleep: the lowest latency, one whole CPU.
+    Poll,
+}
+
+/// Which side of the link a port is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Role {
+    /// Listen for the peer (a host, or a trunk's near end); accept it again after it leaves.
+    #[default]
+    Listen,
+    /// Connect to the peer's listener, and again after it leaves.
+    Connect,
+}
+
+/// One port: its number, the switch-side settings and the link.
+#[derive(Clone, Debug)]
+pub struct PortEntry {
+    /// The port number.
+    pub id: PortId,
+    /// Listen or connect.
+    pub role: Role,
+    /// The switch's settings for it (format, queue limits, EPD; the rate from the link).
+    pub switch: PortConfig,
+    /// The link.
+    pub link: LinkConfig,
+}
+
+/// The daemon's configuration. See the [module documentation](self).
+#[derive(Clone, Debug)]
+pub struct SwitchdConfig {
+    /// The switch's name, in status replies.
+    pub name: String,
+    /// The management socket's path.
+    pub management: PathBuf,
+    /// Idle behaviour.
+    pub wait: IdleWait,
+    /// The ports, in file order.
+    pub ports: Vec<PortEntry>,
+    /// Cross-connects made at start, in file order.
+    pub xcs: Vec<CrossConnect>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    name: String,
+    management: PathBuf,
+    #[serde(default)]
+    wait: IdleWait,
+    #[serde(default)]
+    port: Vec<RawPort>,
+    #[serde(default)]
+    xc: Vec<RawXc>,
+}
+
+#[derive(Deserialize)]
+struct RawPort {
+    id: Spanned<u16>,
+    #[serde(flatten)]
+    rest: toml::Table,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawXc {
+    a: Spanned<String>,
+    b: Spanned<String>,
+    qos: Spanned<String>,
+    #[serde(default)]
+    upc: Option<Spanned<String>>,
+    #[serde(default)]
+    aal5: Option<bool>,
+    #[serde(default)]
+    weight: Option<Spanned<u32>>,
+    #[serde(default)]
+    category: Option<Spanned<String>>,
+}
+
+/// Parses a category name as the configuration and the management protocol write it.
+pub fn parse_category(s: &str) -> Option<Category> {
+    match s.to_ascii_lowercase().as_str() {
+        "cbr" => Some(Category::Cbr),
+        "rt-vbr" => Some(Category::RtVbr),
+        "nrt-vbr" => Some(Category::NrtVbr),
+        "ubr" => Some(Category::Ubr),
+        _ => None,
+    }
+}
+
+/// The configuration's name of a category (the inverse of [`parse_category`]).
+pub fn category_name(c: Category) -> &'static str {
+    match c {
+        Category::Cbr => "cbr",
+        Category::RtVbr => "rt-vbr",
+        Category::NrtVbr => "nrt-vbr",
+        Category::Ubr => "ubr",
+    }
+}
+
+/// The text fields of a cross-connect, as the configuration and the management protocol
+/// give them.
+#[derive(Clone, Debug, Default)]
+pub struct XcText<'a> {
+    /// `PORT:VPI.VCI` or `PORT:VPI`.
+    pub a: &'a str,
+    /// The other end.
+    pub b: &'a str,
+    /// qos(7) text.
+    pub qos: &'a str,
+    /// `off`, `tag` or `discard`.
+    pub upc: Option<&'a str>,
+    /// Whether AAL5 frame discard applies (default: whether the QoS names aal5).
+    pub aal5: Option<bool>,
+    /// UBR weight.
+    pub weight: Option<u32>,
+    /// `cbr`, `rt-vbr`, `nrt-vbr` or `ubr`.
+    pub category: Option<&'a str>,
+}
+
+impl XcText<'_> {
+    /// The cross-connect, or the key that is wrong and why.
+    pub fn parse(&self) -> Result<CrossConnect, (&'static str, String)> {
+        let a: Endpoint = self.a.parse().map_err(|e| ("a", format!("{e}")))?;
+        let b: Endpoint = self.b.parse().map_err(|e| ("b", format!("{e}")))?;
+        let qos: Qos = self
+            .qos
+            .parse()
+            .map_err(|e| ("qos", format!("{:?}: {e}", self.qos)))?;
+        let mut xc = CrossConnect::new(a, b, qos);
+        if let Some(u) = self.upc {
+            xc.upc = u.parse::<Upc>().map_err(|e| ("upc", format!("{e}")))?;
+        }
+        if let Some(v) = self.aal5 {
+            xc.aal5 = v;
+        }
+        if let Some(w) = self.weight {
+            if w == 0 {
+                return Err(("weight", "must be at least 1".into()));
+            }
+            xc.weight = w;
+        }
+        if let Some(c) = self.category {
+            xc.category = Some(parse_category(c).ok_or_else(|| {
+                (
+                    "category",
+                    format!("{c:?} is not one of cbr, rt-vbr, nrt-vbr, ubr"),
+                )
+            })?);
+        }
+        Ok(xc)
+    }
+}
+
+/// The 1-based line of a byte offset.
+fn line_of(text: &str, span: Range<usize>) -> usize {
+    text.as_bytes()[..span.start.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// The port keys that are the switch's, not the link's.
+const PORT_KEYS: [&str; 4] = ["role", "format", "queue_cells", "epd_percent"];
+
+fn port_entry(text: &str, raw: RawPort) -> Result<PortEntry, ConfigError> {
+    let id = PortId(*raw.id.get_ref());
+    let line = Some(line_of(text, raw.id.span()));
+    let invalid = |key: &'static str, message: String| ConfigError::Invalid {
+        entry: format!("port {id}"),
+        key,
+        line,
+        message,
+    };
+    let mut rest = raw.rest;
+    let mut switch = PortConfig::default();
+    let mut role = Role::Listen;
+    for key in PORT_KEYS {
+        let Some(v) = rest.remove(key) else { continue };
+        match key {
+            "role" => {
+                role = match v.as_str() {
+                    Some("listen") => Role::Listen,
+                    Some("connect") => Role::Connect,
+                    _ => {
+                        return Err(invalid(
+                            "role",
+                            format!("{v} is not \"listen\" or \"connect\""),
+                        ));
+                    }
+                }
+            }
+            "format" => {
+                switch.format = match v.as_str() {
+                    Some("uni") => HeaderFormat::Uni,
+                    Some("nni") => HeaderFormat::Nni,
+                    _ => return Err(invalid("format", format!("{v} is not \"uni\" or \"nni\""))),
+                }
+            }
+            "queue_cells" => {
+                let q: Option<Vec<u32>> = v.as_array().and_then(|a| {
+                    a.iter()
+                        .map(|x| x.as_integer().and_then(|i| u32::try_from(i).ok()))
+                        .collect()
+                });
+                match q.as_deref() {
+                    Some(&[c, r, n, u]) if [c, r, n, u].iter().all(|&x| x >= 1) => {
+                        switch.queue_cells = [c, r, n, u];
+                    }
+                    _ => {
+                        return Err(invalid(
+                            "queue_cells",
+                            format!("{v} is not four cell counts ≥ 1 (CBR, rt-VBR, nrt-VBR, UBR)"),
+                        ));
+                    }
+                }
+            }
+            _ => {
+                switch.epd_percent = v
+                    .as_integer()
+                    .and_then(|i| u8::try_from(i).ok())
+                    .filter(|&p| p <= 100)
+                    .ok_or_else(|| invalid("epd_percent", format!("{v} is not 0..=100")))?;
+            }
+        }
+    }
+    let link: LinkConfig = rest
+        .try_into()
+        .map_err(|e: toml::de::Error| invalid("link", e.message().to_string()))?;
+    if let Some((num, den)) = link.rate.exact() {
+        let cps = u32::try_from((num / den).max(1)).unwrap_or(u32::MAX);
+        switch.rate = PortRate::CellsPerSecond(cps);
+    }
+    Ok(PortEntry {
+        id,
+        role,
+        switch,
+        link,
+    })
+}
+
+impl SwitchdConfig {
+    /// Parses the configuration text. See the [module documentation](self).
+    pub fn from_toml(text: &str) -> Result<SwitchdConfig, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Toml(e.to_string()))?;
+        if raw.management.as_os_str().is_empty() {
+            return Err(ConfigError::Invalid {
+                entry: "management".into(),
+                key: "management",
+                line: None,
+                message: "an empty path".into(),
+            });
+        }
+        let mut ports = Vec::new();
+        let mut seen = BTreeSet::new();
+        for p in raw.port {
+            let e = port_entry(text, p)?;
+            if !seen.insert(e.id) {
+                return Err(ConfigError::Invalid {
+                    entry: format!("port {}", e.id),
+                    key: "id",
+                    line: None,
+                    message: "two ports with this id".into(),
+                });
+            }
+            ports.push(e);
+        }
+        let mut xcs = Vec::new();
+        for (i, x) in raw.xc.iter().enumerate() {
+            let t = XcText {
+                a: x.a.get_ref(),
+                b: x.b.get_ref(),
+                qos: x.qos.get_ref(),
+                upc: x.upc.as_ref().map(|u| u.get_ref().as_str()),
+                aal5: x.aal5,
+                weight: x.weight.as_ref().map(|w| *w.get_ref()),
+                category: x.category.as_ref().map(|c| c.get_ref().as_str()),
+            };
+            let xc = t.parse().map_err(|(key, message)| {
+                let span = match key {
+                    "b" => x.b.span(),
+                    "qos" => x.qos.span(),
+                    "upc" => x.upc.as_ref().map_or(x.a.span(), |u| u.span()),
+                    "weight" => x.weight.as_ref().map_or(x.a.span(), |w| w.span()),
+                    "category" => x.category.as_ref().map_or(x.a.span(), |c| c.span()),
+                    _ => x.a.span(),
+                };
+                ConfigError::Invalid {
+                    entry: format!("xc {}", i + 1),
+                    key,
+                    line: Some(line_of(text, span)),
+                    message,
+                }
+            })?;
+            for (key, end, span) in [("a", xc.a, x.a.span()), ("b", xc.b, x.b.span())] {
+                if !seen.contains(&end.port) {
+                    return Err(ConfigError::Invalid {
+                        entry: format!("xc {}", i + 1),
+                        key,
+                        line: Some(line_of(text, span)),
+                        message: format!("no [[port]] with id {}", end.port),
+                    });
+                }
+            }
+            xcs.push(xc);
+        }
+        Ok(SwitchdConfig {
+            name: raw.name,
+            management: raw.management,
+            wait: raw.wait,
+            ports,
+            xcs,
+        })
+    }
+
+    /// Reads and parses a configuration file.
+    pub fn from_file(path: &std::path::Path) -> Result<SwitchdConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        SwitchdConfig::from_toml(&text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "s1"
+management = "/tmp/s1.sock"
+
+[[port]]
+id = 1
+kind = "shm"
+path = "/tmp/l1.sock"
+rate = "oc3"
+
+[[port]]
+id = 2
+kind = "tcp"
+addr = "127.0.0.1:41002"
+role = "connect"
+format = "nni"
+queue_cells = [10, 20, 30, 40]
+epd_percent = 50
+
+[[xc]]
+a = "1:0.100"
+b = "2:0.200"
+qos = "cbr:pcr=1000"
+upc = "discard"
+aal5 = true
+weight = 2
+category = "rt-vbr"
+"#;
+
+    #[test]
+    fn a_full_configuration_parses() {
+        let c = SwitchdConfig::from_toml(GOOD).unwrap();
+        assert_eq!(c.name, "s1");
+        assert_eq!(c.wait, IdleWait::Adaptive);
+        assert_eq!(c.ports.len(), 2);
+        assert_eq!(c.ports[0].switch.rate, PortRate::CellsPerSecond(353_207));
+        assert_eq!(c.ports[0].role, Role::Listen);
+        let p2 = &c.ports[1];
+        assert_eq!(
+            (
+                p2.role,
+                p2.switch.format,
+                p2.switch.queue_cells,
+                p2.switch.epd_percent
+            ),
+            (Role::Connect, HeaderFormat::Nni, [10, 20, 30, 40], 50)
+        );
+        assert_eq!(p2.switch.rate, PortRate::Unlimited);
+        assert_eq!(p2.link.describe(), "tcp 127.0.0.1:41002, unlimited");
+        let x = &c.xcs[0];
+        assert_eq!(
+            (x.a, x.b),
+            (Endpoint::vc(1, 0, 100), Endpoint::vc(2, 0, 200))
+        );
+        assert_eq!(
+            (x.upc, x.aal5, x.weight, x.category),
+            (Upc::Discard, true, 2, Some(Category::RtVbr))
+        );
+    }
+
+    #[test]
+    fn errors_name_the_entry_key_and_line() {
+        for (from, to, needle) in [
+            (
+                "qos = \"cbr:pcr=1000\"",
+                "qos = \"cbr:pcr=fast\"",
+                "xc 1 (line 23): `qos`",
+            ),
+            (
+                "b = \"2:0.200\"",
+                "b = \"3:0.200\"",
+                "xc 1 (line 22): `b`: no [[port]] with id 3",
+            ),
+            ("a = \"1:0.100\"", "a = \"1-0.100\"", "xc 1 (line 21): `a`"),
+            ("upc = \"discard\"", "upc = \"shoot\"", "`upc`"),
+            ("category = \"rt-vbr\"", "category = \"abr\"", "`category`"),
+            ("weight = 2", "weight = 0", "`weight`"),
+            (
+                "role = \"connect\"",
+                "role = \"dial\"",
+                "port 2 (line 12): `role`",
+            ),
+            ("format = \"nni\"", "format = \"pni\"", "`format`"),
+            (
+                "queue_cells = [10, 20, 30, 40]",
+                "queue_cells = [1, 2]",
+                "`queue_cells`",
+            ),
+            ("epd_percent = 50", "epd_percent = 101", "`epd_percent`"),
+            (
+                "addr = \"127.0.0.1:41002\"",
+                "addr = \"nowhere\"",
+                "port 2 (line 12): `link`",
+            ),
+            ("rate = \"oc3\"", "rate = \"oc3\"\ncolour = 1", "colour"),
+            ("name = \"s1\"", "name = \"s1\"\nspeed = 1", "speed"),
+            ("id = 2", "id = 1", "two ports"),
+            ("management = \"/tmp/s1.sock\"", "management = ", "line 3"),
+        ] {
+            assert!(GOOD.contains(from), "{from}");
+            let e = SwitchdConfig::from_toml(&GOOD.replacen(from, to, 1))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(needle), "{to}: {e}");
+        }
+    }
+}

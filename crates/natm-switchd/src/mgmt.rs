@@ -1,0 +1,516 @@
+//! The management socket's server side: JSON lines on a Unix stream socket (the protocol
+//! is documented in the crate documentation).
+//!
+//! Non-blocking throughout: the daemon loop calls [`Management::service`] between
+//! forwarding steps; a client that does not read its replies or its capture stream only
+//! loses capture lines (counted, [`OUT_LIMIT`]) and, past a hard limit on replies, its
+//! connection. Only a peer with the daemon's uid, or root, is served (SO_PEERCRED).
+
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Instant as StdInstant, SystemTime, UNIX_EPOCH};
+
+use natm_switch::{CATEGORIES, DirCounters, PortCounters, PortId, XcId};
+use serde_json::{Value, json};
+
+use crate::config::{XcText, category_name};
+use crate::fabric::Fabric;
+
+/// Capture lines waiting for a slow client beyond which new ones are dropped (bytes).
+pub const OUT_LIMIT: usize = 4 << 20;
+/// A request line longer than this closes the connection (bytes).
+pub const LINE_LIMIT: usize = 64 << 10;
+
+/// What the daemon tells the management layer about itself.
+pub struct DaemonInfo<'a> {
+    /// The switch's name.
+    pub name: &'a str,
+    /// When the daemon started.
+    pub started: StdInstant,
+    /// Each port's link description, by port.
+    pub links: &'a [(PortId, String)],
+    /// Set by a `shutdown` request.
+    pub stop: &'a Arc<AtomicBool>,
+}
+
+struct Client {
+    stream: UnixStream,
+    input: Vec<u8>,
+    output: Vec<u8>,
+    /// The port and optional `(vpi, vci)` being captured.
+    capture: Option<(PortId, Option<(u16, u16)>)>,
+    capture_dropped: u64,
+    closed: bool,
+}
+
+/// The listening socket and its clients.
+pub struct Management {
+    listener: UnixListener,
+    path: PathBuf,
+    clients: Vec<Client>,
+    uid: u32,
+    /// Nanoseconds since the Unix epoch at the fabric's time zero, for capture stamps.
+    unix_base_ns: u64,
+}
+
+/// Why the management socket could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[error("management socket {path}: {source}")]
+pub struct MgmtError {
+    /// The path.
+    pub path: PathBuf,
+    /// What failed.
+    pub source: io::Error,
+}
+
+impl Management {
+    /// Binds the socket at `path` (replacing a stale socket file nobody listens on).
+    pub fn bind(path: &Path, fabric: &Fabric) -> Result<Management, MgmtError> {
+        let err = |source| MgmtError {
+            path: path.to_path_buf(),
+            source,
+        };
+        let listener = match UnixListener::bind(path) {
+            Ok(l) => l,
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
+                let stale = std::fs::symlink_metadata(path)
+                    .is_ok_and(|m| m.file_type().is_socket())
+                    && UnixStream::connect(path).is_err();
+                if !stale {
+                    return Err(err(e));
+                }
+                std::fs::remove_file(path).map_err(err)?;
+                UnixListener::bind(path).map_err(err)?
+            }
+            Err(e) => return Err(err(e)),
+        };
+        listener.set_nonblocking(true).map_err(err)?;
+        let since_zero = fabric.epoch.elapsed().as_nanos();
+        let unix_now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        Ok(Management {
+            listener,
+            path: path.to_path_buf(),
+            clients: Vec::new(),
+            uid: rustix::process::getuid().as_raw(),
+            unix_base_ns: unix_now.saturating_sub(since_zero),
+        })
+    }
+
+    /// Descriptors to wake on: the listener and every client.
+    pub fn poll_fds(&self) -> impl Iterator<Item = BorrowedFd<'_>> {
+        std::iter::once(self.listener.as_fd()).chain(self.clients.iter().map(|c| c.stream.as_fd()))
+    }
+
+    /// Whether some client waits for its output to be written.
+    pub fn has_output(&self) -> bool {
+        self.clients.iter().any(|c| !c.output.is_empty())
+    }
+
+    /// Accepts clients, answers complete request lines, streams captured cells, writes
+    /// what the clients take, and drops closed clients. Returns whether anything happened.
+    pub fn service(&mut self, fabric: &mut Fabric, info: &DaemonInfo<'_>) -> bool {
+        let mut busy = false;
+        loop {
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    busy = true;
+                    self.admit(stream);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        for i in 0..self.clients.len() {
+            busy |= self.read_and_answer(i, fabric, info);
+        }
+        if !fabric.tapped.is_empty() {
+            busy = true;
+            self.fan_out(fabric);
+        }
+        for c in &mut self.clients {
+            flush(c);
+        }
+        let before = self.clients.len();
+        self.clients.retain(|c| !c.closed);
+        if self.clients.iter().all(|c| c.capture.is_none()) {
+            fabric.tap_ports.clear();
+        } else {
+            let mut ports: Vec<PortId> = self
+                .clients
+                .iter()
+                .filter_map(|c| c.capture.map(|(p, _)| p))
+                .collect();
+            ports.sort();
+            ports.dedup();
+            fabric.tap_ports = ports;
+        }
+        busy || before != self.clients.len()
+    }
+
+    fn admit(&mut self, stream: UnixStream) {
+        let allowed = rustix::net::sockopt::socket_peercred(&stream)
+            .map(|c| c.uid.as_raw() == self.uid || c.uid.is_root())
+            .unwrap_or(false);
+        if stream.set_nonblocking(true).is_err() {
+            return;
+        }
+        let mut c = Client {
+            stream,
+            input: Vec::new(),
+            output: Vec::new(),
+            capture: None,
+            capture_dropped: 0,
+            closed: false,
+        };
+        if !allowed {
+            reply(
+                &mut c,
+                &json!({"ok": false, "error": "permission denied: only the daemon's user (or root) may manage this switch"}),
+            );
+            flush(&mut c);
+            c.closed = true;
+            return;
+        }
+        self.clients.push(c);
+    }
+
+    fn read_and_answer(&mut self, i: usize, fabric: &mut Fabric, info: &DaemonInfo<'_>) -> bool {
+        let mut busy = false;
+        let mut buf = [0u8; 4096];
+        loop {
+            let c = &mut self.clients[i];
+            match c.stream.read(&mut buf) {
+                Ok(0) => {
+                    c.closed = true;
+                    break;
+                }
+                Ok(n) => {
+                    busy = true;
+                    c.input.extend_from_slice(&buf[..n]);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(_) => {
+                    c.closed = true;
+                    break;
+                }
+            }
+        }
+        while let Some(end) = self.clients[i].input.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.clients[i].input.drain(..=end).collect();
+            let answer = self.answer(i, &line[..end], fabric, info);
+            reply(&mut self.clients[i], &answer);
+        }
+        let c = &mut self.clients[i];
+        if c.input.len() > LINE_LIMIT {
+            reply(
+                c,
+                &json!({"ok": false, "error": format!("request line longer than {LINE_LIMIT} bytes")}),
+            );
+            flush(c);
+            c.closed = true;
+        }
+        busy
+    }
+
+    fn answer(
+        &mut self,
+        i: usize,
+        line: &[u8],
+        fabric: &mut Fabric,
+        info: &DaemonInfo<'_>,
+    ) -> Value {
+        let fail = |e: String| json!({"ok": false, "error": e});
+        let req: Value = match serde_json::from_slice(line) {
+            Ok(v) => v,
+            Err(e) => return fail(format!("bad JSON: {e}")),
+        };
+        let Some(op) = req.get("op").and_then(Value::as_str) else {
+            return fail("the request has no \"op\" string".into());
+        };
+        match op {
+            "status" => status(fabric, info),
+            "connect" => connect(&req, fabric),
+            "disconnect" => {
+                let Some(id) = req.get("id").and_then(Value::as_str) else {
+                    return fail("disconnect needs \"id\" (\"SLOT.GENERATION\")".into());
+                };
+                let id: XcId = match id.parse() {
+                    Ok(id) => id,
+                    Err(e) => return fail(format!("\"id\": {e}")),
+                };
+                match fabric.switch.disconnect(id) {
+                    Ok(_) => json!({"ok": true}),
+                    Err(e) => fail(e.to_string()),
+                }
+            }
+            "capture" => {
+                let Some(port) = req
+                    .get("port")
+                    .and_then(Value::as_u64)
+                    .and_then(|p| u16::try_from(p).ok())
+                else {
+                    return fail("capture needs \"port\" (a port number)".into());
+                };
+                if fabric.index(PortId(port)).is_none() {
+                    return fail(format!("no port {port}"));
+                }
+                let vc = match req.get("vc") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(s)) => match parse_vc(s) {
+                        Some(vc) => Some(vc),
+                        None => return fail(format!("\"vc\": {s:?} is not VPI.VCI")),
+                    },
+                    Some(other) => {
+                        return fail(format!("\"vc\": {other} is not a \"VPI.VCI\" string"));
+                    }
+                };
+                self.clients[i].capture = Some((PortId(port), vc));
+                if !fabric.tap_ports.contains(&PortId(port)) {
+                    fabric.tap_ports.push(PortId(port));
+                }
+                json!({"ok": true, "capturing": port})
+            }
+            "shutdown" => {
+                info.stop.store(true, Ordering::Release);
+                json!({"ok": true})
+            }
+            other => fail(format!(
+                "unknown op {other:?} (status, connect, disconnect, capture, shutdown)"
+            )),
+        }
+    }
+
+    fn fan_out(&mut self, fabric: &mut Fabric) {
+        let tapped = std::mem::take(&mut fabric.tapped);
+        for c in &mut self.clients {
+            let Some((port, vc)) = c.capture else {
+                continue;
+            };
+            for t in tapped.iter().filter(|t| t.port == port) {
+                if let Some((vpi, vci)) = vc {
+                    let word = u32::from_be_bytes([t.cell[0], t.cell[1], t.cell[2], t.cell[3]]);
+                    // Match the VCI and the VPI under either header format's width.
+                    let (v8, v12) = (((word >> 20) & 0xFF) as u16, ((word >> 20) & 0xFFF) as u16);
+                    if ((word >> 4) & 0xFFFF) as u16 != vci || (vpi != v8 && vpi != v12) {
+                        continue;
+                    }
+                }
+                if c.output.len() >= OUT_LIMIT {
+                    c.capture_dropped += 1;
+                    continue;
+                }
+                let t_ns = self.unix_base_ns.saturating_add(t.at.as_nanos());
+                let dir = if t.out { "out" } else { "in" };
+                let mut hex = String::with_capacity(106);
+                for b in &t.cell {
+                    hex.push_str(&format!("{b:02x}"));
+                }
+                c.output.extend_from_slice(
+                    format!("{{\"t_ns\":{t_ns},\"dir\":\"{dir}\",\"cell\":\"{hex}\"}}\n")
+                        .as_bytes(),
+                );
+            }
+        }
+        let mut tapped = tapped;
+        tapped.clear();
+        fabric.tapped = tapped;
+    }
+}
+
+impl Drop for Management {
+    fn drop(&mut self) {
+        if std::fs::symlink_metadata(&self.path).is_ok_and(|m| m.file_type().is_socket()) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+fn parse_vc(s: &str) -> Option<(u16, u16)> {
+    let (a, b) = s.split_once('.')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+fn reply(c: &mut Client, v: &Value) {
+    let mut line = v.to_string();
+    line.push('\n');
+    // Replies are never dropped; a client that lets far more than the limit pile up
+    // is not reading and is closed.
+    if c.output.len() > 4 * OUT_LIMIT {
+        c.closed = true;
+        return;
+    }
+    c.output.extend_from_slice(line.as_bytes());
+}
+
+fn flush(c: &mut Client) {
+    let mut done = 0;
+    while done < c.output.len() {
+        match c.stream.write(&c.output[done..]) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(_) => {
+                c.closed = true;
+                break;
+            }
+        }
+    }
+    c.output.drain(..done);
+}
+
+/// VmRSS from /proc/self/status, in bytes.
+pub fn resident_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+fn port_counters_json(c: &PortCounters) -> Value {
+    json!({
+        "cells_in": c.cells_in,
+        "cells_out": c.cells_out,
+        "dropped": c.dropped(),
+        "idle": c.idle,
+        "hec_corrected": c.hec_corrected,
+        "hec_discarded": c.hec_discarded,
+        "unknown_vc": c.unknown_vc,
+        "policed": c.policed,
+        "tagged": c.tagged,
+        "queue_full": c.queue_full,
+        "epd": c.epd,
+        "ppd": c.ppd,
+        "port_down": c.port_down,
+        "flushed": c.flushed,
+        "oam_answered": c.oam_answered,
+        "oam_terminated": c.oam_terminated,
+        "ais_sent": c.ais_sent,
+    })
+}
+
+fn dir_json(d: &DirCounters) -> Value {
+    json!({
+        "cells_in": d.cells_in,
+        "cells_out": d.cells_out,
+        "dropped": d.dropped,
+        "tagged": d.tagged,
+        "queued": d.queued,
+    })
+}
+
+fn status(fabric: &Fabric, info: &DaemonInfo<'_>) -> Value {
+    let ports: Vec<Value> = fabric
+        .ports
+        .iter()
+        .map(|p| {
+            let c = fabric.switch.port_counters(p.id).unwrap_or_default();
+            let mut queues = serde_json::Map::new();
+            for (cat, depth) in CATEGORIES.iter().zip(c.queue_depth) {
+                queues.insert(category_name(*cat).into(), json!(depth));
+            }
+            let link = info
+                .links
+                .iter()
+                .find(|(id, _)| *id == p.id)
+                .map_or(String::new(), |(_, d)| d.clone());
+            let lc = p.link.as_ref().map(|l| l.counters());
+            json!({
+                "id": p.id.0,
+                "link": link,
+                "up": c.up,
+                "attached": p.link.is_some(),
+                "counters": port_counters_json(&c),
+                "queue_depth": queues,
+                "link_counters": lc.map(|l| json!({
+                    "tx_cells": l.tx_cells, "tx_batches": l.tx_batches,
+                    "rx_cells": l.rx_cells, "rx_batches": l.rx_batches,
+                    "rx_malformed": l.rx_malformed, "rx_lost": l.rx_lost,
+                })),
+                "held": p.held(),
+                "connects": p.stats.connects,
+                "disconnects": p.stats.disconnects,
+                "tx_lost": p.stats.tx_lost,
+                "last_error": p.stats.last_error,
+            })
+        })
+        .collect();
+    let connections: Vec<Value> = fabric
+        .switch
+        .connections()
+        .filter_map(|(id, _)| fabric.switch.connection(id).map(|(xc, c)| (id, *xc, c)))
+        .map(|(id, xc, c)| {
+            json!({
+                "id": id.to_string(),
+                "a": xc.a.to_string(),
+                "b": xc.b.to_string(),
+                "qos": xc.qos.to_string(),
+                "category": xc.effective_category().ok().map(category_name),
+                "upc": xc.upc.to_string(),
+                "aal5": xc.aal5,
+                "weight": xc.weight,
+                "a_to_b": dir_json(&c.a_to_b),
+                "b_to_a": dir_json(&c.b_to_a),
+            })
+        })
+        .collect();
+    json!({
+        "ok": true,
+        "name": info.name,
+        "pid": std::process::id(),
+        "uptime_s": info.started.elapsed().as_secs_f64(),
+        "memory": resident_bytes(),
+        "state_bytes_per_connection": natm_switch::Switch::state_bytes_per_connection(),
+        "capture_overflow": fabric.tap_overflow,
+        "ports": ports,
+        "connections": connections,
+    })
+}
+
+fn connect(req: &Value, fabric: &mut Fabric) -> Value {
+    let fail = |e: String| json!({"ok": false, "error": e});
+    let text = |key: &str| req.get(key).and_then(Value::as_str);
+    for key in ["a", "b", "qos"] {
+        if text(key).is_none() {
+            return fail(format!("connect needs \"{key}\" (a string)"));
+        }
+    }
+    let weight = match req.get("weight") {
+        None => None,
+        Some(w) => match w.as_u64().and_then(|w| u32::try_from(w).ok()) {
+            Some(w) => Some(w),
+            None => return fail(format!("\"weight\": {w} is not a whole number")),
+        },
+    };
+    let aal5 = match req.get("aal5") {
+        None => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(other) => return fail(format!("\"aal5\": {other} is not true or false")),
+    };
+    let t = XcText {
+        a: text("a").unwrap_or_default(),
+        b: text("b").unwrap_or_default(),
+        qos: text("qos").unwrap_or_default(),
+        upc: text("upc"),
+        aal5,
+        weight,
+        category: text("category"),
+    };
+    let xc = match t.parse() {
+        Ok(xc) => xc,
+        Err((key, e)) => return fail(format!("\"{key}\": {e}")),
+    };
+    let now = fabric.now();
+    match fabric.switch.connect(now, &xc) {
+        Ok(id) => json!({"ok": true, "id": id.to_string()}),
+        Err(e) => fail(e.to_string()),
+    }
+}

@@ -1,0 +1,500 @@
+//! The switch daemon in a thread, with "hosts" on real links made from configuration
+//! snippets: AAL5 frames through a translating cross-connect over shm, udp and tcp ports;
+//! status counters; connect, disconnect and capture over the management socket; a host
+//! that leaves (AIS downstream) and comes back; bad requests; shutdown.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, UdpSocket};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use natm_core::VcId;
+use natm_link::endpoint::{EndpointLink, LinkConfig};
+use natm_link::{CELL_LEN, Cell};
+use natm_switchd::client;
+use natm_switchd::{SwitchdConfig, SwitchdError};
+use natm_wire::aal5::{Reassembler, Reassembly, Segmenter};
+use serde_json::{Value, json};
+
+const T: Duration = Duration::from_secs(10);
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("natm-switchd-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A running daemon.
+struct Daemon {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<(), SwitchdError>>>,
+    mgmt: PathBuf,
+}
+
+impl Daemon {
+    fn start(text: &str) -> Daemon {
+        let config = SwitchdConfig::from_toml(text).unwrap();
+        let mgmt = config.management.clone();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let thread = std::thread::spawn(move || natm_switchd::run(config, s));
+        let deadline = Instant::now() + T;
+        while client::request(&mgmt, &json!({"op": "status"}), T).is_err() {
+            assert!(!thread.is_finished(), "the daemon ended at start");
+            assert!(Instant::now() < deadline, "the daemon never answered");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Daemon {
+            stop,
+            thread: Some(thread),
+            mgmt,
+        }
+    }
+
+    fn ask(&self, req: Value) -> Value {
+        client::request(&self.mgmt, &req, T).unwrap()
+    }
+
+    fn port(&self, id: u64) -> Value {
+        let s = self.ask(json!({"op": "status"}));
+        s["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"] == id)
+            .cloned()
+            .unwrap()
+    }
+
+    /// Waits until port `id`'s `up` is `up`.
+    fn wait_port(&self, id: u64, up: bool) {
+        let deadline = Instant::now() + T;
+        while self.port(id)["up"] != up {
+            assert!(Instant::now() < deadline, "port {id} never went up={up}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn stop(mut self) {
+        self.stop.store(true, Ordering::Release);
+        self.thread.take().unwrap().join().unwrap().unwrap();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A host on one link: sends AAL5 frames, reassembles what arrives per VC.
+struct Host {
+    link: Box<dyn EndpointLink>,
+    vc: (u16, u16),
+    reasm: Reassembler,
+    frames: Vec<Vec<u8>>,
+    /// F5 end-to-end OAM cells seen (AIS).
+    oam_e2e: u64,
+    /// Cells on another VC.
+    other: u64,
+}
+
+impl Host {
+    fn connect(snippet: &str, vc: (u16, u16)) -> Host {
+        Host {
+            link: LinkConfig::from_toml(snippet).unwrap().connect(T).unwrap(),
+            vc,
+            reasm: Reassembler::new(65_535),
+            frames: Vec::new(),
+            oam_e2e: 0,
+            other: 0,
+        }
+    }
+
+    fn send_frame(&mut self, vc: (u16, u16), sdu: &[u8]) {
+        let id = VcId::uni(vc.0.into(), vc.1.into()).unwrap();
+        let mut seg = Segmenter::uni(id, sdu).unwrap();
+        let mut cells: Vec<Cell> = Vec::new();
+        let mut c = [0u8; CELL_LEN];
+        while seg.next_cell(&mut c) {
+            cells.push(c);
+        }
+        let n = self.link.send_cells_timeout(&cells, Some(T)).unwrap();
+        assert_eq!(n, cells.len());
+    }
+
+    /// Takes whatever has arrived (waiting at most `wait` for the first cells).
+    fn poll(&mut self, wait: Duration) -> usize {
+        let mut buf = [[0u8; CELL_LEN]; 64];
+        let mut total = 0;
+        let mut first = true;
+        loop {
+            let n = if first {
+                self.link.recv_cells_timeout(&mut buf, Some(wait)).unwrap()
+            } else {
+                self.link.recv_cells(&mut buf).unwrap()
+            };
+            first = false;
+            if n == 0 {
+                return total;
+            }
+            total += n;
+            for c in &buf[..n] {
+                let word = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                let vc = (((word >> 20) & 0xFF) as u16, ((word >> 4) & 0xFFFF) as u16);
+                let pti = (word >> 1) & 7;
+                assert_eq!(natm_wire::cell::hec([c[0], c[1], c[2], c[3]]), c[4], "HEC");
+                if vc != self.vc {
+                    self.other += 1;
+                } else if pti == 0b101 {
+                    self.oam_e2e += 1;
+                } else if pti < 4 {
+                    let payload: &[u8; 48] = c[5..].try_into().unwrap();
+                    if let Reassembly::Complete(_) = self.reasm.push(payload, pti & 1 == 1) {
+                        self.frames.push(self.reasm.sdu().to_vec());
+                    }
+                }
+            }
+        }
+    }
+
+    fn wait_frames(&mut self, n: usize) {
+        let deadline = Instant::now() + T;
+        while self.frames.len() < n {
+            assert!(
+                Instant::now() < deadline,
+                "{} of {n} frames arrived",
+                self.frames.len()
+            );
+            self.poll(Duration::from_millis(20));
+        }
+    }
+}
+
+fn frame(i: usize) -> Vec<u8> {
+    (0..1 + (i * 37) % 1500)
+        .map(|k| (k * 7 + i) as u8)
+        .collect()
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn free_udp_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The switch-side and host-side link snippets of port `n` of kind `kind`.
+fn link_pair(kind: &str, dir: &Path, n: u32) -> (String, String) {
+    match kind {
+        "shm" => {
+            let s = format!(
+                "kind = \"shm\"\npath = {:?}",
+                dir.join(format!("p{n}.sock"))
+            );
+            (s.clone(), s)
+        }
+        "udp" => {
+            let (a, b) = (free_udp_port(), free_udp_port());
+            (
+                format!("kind = \"udp\"\nlocal = \"127.0.0.1:{a}\"\npeer = \"127.0.0.1:{b}\""),
+                format!("kind = \"udp\"\nlocal = \"127.0.0.1:{b}\"\npeer = \"127.0.0.1:{a}\""),
+            )
+        }
+        _ => {
+            let s = format!("kind = \"tcp\"\naddr = \"127.0.0.1:{}\"", free_port());
+            (s.clone(), s)
+        }
+    }
+}
+
+fn two_port_config(dir: &Path, kind: &str) -> (String, String, String) {
+    let (s1, h1) = link_pair(kind, dir, 1);
+    let (s2, h2) = link_pair(kind, dir, 2);
+    let text = format!(
+        "name = \"s1\"\nmanagement = {:?}\n\n[[port]]\nid = 1\n{s1}\n\n[[port]]\nid = 2\n{s2}\n\n\
+         [[xc]]\na = \"1:0.100\"\nb = \"2:0.200\"\nqos = \"ubr\"\naal5 = true\n",
+        dir.join("s1.sock")
+    );
+    (text, h1, h2)
+}
+
+/// Frames both ways through 1:0.100 ↔ 2:0.200, byte-exact; checks the counters.
+fn frames_both_ways(kind: &str) {
+    let dir = TempDir::new(kind);
+    let (text, h1, h2) = two_port_config(&dir.0, kind);
+    let d = Daemon::start(&text);
+    let mut a = Host::connect(&h1, (0, 100));
+    let mut b = Host::connect(&h2, (0, 200));
+    d.wait_port(1, true);
+    d.wait_port(2, true);
+    const FRAMES: usize = 120;
+    for i in 0..FRAMES {
+        a.send_frame((0, 100), &frame(i));
+        b.send_frame((0, 200), &frame(FRAMES + i));
+        // Keep the receivers drained (UDP has no flow control).
+        a.poll(Duration::ZERO);
+        b.poll(Duration::ZERO);
+    }
+    a.wait_frames(FRAMES);
+    b.wait_frames(FRAMES);
+    for i in 0..FRAMES {
+        assert_eq!(b.frames[i], frame(i), "{kind}: frame {i} a→b");
+        assert_eq!(a.frames[i], frame(FRAMES + i), "{kind}: frame {i} b→a");
+    }
+    // The counters say what crossed.
+    let a_cells: u64 = (0..FRAMES)
+        .map(|i| (frame(i).len() + 8).div_ceil(48) as u64)
+        .sum();
+    let s = d.ask(json!({"op": "status"}));
+    assert_eq!(s["ok"], true);
+    assert_eq!(s["name"], "s1");
+    assert!(s["memory"].as_u64().unwrap() > 0);
+    let xc = &s["connections"][0];
+    assert_eq!(
+        (xc["a"].as_str(), xc["b"].as_str()),
+        (Some("1:0.100"), Some("2:0.200"))
+    );
+    assert_eq!(xc["qos"], "ubr");
+    assert_eq!(xc["a_to_b"]["cells_in"], a_cells, "{s}");
+    assert_eq!(xc["a_to_b"]["cells_out"], a_cells, "{s}");
+    assert_eq!(xc["a_to_b"]["dropped"], 0);
+    let p1 = d.port(1);
+    assert_eq!(p1["counters"]["cells_in"], a_cells, "{p1}");
+    assert_eq!(p1["attached"], true);
+    assert!(p1["link"].as_str().unwrap().starts_with(kind), "{p1}");
+    assert_eq!(p1["queue_depth"]["ubr"], 0);
+    assert_eq!(a.other + b.other, 0);
+    drop((a, b));
+    d.stop();
+    assert!(
+        !dir.0.join("s1.sock").exists(),
+        "the management socket is removed"
+    );
+    assert!(!dir.0.join("p1.sock").exists(), "link sockets are removed");
+}
+
+#[test]
+fn frames_cross_shm_ports_byte_exact_with_translation() {
+    frames_both_ways("shm");
+}
+
+#[test]
+fn frames_cross_udp_ports_byte_exact_with_translation() {
+    frames_both_ways("udp");
+}
+
+#[test]
+fn frames_cross_tcp_ports_byte_exact_with_translation() {
+    frames_both_ways("tcp");
+}
+
+#[test]
+fn a_host_that_leaves_brings_ais_and_its_return_brings_traffic_back() {
+    let dir = TempDir::new("reconnect");
+    let (text, h1, h2) = two_port_config(&dir.0, "shm");
+    let d = Daemon::start(&text);
+    let mut a = Host::connect(&h1, (0, 100));
+    let mut b = Host::connect(&h2, (0, 200));
+    d.wait_port(1, true);
+    d.wait_port(2, true);
+    a.send_frame((0, 100), &frame(1));
+    b.wait_frames(1);
+    let ais_before = b.oam_e2e;
+    // Host a leaves: port 1 goes down and b sees AIS on its VC.
+    drop(a);
+    d.wait_port(1, false);
+    let deadline = Instant::now() + T;
+    while b.oam_e2e == ais_before {
+        assert!(Instant::now() < deadline, "no AIS reached host b");
+        b.poll(Duration::from_millis(20));
+    }
+    let p1 = d.port(1);
+    assert_eq!(p1["attached"], false);
+    assert_eq!(p1["disconnects"], 1);
+    assert!(
+        p1["last_error"].as_str().unwrap().contains("peer gone"),
+        "{p1}"
+    );
+    assert!(d.port(2)["counters"]["ais_sent"].as_u64().unwrap() >= 1);
+    // It comes back: the port is up and frames flow again.
+    let mut a = Host::connect(&h1, (0, 100));
+    d.wait_port(1, true);
+    a.send_frame((0, 100), &frame(2));
+    b.wait_frames(2);
+    assert_eq!(b.frames[1], frame(2));
+    b.send_frame((0, 200), &frame(3));
+    a.wait_frames(1);
+    assert_eq!(a.frames[0], frame(3));
+    assert_eq!(d.port(1)["connects"], 2);
+}
+
+#[test]
+fn connect_disconnect_and_capture_over_the_socket() {
+    let dir = TempDir::new("mgmt");
+    let (s1, h1) = link_pair("shm", &dir.0, 1);
+    let (s2, h2) = link_pair("shm", &dir.0, 2);
+    let text = format!(
+        "name = \"s9\"\nmanagement = {:?}\n\n[[port]]\nid = 1\n{s1}\n\n[[port]]\nid = 2\n{s2}\n\n\
+         [[port]]\nid = 3\nkind = \"shm\"\npath = {:?}\nrate = \"1000\"\n",
+        dir.0.join("s9.sock"),
+        dir.0.join("p3.sock")
+    );
+    let d = Daemon::start(&text);
+    let mut a = Host::connect(&h1, (0, 101));
+    let mut b = Host::connect(&h2, (0, 201));
+    d.wait_port(1, true);
+    d.wait_port(2, true);
+    let r = d.ask(json!({"op": "connect", "a": "1:0.101", "b": "2:0.201", "qos": "cbr:pcr=100000", "upc": "tag"}));
+    assert_eq!(r["ok"], true, "{r}");
+    let id = r["id"].as_str().unwrap().to_string();
+    // The capture sees the frame's cells going in on port 1.
+    let mut cap = client::capture(&d.mgmt, 1, Some("0.101"), T).unwrap();
+    a.send_frame((0, 101), &frame(5));
+    b.wait_frames(1);
+    assert_eq!(b.frames[0], frame(5));
+    let cells = (frame(5).len() + 8).div_ceil(48);
+    for k in 0..cells {
+        let c = cap.next_cell().unwrap();
+        assert!(!c.out, "cell {k} is incoming");
+        assert_eq!(
+            u32::from_be_bytes([c.cell[0], c.cell[1], c.cell[2], c.cell[3]]) >> 4 & 0xFFFF,
+            101
+        );
+        assert!(c.t_ns > 1_600_000_000_000_000_000, "a Unix time in ns");
+    }
+    drop(cap);
+    let s = d.ask(json!({"op": "status"}));
+    let xc = s["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["id"] == id.as_str())
+        .unwrap();
+    assert_eq!(xc["qos"], "cbr:pcr=100000", "{xc}");
+    assert_eq!(xc["upc"], "tag");
+    assert_eq!(xc["a_to_b"]["cells_out"], cells as u64);
+    // CAC: port 3 carries 1000 cells/s.
+    let r = d.ask(json!({"op": "connect", "a": "1:0.102", "b": "3:0.102", "qos": "cbr:pcr=5000"}));
+    assert_eq!(r["ok"], false, "{r}");
+    assert!(r["error"].as_str().unwrap().contains("port 3"), "{r}");
+    // Disconnect: cells on the VC are now unknown.
+    let r = d.ask(json!({"op": "disconnect", "id": id}));
+    assert_eq!(r["ok"], true, "{r}");
+    let r = d.ask(json!({"op": "disconnect", "id": id}));
+    assert_eq!(r["ok"], false, "a second disconnect: {r}");
+    let before = d.port(1)["counters"]["unknown_vc"].as_u64().unwrap();
+    a.send_frame((0, 101), &frame(6));
+    let deadline = Instant::now() + T;
+    while d.port(1)["counters"]["unknown_vc"].as_u64().unwrap() == before {
+        assert!(
+            Instant::now() < deadline,
+            "cells after disconnect not counted"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(b.poll(Duration::from_millis(50)), 0, "nothing crosses");
+    // Shutdown over the socket ends run() cleanly.
+    let r = d.ask(json!({"op": "shutdown"}));
+    assert_eq!(r["ok"], true);
+    let mut d = d;
+    let t = d.thread.take().unwrap();
+    let deadline = Instant::now() + T;
+    while !t.is_finished() {
+        assert!(
+            Instant::now() < deadline,
+            "shutdown did not stop the daemon"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    t.join().unwrap().unwrap();
+    assert!(!dir.0.join("s9.sock").exists());
+}
+
+#[test]
+fn bad_requests_get_errors_naming_them_and_the_connection_stays_usable() {
+    let dir = TempDir::new("bad");
+    let (text, _, _) = two_port_config(&dir.0, "shm");
+    let d = Daemon::start(&text);
+    let s = UnixStream::connect(&d.mgmt).unwrap();
+    s.set_read_timeout(Some(T)).unwrap();
+    let mut w = s.try_clone().unwrap();
+    let mut r = BufReader::new(s);
+    let cases: [(&str, &str); 9] = [
+        ("this is not json", "bad JSON"),
+        ("{\"op\": 7}", "\"op\""),
+        ("{\"op\": \"fly\"}", "unknown op \"fly\""),
+        ("{\"op\": \"connect\", \"a\": \"1:0.300\"}", "\"b\""),
+        (
+            "{\"op\": \"connect\", \"a\": \"1:0.300\", \"b\": \"2:0.300\", \"qos\": \"cbr:pcr=x\"}",
+            "\"qos\"",
+        ),
+        (
+            "{\"op\": \"connect\", \"a\": \"9:0.300\", \"b\": \"2:0.300\", \"qos\": \"ubr\"}",
+            "no port 9",
+        ),
+        ("{\"op\": \"disconnect\", \"id\": \"banana\"}", "\"id\""),
+        ("{\"op\": \"capture\", \"port\": 42}", "no port 42"),
+        (
+            "{\"op\": \"capture\", \"port\": 1, \"vc\": \"x\"}",
+            "\"vc\"",
+        ),
+    ];
+    for (req, needle) in cases {
+        w.write_all(format!("{req}\n").as_bytes()).unwrap();
+        let mut line = String::new();
+        r.read_line(&mut line).unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["ok"], false, "{req}: {v}");
+        let e = v["error"].as_str().unwrap();
+        assert!(e.contains(needle), "{req}: {e}");
+    }
+    // Still usable.
+    w.write_all(b"{\"op\":\"status\"}\n").unwrap();
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    let v: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["ports"].as_array().unwrap().len(), 2);
+    d.stop();
+}
+
+#[test]
+fn a_bad_start_is_an_error_naming_the_port() {
+    let dir = TempDir::new("badstart");
+    let text = format!(
+        "name = \"s1\"\nmanagement = {:?}\n[[port]]\nid = 4\nkind = \"tcp\"\naddr = \"192.0.2.1:41002\"\n",
+        dir.0.join("m.sock")
+    );
+    let config = SwitchdConfig::from_toml(&text).unwrap();
+    let e = natm_switchd::run(config, Arc::new(AtomicBool::new(false))).unwrap_err();
+    let e = e.to_string();
+    assert!(e.contains("port 4") && e.contains("192.0.2.1:41002"), "{e}");
+}
