@@ -62,8 +62,8 @@ use natm_adapter::{
     Status, VecBuffers,
 };
 use natm_core::{HeaderFormat, PvcAddr, Qos, Sel, TrafficClass, VcId, Vci};
-use natm_link::CellLink;
 use natm_link::clock::Epoch;
+use natm_link::endpoint::{EndpointLink, LinkConfig};
 use natm_nic::channel::{self as nic, AdapterEnd, Channel, ChannelConfig, ChannelState, PollError};
 use natm_nic::memfd::MemfdMem;
 use natm_nic::notify::{Waiter, Waker};
@@ -122,7 +122,89 @@ pub struct HostdOptions {
 }
 
 /// Makes (or remakes) the link: called at start and every [`RECONNECT`] while it is down.
-pub type Connector = Box<dyn FnMut() -> io::Result<Box<dyn CellLink>> + Send>;
+/// It should not block for long: the loop serves nobody while it runs.
+pub type Connector = Box<dyn FnMut() -> io::Result<Box<dyn EndpointLink>> + Send>;
+
+/// How long [`run`] lets the link's connect wait for the switch each time.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(20);
+
+/// hostd's configuration file (TOML):
+///
+/// ```toml
+/// name = "h1"
+/// socket = "/run/natm/h1.sock"   # optional: natm_host::proto::default_socket(name)
+/// wait = "adaptive"              # or "poll"; optional, adaptive by default
+/// [link]                         # natm_link::endpoint::LinkConfig
+/// kind = "shm"
+/// path = "/run/natm/s1-p1.sock"
+/// rate = "oc3"
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostdConfig {
+    /// The host's name.
+    pub name: String,
+    /// The channel manager's socket.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<PathBuf>,
+    /// How the loop waits.
+    #[serde(default)]
+    pub wait: WaitMode,
+    /// The link to the switch.
+    pub link: LinkConfig,
+}
+
+impl HostdConfig {
+    /// Parses the TOML text; errors name the key and what was wrong.
+    pub fn from_toml(text: &str) -> Result<HostdConfig, HostdError> {
+        toml::from_str(text).map_err(|e| HostdError::Config(e.to_string()))
+    }
+
+    /// Reads and parses a configuration file.
+    pub fn load(path: &Path) -> Result<HostdConfig, HostdError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| HostdError::Config(format!("{}: {e}", path.display())))?;
+        HostdConfig::from_toml(&text)
+            .map_err(|e| HostdError::Config(format!("{}: {e}", path.display())))
+    }
+
+    /// The socket's path: `socket`, or the default for the name.
+    pub fn socket_path(&self) -> PathBuf {
+        self.socket
+            .clone()
+            .unwrap_or_else(|| proto::default_socket(&self.name))
+    }
+
+    /// The daemon options this configuration means.
+    pub fn options(&self) -> HostdOptions {
+        HostdOptions {
+            name: self.name.clone(),
+            socket: self.socket_path(),
+            wait: self.wait,
+            link_description: self.link.describe(),
+            link_rate: self
+                .link
+                .rate
+                .exact()
+                .map(|(n, d)| (n / d.max(1)).clamp(1, u64::from(u32::MAX)) as u32),
+        }
+    }
+
+    /// A connector that makes the configured link, waiting at most [`CONNECT_TIMEOUT`].
+    pub fn connector(&self) -> Connector {
+        let link = self.link.clone();
+        Box::new(move || link.connect(CONNECT_TIMEOUT).map_err(io::Error::other))
+    }
+}
+
+/// Runs host daemon `config` until `stop` is set: binds the socket, connects the link
+/// (retrying every [`RECONNECT`] while the switch is not there), serves. Returns when
+/// stopped, with every channel revoked and the socket removed.
+pub fn run(config: HostdConfig, stop: Arc<AtomicBool>) -> Result<(), HostdError> {
+    let mut d = Hostd::new(config.options(), config.connector())?;
+    d.run(&stop)?;
+    Ok(())
+}
 
 /// Whether a peer with `peer_uid` may use a daemon running as `own_uid`: the same user,
 /// or root.
@@ -144,6 +226,9 @@ pub enum HostdError {
         /// Why.
         source: io::Error,
     },
+    /// The configuration was refused.
+    #[error("hostd configuration: {0}")]
+    Config(String),
     /// The loop failed.
     #[error("hostd: {0}")]
     Io(#[from] io::Error),
@@ -326,7 +411,7 @@ fn vm_rss_bytes() -> u64 {
 pub struct Hostd {
     opts: HostdOptions,
     connector: Connector,
-    link: Option<Box<dyn CellLink>>,
+    link: Option<Box<dyn EndpointLink>>,
     next_reconnect: Instant,
     next_health: Instant,
     listener: UnixListener,
@@ -1045,6 +1130,12 @@ impl Hostd {
         let now = Instant::now();
         match &mut self.link {
             Some(l) => {
+                if l.next_due().is_some_and(|t| t <= now)
+                    && let Err(e) = l.send_cells(&[])
+                {
+                    self.link_failed(&e);
+                    return;
+                }
                 if now >= self.next_health {
                     self.next_health = now + MAX_SLEEP;
                     // A zero wait looks at the peer's health (a shm link's socket).
@@ -1485,6 +1576,9 @@ impl Hostd {
         }
         if self.conns.values().any(|c| c.stalled.is_some()) {
             until = until.min(now + Duration::from_micros(100));
+        }
+        if let Some(t) = self.link.as_ref().and_then(|l| l.next_due()) {
+            until = until.min(t);
         }
         let link_fd = self.link.as_ref().and_then(|l| l.poll_fd());
         if self.link.is_some() && link_fd.is_none() {

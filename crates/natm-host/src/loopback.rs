@@ -12,6 +12,7 @@ use std::io;
 use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
+use natm_link::endpoint::EndpointLink;
 use natm_link::{Cell, CellLink, LinkCounters};
 
 /// A link whose transmit side feeds its receive side. See the [module docs](self).
@@ -77,6 +78,12 @@ impl CellLink for LoopLink {
 
     fn counters(&self) -> LinkCounters {
         self.counters
+    }
+}
+
+impl EndpointLink for LoopLink {
+    fn next_due(&self) -> Option<Instant> {
+        None
     }
 }
 

@@ -219,3 +219,88 @@ fn a_peer_with_another_uid_is_told_why_and_hung_up_on() {
     let s = connect(&d);
     assert!(matches!(ask(&s, &Request::Status), Response::Status(_)));
 }
+
+fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn configuration_is_checked_and_run_serves_a_configured_udp_link() {
+    use natm_host::hostd::{HostdConfig, run};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let e = HostdConfig::from_toml("name = \"h1\"\ncolour = \"red\"\n[link]\nkind = \"udp\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("colour"), "{e}");
+    let c = HostdConfig::from_toml(
+        "name = \"h1\"\n[link]\nkind = \"udp\"\nlocal = \"127.0.0.1:1\"\npeer = \"127.0.0.1:2\"\nrate = \"oc3\"\n",
+    )
+    .unwrap();
+    assert_eq!(c.socket_path(), proto::default_socket("h1"));
+    assert_eq!(c.wait, WaitMode::Adaptive);
+    assert_eq!(c.options().link_rate, Some(353_207));
+
+    // Two daemons from configuration, joined by UDP on loopback.
+    let dir = Dir(std::env::temp_dir().join(format!("natm-hostd-run-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&dir.0);
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let (pa, pb) = (free_udp_port(), free_udp_port());
+    let config = |name: &str, local: u16, peer: u16| {
+        HostdConfig::from_toml(&format!(
+            "name = \"{name}\"\nsocket = \"{}\"\n[link]\nkind = \"udp\"\nlocal = \"127.0.0.1:{local}\"\npeer = \"127.0.0.1:{peer}\"\n",
+            dir.0.join(format!("{name}.sock")).display()
+        ))
+        .unwrap()
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = [config("ha", pa, pb), config("hb", pb, pa)]
+        .into_iter()
+        .map(|c| {
+            let stop = stop.clone();
+            std::thread::spawn(move || run(c, stop))
+        })
+        .collect();
+    let sock = dir.0.join("ha.sock");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let s = loop {
+        if let Ok(s) = UnixStream::connect(&sock) {
+            break s;
+        }
+        assert!(std::time::Instant::now() < deadline, "hostd never listened");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    match ask(&s, &Request::Status) {
+        Response::Status(st) => {
+            assert_eq!(st.name, "ha");
+            assert!(st.link.up);
+            assert!(
+                st.link.description.starts_with("udp 127.0.0.1:"),
+                "{}",
+                st.link.description
+            );
+        }
+        r => panic!("{r:?}"),
+    }
+    let ping = Request::Ping {
+        vc: "0.100".into(),
+        segment: false,
+        correlation: 42,
+        timeout_ms: 5000,
+    };
+    match ask(&s, &ping) {
+        Response::Pong { rtt_ns } => assert!(rtt_ns > 0),
+        r => panic!("{r:?}"),
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().unwrap().unwrap();
+    }
+    assert!(!sock.exists(), "the socket is removed at stop");
+}

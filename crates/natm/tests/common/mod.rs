@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use natm_host::hostd::{HostdOptions, HostdThread, WaitMode};
+use natm_link::endpoint::EndpointLink;
 use natm_link::shm::ShmLink;
 use natm_link::{Cell, CellLink, LinkCounters};
 
@@ -78,6 +79,12 @@ impl CellLink for Cuttable {
     }
 }
 
+impl EndpointLink for Cuttable {
+    fn next_due(&self) -> Option<std::time::Instant> {
+        self.inner.next_due()
+    }
+}
+
 /// Where each host's connector takes its next link from.
 pub type Slot = Arc<Mutex<Option<ShmLink>>>;
 
@@ -123,7 +130,7 @@ impl TwoHosts {
                     Ok(Box::new(Cuttable {
                         inner,
                         cut: cut.clone(),
-                    }) as Box<dyn CellLink>)
+                    }) as Box<dyn EndpointLink>)
                 }),
             )
             .unwrap()
