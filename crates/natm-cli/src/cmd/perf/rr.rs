@@ -30,8 +30,8 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -49,6 +49,8 @@ pub const ROUND: u64 = 10_000;
 const ROUND_TIME: Duration = Duration::from_millis(100);
 /// Longest wait of the client for a response.
 pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Longest wait for the other end's thread to be ready (a natm VC is opened then).
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Timeouts in a row after which the client gives up.
 const GIVE_UP_AFTER: u32 = 3;
 /// How often an idle server looks whether the run has ended.
@@ -393,14 +395,17 @@ impl Session {
         let timeout = RESPONSE_TIMEOUT;
         let name = client.name();
         let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready_rx) = mpsc::sync_channel(1);
         let server = {
             let stop = stop.clone();
             let (size, response_size, cpu) = (plan.size, plan.response_size, plan.placement.server);
             thread::Builder::new()
                 .name(format!("rr-server-{kind}"))
-                .spawn(move || serve(server_end, size, response_size, cpu, &stop))?
+                .spawn(move || serve(server_end, size, response_size, cpu, &stop, ready_tx))?
         };
+        wait_ready(&ready_rx, "server")?;
         pin(plan.placement.client);
+        client.ready()?;
         Ok(Session {
             kind,
             name,
@@ -571,6 +576,30 @@ impl Drop for Session {
     }
 }
 
+/// Tells the starting thread whether this end is ready (its own copy of the error).
+pub(crate) fn tell_ready(ready: &mpsc::SyncSender<io::Result<()>>, result: &io::Result<()>) {
+    let copy = match result {
+        Ok(()) => Ok(()),
+        Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
+    };
+    // The starting thread may have given up waiting; nothing else to tell.
+    let _ = ready.send(copy);
+}
+
+/// Waits for the other end's thread to be ready.
+pub(crate) fn wait_ready(ready: &mpsc::Receiver<io::Result<()>>, what: &str) -> io::Result<()> {
+    match ready.recv_timeout(READY_TIMEOUT) {
+        Ok(result) => result.map_err(|e| io::Error::new(e.kind(), format!("the {what} end: {e}"))),
+        Err(mpsc::RecvTimeoutError::Timeout) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("the {what} end was not ready in {READY_TIMEOUT:?}"),
+        )),
+        Err(mpsc::RecvTimeoutError::Disconnected) => Err(io::Error::other(format!(
+            "the {what} thread ended before it was ready"
+        ))),
+    }
+}
+
 /// The server: answers each request until the end marker, or until `stop` is set while it
 /// waits. Returns the requests answered.
 fn serve(
@@ -579,10 +608,14 @@ fn serve(
     response_size: usize,
     cpu: Option<usize>,
     stop: &AtomicBool,
+    ready: mpsc::SyncSender<io::Result<()>>,
 ) -> io::Result<u64> {
     pin(cpu);
-    end.set_recv_timeout(Some(SERVER_POLL))?;
-    // Room for a longer request than expected, so that it is reported, not cut.
+    let set_up = end
+        .ready()
+        .and_then(|()| end.set_recv_timeout(Some(SERVER_POLL)));
+    tell_ready(&ready, &set_up);
+    set_up?;
     let mut request = vec![0u8; size.max(1)];
     let mut response: Vec<u8> = (0..response_size).map(|i| (i % 241) as u8).collect();
     let echo = SEQ_LEN.min(size).min(response_size);

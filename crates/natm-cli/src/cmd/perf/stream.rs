@@ -18,8 +18,8 @@
 
 use std::io;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -27,6 +27,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::plot::{self, Series};
+use super::rr::{tell_ready, wait_ready};
 use super::transport::{self, CpuArgs, Kind, Placement, TargetArgs, Targets};
 use super::{Progress, pin};
 use crate::{CliError, CmdResult};
@@ -259,17 +260,21 @@ fn one_run(
 ) -> io::Result<Moved> {
     let (mut sender, mut receiver) = transport::pair(kind, targets.natm.as_ref())?;
     let lossy = kind.lossy();
-    if lossy {
-        receiver.set_recv_timeout(Some(QUIET))?;
-    }
     let done = Arc::new(AtomicBool::new(false));
     let cpu = plan.placement.server;
+    let (ready_tx, ready_rx) = mpsc::sync_channel(1);
     let rx = {
         let done = done.clone();
         thread::Builder::new()
             .name(format!("stream-rx-{kind}"))
             .spawn(move || -> io::Result<(u64, u64, Option<Instant>)> {
                 pin(cpu);
+                let set_up = receiver.ready().and_then(|()| {
+                    // A reliable transport always delivers the end marker.
+                    receiver.set_recv_timeout(if lossy { Some(QUIET) } else { None })
+                });
+                tell_ready(&ready_tx, &set_up);
+                set_up?;
                 let mut buf = vec![0u8; size];
                 let (mut messages, mut bytes, mut last) = (0u64, 0u64, None);
                 loop {
@@ -291,7 +296,9 @@ fn one_run(
                 Ok((messages, bytes, last))
             })?
     };
+    wait_ready(&ready_rx, "receiving")?;
     pin(plan.placement.client);
+    sender.ready()?;
     let msg: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
     let mut sent = 0u64;
     let start = Instant::now();

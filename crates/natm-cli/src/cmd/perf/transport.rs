@@ -12,7 +12,15 @@
 //! * `recv` blocks until a message arrives or the timeout set with
 //!   [`Transport::set_recv_timeout`] passes, which is `Err` of kind
 //!   [`io::ErrorKind::TimedOut`];
-//! * a message longer than the buffer given to `recv` is an error (never silently cut).
+//! * a message longer than the buffer given to `recv` is an error (never silently cut);
+//! * [`Transport::ready`] is called once on each end, on the thread that will use it,
+//!   before the first message.
+//!
+//! The natm transport ([`NatmTransport`]) is one VC of the `natm` API: the client's opened
+//! through host h1's daemon, the server's through h2's (`--client-host`, `--server-host`).
+//! It cannot send the empty end marker (an AAL5 SDU of Length 0 is an abort, I.363.5), so
+//! it sends nothing for it; the engine ends natm sessions, like every lossy one, by a
+//! flag and a receive timeout.
 //!
 //! This layer does no timing and keeps no statistics; that is [`super::rr`] and
 //! [`super::stream`]. The kernel transports are in [`super::kernel`].
@@ -40,6 +48,12 @@ pub trait Transport: Send {
     fn set_recv_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()>;
     /// What this transport is, for reports.
     fn name(&self) -> String;
+    /// Makes the end ready on the calling thread, which then uses it (natm opens its VC
+    /// here, so that a signal-mode VC signals the thread that waits on it). The engine
+    /// calls it on each end, in its thread, before any traffic.
+    fn ready(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// What carries the messages.
@@ -223,6 +237,12 @@ pub struct TargetArgs {
     /// natm's data path: direct (application ↔ adapter) or daemon (through the host daemon).
     #[arg(long, default_value = "direct")]
     path: String,
+    /// The natm client's host: a host name (its daemon's default socket) or a socket path.
+    #[arg(long, default_value = "h1")]
+    client_host: String,
+    /// The natm server's host, likewise.
+    #[arg(long, default_value = "h2")]
+    server_host: String,
 }
 
 /// How a natm application waits for its VC.
@@ -260,6 +280,10 @@ pub struct NatmTarget {
     pub mode: WaitMode,
     /// Which data path.
     pub path: DataPath,
+    /// The client's host: a name, or a socket path when it holds a `/`.
+    pub client_host: String,
+    /// The server's host.
+    pub server_host: String,
 }
 
 /// The transports of a run: the measured one first, then the baselines.
@@ -317,6 +341,8 @@ impl TargetArgs {
                 qos,
                 mode,
                 path,
+                client_host: self.client_host.clone(),
+                server_host: self.server_host.clone(),
             }),
         })
     }
@@ -333,15 +359,106 @@ impl Targets {
 }
 
 impl NatmTarget {
-    /// Opens the natm pair: the client's VC through host h1, the server's through h2.
+    /// Connects to both hosts' daemons; each end opens its VC in [`Transport::ready`].
     fn pair(&self) -> io::Result<(Box<dyn Transport>, Box<dyn Transport>)> {
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            format!(
-                "natm transport (VC {}, QoS {}, {:?}, {:?}): the natm API crate (crates/natm) \
-                 has no Host or VC yet; measure --kind udp, tcp or unix, or natm perf baseline",
-                self.vc, self.qos, self.mode, self.path
+        let client = NatmTransport::connect(&self.client_host, self)?;
+        let server = NatmTransport::connect(&self.server_host, self)?;
+        Ok((Box::new(client), Box::new(server)))
+    }
+}
+
+/// One end of a natm VC (see the module doc).
+pub struct NatmTransport {
+    host: natm::Host,
+    options: natm::VcOptions,
+    vc: Option<natm::Vc>,
+    timeout: Option<Duration>,
+    label: String,
+}
+
+/// A natm API error as the engine sees it.
+fn natm_error(e: natm::Error) -> io::Error {
+    let kind = match &e {
+        natm::Error::Timeout => io::ErrorKind::TimedOut,
+        natm::Error::TooLong { .. } => io::ErrorKind::InvalidData,
+        natm::Error::NoDaemon { .. } => io::ErrorKind::NotFound,
+        natm::Error::Io(e) => e.kind(),
+        _ => io::ErrorKind::Other,
+    };
+    io::Error::new(kind, e.to_string())
+}
+
+impl NatmTransport {
+    /// Connects to `host` (a name, or a socket path when it holds a `/`).
+    pub fn connect(host: &str, target: &NatmTarget) -> io::Result<NatmTransport> {
+        let h = if host.contains('/') {
+            natm::Host::connect_path(host)
+        } else {
+            natm::Host::connect(host)
+        }
+        .map_err(natm_error)?;
+        let options = natm::VcOptions::new(target.vc)
+            .qos(target.qos)
+            .notify(match target.mode {
+                WaitMode::Poll => natm::Notify::Poll,
+                WaitMode::Adaptive => natm::Notify::Adaptive,
+                WaitMode::Eventfd => natm::Notify::EventFd,
+                WaitMode::Signal => natm::Notify::Signal,
+            })
+            .path(match target.path {
+                DataPath::Direct => natm::DataPath::Direct,
+                DataPath::Daemon => natm::DataPath::Daemon,
+            });
+        Ok(NatmTransport {
+            host: h,
+            options,
+            vc: None,
+            timeout: None,
+            label: format!(
+                "natm VC {} on {host}, QoS {}, {:?} wait, {:?} path",
+                target.vc, target.qos, target.mode, target.path
             ),
-        ))
+        })
+    }
+
+    fn vc(&mut self) -> io::Result<&mut natm::Vc> {
+        let vc = match self.vc.take() {
+            Some(vc) => vc,
+            None => self.host.open(self.options.clone()).map_err(natm_error)?,
+        };
+        Ok(self.vc.insert(vc))
+    }
+}
+
+impl Transport for NatmTransport {
+    fn send(&mut self, msg: &[u8]) -> io::Result<()> {
+        if msg.is_empty() {
+            // The end marker: AAL5 has no empty SDU (see the module doc).
+            return Ok(());
+        }
+        self.vc()?.send(msg).map_err(natm_error)
+    }
+
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let timeout = self.timeout;
+        let vc = self.vc()?;
+        match timeout {
+            Some(t) => vc.recv_timeout(buf, t),
+            None => vc.recv(buf),
+        }
+        .map_err(natm_error)
+    }
+
+    fn set_recv_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        self.timeout = timeout;
+        Ok(())
+    }
+
+    fn name(&self) -> String {
+        self.label.clone()
+    }
+
+    fn ready(&mut self) -> io::Result<()> {
+        self.vc().map(|_| ())
     }
 }
