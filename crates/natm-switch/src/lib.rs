@@ -75,6 +75,7 @@
 
 extern crate alloc;
 
+mod hec;
 mod switch;
 mod types;
 

@@ -11,7 +11,9 @@ use natm_traffic::cac::{Cac, CacConfig, Handle};
 use natm_traffic::discard::{Decision, DropReason, FrameDiscard, VcFrameState};
 use natm_traffic::policer::{Contract, ContractError, Policer, Verdict};
 use natm_traffic::sched::Category;
-use natm_wire::cell::{Cell, HecMode, HecReceiver, HecVerdict, hec};
+use natm_wire::cell::{Cell, HecMode, HecReceiver, HecVerdict};
+
+use crate::hec::hec;
 use natm_wire::oam::{self, Defect, OamCell, OamRepr};
 
 use crate::types::{
@@ -39,8 +41,9 @@ const F_AAL5: u8 = 0x02;
 const F_TAG: u8 = 0x04;
 /// A direction of class none: its cells are refused.
 const F_BLOCKED: u8 = 0x08;
-/// In its port's UBR round-robin ring.
-const F_ACTIVE: u8 = 0x10;
+/// Weight 1: the round robin need not look the weight up. (A UBR leg is in its port's
+/// ring exactly while it has cells queued.)
+const F_WEIGHT1: u8 = 0x10;
 /// Has an entry in `Switch::policed`.
 const F_POLICED: u8 = 0x20;
 const CAT_SHIFT: u8 = 6;
@@ -513,7 +516,6 @@ impl Switch {
             }
             l.dropped += u64::from(l.queued);
             l.queued = 0;
-            l.flags &= !F_ACTIVE;
         }
         p.served = 0;
         p.counters.queue_depth = [0; 4];
@@ -692,6 +694,9 @@ impl Switch {
             if params.class == TrafficClass::None {
                 flags |= F_BLOCKED;
             }
+            if xc.weight == 1 {
+                flags |= F_WEIGHT1;
+            }
             let out_word =
                 u32::from(output.vpi) << 20 | output.vci.map_or(0, |vci| u32::from(vci) << 4);
             self.legs[li as usize] = Leg {
@@ -828,13 +833,11 @@ impl Switch {
                 pool.release(i);
                 n += 1;
             }
-            if leg.flags & F_ACTIVE != 0 {
-                if p.ring.front() == Some(&li) {
-                    p.served = 0;
-                }
-                p.ring.retain(|&x| x != li);
-                leg.flags &= !F_ACTIVE;
+            // It had cells, so it is in the ring.
+            if p.ring.front() == Some(&li) {
+                p.served = 0;
             }
+            p.ring.retain(|&x| x != li);
         } else {
             // Unlink this leg's cells from the shared category FIFO.
             let f = &mut p.fifos[c];
@@ -895,9 +898,8 @@ impl Switch {
                 p.counters.port_down += 1;
                 continue;
             }
-            let header: [u8; 4] = [cell[0], cell[1], cell[2], cell[3]];
-            let mut word = u32::from_be_bytes(header);
-            if hec(header) != cell[4] || p.hec.mode() == HecMode::Detection {
+            let mut word = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]);
+            if hec(word) != cell[4] || p.hec.mode() == HecMode::Detection {
                 let mut h = [cell[0], cell[1], cell[2], cell[3], cell[4]];
                 match p.hec.receive(&mut Cell::new_unchecked(&mut h[..])) {
                     HecVerdict::Valid => {}
@@ -1028,10 +1030,9 @@ impl Switch {
                 break;
             };
             let c = &pool.cells[i as usize];
-            let h = c.word.to_be_bytes();
             let o = &mut out[n];
-            o[..4].copy_from_slice(&h);
-            o[4] = hec(h);
+            o[..4].copy_from_slice(&c.word.to_be_bytes());
+            o[4] = hec(c.word);
             o[5..].copy_from_slice(&c.payload);
             pool.release(i);
             if let Some(pacer) = &mut p.pacer {
@@ -1220,8 +1221,7 @@ fn enqueue(p: &mut Port, pool: &mut Pool, leg: &mut Leg, li: u32, word: u32, pay
     leg.queued += 1;
     if c == 3 {
         pool.push_ring(&mut leg.tail, i);
-        if leg.flags & F_ACTIVE == 0 {
-            leg.flags |= F_ACTIVE;
+        if leg.queued == 1 {
             p.ring.push_back(li);
         }
     } else {
@@ -1286,13 +1286,14 @@ fn dequeue(p: &mut Port, legs: &mut [Leg], pool: &mut Pool, xcs: &[XcSlot]) -> O
     leg.queued -= 1;
     p.counters.queue_depth[3] -= 1;
     p.served += 1;
-    let weight = xcs[(li / 2) as usize].xc().map_or(1, |xc| xc.weight);
     if leg.queued == 0 {
-        leg.flags &= !F_ACTIVE;
         p.ring.pop_front();
         p.served = 0;
-    } else if p.served >= weight {
-        p.ring.rotate_left(1);
+    } else if leg.flags & F_WEIGHT1 != 0
+        || p.served >= xcs[(li / 2) as usize].xc().map_or(1, |xc| xc.weight)
+    {
+        p.ring.pop_front();
+        p.ring.push_back(li);
         p.served = 0;
     }
     Some(i)
