@@ -559,9 +559,9 @@ impl Switch {
 
     /// Makes a duplex cross-connect, after checking both endpoints and admitting each
     /// direction on its output port (natm-traffic CAC: CBR at PCR, VBR at its equivalent
-    /// bandwidth, UBR by count). Refusals name what was wrong.
-    pub fn connect(&mut self, now: Instant, xc: &CrossConnect) -> Result<XcId, SwitchError> {
-        let _ = now;
+    /// bandwidth, UBR by count). Refusals name what was wrong. `now` is when it starts;
+    /// nothing is timed from it yet (its policers start at their first cell).
+    pub fn connect(&mut self, _now: Instant, xc: &CrossConnect) -> Result<XcId, SwitchError> {
         if self.live >= self.config.max_connections {
             return Err(SwitchError::TooMany {
                 max: self.config.max_connections,
