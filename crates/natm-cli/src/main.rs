@@ -72,6 +72,19 @@ enum Command {
     /// Measure natm's parts on this machine beside kernel baselines from the same run.
     #[command(subcommand)]
     Perf(cmd::perf::PerfCommand),
+    /// Bring a lab network (switches, hosts, links, PVCs) up or down, or show it.
+    #[command(subcommand)]
+    Lab(cmd::lab::LabCommand),
+    /// OAM F5 loopback on a PVC, like ping.
+    Ping(cmd::ping::PingArgs),
+    /// Ports, VCs, channels, queues and counters of every daemon of the lab.
+    Stat(cmd::stat::StatArgs),
+    /// Capture the cells crossing a switch port into a pcap file.
+    Capture(cmd::capture::CaptureArgs),
+    /// The switch daemon, in the foreground.
+    Switchd(cmd::daemon::DaemonArgs),
+    /// The host daemon (adapter, channel manager), in the foreground.
+    Hostd(cmd::daemon::DaemonArgs),
 }
 
 fn main() -> ExitCode {
@@ -85,6 +98,12 @@ fn main() -> ExitCode {
         Command::Demo(args) => cmd::demo::run(args),
         Command::Atmtcp(c) => cmd::atmtcp::run(c),
         Command::Perf(c) => cmd::perf::run(c),
+        Command::Lab(c) => cmd::lab::run(c),
+        Command::Ping(a) => cmd::ping::run(a),
+        Command::Stat(a) => cmd::stat::run(a),
+        Command::Capture(a) => cmd::capture::run(a),
+        Command::Switchd(a) => cmd::daemon::switchd(a),
+        Command::Hostd(a) => cmd::daemon::hostd(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
