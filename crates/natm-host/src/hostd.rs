@@ -428,6 +428,8 @@ pub struct Hostd {
     epoch: Epoch,
     hec: HecReceiver,
     inbox: Box<[Cell; BATCH]>,
+    /// Where client bytes are read to.
+    scratch: Box<[u8]>,
     stats: LinkStatus,
     last_progress: Instant,
 }
@@ -479,6 +481,7 @@ impl Hostd {
             epoch: Epoch::now(),
             hec: HecReceiver::new(),
             inbox: Box::new([[0; 53]; BATCH]),
+            scratch: vec![0; 65536].into_boxed_slice(),
             stats,
             last_progress: now,
         }
@@ -521,8 +524,11 @@ impl Hostd {
     /// One pass of the loop: everything that can move now. Returns whether anything did.
     pub fn poll_once(&mut self) -> io::Result<bool> {
         let mut progress = false;
-        progress |= self.accept();
-        progress |= self.read_clients();
+        let (listener, readable) = self.readable_sockets()?;
+        if listener {
+            progress |= self.accept();
+        }
+        progress |= self.read_clients(&readable);
         self.check_link();
         progress |= self.take_posts();
         progress |= self.receive();
@@ -592,7 +598,33 @@ impl Hostd {
         self.conns.insert(id, conn);
     }
 
-    fn read_clients(&mut self) -> bool {
+    /// One `poll(2)` without waiting over the listener and the clients: whether the
+    /// listener has a connection, and which clients have bytes (or hung up).
+    fn readable_sockets(&mut self) -> io::Result<(bool, Vec<u64>)> {
+        use rustix::event::{PollFd, PollFlags};
+        let mut fds = Vec::with_capacity(1 + self.conns.len());
+        fds.push(PollFd::new(&self.listener, PollFlags::IN));
+        for c in self.conns.values() {
+            fds.push(PollFd::new(&c.stream, PollFlags::IN));
+        }
+        match rustix::event::poll(&mut fds, Some(&rustix::event::Timespec::default())) {
+            Ok(0) | Err(rustix::io::Errno::INTR) => return Ok((false, Vec::new())),
+            Ok(_) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let ready = |f: &PollFd<'_>| !f.revents().is_empty();
+        let listener = ready(&fds[0]);
+        let conns = self
+            .conns
+            .keys()
+            .zip(&fds[1..])
+            .filter(|(_, f)| ready(f))
+            .map(|(id, _)| *id)
+            .collect();
+        Ok((listener, conns))
+    }
+
+    fn read_clients(&mut self, readable: &[u64]) -> bool {
         let mut progress = false;
         let ids: Vec<u64> = self.conns.keys().copied().collect();
         for id in ids {
@@ -603,10 +635,14 @@ impl Hostd {
             if c.closing || c.dead {
                 continue;
             }
-            let mut buf = [0u8; 65536];
+            let buf = &mut self.scratch[..];
             // Read only while nothing waits: a stalled SDU or a ping holds the rest back.
-            while c.stalled.is_none() && !c.pinging && c.rbuf.len() < 2 * proto::MAX_FRAME {
-                match c.stream.read(&mut buf) {
+            while readable.contains(&id)
+                && c.stalled.is_none()
+                && !c.pinging
+                && c.rbuf.len() < 2 * proto::MAX_FRAME
+            {
+                match c.stream.read(buf) {
                     Ok(0) => {
                         c.dead = true;
                         break;
@@ -1105,9 +1141,10 @@ impl Hostd {
         let mut link = self.stats.clone();
         link.up = self.link.is_some();
         if let Some(l) = &self.link {
+            // Counts of earlier links were added up when they failed.
             let c = l.counters();
-            link.tx_cells = c.tx_cells;
-            link.rx_cells = c.rx_cells;
+            link.tx_cells += c.tx_cells;
+            link.rx_cells += c.rx_cells;
         }
         HostStatus {
             name: self.opts.name.clone(),

@@ -154,3 +154,38 @@ fn a_burst_queues_in_the_channel_and_arrives_in_order() {
         Err(Error::Timeout)
     ));
 }
+
+#[test]
+fn on_a_rated_link_a_cbr_vc_is_shaped_to_its_pcr() {
+    // OC-3c hosts: every adapter runs natm-traffic's scheduler.
+    let hosts = TwoHosts::with_rate(WaitMode::Adaptive, Some(353_207));
+    let ha = Host::connect_path(hosts.a.socket()).unwrap();
+    let hb = Host::connect_path(hosts.b.socket()).unwrap();
+    let opts = || {
+        VcOptions::new("0.100".parse().unwrap())
+            .qos("cbr:pcr=20000".parse().unwrap())
+            .buffers(8)
+    };
+    let mut a = ha.open(opts()).unwrap();
+    let mut b = hb.open(opts()).unwrap();
+    let mut buf = vec![0u8; 65536];
+    // Warm up the path, then time 4 SDUs of 9,180 bytes: 192 cells each at 20,000 cells/s.
+    a.send(b"warm").unwrap();
+    b.recv_timeout(&mut buf, T).unwrap();
+    let sdu = pattern(9180, 7);
+    let start = Instant::now();
+    for _ in 0..4 {
+        a.send(&sdu).unwrap();
+    }
+    for _ in 0..4 {
+        let n = b.recv_timeout(&mut buf, T).unwrap();
+        assert_eq!(&buf[..n], &sdu[..]);
+    }
+    let took = start.elapsed();
+    // 768 cells at PCR take 38.4 ms less one cell time; faster means not shaped.
+    assert!(took >= Duration::from_millis(38), "took {took:?}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    let s = ha.status().unwrap();
+    assert_eq!(s.cac.cbr, 20_000);
+    assert_eq!(s.cac.capacity, 353_207);
+}
