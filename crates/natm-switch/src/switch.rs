@@ -881,23 +881,36 @@ impl Switch {
         let Ok(in_slot) = self.slot(port) else {
             return;
         };
+        // Two passes per chunk: the first checks headers and finds each cell's leg (short
+        // iterations, so the table and leg loads of many cells are in flight at once), the
+        // second polices and queues.
+        const CHUNK: usize = 32;
+        let mut found = [Found::default(); CHUNK];
+        for chunk in cells.chunks(CHUNK) {
+            let n = self.classify(in_slot, chunk, &mut found);
+            self.forward(now, in_slot, chunk, &found[..n]);
+        }
+    }
+
+    /// Pass one of [`handle_cells`](Self::handle_cells): counts every cell in, handles the
+    /// ones that end here (bad HEC, idle, unknown, segment OAM) and writes the others to
+    /// `found`; returns how many.
+    #[inline]
+    fn classify(&mut self, in_slot: u16, chunk: &[[u8; 53]], found: &mut [Found; 32]) -> usize {
         let Switch {
-            ports,
-            legs,
-            pool,
-            policers,
-            policed,
-            ..
+            ports, legs, pool, ..
         } = self;
-        for cell in cells {
-            let Some(p) = ports[usize::from(in_slot)].as_mut() else {
-                return;
-            };
-            p.counters.cells_in += 1;
-            if !p.up {
-                p.counters.port_down += 1;
-                continue;
-            }
+        let Some(p) = ports[usize::from(in_slot)].as_mut() else {
+            return 0;
+        };
+        p.counters.cells_in += chunk.len() as u64;
+        if !p.up {
+            p.counters.port_down += chunk.len() as u64;
+            return 0;
+        }
+        let vpi_mask = p.vpi_mask();
+        let mut n = 0;
+        for (k, cell) in chunk.iter().enumerate() {
             let mut word = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]);
             if hec(word) != cell[4] || p.hec.mode() == HecMode::Detection {
                 let mut h = [cell[0], cell[1], cell[2], cell[3], cell[4]];
@@ -913,17 +926,16 @@ impl Switch {
                     }
                 }
             }
-            let vpi = (word >> 20) & p.vpi_mask();
+            let vpi = (word >> 20) & vpi_mask;
             let vci = (word >> 4) & 0xFFFF;
             if vpi == 0 && vci == 0 {
                 p.counters.idle += 1;
                 continue;
             }
-            let payload: &[u8; 48] = cell[5..].try_into().expect("53 - 5 = 48 bytes");
             let vp_leg = p.vp[vpi as usize];
             let li = if vp_leg != NONE {
                 if vci == 3 {
-                    segment_oam(p, pool, word, payload);
+                    segment_oam(p, pool, word, payload_of(cell));
                     continue;
                 }
                 vp_leg
@@ -932,7 +944,7 @@ impl Switch {
                     if p.vcs_on_vpi[vpi as usize] == 0 {
                         p.counters.unknown_vc += 1;
                     } else if vci == 3 {
-                        segment_oam(p, pool, word, payload);
+                        segment_oam(p, pool, word, payload_of(cell));
                     } else {
                         // The VP ends here: its end-to-end flow is ours, and not answered.
                         p.counters.oam_terminated += 1;
@@ -944,51 +956,81 @@ impl Switch {
                     continue;
                 };
                 if (word >> 1) & 7 == 0b100 {
-                    segment_oam(p, pool, word, payload);
+                    segment_oam(p, pool, word, payload_of(cell));
                     continue;
                 }
                 li
             };
+            // Reading the flags here starts the leg's load early.
+            found[n] = Found {
+                k: k as u32,
+                li,
+                word,
+                flags: legs[li as usize].flags,
+            };
+            n += 1;
+        }
+        n
+    }
+
+    /// Pass two of [`handle_cells`](Self::handle_cells): UPC, translation and queueing of
+    /// the cells `classify` found legs for.
+    #[inline]
+    fn forward(&mut self, now: Instant, in_slot: u16, chunk: &[[u8; 53]], found: &[Found]) {
+        let Switch {
+            ports,
+            legs,
+            pool,
+            policers,
+            policed,
+            ..
+        } = self;
+        let (mut n_policed, mut n_tagged) = (0u64, 0u64);
+        for &Found {
+            k,
+            li,
+            mut word,
+            flags,
+        } in found
+        {
+            let cell = &chunk[k as usize];
             let leg = &mut legs[li as usize];
             leg.cells_in += 1;
-            if leg.flags & F_BLOCKED != 0 {
-                leg.dropped += 1;
-                p.counters.policed += 1;
-                continue;
-            }
-            if leg.flags & F_POLICED != 0
-                && let Some(pi) = policed.get(li)
-            {
-                let clp = word & CLP != 0;
-                let upc = &mut policers[pi as usize];
-                match upc.policer.police(now, clp) {
-                    Verdict::Pass => {}
-                    Verdict::Tag => {
-                        word |= CLP;
-                        upc.tagged += 1;
-                        p.counters.tagged += 1;
-                    }
-                    Verdict::Discard if !clp && leg.flags & F_TAG != 0 => {
-                        word |= CLP;
-                        upc.tagged += 1;
-                        p.counters.tagged += 1;
-                    }
-                    Verdict::Discard => {
-                        leg.dropped += 1;
-                        p.counters.policed += 1;
-                        continue;
+            if flags & (F_BLOCKED | F_POLICED) != 0 {
+                if flags & F_BLOCKED != 0 {
+                    leg.dropped += 1;
+                    n_policed += 1;
+                    continue;
+                }
+                if let Some(pi) = policed.get(li) {
+                    let clp = word & CLP != 0;
+                    let upc = &mut policers[pi as usize];
+                    match upc.policer.police(now, clp) {
+                        Verdict::Pass => {}
+                        Verdict::Discard if clp || flags & F_TAG == 0 => {
+                            leg.dropped += 1;
+                            n_policed += 1;
+                            continue;
+                        }
+                        // VBR.3's tag, or a discard that this UPC turns into a tag.
+                        Verdict::Tag | Verdict::Discard => {
+                            word |= CLP;
+                            upc.tagged += 1;
+                            n_tagged += 1;
+                        }
                     }
                 }
             }
-            let out_word = if leg.flags & F_VP != 0 {
-                leg.out_word | (word & KEEP_VP)
-            } else {
-                leg.out_word | (word & KEEP_VC)
-            };
+            let keep = if flags & F_VP != 0 { KEEP_VP } else { KEEP_VC };
+            let out_word = leg.out_word | (word & keep);
             let Some(out) = ports[usize::from(leg.out_port)].as_mut() else {
                 continue;
             };
-            enqueue(out, pool, leg, li, out_word, payload);
+            enqueue(out, pool, leg, li, out_word, payload_of(cell));
+        }
+        if let Some(p) = ports[usize::from(in_slot)].as_mut() {
+            p.counters.policed += n_policed;
+            p.counters.tagged += n_tagged;
         }
     }
 
@@ -1170,6 +1212,21 @@ impl Switch {
             + core::mem::size_of::<u32>()
             + SLOTMAP_BUCKET * MIN_LOAD_INVERSE
     }
+}
+
+/// A cell of a chunk that has a leg: its index, the leg, its (corrected) header word and
+/// the leg's flags.
+#[derive(Clone, Copy, Debug, Default)]
+struct Found {
+    k: u32,
+    li: u32,
+    word: u32,
+    flags: u8,
+}
+
+#[inline]
+fn payload_of(cell: &[u8; 53]) -> &[u8; 48] {
+    cell[5..].try_into().expect("53 - 5 = 48 bytes")
 }
 
 /// Whether one end's VP contains the other end (same port and VPI, one a VP).
