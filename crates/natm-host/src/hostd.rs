@@ -94,6 +94,8 @@ const MAX_SLEEP: Duration = Duration::from_millis(20);
 const MAX_CLIENT_BACKLOG: usize = 16 << 20;
 /// Most buffers per VC.
 pub const MAX_VC_BUFFERS: u32 = 4096;
+/// Most VCs open at once on a host (each has an adapter and, direct, a mapped region).
+pub const MAX_CHANNELS: usize = 1024;
 
 /// How the data-path loop waits when there is nothing to do.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -826,6 +828,11 @@ impl Hostd {
             let pid = self.ports.get(&h).map_or(0, |p| p.owner_pid);
             return Err(refused(format!(
                 "VC {vc} is in use by another channel (handle {h}, pid {pid})"
+            )));
+        }
+        if self.ports.len() >= MAX_CHANNELS {
+            return Err(refused(format!(
+                "hostd has {MAX_CHANNELS} VCs open, its most"
             )));
         }
         let qos: Qos = qos_text

@@ -330,6 +330,16 @@ impl Conn {
     }
 
     fn request(&mut self, r: &Request) -> Result<(Response, Vec<OwnedFd>), Error> {
+        self.request_within(r, None)
+    }
+
+    /// Sends a request and waits for its answer, at most `timeout` (`None`: no limit).
+    fn request_within(
+        &mut self,
+        r: &Request,
+        timeout: Option<Duration>,
+    ) -> Result<(Response, Vec<OwnedFd>), Error> {
+        let deadline = timeout.map(|t| Instant::now() + t);
         self.fds.clear();
         proto::write_frame(&self.stream, &proto::control_frame(r)).map_err(|e| {
             if e.kind() == io::ErrorKind::BrokenPipe {
@@ -350,7 +360,10 @@ impl Conn {
                     a => Ok((a, fds)),
                 };
             }
-            self.fill(None)?;
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if !self.fill(left)? && deadline.is_some_and(|d| d <= Instant::now()) {
+                return Err(Error::Timeout);
+            }
         }
     }
 }
@@ -883,9 +896,13 @@ impl Drop for Vc {
     fn drop(&mut self) {
         let mut c = lock(&self.conn);
         if !c.closed && !c.revoked.contains(&self.handle) {
-            let _ = c.request(&Request::Close {
-                cookie: self.cookie.clone(),
-            });
+            // Bounded: a hung daemon must not hang the application's drop.
+            let _ = c.request_within(
+                &Request::Close {
+                    cookie: self.cookie.clone(),
+                },
+                Some(Duration::from_secs(2)),
+            );
         }
         c.data.remove(&self.handle);
     }
