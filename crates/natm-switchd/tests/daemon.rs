@@ -498,3 +498,158 @@ fn a_bad_start_is_an_error_naming_the_port() {
     let e = e.to_string();
     assert!(e.contains("port 4") && e.contains("192.0.2.1:41002"), "{e}");
 }
+
+#[test]
+fn two_daemons_joined_by_a_trunk_one_dialling_the_other() {
+    let dir = TempDir::new("trunk");
+    let (sa, ha) = link_pair("shm", &dir.0, 1);
+    let (sb, hb) = link_pair("tcp", &dir.0, 2);
+    let (trunk, _) = link_pair("tcp", &dir.0, 3);
+    let s1 = format!(
+        "name = \"s1\"\nmanagement = {:?}\n[[port]]\nid = 1\n{sa}\n[[port]]\nid = 2\n{trunk}\n\
+         [[xc]]\na = \"1:0.100\"\nb = \"2:0.1000\"\nqos = \"ubr\"\n",
+        dir.0.join("s1.sock")
+    );
+    let s2 = format!(
+        "name = \"s2\"\nmanagement = {:?}\n[[port]]\nid = 1\n{trunk}\nrole = \"connect\"\n\
+         [[port]]\nid = 2\n{sb}\n[[xc]]\na = \"1:0.1000\"\nb = \"2:0.200\"\nqos = \"ubr\"\n",
+        dir.0.join("s2.sock")
+    );
+    let d1 = Daemon::start(&s1);
+    let d2 = Daemon::start(&s2);
+    let mut a = Host::connect(&ha, (0, 100));
+    let mut b = Host::connect(&hb, (0, 200));
+    d1.wait_port(2, true);
+    d2.wait_port(1, true);
+    d2.wait_port(2, true);
+    d1.wait_port(1, true);
+    for i in 0..20 {
+        a.send_frame((0, 100), &frame(i));
+        b.send_frame((0, 200), &frame(100 + i));
+    }
+    b.wait_frames(20);
+    a.wait_frames(20);
+    for i in 0..20 {
+        assert_eq!(b.frames[i], frame(i));
+        assert_eq!(a.frames[i], frame(100 + i));
+    }
+    // The trunk breaks (s1 stops): s2's trunk port goes down, and it dials again when s1
+    // is back.
+    drop(a);
+    d1.stop();
+    d2.wait_port(1, false);
+    let d1 = Daemon::start(&s1);
+    d2.wait_port(1, true);
+    let mut a = Host::connect(&ha, (0, 100));
+    d1.wait_port(1, true);
+    a.send_frame((0, 100), &frame(77));
+    b.wait_frames(21);
+    assert_eq!(b.frames[20], frame(77));
+    assert!(d2.port(1)["connects"].as_u64().unwrap() >= 2);
+}
+
+#[test]
+fn a_host_that_does_not_read_backs_cells_into_the_switch_queues_and_nothing_is_lost_unseen() {
+    let dir = TempDir::new("backpressure");
+    let text = format!(
+        "name = \"s1\"\nmanagement = {:?}\n[[port]]\nid = 1\nkind = \"shm\"\npath = {:?}\n\
+         [[port]]\nid = 2\nkind = \"shm\"\npath = {:?}\nring_cells = 64\n\
+         queue_cells = [16, 16, 16, 100]\n\
+         [[xc]]\na = \"1:0.100\"\nb = \"2:0.200\"\nqos = \"ubr\"\naal5 = true\n",
+        dir.0.join("m.sock"),
+        dir.0.join("p1.sock"),
+        dir.0.join("p2.sock")
+    );
+    let d = Daemon::start(&text);
+    let mut a = Host::connect(
+        &format!("kind = \"shm\"\npath = {:?}", dir.0.join("p1.sock")),
+        (0, 100),
+    );
+    let mut b = Host::connect(
+        &format!(
+            "kind = \"shm\"\npath = {:?}\nring_cells = 64",
+            dir.0.join("p2.sock")
+        ),
+        (0, 200),
+    );
+    d.wait_port(1, true);
+    d.wait_port(2, true);
+    // 200 frames of 10 cells while b reads nothing: 64 fit b's ring, some wait in the
+    // daemon (held), 100 in the UBR queue, and the rest are dropped as whole frames.
+    const FRAMES: usize = 200;
+    let sdu = |i: usize| vec![i as u8; 9 * 48 - 8 + 40];
+    for i in 0..FRAMES {
+        a.send_frame((0, 100), &sdu(i));
+    }
+    let per_frame = (sdu(0).len() + 8).div_ceil(48) as u64;
+    let sent = per_frame * FRAMES as u64;
+    let deadline = Instant::now() + T;
+    let x = loop {
+        let s = d.ask(json!({"op": "status"}));
+        let x = s["connections"][0]["a_to_b"].clone();
+        if x["cells_in"] == sent {
+            break x;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not all cells reached the switch: {x}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let p2 = d.port(2);
+    let (out, dropped, queued) = (
+        x["cells_out"].as_u64().unwrap(),
+        x["dropped"].as_u64().unwrap(),
+        x["queued"].as_u64().unwrap(),
+    );
+    assert_eq!(out + dropped + queued, sent, "{x}");
+    assert!(dropped > 0, "the queue limit was reached: {x}");
+    assert!(queued > 0, "cells wait in the switch: {x}");
+    let c = &p2["counters"];
+    assert_eq!(
+        c["epd"].as_u64().unwrap() + c["ppd"].as_u64().unwrap() + c["queue_full"].as_u64().unwrap(),
+        dropped,
+        "{p2}"
+    );
+    // b reads now: every cell the switch sent arrives, and the frames are whole.
+    let deadline = Instant::now() + T;
+    let mut got = 0u64;
+    while got < out + queued {
+        assert!(Instant::now() < deadline, "{got} of {} cells", out + queued);
+        got += b.poll(Duration::from_millis(20)) as u64;
+    }
+    assert_eq!(got, sent - dropped);
+    assert_eq!(b.frames.len() as u64, got / per_frame);
+    for f in &b.frames {
+        assert_eq!(f, &sdu(usize::from(f[0])), "a whole frame");
+    }
+    assert_eq!(d.port(2)["tx_lost"], 0);
+}
+
+#[test]
+fn a_paced_port_carries_frames_at_its_rate() {
+    let dir = TempDir::new("paced");
+    let (text, h1, h2) = two_port_config(&dir.0, "shm");
+    // Port 2 emulates a 20,000 cells/s line (the switch paces its output to it).
+    let text = text.replacen(
+        "[[port]]\nid = 2\n",
+        "[[port]]\nid = 2\nrate = \"20000\"\n",
+        1,
+    );
+    let d = Daemon::start(&text);
+    assert!(d.port(2)["link"].as_str().unwrap().contains("20000"));
+    let mut a = Host::connect(&h1, (0, 100));
+    let mut b = Host::connect(&h2, (0, 200));
+    d.wait_port(1, true);
+    d.wait_port(2, true);
+    let sdu = vec![0x5a; 48 * 50 - 8];
+    let t0 = Instant::now();
+    for _ in 0..20 {
+        a.send_frame((0, 100), &sdu);
+    }
+    b.wait_frames(20);
+    // 1,000 cells at 20,000 cells/s: at least 50 ms.
+    let took = t0.elapsed();
+    assert!(took >= Duration::from_millis(45), "{took:?}");
+    assert!(b.frames.iter().all(|f| *f == sdu));
+}
