@@ -63,7 +63,7 @@ use natm_adapter::{
 };
 use natm_core::{HeaderFormat, PvcAddr, Qos, Sel, TrafficClass, VcId, Vci};
 use natm_link::clock::Epoch;
-use natm_link::endpoint::{EndpointLink, LinkConfig};
+use natm_link::endpoint::{EndpointLink, LinkConfig, LinkKind, WaitConfig};
 use natm_nic::channel::{self as nic, AdapterEnd, Channel, ChannelConfig, ChannelState, PollError};
 use natm_nic::memfd::MemfdMem;
 use natm_nic::notify::{Waiter, Waker};
@@ -177,13 +177,27 @@ impl HostdConfig {
             .unwrap_or_else(|| proto::default_socket(&self.name))
     }
 
+    /// The link as hostd makes it: a shared-memory link waits the way the loop does
+    /// (`eventfd` under an adaptive loop, which spins itself and then sleeps in `poll(2)` on
+    /// the link's descriptor; `poll` under a polling loop), whatever its `wait` says.
+    pub fn effective_link(&self) -> LinkConfig {
+        let mut link = self.link.clone();
+        if let LinkKind::Shm { .. } = link.kind {
+            link.wait = match self.wait {
+                WaitMode::Adaptive => WaitConfig::EventFd,
+                WaitMode::Poll => WaitConfig::Poll,
+            };
+        }
+        link
+    }
+
     /// The daemon options this configuration means.
     pub fn options(&self) -> HostdOptions {
         HostdOptions {
             name: self.name.clone(),
             socket: self.socket_path(),
             wait: self.wait,
-            link_description: self.link.describe(),
+            link_description: self.effective_link().describe(),
             link_rate: self
                 .link
                 .rate
@@ -194,7 +208,7 @@ impl HostdConfig {
 
     /// A connector that makes the configured link, waiting at most [`CONNECT_TIMEOUT`].
     pub fn connector(&self) -> Connector {
-        let link = self.link.clone();
+        let link = self.effective_link();
         Box::new(move || link.connect(CONNECT_TIMEOUT).map_err(io::Error::other))
     }
 }
