@@ -68,8 +68,9 @@
 //! # Memory
 //!
 //! A cross-connect costs [`Switch::state_bytes_per_connection`] bytes beyond its queued
-//! cells (a policed direction adds [`Switch::policer_bytes`]). Queued cells take 60 bytes
-//! each (header word, 48-byte payload, list link, leg) in one pool shared by all ports.
+//! cells (a policed direction adds [`Switch::policer_bytes`]). Queued cells take 64 bytes
+//! each (header word, 48-byte payload, list link, leg, aligned to a cache line) in one
+//! pool shared by all ports; the pool keeps its high-water mark.
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 
