@@ -1362,3 +1362,60 @@ fn dequeue(p: &mut Port, legs: &mut [Leg], pool: &mut Pool, xcs: &[XcSlot]) -> O
 
 // CATEGORIES is the order of the queues above.
 const _: () = assert!(matches!(CATEGORIES[3], Category::Ubr));
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pacer_slots_are_exact_across_the_second_boundary() {
+        // OC-3c: 353,207 cells/s does not divide 10⁹.
+        let rate = 353_207u32;
+        let epoch = Instant::from_nanos(5);
+        let mut p = Pacer { rate, epoch, k: 0 };
+        for k in 0..2 * u64::from(rate) + 10 {
+            let want = 5 + (u128::from(k) * 1_000_000_000).div_ceil(u128::from(rate)) as u64;
+            assert_eq!(p.slot().as_nanos(), want, "slot {k}");
+            p.advance();
+        }
+        assert!(p.k < u64::from(rate), "k stays below the rate");
+    }
+
+    #[test]
+    fn pool_lists_are_fifo_and_reuse_freed_cells() {
+        let mut pool = Pool::new();
+        let mut tail = NONE;
+        let mut fifo = Fifo::EMPTY;
+        for w in 0..5u32 {
+            let i = pool.alloc(w, &[w as u8; 48], 7);
+            pool.push_ring(&mut tail, i);
+            let j = pool.alloc(w + 100, &[0; 48], NONE);
+            pool.push(&mut fifo, j);
+        }
+        let mut ring_words = Vec::new();
+        while let Some(i) = pool.pop_ring(&mut tail) {
+            ring_words.push(pool.cells[i as usize].word);
+            pool.release(i);
+        }
+        assert_eq!(ring_words, [0, 1, 2, 3, 4]);
+        assert_eq!(tail, NONE);
+        let mut fifo_words = Vec::new();
+        while let Some(i) = pool.pop(&mut fifo) {
+            fifo_words.push(pool.cells[i as usize].word);
+            pool.release(i);
+        }
+        assert_eq!(fifo_words, [100, 101, 102, 103, 104]);
+        // Ten cells were in use at most: the pool does not grow past its high-water mark.
+        for _ in 0..10 {
+            let i = pool.alloc(0, &[0; 48], NONE);
+            pool.push(&mut fifo, i);
+        }
+        assert_eq!(pool.cells.len(), 10);
+    }
+
+    #[test]
+    fn legs_and_queued_cells_have_the_sizes_the_docs_give() {
+        assert_eq!(core::mem::size_of::<Leg>(), 32);
+        assert_eq!(core::mem::size_of::<QCell>(), 64);
+    }
+}
