@@ -1289,69 +1289,91 @@ impl Hostd {
             };
             progress = true;
             self.demux(n);
+            // Applications see each batch's frames (and can post buffers back) at once.
+            self.complete();
         }
         progress
     }
 
     /// Routes `inbox[..n]`: OAM F5 to hostd, the rest in runs to the adapter of their VC.
+    /// A daemon-path VC's run ends at each end of frame and its buffer goes back to its
+    /// pool at once: hostd owns those buffers, so it never runs out of them for want of a
+    /// pass through [`Hostd::complete`].
     fn demux(&mut self, n: usize) {
         let now = self.epoch.elapsed();
         let mut run: Option<(u32, usize)> = None;
-        let mut i = 0;
-        while i <= n {
-            let target = if i < n {
-                let verdict = self
-                    .hec
-                    .receive(&mut WireCell::new_unchecked(&mut self.inbox[i][..]));
-                if matches!(verdict, HecVerdict::Discarded { .. }) {
-                    None
-                } else {
-                    let h = CellHeader::parse_unverified(
-                        &WireCell::new_unchecked(&self.inbox[i][..]),
-                        HeaderFormat::Uni,
-                    );
-                    if h.pti.is_f5_oam() {
-                        self.stats.rx_oam += 1;
-                        let cell = self.inbox[i];
-                        self.oam_in(h, &cell);
-                        None
-                    } else if matches!(h.vc.vci, Vci::F4_SEGMENT | Vci::F4_END_TO_END) {
-                        self.stats.rx_oam += 1;
-                        None
-                    } else {
-                        let t = self.by_vc.get(&vc_key(h.vc)).copied();
-                        if t.is_none() {
-                            self.stats.rx_unknown_vc += 1;
-                        }
-                        t
-                    }
-                }
-            } else {
-                None
-            };
-            // Hand over the run that ends here.
+        for i in 0..n {
+            let (target, eof) = self.classify(i);
             if let Some((h, start)) = run
-                && (target != Some(h) || i == n)
+                && target != Some(h)
             {
-                if let Some(p) = self.ports.get_mut(&h) {
-                    let cells = &self.inbox[start..i];
-                    match &mut p.mem {
-                        PortMem::Direct { end, .. } => {
-                            p.adapter.handle_cells(now, cells, &mut ChannelMemory(end));
-                        }
-                        PortMem::Daemon { bufs, .. } => {
-                            p.adapter.handle_cells(now, cells, bufs);
-                        }
-                    }
-                }
+                self.deliver(h, start, i, now);
                 run = None;
             }
-            if let Some(t) = target
-                && run.is_none()
+            let Some(t) = target else {
+                continue;
+            };
+            let start = *run.get_or_insert((t, i));
+            if eof
+                && self
+                    .ports
+                    .get(&t)
+                    .is_some_and(|p| matches!(p.mem, PortMem::Daemon { .. }))
             {
-                run = Some((t, i));
+                self.deliver(t, start.1, i + 1, now);
+                run = None;
             }
-            i += 1;
+        }
+        if let Some((h, start)) = run {
+            self.deliver(h, start, n, now);
+        }
+    }
+
+    /// Checks cell `i`'s header and says which port it goes to (and whether it ends a
+    /// frame); OAM cells are handled here.
+    fn classify(&mut self, i: usize) -> (Option<u32>, bool) {
+        let verdict = self
+            .hec
+            .receive(&mut WireCell::new_unchecked(&mut self.inbox[i][..]));
+        if matches!(verdict, HecVerdict::Discarded { .. }) {
+            return (None, false);
+        }
+        let h = CellHeader::parse_unverified(
+            &WireCell::new_unchecked(&self.inbox[i][..]),
+            HeaderFormat::Uni,
+        );
+        if h.pti.is_f5_oam() {
+            self.stats.rx_oam += 1;
+            let cell = self.inbox[i];
+            self.oam_in(h, &cell);
+            return (None, false);
+        }
+        if matches!(h.vc.vci, Vci::F4_SEGMENT | Vci::F4_END_TO_END) {
+            self.stats.rx_oam += 1;
+            return (None, false);
+        }
+        let t = self.by_vc.get(&vc_key(h.vc)).copied();
+        if t.is_none() {
+            self.stats.rx_unknown_vc += 1;
+        }
+        (t, h.pti.is_end_of_frame())
+    }
+
+    /// Hands `inbox[start..end]` to port `h`'s adapter.
+    fn deliver(&mut self, h: u32, start: usize, end: usize, now: natm_core::Instant) {
+        let link_down = self.link.is_none();
+        let Some(p) = self.ports.get_mut(&h) else {
+            return;
+        };
+        let cells = &self.inbox[start..end];
+        match &mut p.mem {
+            PortMem::Direct { end, .. } => {
+                p.adapter.handle_cells(now, cells, &mut ChannelMemory(end));
+            }
+            PortMem::Daemon { bufs, .. } => {
+                p.adapter.handle_cells(now, cells, bufs);
+                complete_port(p, &mut self.conns, link_down);
+            }
         }
     }
 
@@ -1548,62 +1570,7 @@ impl Hostd {
         let mut progress = false;
         let Hostd { ports, conns, .. } = self;
         for p in ports.values_mut() {
-            while let Some(mut c) = p
-                .deferred
-                .pop_front()
-                .or_else(|| p.adapter.poll_completion())
-            {
-                progress = true;
-                if link_down && c.status == Status::Aborted && c.direction == Direction::Tx {
-                    p.tx_failed += 1;
-                }
-                match &mut p.mem {
-                    PortMem::Direct { end, .. } => {
-                        let id = nic::BufferId(c.buffer.0);
-                        let code = if link_down && c.status == Status::Aborted {
-                            proto::STATUS_LINK_DOWN
-                        } else {
-                            status_code(c.status)
-                        };
-                        let r = match c.direction {
-                            Direction::Tx => end.complete_tx(id, code),
-                            Direction::Rx => end.complete_rx(
-                                id,
-                                c.len as u32,
-                                c.handle.unwrap_or(u32::MAX),
-                                code,
-                            ),
-                        };
-                        if let Err(nic::ChannelError::Full) = r {
-                            p.deferred.push_front(c);
-                            break;
-                        }
-                    }
-                    PortMem::Daemon { bufs, free_tx } => match c.direction {
-                        Direction::Tx => {
-                            if c.status != Status::Ok {
-                                p.tx_failed += 1;
-                            }
-                            free_tx.push(c.buffer.0);
-                        }
-                        Direction::Rx => {
-                            if c.status == Status::Ok
-                                && let Some(conn) = conns.get_mut(&p.conn)
-                            {
-                                if conn.out_bytes > MAX_CLIENT_BACKLOG {
-                                    p.client_drops += 1;
-                                } else if let Some(b) = bufs.buffer(c.buffer) {
-                                    conn.push(proto::data_frame(p.handle, &b[..c.len]), Vec::new());
-                                }
-                            }
-                            c.len = 0;
-                            if matches!(c.status, Status::Ok | Status::Aborted) {
-                                p.adapter.post_rx_buffer(c.buffer);
-                            }
-                        }
-                    },
-                }
-            }
+            progress |= complete_port(p, conns, link_down);
         }
         progress
     }
@@ -1705,6 +1672,64 @@ impl Hostd {
         }
         Ok(())
     }
+}
+
+/// Hands one port's completed buffers back (see [`Hostd::complete`]).
+fn complete_port(p: &mut Port, conns: &mut BTreeMap<u64, Conn>, link_down: bool) -> bool {
+    let mut progress = false;
+    while let Some(c) = p
+        .deferred
+        .pop_front()
+        .or_else(|| p.adapter.poll_completion())
+    {
+        progress = true;
+        if link_down && c.status == Status::Aborted && c.direction == Direction::Tx {
+            p.tx_failed += 1;
+        }
+        match &mut p.mem {
+            PortMem::Direct { end, .. } => {
+                let id = nic::BufferId(c.buffer.0);
+                let code = if link_down && c.status == Status::Aborted {
+                    proto::STATUS_LINK_DOWN
+                } else {
+                    status_code(c.status)
+                };
+                let r = match c.direction {
+                    Direction::Tx => end.complete_tx(id, code),
+                    Direction::Rx => {
+                        end.complete_rx(id, c.len as u32, c.handle.unwrap_or(u32::MAX), code)
+                    }
+                };
+                if let Err(nic::ChannelError::Full) = r {
+                    p.deferred.push_front(c);
+                    break;
+                }
+            }
+            PortMem::Daemon { bufs, free_tx } => match c.direction {
+                Direction::Tx => {
+                    if c.status != Status::Ok {
+                        p.tx_failed += 1;
+                    }
+                    free_tx.push(c.buffer.0);
+                }
+                Direction::Rx => {
+                    if c.status == Status::Ok
+                        && let Some(conn) = conns.get_mut(&p.conn)
+                    {
+                        if conn.out_bytes > MAX_CLIENT_BACKLOG {
+                            p.client_drops += 1;
+                        } else if let Some(b) = bufs.buffer(c.buffer) {
+                            conn.push(proto::data_frame(p.handle, &b[..c.len]), Vec::new());
+                        }
+                    }
+                    if matches!(c.status, Status::Ok | Status::Aborted) {
+                        p.adapter.post_rx_buffer(c.buffer);
+                    }
+                }
+            },
+        }
+    }
+    progress
 }
 
 /// Creates a direct-path channel: region, adapter end and the three descriptors for the

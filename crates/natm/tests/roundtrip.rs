@@ -189,3 +189,35 @@ fn on_a_rated_link_a_cbr_vc_is_shaped_to_its_pcr() {
     assert_eq!(s.cac.cbr, 20_000);
     assert_eq!(s.cac.capacity, 353_207);
 }
+
+#[test]
+fn the_daemon_path_holds_a_fast_sender_back_instead_of_dropping() {
+    let hosts = TwoHosts::new(WaitMode::Adaptive);
+    let ha = Host::connect_path(hosts.a.socket()).unwrap();
+    let hb = Host::connect_path(hosts.b.socket()).unwrap();
+    // Two transmit buffers in hostd for 300 SDUs sent back to back: hostd stops reading
+    // the socket while none is free, so the sender waits in write(2).
+    let opts = || {
+        VcOptions::new("0.300".parse().unwrap())
+            .path(DataPath::Daemon)
+            .buffers(4)
+            .buffer_size(2048)
+    };
+    let mut a = ha.open(opts()).unwrap();
+    let mut b = hb.open(opts()).unwrap();
+    let receiver = std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        for i in 0..300u32 {
+            let n = b.recv_timeout(&mut buf, T).unwrap();
+            assert_eq!(&buf[..n], &i.to_be_bytes().repeat(375)[..], "SDU {i}");
+        }
+        b
+    });
+    for i in 0..300u32 {
+        a.send(&i.to_be_bytes().repeat(375)).unwrap();
+    }
+    let _b = receiver.join().unwrap();
+    let c = a.counters().unwrap();
+    assert_eq!(c.sdus_sent, 300);
+    assert_eq!(c.tx_failed, 0);
+}
