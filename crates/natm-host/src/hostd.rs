@@ -40,6 +40,23 @@
 //!   blocked applications), daemon-path clients get [`proto::Response::LinkDown`]. The VCs
 //!   stay open: when the link comes back they work again.
 //!
+//! # Call contract
+//!
+//! * [`run`] is the daemon: configuration in ([`HostdConfig`], TOML), returns when `stop`
+//!   is set. [`HostdThread::spawn`] runs one in a thread of this process (tests, examples,
+//!   a lab); the socket exists when it returns.
+//! * [`Hostd::new`] binds the socket and tries the link once; [`Hostd::run`] loops;
+//!   [`Hostd::poll_once`] is one pass that never waits (accept and read clients, check
+//!   and reconnect the link, take descriptors, receive and demultiplex, time out
+//!   reassemblies, transmit round robin, post completions, expire pings, write clients,
+//!   drop closed connections). Between passes with nothing to do the loop spins 50 µs,
+//!   then sleeps in `poll(2)` on the listener, the clients, the link's descriptor and
+//!   every channel's eventfd (announced in the channel first, natm-nic's handshake, so an
+//!   application kicks hostd only when it sleeps), at most 20 ms and never past an
+//!   adapter's, the link's or a ping's deadline. `wait = "poll"` never sleeps.
+//! * The link comes from a [`Connector`], called at start and every [`RECONNECT`] while
+//!   the link is down; it is dropped on the first error of any call.
+//!
 //! What it is not: no signalling (PVCs only; the switch's tables are the switch's
 //! business), no per-link scheduler across channels (each adapter shapes its own VC to
 //! its contract on a rated link, and CAC keeps CBR and VBR within the link's rate; UBR
