@@ -223,26 +223,55 @@ impl Fifo {
     };
 }
 
-/// Slot pacing of a rated port: slot `k` opens at `epoch + ⌈k·10⁹/rate⌉` ns.
+/// Slot pacing of a rated port: slot `k` opens at `epoch + ⌈k·10⁹/rate⌉` ns. The quotient
+/// and remainder of `k·10⁹/rate` are kept incrementally, so no slot needs a division.
 #[derive(Clone, Copy, Debug)]
 struct Pacer {
     rate: u32,
     epoch: Instant,
     k: u64,
+    /// `⌊k·10⁹/rate⌋` and `k·10⁹ mod rate`.
+    quotient: u64,
+    remainder: u64,
 }
 
 impl Pacer {
-    fn slot(&self) -> Instant {
-        let ns = (u128::from(self.k) * u128::from(NANOS_PER_SEC)).div_ceil(u128::from(self.rate));
-        Instant::from_nanos(self.epoch.as_nanos().saturating_add(ns as u64))
+    fn new(rate: u32, epoch: Instant) -> Pacer {
+        Pacer {
+            rate,
+            epoch,
+            k: 0,
+            quotient: 0,
+            remainder: 0,
+        }
     }
 
+    /// Slot 0 at `epoch`.
+    fn restart(&mut self, epoch: Instant) {
+        *self = Pacer::new(self.rate, epoch);
+    }
+
+    #[inline]
+    fn slot(&self) -> Instant {
+        let ns = self.quotient + u64::from(self.remainder != 0);
+        Instant::from_nanos(self.epoch.as_nanos().saturating_add(ns))
+    }
+
+    #[inline]
     fn advance(&mut self) {
+        let rate = u64::from(self.rate);
         self.k += 1;
-        // `rate` slots take exactly one second: keep `k` small.
-        if self.k >= u64::from(self.rate) {
-            self.k -= u64::from(self.rate);
-            self.epoch = Instant::from_nanos(self.epoch.as_nanos().saturating_add(NANOS_PER_SEC));
+        self.quotient += NANOS_PER_SEC / rate;
+        self.remainder += NANOS_PER_SEC % rate;
+        if self.remainder >= rate {
+            self.remainder -= rate;
+            self.quotient += 1;
+        }
+        // `rate` slots take exactly one second: keep the numbers small.
+        if self.k == rate {
+            debug_assert!(self.quotient == NANOS_PER_SEC && self.remainder == 0);
+            let epoch = Instant::from_nanos(self.epoch.as_nanos().saturating_add(NANOS_PER_SEC));
+            self.restart(epoch);
         }
     }
 }
@@ -408,11 +437,7 @@ impl Switch {
             served: 0,
             pacer: match config.rate {
                 PortRate::Unlimited => None,
-                PortRate::CellsPerSecond(rate) => Some(Pacer {
-                    rate,
-                    epoch: Instant::ZERO,
-                    k: 0,
-                }),
+                PortRate::CellsPerSecond(rate) => Some(Pacer::new(rate, Instant::ZERO)),
             },
             next_ais: None,
             counters: PortCounters {
@@ -478,8 +503,7 @@ impl Switch {
         if up {
             p.next_ais = None;
             if let Some(pacer) = &mut p.pacer {
-                pacer.epoch = now;
-                pacer.k = 0;
+                pacer.restart(now);
             }
         } else {
             self.flush_port(now, slot, true);
@@ -1056,41 +1080,60 @@ impl Switch {
         if !p.up {
             return 0;
         }
-        if let Some(pacer) = &mut p.pacer
-            && pacer.slot() + MAX_LAG < now
-        {
-            // Polled late: the slots of the last MAX_LAG may go at once, older ones are lost.
-            pacer.epoch = Instant::from_nanos(now.as_nanos().saturating_sub(MAX_LAG.as_nanos()));
-            pacer.k = 0;
-        }
+        let budget = match &mut p.pacer {
+            None => out.len(),
+            Some(pacer) => {
+                if pacer.slot() + MAX_LAG < now {
+                    // Polled late: the slots of the last MAX_LAG may go at once, older
+                    // ones are lost.
+                    pacer.restart(Instant::from_nanos(
+                        now.as_nanos().saturating_sub(MAX_LAG.as_nanos()),
+                    ));
+                }
+                let mut open = *pacer;
+                let mut b = 0;
+                while b < out.len() && open.slot() <= now {
+                    open.advance();
+                    b += 1;
+                }
+                b
+            }
+        };
+        // Two passes per chunk: take the cells off the queues (a chain of dependent loads),
+        // then write them out.
+        const CHUNK: usize = 64;
+        let mut taken = [0u32; CHUNK];
         let mut n = 0;
-        while n < out.len() {
-            if let Some(pacer) = &p.pacer
-                && pacer.slot() > now
-            {
+        while n < budget {
+            let want = (budget - n).min(CHUNK);
+            let mut got = 0;
+            while got < want {
+                let Some(i) = dequeue(p, legs, pool, xcs) else {
+                    break;
+                };
+                taken[got] = i;
+                got += 1;
+            }
+            for (&i, o) in taken[..got].iter().zip(&mut out[n..n + got]) {
+                let c = &pool.cells[i as usize];
+                o[..4].copy_from_slice(&c.word.to_be_bytes());
+                o[4] = hec(c.word);
+                o[5..].copy_from_slice(&c.payload);
+                pool.release(i);
+            }
+            n += got;
+            if got < want {
                 break;
             }
-            let Some(i) = dequeue(p, legs, pool, xcs) else {
-                break;
-            };
-            let c = &pool.cells[i as usize];
-            let o = &mut out[n];
-            o[..4].copy_from_slice(&c.word.to_be_bytes());
-            o[4] = hec(c.word);
-            o[5..].copy_from_slice(&c.payload);
-            pool.release(i);
-            if let Some(pacer) = &mut p.pacer {
+        }
+        if let Some(pacer) = &mut p.pacer {
+            for _ in 0..n {
                 pacer.advance();
             }
-            n += 1;
-        }
-        if let Some(pacer) = &mut p.pacer
-            && p.counters.queue_depth == [0; 4]
-            && pacer.slot() <= now
-        {
-            // Idle: slots that passed unused are not saved up for a burst later.
-            pacer.epoch = now;
-            pacer.k = 0;
+            if p.counters.queue_depth == [0; 4] && pacer.slot() <= now {
+                // Idle: slots that passed unused are not saved up for a burst later.
+                pacer.restart(now);
+            }
         }
         p.counters.cells_out += n as u64;
         n
@@ -1372,7 +1415,7 @@ mod tests {
         // OC-3c: 353,207 cells/s does not divide 10⁹.
         let rate = 353_207u32;
         let epoch = Instant::from_nanos(5);
-        let mut p = Pacer { rate, epoch, k: 0 };
+        let mut p = Pacer::new(rate, epoch);
         for k in 0..2 * u64::from(rate) + 10 {
             let want = 5 + (u128::from(k) * 1_000_000_000).div_ceil(u128::from(rate)) as u64;
             assert_eq!(p.slot().as_nanos(), want, "slot {k}");
