@@ -111,6 +111,8 @@ const MAX_SLEEP: Duration = Duration::from_millis(20);
 const MAX_CLIENT_BACKLOG: usize = 16 << 20;
 /// Most buffers per VC.
 pub const MAX_VC_BUFFERS: u32 = 4096;
+/// Most buffer bytes (buffers × size) one VC may ask for.
+pub const MAX_VC_BYTES: u64 = 64 << 20;
 /// Most VCs open at once on a host (each has an adapter and, direct, a mapped region).
 pub const MAX_CHANNELS: usize = 1024;
 
@@ -670,7 +672,9 @@ impl Hostd {
             }
             let buf = &mut self.scratch[..];
             // Read only while nothing waits: a stalled SDU or a ping holds the rest back.
+            // A client that does not read its answers is not read either.
             while readable.contains(&id)
+                && c.out_bytes <= MAX_CLIENT_BACKLOG
                 && c.stalled.is_none()
                 && !c.pinging
                 && c.rbuf.len() < 2 * proto::MAX_FRAME
@@ -706,7 +710,7 @@ impl Hostd {
             let Some(c) = self.conns.get_mut(&id) else {
                 return progress;
             };
-            if c.stalled.is_some() || c.pinging || c.closing {
+            if c.stalled.is_some() || c.pinging || c.closing || c.out_bytes > MAX_CLIENT_BACKLOG {
                 return progress;
             }
             let body = match proto::split_frame(&mut c.rbuf) {
@@ -877,6 +881,12 @@ impl Hostd {
         if buffer_size == 0 || !buffer_size.is_multiple_of(64) || buffer_size > (1 << 20) {
             return Err(bad(format!(
                 "buffer_size {buffer_size} is not a multiple of 64 in 64..=1048576"
+            )));
+        }
+        let bytes = u64::from(buffers) * u64::from(buffer_size);
+        if bytes > MAX_VC_BYTES {
+            return Err(bad(format!(
+                "{buffers} buffers of {buffer_size} bytes are {bytes} bytes, above the {MAX_VC_BYTES} a VC may have"
             )));
         }
         let capacity = self.cac.config().capacity;
@@ -1649,7 +1659,11 @@ impl Hostd {
             ));
             for c in self.conns.values() {
                 let mut f = rustix::event::PollFlags::empty();
-                if c.stalled.is_none() && !c.pinging && !c.closing {
+                if c.stalled.is_none()
+                    && !c.pinging
+                    && !c.closing
+                    && c.out_bytes <= MAX_CLIENT_BACKLOG
+                {
                     f |= rustix::event::PollFlags::IN;
                 }
                 if !c.out.is_empty() {

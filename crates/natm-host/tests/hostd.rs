@@ -147,6 +147,18 @@ fn garbage_gets_an_error_and_a_hang_up_while_others_are_served() {
     let (kind, m) = error(ask(&good, &open("0.31", "ubr")));
     assert_eq!(kind, ErrorKind::Refused);
     assert!(m.contains("VCI 31 is reserved"), "{m}");
+    let big = Request::Open {
+        vc: "0.100".into(),
+        qos: "ubr".into(),
+        path: proto::PathKind::Daemon,
+        notify: proto::NotifyMode::Poll,
+        signal: None,
+        buffers: 4096,
+        buffer_size: 1 << 20,
+    };
+    let (kind, m) = error(ask(&good, &big));
+    assert_eq!(kind, ErrorKind::BadRequest);
+    assert!(m.contains("above the 67108864 a VC may have"), "{m}");
     // An SDU for a handle that is not ours.
     proto::write_frame(&good, &proto::data_frame(77, b"x")).unwrap();
     let (kind, m) = error(answer(&good));
