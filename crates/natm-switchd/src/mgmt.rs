@@ -6,7 +6,7 @@
 //! loses capture lines (counted, [`OUT_LIMIT`]) and, past a hard limit on replies, its
 //! connection. Only a peer with the daemon's uid, or root, is served (SO_PEERCRED).
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -353,11 +353,17 @@ fn reply(c: &mut Client, v: &Value) {
 fn flush(c: &mut Client) {
     let mut done = 0;
     while done < c.output.len() {
-        match c.stream.write(&c.output[done..]) {
+        // MSG_NOSIGNAL: a client that went away must not raise SIGPIPE in the daemon,
+        // whatever the embedding program did with that signal.
+        match rustix::net::send(
+            &c.stream,
+            &c.output[done..],
+            rustix::net::SendFlags::NOSIGNAL,
+        ) {
             Ok(0) => break,
             Ok(n) => done += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(rustix::io::Errno::AGAIN) => break,
             Err(_) => {
                 c.closed = true;
                 break;

@@ -21,9 +21,10 @@ fn forwarding_rate() {
     for batch in [32, 64, 128, 256] {
         let r = forwarding(20_000_000, batch).unwrap();
         println!(
-            "batch {batch:>3}: {:.1} M cells/s forwarded ({} of {} cells, {} dropped, in {:.2?}; \
-             {} steps, {} idle; switch on cpu {:?})",
+            "batch {batch:>3}: {:.1} M cells/s forwarded, {:.1} M cells/s per busy switch core \
+             ({} of {} cells, {} dropped, in {:.2?}; {} steps, {} idle; switch on cpu {:?})",
             r.cells_per_second / 1e6,
+            r.busy_cells_per_second / 1e6,
             r.forwarded,
             r.sent,
             r.dropped,
