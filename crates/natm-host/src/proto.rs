@@ -499,6 +499,29 @@ pub fn send_with_fds(sock: &UnixStream, frame: &[u8], fds: &[BorrowedFd<'_>]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever a peer writes, framing and decoding answer with a value or an error.
+        #[test]
+        fn garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let mut buf = bytes.clone();
+            while let Ok(Some(body)) = split_frame(&mut buf) {
+                let _ = decode::<Request>(&body);
+                let _ = decode::<Response>(&body);
+            }
+            let _ = decode::<Request>(&bytes);
+        }
+
+        /// Data frames carry any SDU and handle unchanged.
+        #[test]
+        fn data_frames_round_trip(handle in any::<u32>(), sdu in proptest::collection::vec(any::<u8>(), 0..2000)) {
+            let mut buf = data_frame(handle, &sdu);
+            let body = split_frame(&mut buf).unwrap().unwrap();
+            prop_assert!(buf.is_empty());
+            prop_assert_eq!(decode::<Request>(&body).unwrap(), Frame::Data { handle, sdu });
+        }
+    }
 
     #[test]
     fn frames_round_trip_and_garbage_is_refused() {

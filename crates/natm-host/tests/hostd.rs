@@ -159,6 +159,26 @@ fn garbage_gets_an_error_and_a_hang_up_while_others_are_served() {
     let (kind, m) = error(ask(&good, &big));
     assert_eq!(kind, ErrorKind::BadRequest);
     assert!(m.contains("above the 67108864 a VC may have"), "{m}");
+    // A signal may only go to a thread of the process that asks.
+    let mut signalled = open("0.100", "ubr");
+    if let Request::Open {
+        path,
+        notify,
+        signal,
+        ..
+    } = &mut signalled
+    {
+        *path = proto::PathKind::Direct;
+        *notify = proto::NotifyMode::Signal;
+        *signal = Some(proto::SignalTarget {
+            tid: 1,
+            signo: natm_nic::signal::rt_signal(4).unwrap(),
+            channel: 3,
+        });
+    }
+    let (kind, m) = error(ask(&good, &signalled));
+    assert_eq!(kind, ErrorKind::Refused);
+    assert!(m.contains("thread 1 is not a thread of pid"), "{m}");
     // An SDU for a handle that is not ours.
     proto::write_frame(&good, &proto::data_frame(77, b"x")).unwrap();
     let (kind, m) = error(answer(&good));

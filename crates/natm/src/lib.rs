@@ -752,7 +752,12 @@ impl Vc {
         }
     }
 
-    /// Sends one SDU, waiting for a free transmit buffer.
+    /// Sends one SDU, waiting for a free transmit buffer. Returning `Ok` means the SDU is
+    /// queued for the link (there is no delivery confirmation in ATM).
+    ///
+    /// [`Error::LinkDown`]: the link is down, nothing was sent; an SDU queued just before
+    /// the link failed is lost and reported by the next call. [`Error::Revoked`]: the VC
+    /// was closed or hostd stopped. [`Error::TooLong`]: above [`Vc::max_sdu`].
     pub fn send(&mut self, sdu: &[u8]) -> Result<(), Error> {
         self.send_deadline(sdu, None)
     }
