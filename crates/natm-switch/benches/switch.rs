@@ -3,13 +3,13 @@
 //! each, spread over all 1,000 VCs across iterations) with `handle_cells` and takes them out
 //! with `poll_transmit` in one batch of 64: HEC check, lookup, translation, UBR queueing and
 //! weighted round robin, HEC generation. Throughput is cells. Goal (issue 5): ≤ 25 ns per
-//! cell, i.e. ≥ 40 M cells/s in the core.
+//! cell, i.e. ≥ 40 M cells/s in the core. A second case sends through an OC-3c-paced port.
 
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use natm_core::Instant;
-use natm_switch::{CrossConnect, Endpoint, PortConfig, PortId, Switch, SwitchConfig};
+use natm_switch::{CrossConnect, Endpoint, PortConfig, PortId, PortRate, Switch, SwitchConfig};
 use natm_wire::cell::hec;
 
 const VCS: u32 = 1000;
@@ -23,10 +23,12 @@ fn cell(vpi: u32, vci: u32) -> [u8; 53] {
     c
 }
 
-fn forward(c: &mut Criterion) {
+/// A switch with 1,000 UBR cross-connects from port 1 to port 2 (whose config is given),
+/// and the batches of cells that cycle over them.
+fn setup(out_port: PortConfig) -> (Switch, Vec<Vec<[u8; 53]>>) {
     let mut sw = Switch::new(SwitchConfig::default());
     sw.add_port(PortId(1), PortConfig::default()).expect("port");
-    sw.add_port(PortId(2), PortConfig::default()).expect("port");
+    sw.add_port(PortId(2), out_port).expect("port");
     let qos = "ubr".parse().expect("qos");
     for i in 0..VCS {
         let xc = CrossConnect::new(
@@ -37,22 +39,50 @@ fn forward(c: &mut Criterion) {
         sw.connect(Instant::ZERO, &xc).expect("admitted");
     }
     // 1,000 / 16 batches, each of 16 VCs × 4 cells interleaved.
-    let batches: Vec<Vec<[u8; 53]>> = (0..VCS.div_ceil(16))
+    let batches = (0..VCS.div_ceil(16))
         .map(|b| {
             (0..BATCH as u32)
                 .map(|k| cell(1, 32 + (b * 16 + k % 16) % VCS))
                 .collect()
         })
         .collect();
-    let mut out = vec![[0u8; 53]; BATCH];
+    (sw, batches)
+}
+
+fn forward(c: &mut Criterion) {
     let mut g = c.benchmark_group("switch");
     g.throughput(Throughput::Elements(BATCH as u64));
+    let mut out = vec![[0u8; 53]; BATCH];
+
+    let (mut sw, batches) = setup(PortConfig::default());
     let mut i = 0;
     g.bench_function("forward_1000_ubr_vcs_batch_64", |b| {
         b.iter(|| {
             sw.handle_cells(Instant::ZERO, PortId(1), &batches[i]);
             i = (i + 1) % batches.len();
             let n = sw.poll_transmit(Instant::ZERO, PortId(2), &mut out);
+            assert_eq!(n, BATCH);
+            black_box(&out);
+        })
+    });
+
+    // The same through an OC-3c port (353,207 cells/s), virtual time advancing 64 slots
+    // per batch: the cost of slot pacing.
+    let rated = PortConfig {
+        rate: PortRate::CellsPerSecond(353_207),
+        ..PortConfig::default()
+    };
+    let (mut sw, batches) = setup(rated);
+    let mut i = 0;
+    let mut now = 0u64;
+    g.bench_function("forward_1000_ubr_vcs_batch_64_oc3_paced", |b| {
+        b.iter(|| {
+            let t = Instant::from_nanos(now);
+            sw.handle_cells(t, PortId(1), &batches[i]);
+            i = (i + 1) % batches.len();
+            // 64 slots of 1/353207 s each (181,196.9 ns), rounded up.
+            now += 181_197;
+            let n = sw.poll_transmit(Instant::from_nanos(now), PortId(2), &mut out);
             assert_eq!(n, BATCH);
             black_box(&out);
         })
