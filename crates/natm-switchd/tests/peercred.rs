@@ -1,0 +1,79 @@
+//! Only the daemon's own uid (or root) may use the management socket. Run as root, the
+//! test asks as user `nobody` (65534) from a child process (this test binary, re-run with
+//! an environment variable) and must be refused; as any other user it cannot change uid,
+//! and checks that its own uid is served.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use natm_switchd::SwitchdConfig;
+
+const CHILD_ENV: &str = "NATM_SWITCHD_PEERCRED_CHILD";
+
+/// Sends a status request and prints the reply line.
+fn ask(path: &Path) -> String {
+    let mut s = UnixStream::connect(path).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"{\"op\":\"status\"}\n").unwrap();
+    let mut line = String::new();
+    BufReader::new(s).read_line(&mut line).unwrap();
+    line
+}
+
+#[test]
+fn another_users_requests_are_refused() {
+    if let Ok(path) = std::env::var(CHILD_ENV) {
+        print!("{}", ask(Path::new(&path)));
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("natm-switchd-cred-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mgmt = dir.join("m.sock");
+    let config =
+        SwitchdConfig::from_toml(&format!("name = \"s\"\nmanagement = {mgmt:?}\n")).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let daemon = std::thread::spawn(move || natm_switchd::run(config, s));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !mgmt.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the daemon never bound its socket"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // The daemon's own user is served.
+    assert!(ask(&mgmt).contains("\"ok\":true"));
+    if rustix::process::getuid().is_root() {
+        // Let the file system allow anyone, so only the daemon's own check can refuse.
+        std::fs::set_permissions(&mgmt, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "another_users_requests_are_refused",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, &mgmt)
+            .uid(65534)
+            .gid(65534)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("\"ok\":false") && text.contains("permission denied"),
+            "as nobody: {text} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    stop.store(true, Ordering::Release);
+    daemon.join().unwrap().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
