@@ -12,13 +12,12 @@ use natm_traffic::discard::{Decision, DropReason, FrameDiscard, VcFrameState};
 use natm_traffic::policer::{Contract, ContractError, Policer, Verdict};
 use natm_traffic::sched::Category;
 use natm_wire::cell::{Cell, HecMode, HecReceiver, HecVerdict};
-
-use crate::hec::hec;
 use natm_wire::oam::{self, Defect, OamCell, OamRepr};
 
+use crate::hec::hec;
 use crate::types::{
-    CATEGORIES, CrossConnect, DirCounters, Direction, Endpoint, PortConfig, PortCounters, PortId,
-    PortRate, SwitchConfig, SwitchError, Upc, XcCounters, XcId, category_index,
+    CrossConnect, DirCounters, Direction, Endpoint, PortConfig, PortCounters, PortId, PortRate,
+    SwitchConfig, SwitchError, Upc, XcCounters, XcId, category_index,
 };
 
 /// "No index" in the `u32` links and tables.
@@ -47,6 +46,8 @@ const F_WEIGHT1: u8 = 0x10;
 /// Has an entry in `Switch::policed`.
 const F_POLICED: u8 = 0x20;
 const CAT_SHIFT: u8 = 6;
+/// The UBR queue's index; the ones below it are FIFOs in strict priority.
+const UBR: usize = category_index(Category::Ubr);
 
 /// Header bits a VC leg keeps (PTI, CLP) and a VP leg keeps (VCI, PTI, CLP).
 const KEEP_VC: u32 = 0x0000_000F;
@@ -119,7 +120,7 @@ struct QCell {
 }
 
 /// All queued cells of the switch, in singly linked lists, with a free list.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Pool {
     cells: Vec<QCell>,
     free: u32,
@@ -289,7 +290,7 @@ struct Port {
     /// `vpi << 16 | vci` → VC leg entering here.
     vc: SlotMap,
     /// FIFOs of CBR (and generated OAM), rt-VBR and nrt-VBR cells.
-    fifos: [Fifo; 3],
+    fifos: [Fifo; UBR],
     discard: [FrameDiscard; 4],
     /// UBR legs with cells, served round robin `weight` cells per turn.
     ring: VecDeque<u32>,
@@ -431,7 +432,7 @@ impl Switch {
             vp: vec![NONE; vpis],
             vcs_on_vpi: vec![0; vpis],
             vc: SlotMap::new(),
-            fifos: [Fifo::EMPTY; 3],
+            fifos: [Fifo::EMPTY; UBR],
             discard,
             ring: VecDeque::new(),
             served: 0,
@@ -854,7 +855,7 @@ impl Switch {
         };
         let c = leg.category();
         let mut n = 0u32;
-        if c == 3 {
+        if c == UBR {
             while let Some(i) = pool.pop_ring(&mut leg.tail) {
                 pool.release(i);
                 n += 1;
@@ -1324,7 +1325,7 @@ fn enqueue(p: &mut Port, pool: &mut Pool, leg: &mut Leg, li: u32, word: u32, pay
     let i = pool.alloc(word, payload, li);
     p.counters.queue_depth[c] += 1;
     leg.queued += 1;
-    if c == 3 {
+    if c == UBR {
         pool.push_ring(&mut leg.tail, i);
         if leg.queued == 1 {
             p.ring.push_back(li);
@@ -1374,7 +1375,7 @@ fn segment_oam(p: &mut Port, pool: &mut Pool, word: u32, payload: &[u8; 48]) {
 /// ring, `weight` cells per turn.
 #[inline]
 fn dequeue(p: &mut Port, legs: &mut [Leg], pool: &mut Pool, xcs: &[XcSlot]) -> Option<u32> {
-    for c in 0..3 {
+    for c in 0..UBR {
         if let Some(i) = pool.pop(&mut p.fifos[c]) {
             p.counters.queue_depth[c] -= 1;
             let li = pool.cells[i as usize].leg;
@@ -1388,7 +1389,7 @@ fn dequeue(p: &mut Port, legs: &mut [Leg], pool: &mut Pool, xcs: &[XcSlot]) -> O
     let leg = &mut legs[li as usize];
     let i = pool.pop_ring(&mut leg.tail)?;
     leg.queued -= 1;
-    p.counters.queue_depth[3] -= 1;
+    p.counters.queue_depth[UBR] -= 1;
     p.served += 1;
     if leg.queued == 0 {
         p.ring.pop_front();
@@ -1402,9 +1403,6 @@ fn dequeue(p: &mut Port, legs: &mut [Leg], pool: &mut Pool, xcs: &[XcSlot]) -> O
     }
     Some(i)
 }
-
-// CATEGORIES is the order of the queues above.
-const _: () = assert!(matches!(CATEGORIES[3], Category::Ubr));
 
 #[cfg(test)]
 mod tests {
