@@ -233,3 +233,55 @@ fn bad_addresses_and_absent_peers_are_errors_naming_them() {
     let e = LinkConfig::from_toml("kind = \"udp\"\nlocal = 127.0.0.1").unwrap_err();
     assert!(e.to_string().contains("line 2"), "{e}");
 }
+
+/// The environment variable that turns the test below into its own peer process.
+const CHILD_ENV: &str = "NATM_ENDPOINT_TEST_PEER";
+
+#[test]
+fn a_peer_process_that_exits_is_an_error_on_the_other_side() {
+    if let Ok(text) = std::env::var(CHILD_ENV) {
+        // The child: connect, send one cell, and exit without any goodbye.
+        let mut link = LinkConfig::from_toml(&text).unwrap().connect(T).unwrap();
+        assert_eq!(link.send_cells_timeout(&[cell(1, 0)], Some(T)).unwrap(), 1);
+        while link.next_due().is_some() {
+            link.send_cells(&[]).unwrap();
+        }
+        std::process::exit(0);
+    }
+    let dir = TempDir::new("exit");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for text in [
+        format!("kind = \"shm\"\npath = {:?}", dir.0.join("x.sock")),
+        format!("kind = \"tcp\"\naddr = \"127.0.0.1:{port}\""),
+    ] {
+        let mut listener = LinkConfig::from_toml(&text).unwrap().listen().unwrap();
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "a_peer_process_that_exits_is_an_error_on_the_other_side",
+                "--exact",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, &text)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut link = listener
+            .accept(Some(T))
+            .unwrap()
+            .expect("the child connected");
+        let mut buf = [[0u8; CELL_LEN]; 4];
+        assert_eq!(
+            link.recv_cells_timeout(&mut buf, Some(T)).unwrap(),
+            1,
+            "{text}"
+        );
+        assert_eq!(buf[0], cell(1, 0));
+        assert!(child.wait().unwrap().success());
+        let e = until_error(&mut *link);
+        assert!(is_peer_gone(&e), "{text}: {e}");
+    }
+}
