@@ -379,6 +379,9 @@ fn lock(c: &Mutex<Conn>) -> MutexGuard<'_, Conn> {
     c.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The longest a daemon-path receive holds the host's connection in one wait.
+const RECV_SLICE: Duration = Duration::from_millis(10);
+
 static SIGNAL_CHANNEL: AtomicU32 = AtomicU32::new(0);
 static CORRELATION: AtomicU32 = AtomicU32::new(1);
 
@@ -791,8 +794,9 @@ impl Vc {
                 Ok(len)
             }
             None => {
-                let mut c = lock(&self.conn);
                 loop {
+                    // Locked per slice, so other VCs of the host are not held up by a wait.
+                    let mut c = lock(&self.conn);
                     if let Some(q) = c.data.get_mut(&handle)
                         && let Some(front) = q.front()
                     {
@@ -819,10 +823,8 @@ impl Vc {
                         return Err(Error::LinkDown);
                     }
                     let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-                    if !c.fill(left)?
-                        && left.is_some()
-                        && deadline.is_some_and(|d| d <= Instant::now())
-                    {
+                    let slice = left.map_or(RECV_SLICE, |l| l.min(RECV_SLICE));
+                    if !c.fill(Some(slice))? && deadline.is_some_and(|d| d <= Instant::now()) {
                         return Err(if zero_wait {
                             Error::WouldBlock
                         } else {

@@ -221,3 +221,32 @@ fn the_daemon_path_holds_a_fast_sender_back_instead_of_dropping() {
     assert_eq!(c.sdus_sent, 300);
     assert_eq!(c.tx_failed, 0);
 }
+
+#[test]
+fn a_waiting_daemon_path_receive_does_not_hold_up_the_hosts_other_vcs() {
+    let hosts = TwoHosts::new(WaitMode::Adaptive);
+    let ha = Host::connect_path(hosts.a.socket()).unwrap();
+    let hb = Host::connect_path(hosts.b.socket()).unwrap();
+    let daemon = |vc: &str| VcOptions::new(vc.parse().unwrap()).path(DataPath::Daemon);
+    let mut waiting = ha.open(daemon("0.101")).unwrap();
+    let mut other = ha.open(daemon("0.102")).unwrap();
+    let mut peer = hb.open(daemon("0.102")).unwrap();
+    let t = std::thread::spawn(move || {
+        let mut buf = [0u8; 16];
+        let r = waiting.recv_timeout(&mut buf, Duration::from_secs(2));
+        assert!(matches!(r, Err(Error::Timeout)), "{r:?}");
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    let start = Instant::now();
+    other.send(b"meanwhile").unwrap();
+    assert_eq!(other.counters().unwrap().sdus_sent, 1);
+    assert!(
+        start.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        start.elapsed()
+    );
+    let mut buf = [0u8; 16];
+    let n = peer.recv_timeout(&mut buf, T).unwrap();
+    assert_eq!(&buf[..n], b"meanwhile");
+    t.join().unwrap();
+}
