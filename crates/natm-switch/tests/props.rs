@@ -164,3 +164,61 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Cells of one connection leave in the order they came, whatever is dropped, whatever
+    /// the categories, weights and batch sizes.
+    #[test]
+    fn a_connection_is_never_reordered(
+        steps in proptest::collection::vec((0u8..6, 1u8..12, 0u8..40), 1..200),
+    ) {
+        let small = PortConfig { queue_cells: [4, 6, 8, 30], epd_percent: 60, ..PortConfig::default() };
+        let mut sw = Switch::new(SwitchConfig::default());
+        sw.add_port(PortId(1), PortConfig::default()).expect("port");
+        sw.add_port(PortId(2), small).expect("port");
+        let kinds = [
+            (qos("ubr"), None, 1),
+            (qos("ubr,aal5"), None, 2),
+            (qos("ubr"), None, 5),
+            (qos("cbr:max_pcr=1000"), None, 1),
+            (qos("vbr:pcr=1000,scr=500,mbs=10"), Some(Category::RtVbr), 1),
+            (qos("vbr:pcr=1000,scr=500,mbs=10"), None, 1),
+        ];
+        for (v, (q, category, weight)) in kinds.into_iter().enumerate() {
+            let xc = CrossConnect {
+                category,
+                weight,
+                ..CrossConnect::new(Endpoint::vc(1, 0, 40 + v as u16), Endpoint::vc(2, 0, 40 + v as u16), q)
+            };
+            sw.connect(Instant::ZERO, &xc).expect("admitted");
+        }
+        let mut seq = [0u16; 6];
+        let mut last = [None::<u16>; 6];
+        let mut out = [[0u8; 53]; 40];
+        for (v, burst, poll) in steps {
+            let v = usize::from(v);
+            let cells: Vec<[u8; 53]> = (0..burst)
+                .map(|i| {
+                    let w = (40 + v as u32) << 4 | u32::from(i + 1 == burst) << 1;
+                    let mut c = [0u8; 53];
+                    c[..4].copy_from_slice(&w.to_be_bytes());
+                    c[4] = hec(w.to_be_bytes());
+                    c[5..7].copy_from_slice(&seq[v].to_be_bytes());
+                    seq[v] += 1;
+                    c
+                })
+                .collect();
+            sw.handle_cells(Instant::ZERO, PortId(1), &cells);
+            let n = sw.poll_transmit(Instant::ZERO, PortId(2), &mut out[..usize::from(poll)]);
+            for c in &out[..n] {
+                let w = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                let v = ((w >> 4) & 0xFFFF) as usize - 40;
+                let s = u16::from_be_bytes([c[5], c[6]]);
+                prop_assert!(last[v].is_none_or(|l| s > l), "VC {} sent {} after {:?}", v, s, last[v]);
+                last[v] = Some(s);
+            }
+        }
+    }
+}
