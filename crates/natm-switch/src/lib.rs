@@ -34,7 +34,7 @@
 //!   OAM cells end here. End-to-end OAM (PTI 101, VCI 4 of a VP leg) is forwarded with the
 //!   connection. While a port is down, every connection whose input it is sends an
 //!   end-to-end AIS cell downstream (F5 PTI 101, or F4 VCI 4 for a VP) at once and then once
-//!   per second (I.610 §9.2.1.1.1), until the port is up again.
+//!   per second (I.610: the AIS of the VP and VC fault management), until the port is up again.
 //! * **CAC.** [`Switch::connect`] admits each direction on its output port with
 //!   natm-traffic's [`Cac`](natm_traffic::cac::Cac) (CBR at PCR, VBR at its equivalent
 //!   bandwidth; UBR books nothing and is limited by [`SwitchConfig::max_connections`]).

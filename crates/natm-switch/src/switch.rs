@@ -22,7 +22,7 @@ use crate::types::{
 
 /// "No index" in the `u32` links and tables.
 const NONE: u32 = u32::MAX;
-/// The AIS period of I.610 §9.2.1.1.1: one AIS cell per second while the defect lasts.
+/// The AIS period of I.610 (VP-AIS and VC-AIS): one cell per second while the defect lasts.
 const AIS_PERIOD: Duration = Duration::from_secs(1);
 const NANOS_PER_SEC: u64 = 1_000_000_000;
 /// How late a rated port's slots may be used: a caller that polls late gets the slots of
@@ -492,7 +492,7 @@ impl Switch {
     /// `port_down`), and from then on cells arriving on it or queued for it are dropped
     /// (`port_down`), and every connection whose input is this port sends an end-to-end
     /// AIS cell downstream (F5 on VC legs, F4 VCI 4 on VP legs) now and then once per
-    /// second (I.610 §9.2.1.1.1 and §9.2.2.1.1.1) until the port comes back up.
+    /// second (I.610 VP-AIS and VC-AIS) until the port comes back up.
     pub fn set_port_up(&mut self, now: Instant, port: PortId, up: bool) -> Result<(), SwitchError> {
         let slot = self.slot(port)?;
         let p = self.port_mut(slot);
@@ -1351,15 +1351,18 @@ fn enqueue_oam(p: &mut Port, pool: &mut Pool, word: u32, payload: &[u8; 48]) {
 }
 
 /// A segment OAM cell (F4 VCI 3, F5 PTI 100) arrived on `p` for a connection that passes
-/// here: the switch port is the segment's end point (I.610 §3). A loopback request with a
-/// good CRC-10 whose location ID is all ones (the end point) is answered out of the same
-/// port with the indication cleared (I.610 §9.2.2.1.2 and §10.2.4); anything else ends here.
+/// here: the switch port is the segment's end point (I.610 loopback). A loopback request
+/// with a good CRC-10 whose location ID names the end point (all ones, as I.610 codes it;
+/// or all zeros, which Intel's IXP400 OAM code also takes for the segment end point) is
+/// answered out of the same port with the loopback indication cleared and the CRC-10
+/// refilled; anything else ends here.
 fn segment_oam(p: &mut Port, pool: &mut Pool, word: u32, payload: &[u8; 48]) {
     let cell = OamCell::new_unchecked(&payload[..]);
+    let location = &payload[6..22];
     let is_request = cell.verify_crc10()
         && payload[0] == oam::LOOPBACK
         && payload[1] & 1 == 1
-        && payload[6..22] == oam::ALL_ONES_ID;
+        && (location == oam::ALL_ONES_ID || location == [0; 16]);
     if !is_request {
         p.counters.oam_terminated += 1;
         return;

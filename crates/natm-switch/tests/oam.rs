@@ -55,6 +55,24 @@ fn f5_segment_loopback_answered_on_the_same_port() {
     assert!(drain(&mut sw, 1).is_empty());
     let c = sw.port_counters(PortId(1)).expect("port");
     assert_eq!((c.oam_answered, c.oam_terminated), (1, 2));
+    // A request for another location is not ours; the all-zeros "segment end point" is.
+    let other = Loopback {
+        location_id: [0x42; 16],
+        ..Loopback::request(1)
+    };
+    let zeros = Loopback {
+        location_id: [0; 16],
+        ..Loopback::request(2)
+    };
+    for l in [other, zeros] {
+        let c = oam_cell(&OamRepr::Loopback(l), OamFlow::F5Segment, 0, 100);
+        sw.handle_cell(T0, PortId(1), &c);
+    }
+    let back = drain(&mut sw, 1);
+    assert_eq!(back.len(), 1);
+    assert!(matches!(parse(&back[0]), OamRepr::Loopback(l) if l.correlation_tag == 2));
+    let c = sw.port_counters(PortId(1)).expect("port");
+    assert_eq!((c.oam_answered, c.oam_terminated), (2, 3));
 }
 
 #[test]
