@@ -1277,6 +1277,7 @@ impl Hostd {
             self.stats.rx_cells += c.rx_cells;
         }
         self.next_reconnect = Instant::now() + RECONNECT;
+        self.stats.lost_on_failure += self.oam_out.len() as u64;
         self.oam_out.clear();
         for p in self.ports.values_mut() {
             self.stats.lost_on_failure += (p.filled - p.sent) as u64;

@@ -48,10 +48,17 @@ fn a_blocked_receiver_sees_link_down_and_traffic_flows_after_reconnection() {
     let hosts = TwoHosts::new(WaitMode::Adaptive);
     let ha = Host::connect_path(hosts.a.socket()).unwrap();
     let hb = Host::connect_path(hosts.b.socket()).unwrap();
-    for path in [DataPath::Direct, DataPath::Daemon] {
+    let cases = [
+        (DataPath::Direct, Notify::Poll),
+        (DataPath::Direct, Notify::Adaptive),
+        (DataPath::Direct, Notify::EventFd),
+        (DataPath::Direct, Notify::Signal),
+        (DataPath::Daemon, Notify::EventFd),
+    ];
+    for (path, notify) in cases {
         let opts = || {
             VcOptions::new("0.100".parse().unwrap())
-                .notify(Notify::EventFd)
+                .notify(notify)
                 .path(path)
         };
         let mut a = ha.open(opts()).unwrap();
@@ -72,7 +79,10 @@ fn a_blocked_receiver_sees_link_down_and_traffic_flows_after_reconnection() {
         let r = b.recv(&mut buf);
         let woke = Instant::now();
         let cut_at = cutter.join().unwrap();
-        assert!(matches!(r, Err(Error::LinkDown)), "{path:?}: {r:?}");
+        assert!(
+            matches!(r, Err(Error::LinkDown)),
+            "{path:?} {notify:?}: {r:?}"
+        );
         let after = woke.duration_since(cut_at);
         assert!(
             after < Duration::from_millis(200),
