@@ -59,6 +59,27 @@
 //! * `now` never goes backwards (an earlier one is treated as the latest seen by the
 //!   policers; pacing uses it as given). Nothing here panics on any cell bytes.
 //!
+//! ```
+//! use natm_core::Instant;
+//! use natm_switch::{CrossConnect, Endpoint, PortConfig, PortId, Switch, SwitchConfig};
+//!
+//! let mut sw = Switch::new(SwitchConfig::default());
+//! sw.add_port(PortId(1), PortConfig::default())?;
+//! sw.add_port(PortId(2), PortConfig::default())?;
+//! let xc = CrossConnect::new("1:0.100".parse()?, "2:5.200".parse()?, "ubr".parse()?);
+//! let id = sw.connect(Instant::ZERO, &xc)?;
+//!
+//! // A cell on 0.100 at port 1 (HEC 0xEC) leaves port 2 as 5.200 (HEC 0x04).
+//! let mut cell = [0u8; 53];
+//! cell[..5].copy_from_slice(&[0x00, 0x00, 0x06, 0x40, 0xEC]);
+//! sw.handle_cells(Instant::ZERO, PortId(1), &[cell]);
+//! let mut out = [[0u8; 53]; 8];
+//! assert_eq!(sw.poll_transmit(Instant::ZERO, PortId(2), &mut out), 1);
+//! assert_eq!(out[0][..5], [0x00, 0x50, 0x0C, 0x80, 0x04]);
+//! assert_eq!(sw.connection(id).map(|(_, c)| c.a_to_b.cells_out), Some(1));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Counters and conservation
 //!
 //! [`PortCounters`] count per port and per drop reason; [`XcCounters`] per connection
