@@ -239,14 +239,14 @@ fn a_waiting_daemon_path_receive_does_not_hold_up_the_hosts_other_vcs() {
     std::thread::sleep(Duration::from_millis(50));
     let start = Instant::now();
     other.send(b"meanwhile").unwrap();
+    let mut buf = [0u8; 16];
+    let n = peer.recv_timeout(&mut buf, T).unwrap();
+    assert_eq!(&buf[..n], b"meanwhile");
     assert_eq!(other.counters().unwrap().sdus_sent, 1);
     assert!(
         start.elapsed() < Duration::from_secs(1),
         "{:?}",
         start.elapsed()
     );
-    let mut buf = [0u8; 16];
-    let n = peer.recv_timeout(&mut buf, T).unwrap();
-    assert_eq!(&buf[..n], b"meanwhile");
     t.join().unwrap();
 }
