@@ -47,7 +47,8 @@
 //!   until the client closes the connection. A client that reads too slowly loses lines.
 //! * `{"op":"shutdown"}` → `{"ok":true}`, and the daemon stops.
 //!
-//! [`client`] has the client side; [`bench::forwarding`] measures the forwarding loop.
+//! [`client`] has the client side; [`bench::forwarding`] (end to end, with host threads) and
+//! [`bench::switch_capacity`] (the loop alone, in bursts) measure the forwarding loop.
 //!
 //! What it is not: no signalling, no persistence of connections made over the socket, no
 //! per-port UDP peer detection (a UDP port is up from the start).

@@ -1,7 +1,7 @@
 //! The forwarding measurement: a small run checks that it works; the full run (ignored
 //! by default, meant for a release build) prints the figure.
 
-use natm_switchd::bench::forwarding;
+use natm_switchd::bench::{forwarding, switch_capacity};
 
 #[test]
 fn a_small_forwarding_run_moves_every_cell() {
@@ -12,6 +12,27 @@ fn a_small_forwarding_run_moves_every_cell() {
     assert!(r.steps > 0);
     assert!(forwarding(0, 64).is_err());
     assert!(forwarding(10, 0).is_err());
+    let c = switch_capacity(3, 64).unwrap();
+    assert_eq!(c.rates.len(), 2, "the first round is a warm-up");
+    assert!(c.median() > 0.0 && c.best() >= c.median());
+    assert!(switch_capacity(0, 64).is_err());
+}
+
+/// `cargo test -p natm-switchd --release --test bench -- --ignored --nocapture`
+#[test]
+#[ignore = "a measurement: run in release"]
+fn switch_capacity_on_one_core() {
+    for batch in [32, 64, 128, 256] {
+        let c = switch_capacity(201, batch).unwrap();
+        println!(
+            "batch {batch:>3}: median {:.1} M cells/s, best {:.1} M cells/s over {} bursts of {} cells (cpu {:?})",
+            c.median() / 1e6,
+            c.best() / 1e6,
+            c.rates.len(),
+            c.burst,
+            c.cpu
+        );
+    }
 }
 
 /// `cargo test -p natm-switchd --release --test bench -- --ignored --nocapture`
