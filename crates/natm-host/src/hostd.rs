@@ -14,7 +14,7 @@
 //!   mistakes never touch another's. Cells from the link are checked once (I.432 HEC
 //!   receiver, one per link), then demultiplexed by VPI/VCI to the adapter owning the VC;
 //!   every adapter's `poll_transmit` output goes to the one link, round robin between
-//!   channels a batch at a time. Cells the link refuses stay with their channel and go
+//!   channels a batch at a time, CBR and VBR channels before UBR ones. Cells the link refuses stay with their channel and go
 //!   first next time; nothing is dropped silently (cells lost when the link fails under
 //!   them are counted).
 //! * **Daemon path**: a VC whose SDUs travel over the socket, copied into hostd's own
@@ -86,7 +86,7 @@ use natm_nic::memfd::MemfdMem;
 use natm_nic::notify::{Waiter, Waker};
 use natm_nic::signal;
 use natm_traffic::cac::{self, Cac, CacConfig};
-use natm_traffic::sched::VcSpec;
+use natm_traffic::sched::{Category, VcSpec};
 use natm_wire::cell::{Cell as WireCell, CellHeader, HecReceiver, HecVerdict, Pti};
 use natm_wire::oam::{Loopback, OamCell, OamFlow, OamRepr};
 use serde::{Deserialize, Serialize};
@@ -1465,8 +1465,8 @@ impl Hostd {
         }
     }
 
-    /// Round robin over the channels, a batch each per turn, until the link is full or
-    /// nobody has cells.
+    /// Round robin over the channels (CBR and VBR ones first), a batch each per turn,
+    /// until the link is full or nobody has cells.
     fn transmit(&mut self) -> bool {
         let mut progress = self.send_oam();
         if self.link.is_none() || !self.oam_out.is_empty() {
@@ -1474,10 +1474,16 @@ impl Hostd {
         }
         let now = self.epoch.elapsed();
         for _ in 0..16 {
-            let order: Vec<u32> = self
-                .ports
-                .range(self.rr..)
-                .chain(self.ports.range(..self.rr))
+            // CBR and VBR channels first (CAC keeps their sum within the link), then UBR;
+            // round robin within each.
+            let rotated = || {
+                self.ports
+                    .range(self.rr..)
+                    .chain(self.ports.range(..self.rr))
+            };
+            let order: Vec<u32> = rotated()
+                .filter(|(_, p)| p.spec.category != Category::Ubr)
+                .chain(rotated().filter(|(_, p)| p.spec.category == Category::Ubr))
                 .map(|(h, _)| *h)
                 .collect();
             let mut any = false;
