@@ -1633,7 +1633,7 @@ impl Hostd {
                 until = until.min(self.epoch.to_std(t));
             }
         }
-        if self.conns.values().any(|c| c.stalled.is_some()) {
+        if !self.oam_out.is_empty() || self.conns.values().any(|c| c.stalled.is_some()) {
             until = until.min(now + Duration::from_micros(100));
         }
         if let Some(t) = self.link.as_ref().and_then(|l| l.next_due()) {
