@@ -7,8 +7,9 @@
 //!   worse is discarded and counted. Idle and unassigned cells (VPI 0, VCI 0) are dropped
 //!   and counted. The port's table maps the header to a *leg* (one direction of a
 //!   cross-connect): a VP leg takes every VCI of its VPI except VCI 3 (the F4 segment flow,
-//!   which ends at the switch); a VC leg takes one VPI/VCI. Cells for no leg are counted as
-//!   unknown VC.
+//!   which ends at the switch); a VC leg takes one VPI/VCI, and VCIs 3 and 4 of a VPI with
+//!   VC legs are that VP's F4 flows, which end at the switch (the VP ends here). Cells for
+//!   no leg are counted as unknown VC.
 //! * **UPC (I.371 §5.4, ATM Forum TM 4.1 §4.5).** A leg with [`Upc::Tag`] or
 //!   [`Upc::Discard`] polices its cells with natm-traffic's
 //!   [`Policer`](natm_traffic::policer::Policer) against its direction's contract (a→b:
@@ -19,7 +20,7 @@
 //! * **Translation.** The output header gets the far end's VPI (and VCI for a VC leg); PTI
 //!   and CLP are kept (but for UPC tagging), a VP leg keeps the VCI, GFC is 0, and the HEC
 //!   is recomputed when the cell leaves.
-//! * **Output (TM 4.1 §5.8, I.371 §7).** Each port has a queue per category with a limit
+//! * **Output (TM 4.1 §5.8 frame discard).** Each port has a queue per category with a limit
 //!   in cells: CBR, rt-VBR and nrt-VBR are FIFOs served in strict priority, and UBR cells
 //!   queue per connection and are served by weighted round robin, `weight` cells per turn.
 //!   AAL5 legs get early and partial packet discard (natm-traffic's
@@ -34,7 +35,7 @@
 //!   OAM cells end here. End-to-end OAM (PTI 101, VCI 4 of a VP leg) is forwarded with the
 //!   connection. While a port is down, every connection whose input it is sends an
 //!   end-to-end AIS cell downstream (F5 PTI 101, or F4 VCI 4 for a VP) at once and then once
-//!   per second (I.610: the AIS of the VP and VC fault management), until the port is up again.
+//!   per second (I.610 VP-AIS and VC-AIS), until the port is up again.
 //! * **CAC.** [`Switch::connect`] admits each direction on its output port with
 //!   natm-traffic's [`Cac`](natm_traffic::cac::Cac) (CBR at PCR, VBR at its equivalent
 //!   bandwidth; UBR books nothing and is limited by [`SwitchConfig::max_connections`]).
