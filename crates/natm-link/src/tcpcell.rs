@@ -52,8 +52,9 @@ pub const BODY_LEN: usize = 52;
 pub const FRAME_LEN: usize = HEADER_LEN + BODY_LEN;
 /// Bytes the write buffer holds before `send_cells` stops taking cells.
 pub const WRITE_BUFFER: usize = 64 * 1024;
-/// Bytes read from the socket at most per read.
-const READ_CHUNK: usize = 64 * 1024;
+/// The read buffer: room for the largest frame atmtcp allows (which must be read whole to
+/// be skipped) and as much again, allocated once.
+const READ_BUFFER: usize = 2 * (HEADER_LEN + 65_535);
 
 /// Appends the frame for `cell` to `out`; `false` (nothing appended) for a cell on VC 0.0.
 pub fn encode_cell(cell: &Cell, out: &mut Vec<u8>) -> bool {
@@ -109,8 +110,10 @@ pub struct TcpCellLink {
     peer: SocketAddr,
     wbuf: Vec<u8>,
     wpos: usize,
+    /// Received bytes: `rbuf[rpos..rend]` are not decoded yet.
     rbuf: Vec<u8>,
     rpos: usize,
+    rend: usize,
     /// Set once the stream has ended or failed: every later call returns it again.
     dead: Option<(io::ErrorKind, String)>,
     counters: TcpCellCounters,
@@ -132,8 +135,9 @@ impl TcpCellLink {
             peer,
             wbuf: Vec::with_capacity(WRITE_BUFFER + FRAME_LEN),
             wpos: 0,
-            rbuf: Vec::with_capacity(READ_CHUNK),
+            rbuf: vec![0; READ_BUFFER],
             rpos: 0,
+            rend: 0,
             dead: None,
             counters: TcpCellCounters::default(),
         })
@@ -194,7 +198,7 @@ impl TcpCellLink {
     fn decode_into(&mut self, buf: &mut [Cell]) -> io::Result<usize> {
         let mut n = 0;
         while n < buf.len() {
-            match wire::decode(&self.rbuf[self.rpos..]) {
+            match wire::decode(&self.rbuf[self.rpos..self.rend]) {
                 Ok(Some((frame, used))) => {
                     match decode_cell(&frame) {
                         Some(cell) => {
@@ -224,17 +228,27 @@ impl TcpCellLink {
 
     /// Reads what the socket has (one read); `Ok(false)` if nothing was there.
     fn fill(&mut self) -> io::Result<bool> {
-        if self.rpos == self.rbuf.len() {
-            self.rbuf.clear();
+        if self.rpos == self.rend {
             self.rpos = 0;
-        } else if self.rpos >= READ_CHUNK {
-            self.rbuf.drain(..self.rpos);
+            self.rend = 0;
+        } else if self.rend == self.rbuf.len() {
+            // What is left is less than one frame (decode_into took every whole one).
+            self.rbuf.copy_within(self.rpos..self.rend, 0);
+            self.rend -= self.rpos;
             self.rpos = 0;
         }
-        let have = self.rbuf.len();
-        self.rbuf.resize(have + READ_CHUNK, 0);
+        if self.rend == self.rbuf.len() {
+            // Cannot happen (the buffer holds two of the largest frames), but a full
+            // buffer must not read as the end of the stream.
+            let text = format!("tcp cell link from {}: read buffer full", self.peer);
+            return Err(self.die(io::ErrorKind::InvalidData, text));
+        }
         let got = loop {
-            match rustix::net::recv(&self.stream, &mut self.rbuf[have..], RecvFlags::empty()) {
+            match rustix::net::recv(
+                &self.stream,
+                &mut self.rbuf[self.rend..],
+                RecvFlags::empty(),
+            ) {
                 Ok((n, _)) => break Ok(n),
                 Err(rustix::io::Errno::INTR) => {}
                 Err(e) => break Err(e),
@@ -242,8 +256,7 @@ impl TcpCellLink {
         };
         match got {
             Ok(0) => {
-                self.rbuf.truncate(have);
-                let pending = have - self.rpos;
+                let pending = self.rend - self.rpos;
                 let text = if pending == 0 {
                     format!("tcp cell link: {} closed the connection", self.peer)
                 } else {
@@ -255,16 +268,12 @@ impl TcpCellLink {
                 Err(self.die(io::ErrorKind::UnexpectedEof, text))
             }
             Ok(n) => {
-                self.rbuf.truncate(have + n);
+                self.rend += n;
                 self.counters.rx_bytes += n as u64;
                 Ok(true)
             }
-            Err(rustix::io::Errno::AGAIN) => {
-                self.rbuf.truncate(have);
-                Ok(false)
-            }
+            Err(rustix::io::Errno::AGAIN) => Ok(false),
             Err(e) => {
-                self.rbuf.truncate(have);
                 let e = io::Error::from(e);
                 let text = format!("tcp cell link from {}: recv: {e}", self.peer);
                 Err(self.die(e.kind(), text))
@@ -274,7 +283,10 @@ impl TcpCellLink {
 
     /// Whether a whole frame waits in the read buffer.
     fn frame_buffered(&self) -> bool {
-        matches!(wire::decode(&self.rbuf[self.rpos..]), Ok(Some(_)) | Err(_))
+        matches!(
+            wire::decode(&self.rbuf[self.rpos..self.rend]),
+            Ok(Some(_)) | Err(_)
+        )
     }
 
     fn poll_socket(&self, flags: PollFlags, timeout: Option<Duration>) -> io::Result<bool> {
@@ -498,15 +510,21 @@ mod tests {
             .iter()
             .for_each(|b| bytes.push(*b));
         wire::encode_data(1, 42, &[0u8; 10], &mut bytes).unwrap();
+        // The largest frame atmtcp allows, twice, then a good cell.
+        wire::encode_data(1, 42, &[9u8; 65_535], &mut bytes).unwrap();
+        wire::encode_data(1, 43, &[8u8; 65_535], &mut bytes).unwrap();
         assert!(encode_cell(&cell(7), &mut bytes));
         // Half a frame more, then the peer closes.
         bytes.extend_from_slice(&[0, 1, 0, 40, 0, 0]);
-        std::io::Write::write_all(&mut raw, &bytes).unwrap();
-        drop(raw);
+        // From another thread: more than a socket buffer may hold before the link reads.
+        let writer = std::thread::spawn(move || {
+            std::io::Write::write_all(&mut raw, &bytes).unwrap();
+        });
         let mut buf = [[0u8; CELL_LEN]; 4];
         let n = link.recv_cells_timeout(&mut buf, T).unwrap();
         assert_eq!(&buf[..n], &[cell(7)]);
-        assert_eq!(link.counters().rx_malformed, 2);
+        assert_eq!(link.counters().rx_malformed, 4);
+        writer.join().unwrap();
         let e = loop {
             match link.recv_cells(&mut buf) {
                 Ok(0) => {
