@@ -184,7 +184,9 @@ impl Management {
     fn read_and_answer(&mut self, i: usize, fabric: &mut Fabric, info: &DaemonInfo<'_>) -> bool {
         let mut busy = false;
         let mut buf = [0u8; 4096];
-        loop {
+        // A budget per call, so a client that writes without pause cannot hold the loop.
+        let mut budget = LINE_LIMIT;
+        while budget > 0 {
             let c = &mut self.clients[i];
             match c.stream.read(&mut buf) {
                 Ok(0) => {
@@ -193,6 +195,7 @@ impl Management {
                 }
                 Ok(n) => {
                     busy = true;
+                    budget = budget.saturating_sub(n);
                     c.input.extend_from_slice(&buf[..n]);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

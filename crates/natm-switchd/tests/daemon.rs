@@ -483,6 +483,15 @@ fn bad_requests_get_errors_naming_them_and_the_connection_stays_usable() {
     let v: Value = serde_json::from_str(&line).unwrap();
     assert_eq!(v["ok"], true);
     assert_eq!(v["ports"].as_array().unwrap().len(), 2);
+    // A line without end is refused and the connection closed.
+    let _ = w.write_all(&vec![b'x'; 100 << 10]);
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    assert!(line.contains("longer than"), "{line}");
+    let mut rest = String::new();
+    assert_eq!(r.read_line(&mut rest).unwrap_or(0), 0, "closed: {rest}");
+    // Others are still served.
+    assert_eq!(d.ask(json!({"op": "status"}))["ok"], true);
     d.stop();
 }
 
