@@ -18,6 +18,10 @@
 //! reason (VC in use, reserved VCI, admission control), the link being down, the channel
 //! being revoked (closed, or hostd gone), nothing ready, a timeout, an SDU too long.
 //!
+//! A blocked call also ends when hostd goes away without revoking (killed): a waiting
+//! direct-path call looks at the socket every 50 ms and returns [`Error::Revoked`]. A
+//! send that finds a free buffer does not wait and does not look.
+//!
 //! What it is not: no switched VCs (no signalling yet), no async API; a [`Vc`] in
 //! [`Notify::Signal`] mode must be used on the thread that opened it (the signal goes to
 //! that thread).
@@ -100,7 +104,7 @@ use natm_host::proto::{
 };
 use natm_nic::channel::{AppEnd, BufferId, Channel, ChannelState, PollError};
 use natm_nic::memfd::MemfdMem;
-use natm_nic::notify::{AdaptivePolicy, Waiter, check_eventfd};
+use natm_nic::notify::{AdaptivePolicy, WaitOutcome, Waiter, check_eventfd};
 use natm_nic::signal;
 use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, recvmsg};
 
@@ -379,6 +383,9 @@ fn lock(c: &Mutex<Conn>) -> MutexGuard<'_, Conn> {
     c.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// How often a waiting direct-path call looks whether hostd is still there.
+const DAEMON_CHECK: Duration = Duration::from_millis(50);
+
 /// The longest a daemon-path receive holds the host's connection in one wait.
 const RECV_SLICE: Duration = Duration::from_millis(10);
 
@@ -476,7 +483,8 @@ impl Host {
         };
         if opts.path == DataPath::Direct {
             // From here on, a failure closes the VC again (Vc's Drop).
-            vc.direct = Some(Direct::attach(fds, opts.notify, receiver, buffers)?);
+            let daemon = lock(&self.conn).stream.try_clone()?;
+            vc.direct = Some(Direct::attach(daemon, fds, opts.notify, receiver, buffers)?);
         }
         Ok(vc)
     }
@@ -526,10 +534,14 @@ struct Direct {
     ready: VecDeque<(BufferId, usize)>,
     /// A transmission failed because the link was down; reported by the next send.
     tx_link_down: bool,
+    /// The connection to hostd, watched while waiting: if hostd dies it cannot mark the
+    /// channel revoked, but its end of the socket closes.
+    daemon: UnixStream,
 }
 
 impl Direct {
     fn attach(
+        daemon: UnixStream,
         fds: Vec<OwnedFd>,
         notify: Notify,
         receiver: Option<signal::Receiver>,
@@ -576,7 +588,20 @@ impl Direct {
             free_tx: (rx..count).rev().map(BufferId).collect(),
             ready: VecDeque::new(),
             tx_link_down: false,
+            daemon,
         })
+    }
+
+    /// Whether hostd's end of the socket is closed (hostd exited or was killed).
+    fn daemon_gone(&self) -> bool {
+        use rustix::event::{PollFd, PollFlags};
+        let mut pfd = [PollFd::new(&self.daemon, PollFlags::RDHUP)];
+        match rustix::event::poll(&mut pfd, Some(&rustix::event::Timespec::default())) {
+            Ok(n) if n > 0 => pfd[0]
+                .revents()
+                .intersects(PollFlags::HUP | PollFlags::RDHUP | PollFlags::ERR),
+            _ => false,
+        }
     }
 
     fn state(&self) -> Result<(), Error> {
@@ -622,9 +647,13 @@ impl Direct {
                 }
                 left
             }
-            None => Duration::from_secs(3600),
+            None => DAEMON_CHECK,
         };
-        self.waiter.wait(&mut self.app, left)?;
+        // In slices: between them, a hostd that died without revoking is noticed.
+        let out = self.waiter.wait(&mut self.app, left.min(DAEMON_CHECK))?;
+        if out == WaitOutcome::TimedOut && self.daemon_gone() {
+            return Err(Error::Revoked);
+        }
         Ok(true)
     }
 
