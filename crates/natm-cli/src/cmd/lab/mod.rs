@@ -41,6 +41,23 @@ pub enum LabCommand {
     Status(StatusArgs),
     /// Stop the lab's daemons and remove its runtime directory.
     Down(DirArgs),
+    /// Stop one daemon and start it again from the same configuration.
+    Restart(RestartArgs),
+}
+
+/// Options of `natm lab restart`.
+#[derive(Args, Debug)]
+pub struct RestartArgs {
+    /// The switch or host to restart.
+    pub node: String,
+    /// Kill it with SIGKILL (a crash) instead of stopping it with SIGTERM.
+    #[arg(long)]
+    pub kill: bool,
+    /// Milliseconds to wait before starting it again.
+    #[arg(long, default_value_t = 0)]
+    pub pause_ms: u64,
+    #[command(flatten)]
+    pub dir: DirArgs,
 }
 
 /// Where the lab lives.
@@ -127,6 +144,7 @@ pub fn run(command: LabCommand) -> CmdResult {
     match command {
         LabCommand::Up(args) => up(args),
         LabCommand::Status(args) => status(args),
+        LabCommand::Restart(args) => restart(args),
         LabCommand::Down(args) => down(&runtime_dir(args.dir.as_deref())).map(|stopped| {
             println!("lab down: stopped {stopped} daemon(s)");
         }),
@@ -245,33 +263,9 @@ fn up(args: UpArgs) -> CmdResult {
             (topology::host_config(&topo, name, &dir, &addrs), "hostd")
         };
         let config = topology::path_in(&dir, name, ".toml");
-        let log = topology::path_in(&dir, name, ".log");
-        let socket = topology::path_in(&dir, name, ".sock");
         fs::write(&config, config_text)
             .map_err(|e| CliError::failure(format!("{}: {e}", config.display())))?;
-        let log_file = fs::File::create(&log)
-            .map_err(|e| CliError::failure(format!("{}: {e}", log.display())))?;
-        let log_err = log_file
-            .try_clone()
-            .map_err(|e| CliError::failure(format!("{}: {e}", log.display())))?;
-        let mut child = Command::new(&exe)
-            .arg(verb)
-            .arg("--config")
-            .arg(&config)
-            .stdin(Stdio::null())
-            .stdout(log_file)
-            .stderr(log_err)
-            .process_group(0)
-            .spawn()
-            .map_err(|e| CliError::failure(format!("cannot start {name}: {e}")))?;
-        let daemon = Daemon {
-            name: name.to_string(),
-            role: role.to_string(),
-            pid: child.id() as i32,
-            socket,
-            config,
-            log,
-        };
+        let (daemon, mut child) = spawn(&exe, &dir, name, role, verb)?;
         state.daemons.push(daemon.clone());
         write_state(&state)?;
         if let Err(e) = wait_ready(&daemon, &mut child, Duration::from_secs(10)) {
@@ -298,6 +292,102 @@ fn up(args: UpArgs) -> CmdResult {
     }
     println!("PVCs: {}", summarize_pvcs(&topo));
     println!("try: natm ping 0.100   natm perf rr   natm stat   natm lab down");
+    Ok(())
+}
+
+/// Starts one daemon from its configuration file in the runtime directory; its output
+/// goes to `NAME.log` (appended, so a restart keeps the earlier run's lines).
+fn spawn(
+    exe: &Path,
+    dir: &Path,
+    name: &str,
+    role: &str,
+    verb: &str,
+) -> Result<(Daemon, std::process::Child), CliError> {
+    let config = topology::path_in(dir, name, ".toml");
+    let log = topology::path_in(dir, name, ".log");
+    let socket = topology::path_in(dir, name, ".sock");
+    let log_file = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .map_err(|e| CliError::failure(format!("{}: {e}", log.display())))?;
+    let log_err = log_file
+        .try_clone()
+        .map_err(|e| CliError::failure(format!("{}: {e}", log.display())))?;
+    let child = Command::new(exe)
+        .arg(verb)
+        .arg("--config")
+        .arg(&config)
+        .stdin(Stdio::null())
+        .stdout(log_file)
+        .stderr(log_err)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| CliError::failure(format!("cannot start {name}: {e}")))?;
+    let daemon = Daemon {
+        name: name.to_string(),
+        role: role.to_string(),
+        pid: child.id() as i32,
+        socket,
+        config,
+        log,
+    };
+    Ok((daemon, child))
+}
+
+/// `natm lab restart NODE`: stops one daemon (SIGKILL with `--kill`, as a crash would) and
+/// starts it again from the same configuration; the others keep running.
+fn restart(args: RestartArgs) -> CmdResult {
+    let dir = runtime_dir(args.dir.dir.as_deref());
+    let mut state = load_state(&dir)?;
+    let Some(i) = state.daemons.iter().position(|d| d.name == args.node) else {
+        let names: Vec<&str> = state.daemons.iter().map(|d| d.name.as_str()).collect();
+        return Err(CliError::usage(format!(
+            "{}: the lab's nodes are {}",
+            args.node,
+            names.join(", ")
+        )));
+    };
+    let old = state.daemons[i].clone();
+    if is_our_daemon(old.pid, &old.config)
+        && let Some(pid) = rustix::process::Pid::from_raw(old.pid)
+    {
+        let sig = if args.kill {
+            rustix::process::Signal::KILL
+        } else {
+            rustix::process::Signal::TERM
+        };
+        let _ = rustix::process::kill_process(pid, sig);
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while is_our_daemon(old.pid, &old.config) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if is_our_daemon(old.pid, &old.config) {
+            return Err(CliError::failure(format!(
+                "{} (pid {}) did not stop",
+                old.name, old.pid
+            )));
+        }
+    }
+    // A killed daemon leaves its socket file behind; the new one must not connect to it.
+    let _ = fs::remove_file(&old.socket);
+    std::thread::sleep(Duration::from_millis(args.pause_ms));
+    let exe = std::env::current_exe()
+        .map_err(|e| CliError::failure(format!("cannot find the natm binary: {e}")))?;
+    let verb = if old.role == "switch" {
+        "switchd"
+    } else {
+        "hostd"
+    };
+    let (daemon, mut child) = spawn(&exe, &dir, &old.name, &old.role, verb)?;
+    state.daemons[i] = daemon.clone();
+    write_state(&state)?;
+    wait_ready(&daemon, &mut child, Duration::from_secs(10))?;
+    println!(
+        "{} restarted: pid {} -> {}",
+        daemon.name, old.pid, daemon.pid
+    );
     Ok(())
 }
 

@@ -1,0 +1,278 @@
+//! The network with its real daemons (`natm lab up`): data end to end through the switch
+//! on every link kind, a switch restart survived by the hosts, and an application killed
+//! with SIGKILL leaving nothing behind.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{natm, stderr, stdout};
+use natm::{DataPath, Error, Host, Notify, VcOptions};
+use serde_json::Value;
+
+struct Lab(PathBuf);
+
+impl Lab {
+    fn up(tag: &str, topology: Option<&str>) -> Lab {
+        let dir = std::env::temp_dir().join(format!("natm-net-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let lab = Lab(dir);
+        let mut args = vec!["lab", "up", "--rate", "unlimited", "--dir", lab.arg()];
+        let topo = lab.0.with_extension("toml");
+        if let Some(t) = topology {
+            std::fs::write(&topo, t).expect("write topology");
+            args.extend(["--topology", topo.to_str().expect("utf-8")]);
+        }
+        let o = natm(&args);
+        assert!(o.status.success(), "lab up: {}", stderr(&o));
+        lab
+    }
+    fn arg(&self) -> &str {
+        self.0.to_str().expect("utf-8 temp dir")
+    }
+    fn host(&self, name: &str) -> Host {
+        Host::connect_path(self.0.join(format!("{name}.sock"))).expect("host answers")
+    }
+    fn stat(&self) -> Value {
+        let o = natm(&["stat", "--json", "--dir", self.arg()]);
+        assert!(o.status.success(), "stat: {}", stderr(&o));
+        serde_json::from_str(&stdout(&o)).expect("stat JSON")
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = natm(&["lab", "down", "--dir", self.arg()]);
+        let _ = std::fs::remove_dir_all(&self.0);
+        let _ = std::fs::remove_file(self.0.with_extension("toml"));
+    }
+}
+
+fn open(host: &Host, vc: &str, qos: &str) -> natm::Vc {
+    host.open(
+        VcOptions::new(vc.parse().expect("vc"))
+            .qos(qos.parse().expect("qos"))
+            .notify(Notify::Adaptive)
+            .path(DataPath::Direct),
+    )
+    .expect("open")
+}
+
+/// A deterministic SDU of `n` bytes, different for every (n, seed).
+fn sdu(n: usize, seed: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[1] ^ seed)
+        .collect()
+}
+
+fn exchange(a: &mut natm::Vc, b: &mut natm::Vc, what: &str) {
+    let mut buf = vec![0u8; 65_535];
+    for (k, n) in [1, 40, 48, 49, 1500, 9180, 65_535].into_iter().enumerate() {
+        let m = sdu(n, k as u8);
+        a.send(&m).expect("send a→b");
+        let got = b
+            .recv_timeout(&mut buf, Duration::from_secs(5))
+            .unwrap_or_else(|e| panic!("{what}: {n} bytes a→b: {e}"));
+        assert!(buf[..got] == m[..], "{what}: {n} bytes a→b differ");
+        b.send(&m[..n / 2 + 1]).expect("send b→a");
+        let got = a
+            .recv_timeout(&mut buf, Duration::from_secs(5))
+            .unwrap_or_else(|e| panic!("{what}: {n} bytes b→a: {e}"));
+        assert!(
+            buf[..got] == m[..n / 2 + 1],
+            "{what}: {} bytes b→a differ",
+            n / 2 + 1
+        );
+    }
+}
+
+#[test]
+fn sdus_cross_the_switch_byte_exact_on_every_link_kind() {
+    let lab = Lab::up(
+        "kinds",
+        Some(
+            r#"
+            switch = [{ name = "s1" }]
+            host = [{ name = "a" }, { name = "b" }, { name = "c" }]
+            link = [
+                { a = "a", b = "s1", kind = "shm" },
+                { a = "b", b = "s1", kind = "udp" },
+                { a = "c", b = "s1", kind = "tcp" },
+            ]
+            pvc = [
+                { a = "a", b = "b", vc = "0.100" },
+                { a = "b", b = "c", vc = "0.101" },
+                { a = "c", b = "a", vc = "0.102" },
+            ]
+            "#,
+        ),
+    );
+    let (a, b, c) = (lab.host("a"), lab.host("b"), lab.host("c"));
+    let mut ab = (open(&a, "0.100", "ubr"), open(&b, "0.100", "ubr"));
+    exchange(&mut ab.0, &mut ab.1, "shm ↔ udp");
+    let mut bc = (open(&b, "0.101", "ubr"), open(&c, "0.101", "ubr"));
+    exchange(&mut bc.0, &mut bc.1, "udp ↔ tcp");
+    let mut ca = (open(&c, "0.102", "ubr"), open(&a, "0.102", "ubr"));
+    exchange(&mut ca.0, &mut ca.1, "tcp ↔ shm");
+
+    // The switch counted the cells of each cross-connect, and dropped none.
+    let stat = lab.stat();
+    let xcs = stat["switches"][0]["status"]["connections"]
+        .as_array()
+        .expect("connections");
+    assert_eq!(xcs.len(), 3);
+    for x in xcs {
+        for dir in ["a_to_b", "b_to_a"] {
+            assert!(x[dir]["cells_out"].as_u64() > Some(700), "{x}");
+            assert_eq!(x[dir]["dropped"].as_u64(), Some(0), "{x}");
+        }
+    }
+}
+
+#[test]
+fn hosts_survive_a_switch_restart() {
+    let lab = Lab::up("restart", None);
+    let (h1, h2) = (lab.host("h1"), lab.host("h2"));
+    let mut a = open(&h1, "0.100", "ubr");
+    let mut b = open(&h2, "0.100", "ubr");
+    let mut buf = [0u8; 100];
+    a.send(b"before").expect("send");
+    assert_eq!(
+        b.recv_timeout(&mut buf, Duration::from_secs(5))
+            .expect("recv"),
+        6
+    );
+
+    // Crash the switch and keep it away for a while: a blocked receive ends with an error.
+    let restarter = {
+        let dir = lab.0.clone();
+        std::thread::spawn(move || {
+            natm(&[
+                "lab",
+                "restart",
+                "s1",
+                "--kill",
+                "--pause-ms",
+                "700",
+                "--dir",
+                dir.to_str().expect("utf-8"),
+            ])
+        })
+    };
+    let started = Instant::now();
+    let err = b
+        .recv_timeout(&mut buf, Duration::from_secs(10))
+        .expect_err("no data can arrive while the switch is down");
+    assert!(matches!(err, Error::LinkDown), "got {err:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the error came late"
+    );
+    let o = restarter.join().expect("restart thread");
+    assert!(o.status.success(), "lab restart: {}", stderr(&o));
+
+    // The PVCs came back with the switch: the same VCs carry data again.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let _ = a.send(b"after");
+        match b.recv_timeout(&mut buf, Duration::from_millis(200)) {
+            Ok(n) => {
+                assert_eq!(&buf[..n], b"after");
+                break;
+            }
+            Err(e) => assert!(Instant::now() < deadline, "no data after the restart: {e}"),
+        }
+    }
+}
+
+/// Not a test on its own: the application the next test kills (run as a child process).
+#[test]
+fn child_application() {
+    let Ok(socket) = std::env::var("NATM_TEST_APP_SOCKET") else {
+        return;
+    };
+    let host = Host::connect_path(socket).expect("hostd");
+    let mut vc = open(&host, "0.100", "cbr:pcr=10000");
+    println!("ready {}", vc.handle());
+    let m = vec![7u8; 9000];
+    loop {
+        let _ = vc.send(&m);
+    }
+}
+
+fn memfds(pid: u64) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| {
+                    std::fs::read_link(e.path())
+                        .is_ok_and(|t| t.to_string_lossy().starts_with("/memfd:"))
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn an_application_killed_mid_transfer_leaves_nothing_behind() {
+    let lab = Lab::up("kill", None);
+    let h1 = lab.host("h1");
+    let hostd_pid = u64::from(h1.status().expect("status").pid);
+    let memfds_before = memfds(hostd_pid);
+    let mut child = Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "child_application",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env("NATM_TEST_APP_SOCKET", lab.0.join("h1.sock"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("child runs");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let ready = lines
+        .find_map(|l| l.ok().filter(|l| l.contains("ready ")))
+        .expect("the child opened its VC");
+    // libtest prints the test's name on the same line first.
+    assert!(ready.ends_with(|c: char| c.is_ascii_digit()), "{ready}");
+    std::thread::sleep(Duration::from_millis(200));
+    let s = h1.status().expect("status");
+    assert_eq!(s.channels.len(), 1, "{s:?}");
+    assert!(
+        s.channels[0].counters.sdus_sent > 0,
+        "the child was sending"
+    );
+    assert!(s.cac.cbr > 0, "its CBR reservation is booked: {:?}", s.cac);
+
+    child.kill().expect("SIGKILL");
+    let killed = Instant::now();
+    let _ = child.wait();
+    loop {
+        let s = h1.status().expect("status");
+        if s.channels.is_empty() && s.cac.cbr == 0 {
+            break;
+        }
+        assert!(
+            killed.elapsed() < Duration::from_millis(100),
+            "not reclaimed within 100 ms: {s:?}"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // What `natm stat --json` shows, and hostd's memfds back where they were.
+    let stat = lab.stat();
+    let h1_stat = &stat["hosts"][0]["status"];
+    assert_eq!(
+        h1_stat["channels"].as_array().map(Vec::len),
+        Some(0),
+        "{stat}"
+    );
+    assert_eq!(memfds(hostd_pid), memfds_before);
+    // Another application can have the VC now.
+    let _vc = open(&h1, "0.100", "cbr:pcr=10000");
+    assert!(Path::new(&lab.0).exists());
+}
