@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use libfuzzer_sys::fuzz_target;
 use natm_adapter::{
     Adapter, AdapterConfig, BufferId, BufferMemory, Direction, HecCheck, LinkRate, MemoryError,
-    RxVcConfig, Status, VecBuffers,
+    RxVcConfig, Status, UBR_UNSHAPED_PCR, VecBuffers,
 };
 use natm_core::{Duration, Instant, VcId};
 use natm_traffic::sched::VcSpec;
@@ -53,8 +53,15 @@ fn vc(i: u32) -> VcId {
     VcId::uni(1, 32 + i).expect("small VCI")
 }
 
+/// The adapter under test: UBR at 100,000 cells/s (shaped on an unlimited link).
 fn open(a: &mut Adapter, i: u32, max_sdu: usize) {
     let _ = a.open_vc(i, vc(i), VcSpec::ubr(100_000, 1), RxVcConfig::aal5(max_sdu));
+}
+
+/// The peer sends whole SDUs at one instant: UBR without a rate, never shaped.
+fn open_peer(a: &mut Adapter, i: u32, max_sdu: usize) {
+    let spec = VcSpec::ubr(UBR_UNSHAPED_PCR, 1);
+    let _ = a.open_vc(i, vc(i), spec, RxVcConfig::aal5(max_sdu));
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -78,7 +85,7 @@ fuzz_target!(|data: &[u8]| {
     let mut peer = Adapter::new(AdapterConfig::new(1, 1)).expect("valid config");
     for i in 0..VCS {
         open(&mut a, i, 500);
-        open(&mut peer, i, 500);
+        open_peer(&mut peer, i, 500);
     }
     let mut m = Checked {
         mem: VecBuffers::new(BUFFERS, SIZE),

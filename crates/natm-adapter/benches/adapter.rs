@@ -13,7 +13,9 @@ use std::hint::black_box;
 use std::time::Duration as StdDuration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use natm_adapter::{Adapter, AdapterConfig, BufferId, RxVcConfig, Status, VecBuffers};
+use natm_adapter::{
+    Adapter, AdapterConfig, BufferId, RxVcConfig, Status, UBR_UNSHAPED_PCR, VecBuffers,
+};
 use natm_core::{Instant, VcId};
 use natm_traffic::sched::VcSpec;
 use natm_wire::cell::CELL_LEN;
@@ -28,8 +30,14 @@ fn vc() -> VcId {
 
 fn adapter(size: usize) -> Adapter {
     let mut a = Adapter::new(AdapterConfig::new(SDUS, size)).expect("config");
-    a.open_vc(1, vc(), VcSpec::ubr(1_000_000, 1), RxVcConfig::aal5(size))
-        .expect("open");
+    // UBR without a rate of its own: the unlimited link's unshaped burst path.
+    a.open_vc(
+        1,
+        vc(),
+        VcSpec::ubr(UBR_UNSHAPED_PCR, 1),
+        RxVcConfig::aal5(size),
+    )
+    .expect("open");
     a
 }
 

@@ -1,12 +1,13 @@
 //! The adapter: configuration, per-VC state, the transmit and receive paths.
 
-use alloc::collections::VecDeque;
+use alloc::collections::{BTreeSet, VecDeque};
 use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt;
 
 use natm_core::{Duration, HeaderFormat, Instant, VcId, Vci};
-use natm_traffic::policer::{Policer, Verdict};
+use natm_traffic::gcra::{Gcra, GcraError, GcraParams};
+use natm_traffic::policer::{ContractError, Policer, Verdict};
 use natm_traffic::sched::{Category, SchedError, Scheduler, VcHandle, VcSpec};
 use natm_wire::aal5::{MAX_SDU, TRAILER_LEN, cell_count};
 use natm_wire::cell::{
@@ -24,6 +25,9 @@ const STAGE_BYTES: usize = STAGE_CELLS * PAYLOAD_LEN;
 pub const MAX_BUFFERS: u32 = 1 << 24;
 /// The most VCs an adapter may be configured for.
 pub const MAX_VCS: usize = 1 << 16;
+/// A UBR VC whose PCR is at least this many cells/s (natm-traffic's fastest link: no link
+/// can carry more) has no rate of its own: on an unlimited link it is not shaped.
+pub const UBR_UNSHAPED_PCR: u32 = 1_000_000_000;
 /// "No slot" in the intrusive timer list and the stage.
 const NIL: u32 = u32::MAX;
 /// Refusals of posts that transfer no buffer (unknown or already held ids) waiting to be
@@ -33,7 +37,9 @@ const REFUSALS_MAX: usize = 1024;
 /// The link's cell rate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LinkRate {
-    /// No line rate (a memory ring): VCs are served round robin, a burst at a time.
+    /// No line rate (a memory ring): a VC with a finite contract is shaped to it (one cell
+    /// at a time, when its GCRAs allow); the others (UBR at [`UBR_UNSHAPED_PCR`] or more)
+    /// are served round robin, a burst at a time.
     Unlimited,
     /// Cells per second, 1..=10⁹: every cell goes through the scheduler.
     CellsPerSecond(u32),
@@ -430,8 +436,13 @@ struct Vc {
     tx_next: u32,
     tx_crc: Crc32,
     sched: Option<VcHandle>,
+    /// Unlimited links: the VC's own shaper, unless it has no rate (see [`UBR_UNSHAPED_PCR`]).
+    shaper: Option<Shaper>,
+    /// The key of a shaped VC in `Adapter::shaped` while `in_ring`.
+    due: Instant,
     /// Scheduler backlog not backed by cells (an SDU cut short by a read fault).
     sched_excess: u64,
+    /// Backlogged on an unlimited link: in the ring, or (shaped) in `Adapter::shaped`.
     in_ring: bool,
     max_sdu: usize,
     /// Cells of the longest SDU that fits both max_sdu and the receive buffer.
@@ -443,6 +454,54 @@ struct Vc {
     t_next: u32,
     timed: bool,
     counters: VcCounters,
+}
+
+/// The shaper of one VC on an unlimited link, at CDVT 0 (as natm-traffic's scheduler
+/// shapes on a rated one): a cell leaves only at an instant where GCRA(1/PCR, 0) and, for
+/// VBR, GCRA(1/SCR, BT) both conform, and is recorded in both.
+#[derive(Clone, Copy, Debug)]
+struct Shaper {
+    peak: Gcra,
+    sustainable: Option<Gcra>,
+}
+
+impl Shaper {
+    /// The shaper of `spec`, or `None` for a UBR VC without a rate of its own.
+    fn of(spec: &VcSpec) -> Result<Option<Shaper>, GcraError> {
+        let (pcr, scr, mbs) = (spec.pcr, spec.scr, spec.mbs);
+        let sustainable = match spec.category {
+            Category::Ubr if pcr >= UBR_UNSHAPED_PCR => return Ok(None),
+            Category::Cbr | Category::Ubr => None,
+            Category::RtVbr | Category::NrtVbr => Some(Gcra::new(GcraParams::sustainable(
+                pcr,
+                scr,
+                mbs,
+                Duration::ZERO,
+            )?)),
+        };
+        Ok(Some(Shaper {
+            peak: Gcra::new(GcraParams::peak(pcr, Duration::ZERO)?),
+            sustainable,
+        }))
+    }
+
+    /// The earliest instant the next cell may leave. After a cell recorded at `t` it is
+    /// after `t` (1/PCR is at least 1 ns).
+    fn due(&self) -> Instant {
+        let p = self.peak.next_conforming();
+        match &self.sustainable {
+            Some(s) => p.max(s.next_conforming()),
+            None => p,
+        }
+    }
+
+    /// A cell left at `now` (not before [`due`](Self::due)).
+    fn record(&mut self, now: Instant) {
+        self.peak.record(now);
+        if let Some(s) = &mut self.sustainable {
+            s.record(now);
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -472,8 +531,10 @@ pub struct Adapter {
     sched: Option<Scheduler>,
     /// Scheduler handle index → slot.
     sched_slots: Vec<u32>,
-    /// Unlimited links: backlogged slots in round-robin order.
+    /// Unlimited links: backlogged unshaped slots in round-robin order.
     ring: VecDeque<u32>,
+    /// Unlimited links: backlogged shaped slots by the instant each may send next.
+    shaped: BTreeSet<(Instant, u32)>,
     tx_queued: usize,
     buffers: Vec<BufState>,
     rx_free: Vec<BufferId>,
@@ -523,6 +584,7 @@ impl Adapter {
             sched,
             sched_slots: Vec::new(),
             ring: VecDeque::new(),
+            shaped: BTreeSet::new(),
             tx_queued: 0,
             buffers: vec![BufState::App; config.buffers as usize],
             rx_free: Vec::new(),
@@ -628,6 +690,11 @@ impl Adapter {
                 })
         };
         let (header, last_header) = (header(false)?, header(true)?);
+        let shaper = match &self.sched {
+            Some(_) => None,
+            None => Shaper::of(&tx)
+                .map_err(|e| OpenError::Tx(SchedError::Contract(ContractError::Gcra(e))))?,
+        };
         let sched = match &mut self.sched {
             Some(s) => Some(s.add_vc(tx).map_err(OpenError::Tx)?),
             None => {
@@ -651,6 +718,8 @@ impl Adapter {
             tx_next: 0,
             tx_crc: Crc32::new(),
             sched,
+            shaper,
+            due: Instant::ZERO,
             sched_excess: 0,
             in_ring: false,
             max_sdu: rx.max_sdu,
@@ -714,7 +783,11 @@ impl Adapter {
             self.sched_slots[h.index()] = NIL;
         }
         if vc.in_ring {
-            self.ring.retain(|&s| s != slot);
+            if vc.shaper.is_some() {
+                self.shaped.remove(&(vc.due, slot));
+            } else {
+                self.ring.retain(|&s| s != slot);
+            }
         }
         self.free_slots.push(slot);
         self.open -= 1;
@@ -815,7 +888,13 @@ impl Adapter {
             _ => {
                 if !vc.in_ring {
                     vc.in_ring = true;
-                    self.ring.push_back(slot);
+                    match &vc.shaper {
+                        Some(shaper) => {
+                            vc.due = shaper.due();
+                            self.shaped.insert((vc.due, slot));
+                        }
+                        None => self.ring.push_back(slot),
+                    }
                 }
             }
         }
@@ -858,13 +937,15 @@ impl Adapter {
     }
 
     /// The earliest time something is due: a cell may be sent (now, on an unlimited link
-    /// with a backlog), or a reassembly deadline. `None`: nothing until the next input.
+    /// with an unshaped backlog; when the first backlogged shaped VC's contract lets it
+    /// send), or a reassembly deadline. `None`: nothing until the next input.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let tx = match &self.sched {
             // The scheduler's clock only moves in poll_transmit: never report a time
             // before the latest `now` the adapter has seen.
             Some(s) => s.poll_timeout().map(|t| t.max(self.now)),
-            None => (!self.ring.is_empty()).then_some(self.now),
+            None if !self.ring.is_empty() => Some(self.now),
+            None => self.shaped.first().map(|&(due, _)| due.max(self.now)),
         };
         let rx = match self.timer_head {
             NIL => None,
@@ -898,8 +979,10 @@ impl Adapter {
     // ---------------------------------------------------------------- transmit
 
     /// Fill `out` with the cells that may be sent at `now`, reading the SDUs from `mem`;
-    /// returns how many. On an unlimited link, as many as are queued and fit; on a rated
-    /// link, at most one per link slot (usually one per call).
+    /// returns how many. On an unlimited link, first one cell of each shaped VC its
+    /// contract lets send at `now` (earliest due first), then as many cells of the unshaped
+    /// VCs as are queued and fit; on a rated link, at most one per link slot (usually one
+    /// per call).
     pub fn poll_transmit<M: BufferMemory + ?Sized>(
         &mut self,
         now: Instant,
@@ -917,6 +1000,9 @@ impl Adapter {
                 n += self.emit(slot, mem, &mut out[n..n + 1]);
             }
         } else {
+            if !self.shaped.is_empty() {
+                n = self.transmit_shaped(now, mem, out);
+            }
             while n < out.len() {
                 let Some(slot) = self.ring.pop_front() else {
                     break;
@@ -931,6 +1017,44 @@ impl Adapter {
             }
         }
         self.counters.cells_out += n as u64;
+        n
+    }
+
+    /// Unlimited link: a cell of each shaped VC due at or before `now`, earliest first.
+    fn transmit_shaped<M: BufferMemory + ?Sized>(
+        &mut self,
+        now: Instant,
+        mem: &M,
+        out: &mut [[u8; CELL_LEN]],
+    ) -> usize {
+        let mut n = 0;
+        while n < out.len() {
+            let Some(&(due, slot)) = self.shaped.first() else {
+                break;
+            };
+            if due > now {
+                break;
+            }
+            self.shaped.pop_first();
+            // 0 cells only if the head SDU faulted before its first cell: no cell left, so
+            // nothing is recorded and the VC's next SDU may go at once.
+            let sent = self.emit(slot, mem, &mut out[n..n + 1]);
+            n += sent;
+            let vc = self.vc_mut(slot);
+            let Some(shaper) = &mut vc.shaper else {
+                continue;
+            };
+            if sent > 0 {
+                shaper.record(now);
+            }
+            if vc.txq.is_empty() {
+                vc.in_ring = false;
+            } else {
+                vc.due = shaper.due();
+                let key = (vc.due, slot);
+                self.shaped.insert(key);
+            }
+        }
         n
     }
 

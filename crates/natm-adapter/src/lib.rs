@@ -3,8 +3,9 @@
 //!
 //! * **Transmit.** The application posts descriptors (a buffer, a length, a VC handle).
 //!   The adapter queues them per VC, decides which VC sends in each cell slot (natm-traffic's
-//!   [`Scheduler`](natm_traffic::sched::Scheduler) on a link with a rate; round robin a
-//!   burst at a time on an unlimited one), and segments each SDU into AAL5 cells per
+//!   [`Scheduler`](natm_traffic::sched::Scheduler) on a link with a rate; on an unlimited
+//!   one, each VC's own GCRA shaper, or round robin a burst at a time for UBR VCs without
+//!   a rate), and segments each SDU into AAL5 cells per
 //!   I.363.5 §10 (CPCS-PDU: SDU, pad, trailer with CPCS-UU 0, CPI 0, Length and CRC-32; PTI
 //!   SDU-type 1 on the last cell; HEC per I.432 filled) straight from the application's
 //!   buffer, through [`BufferMemory::read`]. A descriptor's buffer comes back as a
@@ -65,9 +66,21 @@
 //!   the call returns. Per-cell 48-byte CRC updates would take natm-wire's table path
 //!   (below its 128-byte carry-less threshold); that alternative and other stage sizes were
 //!   not measured. Nothing is staged between calls.
-//! * **Unlimited links** have no line rate to share, so no scheduler: backlogged VCs are
-//!   served round robin, a burst of up to [`STAGE_CELLS`] cells of one SDU per turn. Their
-//!   [`VcSpec`](natm_traffic::sched::VcSpec) is checked but not enforced.
+//! * **Unlimited links** have no line rate to share, so no scheduler, but a contract with a
+//!   finite rate still holds: every VC with one (CBR PCR; VBR PCR, SCR and MBS; UBR with a
+//!   PCR below [`UBR_UNSHAPED_PCR`]) is shaped at CDVT 0 as the scheduler would shape it
+//!   (TM 4.1 §4.4.3, I.371 §4.4.3.2): one cell at a time, only at an instant where its
+//!   GCRA(1/PCR, 0) and, for VBR, GCRA(1/SCR, BT) conform, so its output passes a CDVT-0
+//!   UPC for its contract. Shaped VCs wait in a set ordered by the instant they may send
+//!   next (natm-traffic's `Gcra::next_conforming`), which
+//!   [`poll_timeout`](Adapter::poll_timeout) reports; a shaped VC called late loses the
+//!   slot (no catching up: that would be a burst above PCR). Those due go first in each
+//!   [`poll_transmit`](Adapter::poll_transmit); then UBR VCs without a rate share the rest
+//!   round robin, a burst of up to [`STAGE_CELLS`] cells of one SDU per turn, untouched by
+//!   any shaper (that path costs one emptiness check more than before shaping existed).
+//!   The alternative of running the scheduler at a large virtual link rate was not taken:
+//!   a virtual rate is either a cap the link does not have or so fine that every cell pays
+//!   the wheel.
 //! * **Rated links** ask the scheduler for each cell: at most one cell per link slot, leaving
 //!   within the slot of `now` (the scheduler's `Transmit::at`, a few ns later at most). A
 //!   batch therefore usually holds one cell; the next comes at `poll_timeout`.
@@ -96,7 +109,7 @@ mod tests;
 pub use adapter::Completion;
 pub use adapter::{
     Adapter, AdapterConfig, ConfigError, Counters, Direction, Event, HecCheck, LinkRate,
-    MAX_BUFFERS, MAX_VCS, OamKind, OpenError, RxVcConfig, STAGE_CELLS, Status, UnknownHandle,
-    VcCounters,
+    MAX_BUFFERS, MAX_VCS, OamKind, OpenError, RxVcConfig, STAGE_CELLS, Status, UBR_UNSHAPED_PCR,
+    UnknownHandle, VcCounters,
 };
 pub use memory::{BufferId, BufferMemory, MemoryError, VecBuffers};

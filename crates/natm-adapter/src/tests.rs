@@ -16,7 +16,8 @@ use crate::*;
 
 pub(crate) const T0: Instant = Instant::from_nanos(1_000_000);
 pub(crate) const TIMEOUT: Duration = Duration::from_millis(10);
-pub(crate) const UBR: VcSpec = VcSpec::ubr(1_000_000, 1);
+/// UBR without a rate of its own: unshaped on an unlimited link.
+pub(crate) const UBR: VcSpec = VcSpec::ubr(UBR_UNSHAPED_PCR, 1);
 
 /// Buffer memory that checks every access against what the test has handed the adapter:
 /// reads only of buffers posted for transmit, writes only of buffers posted for receive.
@@ -403,15 +404,160 @@ fn test_unlimited_round_robin_bursts() {
     post_tx(&mut a, &mut m, 0, &sdu(4000, 1), 10);
     post_tx(&mut a, &mut m, 1, &sdu(4000, 2), 11);
     let got = drain(&mut a, &m, T0, 1000);
-    let vci = |c: &[u8; CELL_LEN]| (u16::from(c[2]) << 4 | u16::from(c[3]) >> 4) - 32;
-    let order: Vec<u16> = got.iter().map(vci).collect();
+    let order: Vec<u16> = got.iter().map(vc_index).collect();
     // Turns of STAGE_CELLS cells alternate.
     assert!(order[..STAGE_CELLS].iter().all(|&v| v == 0));
     assert!(order[STAGE_CELLS..2 * STAGE_CELLS].iter().all(|&v| v == 1));
     let (a0, a1): (Vec<[u8; CELL_LEN]>, Vec<[u8; CELL_LEN]>) =
-        got.iter().partition(|c| vci(c) == 0);
+        got.iter().partition(|c| vc_index(c) == 0);
     assert_eq!(a0, cells(vc(0), &sdu(4000, 1)));
     assert_eq!(a1, cells(vc(1), &sdu(4000, 2)));
+}
+
+/// VCI − 32 of a cell (the test VCs are 1.32, 1.33, …).
+fn vc_index(c: &[u8; CELL_LEN]) -> u16 {
+    (u16::from(c[2]) << 4 | u16::from(c[3]) >> 4) - 32
+}
+
+#[test]
+fn test_unlimited_cbr_leaves_at_exactly_its_pcr() {
+    // cbr:pcr=10000 on an unlimited link: one cell every 100 µs, not a burst.
+    let mut a = Adapter::new(config()).unwrap();
+    a.open_vc(10, vc(0), VcSpec::cbr(10_000), RxVcConfig::aal5(4096))
+        .unwrap();
+    let mut m = Checked::new(16, 4096);
+    let (d0, d1) = (sdu(1000, 3), sdu(500, 4));
+    post_tx(&mut a, &mut m, 0, &d0, 10);
+    post_tx(&mut a, &mut m, 1, &d1, 10);
+    let mut out = [[0u8; CELL_LEN]; 64];
+    let mut got = Vec::new();
+    let mut times = Vec::new();
+    while let Some(t) = a.poll_timeout() {
+        // Nothing before it is due.
+        if t > T0 {
+            assert_eq!(
+                a.poll_transmit(Instant::from_nanos(t.as_nanos() - 1), &m, &mut out),
+                0
+            );
+        }
+        let n = a.poll_transmit(t, &m, &mut out);
+        assert_eq!(n, 1, "one cell at {t:?}");
+        got.extend_from_slice(&out[..n]);
+        times.push(t);
+    }
+    let mut want = cells(vc(0), &d0);
+    want.extend(cells(vc(0), &d1));
+    assert_eq!(got, want);
+    assert_eq!(times[0], T0);
+    for w in times.windows(2) {
+        assert_eq!(
+            w[1] - w[0],
+            Duration::from_micros(100),
+            "exactly 1/PCR apart"
+        );
+    }
+    let done = completions(&mut a, &mut m);
+    assert_eq!(done.len(), 2);
+    assert!(done.iter().all(|c| c.status == Status::Ok));
+    // Idle long enough, it may send at once again (no credit beyond one cell).
+    let later = *times.last().unwrap() + Duration::from_secs(1);
+    post_tx(&mut a, &mut m, 2, &sdu(100, 5), 10);
+    assert_eq!(a.poll_transmit(later, &m, &mut out), 1);
+    assert_eq!(a.poll_timeout(), Some(later + Duration::from_micros(100)));
+}
+
+#[test]
+fn test_unlimited_vbr_conforms_while_unshaped_ubr_takes_the_rest() {
+    // nrt-VBR PCR 10,000, SCR 2,500, MBS 8 beside an unshaped UBR VC, both backlogged,
+    // polled every microsecond with room for 4 cells.
+    const MBS: u32 = 8;
+    let spec = VcSpec::nrt_vbr(10_000, 2_500, MBS);
+    let mut a = Adapter::new(AdapterConfig {
+        max_tx_queued: 64,
+        ..AdapterConfig::new(64, 4096)
+    })
+    .unwrap();
+    a.open_vc(10, vc(0), spec, RxVcConfig::aal5(4096)).unwrap();
+    a.open_vc(11, vc(1), UBR, RxVcConfig::aal5(4096)).unwrap();
+    let mut m = Checked::new(64, 4096);
+    for id in 0..32 {
+        post_tx(&mut a, &mut m, id, &sdu(4000, id), 10);
+        post_tx(&mut a, &mut m, 32 + id, &sdu(4000, 100 + id), 11);
+    }
+    let contract = |cdvt| Contract {
+        cdvt,
+        ..spec.contract()
+    };
+    let mut upc = Policer::new(Conformance::Vbr1, &contract(Duration::ZERO)).unwrap();
+    let mut out = [[0u8; CELL_LEN]; 4];
+    let mut vbr_times = Vec::new();
+    let (mut vbr, mut ubr) = (0u64, 0u64);
+    let mut now = T0;
+    for _ in 0..20_000 {
+        let n = a.poll_transmit(now, &m, &mut out);
+        // The UBR VC is kept backlogged below: every batch is full.
+        assert_eq!(n, out.len(), "at {now:?}");
+        for c in &out[..n] {
+            if vc_index(c) == 0 {
+                assert_eq!(upc.police(now, false), natm_traffic::policer::Verdict::Pass);
+                vbr_times.push(now);
+                vbr += 1;
+            } else {
+                ubr += 1;
+            }
+        }
+        assert_eq!(a.poll_timeout(), Some(now), "the UBR VC may always send");
+        for c in completions(&mut a, &mut m) {
+            assert_eq!(c.status, Status::Ok);
+            if c.handle == Some(11) {
+                m.tx.insert(c.buffer.0);
+                a.post_tx(now, c.buffer, c.len, 11);
+            }
+        }
+        now += Duration::from_micros(1);
+    }
+    // MBS cells 1/PCR apart, then 1/SCR apart: GCRA(1/PCR, 0) and GCRA(1/SCR, BT) met
+    // with nothing to spare.
+    let gaps: Vec<u64> = vbr_times
+        .windows(2)
+        .map(|w| (w[1] - w[0]).as_nanos())
+        .collect();
+    assert!(
+        gaps[..MBS as usize - 1].iter().all(|&g| g == 100_000),
+        "{gaps:?}"
+    );
+    assert!(
+        gaps[MBS as usize - 1..].iter().all(|&g| g == 400_000),
+        "{gaps:?}"
+    );
+    // In 20 ms: 8 cells at 0..=700 µs, then one every 400 µs from 1,100 µs to 19,999 µs.
+    assert_eq!(vbr, 8 + (19_999 - 1_100) / 400 + 1);
+    assert_eq!(
+        vbr + ubr,
+        20_000 * out.len() as u64,
+        "the UBR VC got every other cell"
+    );
+}
+
+#[test]
+fn test_unlimited_ubr_with_a_pcr_is_shaped_and_poll_timeout_says_when() {
+    let mut a = Adapter::new(config()).unwrap();
+    a.open_vc(10, vc(0), VcSpec::ubr(1_000, 1), RxVcConfig::aal5(4096))
+        .unwrap();
+    let mut m = Checked::new(16, 4096);
+    post_tx(&mut a, &mut m, 0, &sdu(100, 1), 10);
+    let mut out = [[0u8; CELL_LEN]; 16];
+    assert_eq!(a.poll_timeout(), Some(T0));
+    assert_eq!(a.poll_transmit(T0, &m, &mut out), 1);
+    assert_eq!(a.poll_timeout(), Some(T0 + Duration::from_millis(1)));
+    // Called late, it sends one cell, not the two it "missed".
+    let late = T0 + Duration::from_millis(5);
+    assert_eq!(a.poll_transmit(late, &m, &mut out), 1);
+    assert_eq!(a.poll_timeout(), Some(late + Duration::from_millis(1)));
+    // Closing a waiting VC takes it out of the shaper's set.
+    a.close_vc(10).unwrap();
+    assert_eq!(a.poll_timeout(), None);
+    assert_eq!(completions(&mut a, &mut m)[0].status, Status::Aborted);
 }
 
 #[test]
