@@ -1,21 +1,46 @@
-//! `natm demo`: what natm can do today, run on the real code and explained as it goes.
+//! `natm demo`: the README's first command. It brings up a natm network on this machine,
+//! measures it beside the kernel's loopback in the same run, and takes it down again.
 //!
-//! Until the network exists (switch, daemons, links), the demo shows the layers that are
-//! built: linux-atm QoS and address text, cells and their HEC (with single-bit correction),
-//! AAL5 segmentation and reassembly with its CRC catching damage, OAM loopback cells, a
-//! capture that Wireshark reads, and the AAL5 path's speed beside `memcpy` measured in the
-//! same run.
+//! The steps, each explained as it runs:
+//!
+//! 1. the default lab ([`lab`]: switch s1, hosts h1 and h2 on shared-memory links, UBR
+//!    PVCs 0.100–0.109) in a runtime directory of its own (a fresh one under the temp
+//!    directory, or `--dir`), its links at `--rate` (default `unlimited`, what the machine
+//!    can do; the OC-3c floor is printed beside the figures);
+//! 2. a CBR PVC 0.200 (PCR 100,000 cells/s, UPC discard) added through s1's management
+//!    socket beside the UBR PVC 0.100; both opened from h1 and h2, one SDU each way;
+//! 3. on each of the two PVCs: OAM F5 end-to-end loopback (I.610 §10.2.4),
+//!    request/response of 32 bytes and one-way goodput of 8 KiB messages, measured by
+//!    `natm perf`'s engine ([`rr::execute`], [`stream::one_run`]);
+//! 4. the kernel's UDP (request/response) and TCP (request/response and goodput) loopback,
+//!    same sizes, in the same run;
+//! 5. a capture of s1's port 1 (h1's link) during the pings and request/response runs,
+//!    written to `--pcap` and, when tshark is installed, decoded by it (expert errors
+//!    counted);
+//! 6. the lab taken down in every case: at the end, on an error, on a panic (a guard's
+//!    `Drop`), and on SIGINT/SIGTERM (looked at between steps, so within a step's time).
+//!
+//! Then one table; `--json` prints it as JSON (and the explanations go to stderr). The
+//! goodput runs are not captured: the capture stream is one JSON line per cell, which at
+//! full speed would slow the switch being measured and lose most lines anyway.
+//!
+//! `natm demo --layers` is the older walk through the layers without a network: QoS
+//! text, cells and HEC (I.432), AAL5 (I.363.5), OAM cells (I.610), captures, contracts.
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use clap::Args;
+use clap::{Args, FromArgMatches};
 use natm_capture::{CellRecord, LinkType, Reader, Record, RecordKind, Writer, summarize};
 use natm_core::qos::Qos;
-use natm_core::{HeaderFormat, VcId};
+use natm_core::{HeaderFormat, PvcAddr, VcId};
+use natm_switchd::client::{self, ClientError};
 use natm_traffic::cac::{Cac, CacConfig};
 use natm_traffic::discard::{FrameDiscard, FrameQueue};
 use natm_traffic::policer::{Policer, Verdict};
@@ -25,18 +50,829 @@ use natm_wire::aal5::{self, MAX_SDU, Reassembler, Reassembly, Segmenter};
 use natm_wire::cell::{Cell, CellHeader, HecReceiver, HecVerdict};
 use natm_wire::llc::{Encapsulation, LlcHeader};
 use natm_wire::oam::{Loopback, OamCell, OamFlow, OamRepr};
+use serde_json::{Value, json};
 
+use super::lab::{self, LabState, topology};
+use super::perf::transport::{DataPath, Kind, NatmTarget, Targets, WaitMode};
+use super::perf::{Progress, rr, stream};
+use super::ping::quantile;
 use crate::{CliError, CmdResult};
 
 /// Options of `natm demo`.
 #[derive(Args, Debug)]
 pub struct DemoArgs {
-    /// Where to write the demo's capture (default: natm-demo.pcap in the temp directory).
+    /// Runtime directory of the demo's lab, removed at the end (default: a fresh directory
+    /// under the temp directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Line rate of the lab's links: unlimited, oc3, oc12, 25m, ds3 or cells/s.
+    #[arg(long, default_value = "unlimited")]
+    rate: String,
+    /// Where to write the capture (default: natm-demo.pcap in the temp directory).
     #[arg(long)]
     pcap: Option<PathBuf>,
-    /// Skip the throughput measurement.
+    /// Print the table as JSON on stdout (the explanations go to stderr).
     #[arg(long)]
+    json: bool,
+    /// Instead: the walk through the layers (QoS text, cells, AAL5, OAM, captures,
+    /// contracts) without a network.
+    #[arg(long, conflicts_with_all = ["dir", "json"])]
+    layers: bool,
+    /// With --layers: skip the speed measurement.
+    #[arg(long, requires = "layers")]
     no_measure: bool,
+    /// OAM loopback requests per PVC.
+    #[arg(long, default_value_t = 5, hide = true)]
+    pings: u32,
+    /// Request/response transactions recorded per transport.
+    #[arg(long, default_value_t = 3000, hide = true)]
+    rr_count: u64,
+    /// Seconds of each goodput run.
+    #[arg(long, default_value_t = 1.0, hide = true)]
+    stream_seconds: f64,
+    /// The CBR PVC's peak cell rate, cells/s.
+    #[arg(long, default_value_t = 100_000, hide = true)]
+    cbr_pcr: u32,
+    /// What s1 does with the CBR PVC's cells above its contract: tag or discard.
+    #[arg(long, default_value = "tag", hide = true)]
+    cbr_upc: String,
+}
+
+/// The UBR PVC of the default topology the demo measures.
+const UBR_VC: &str = "0.100";
+/// The CBR PVC the demo adds.
+const CBR_VC: &str = "0.200";
+/// Request and response size: one cell with its AAL5 trailer (32 + 8 ≤ 48).
+const RR_SIZE: usize = 32;
+/// Message size of the goodput runs.
+const STREAM_SIZE: usize = 8192;
+/// Transactions per transport before recording (not counted).
+const RR_WARMUP: u64 = 500;
+/// The most cells the capture keeps (a bound on the file, about 100 bytes a cell).
+const CAPTURE_MAX: u64 = 200_000;
+/// How long the capture waits for more lines once it is told to stop.
+const CAPTURE_QUIET: Duration = Duration::from_millis(50);
+/// Wait for each OAM loopback reply, and between requests.
+const PING_TIMEOUT: Duration = Duration::from_secs(1);
+const PING_INTERVAL: Duration = Duration::from_millis(10);
+/// tshark's expert severity "error" (`PI_ERROR`), as `-T fields` prints it.
+const PI_ERROR: &str = "8388608";
+
+/// Runs `natm demo`.
+pub fn run(args: DemoArgs) -> CmdResult {
+    if args.layers {
+        return layers(args.pcap, args.no_measure);
+    }
+    network(&args)
+}
+
+/// Prints one line of explanation: on stdout, or on stderr when stdout carries JSON.
+struct Say {
+    json: bool,
+}
+
+impl Say {
+    fn line(&self, text: &str) {
+        if self.json {
+            eprintln!("{text}");
+        } else {
+            println!("{text}");
+        }
+    }
+}
+
+/// The demo's lab, taken down when dropped: on an error, a panic or an interruption too.
+struct DemoLab {
+    state: LabState,
+    up: bool,
+}
+
+impl DemoLab {
+    /// A daemon's socket by node name.
+    fn socket(&self, name: &str) -> Result<PathBuf, CliError> {
+        self.state
+            .daemons
+            .iter()
+            .find(|d| d.name == name)
+            .map(|d| d.socket.clone())
+            .ok_or_else(|| CliError::failure(format!("the demo's lab has no {name}")))
+    }
+
+    /// Stops the daemons and removes the directory; returns how many were running.
+    fn down(&mut self) -> Result<usize, CliError> {
+        self.up = false;
+        let stopped = lab::down(&self.state.dir);
+        self.reap();
+        stopped
+    }
+
+    /// Collects the exit status of the daemons, which are this process's children, so
+    /// that none stays behind as a zombie while the demo runs on.
+    fn reap(&self) {
+        for d in &self.state.daemons {
+            if let Some(pid) = rustix::process::Pid::from_raw(d.pid) {
+                let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG);
+            }
+        }
+    }
+}
+
+impl Drop for DemoLab {
+    fn drop(&mut self) {
+        if self.up {
+            self.up = false;
+            match lab::down(&self.state.dir) {
+                Ok(n) => eprintln!("natm demo: lab taken down ({n} daemons stopped)"),
+                Err(e) => eprintln!("natm demo: taking the lab down: {}", e.message),
+            }
+            self.reap();
+        }
+    }
+}
+
+/// An error unless SIGINT or SIGTERM came.
+fn check(stop: &AtomicBool) -> CmdResult {
+    if stop.load(Ordering::Relaxed) {
+        return Err(CliError::failure(
+            "interrupted (the lab is taken down, nothing is left running)",
+        ));
+    }
+    Ok(())
+}
+
+fn usage_secs(what: &str, v: f64) -> Result<Duration, CliError> {
+    if !(v.is_finite() && v > 0.0 && v <= 60.0) {
+        return Err(CliError::usage(format!(
+            "{what} {v}: expected more than 0 and at most 60 seconds"
+        )));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+/// A fresh directory name under the temp directory, for the demo's lab.
+fn fresh_dir() -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    std::env::temp_dir().join(format!("natm-demo-{}-{nanos:09}", std::process::id()))
+}
+
+/// One PVC's OAM loopback round trips.
+#[derive(Clone, Copy, Debug)]
+struct PingSummary {
+    sent: u32,
+    received: u32,
+    min_ns: u64,
+    avg_ns: u64,
+    max_ns: u64,
+    p50_ns: u64,
+}
+
+/// One row of the table.
+#[derive(Debug, Default)]
+struct Row {
+    name: String,
+    ping: Option<PingSummary>,
+    p50_ns: Option<u64>,
+    p99_ns: Option<u64>,
+    rr_per_sec: Option<f64>,
+    rr_lost: u64,
+    stream_bps: Option<f64>,
+}
+
+/// The demo's network run.
+fn network(args: &DemoArgs) -> CmdResult {
+    let say = Say { json: args.json };
+    let stream_time = usage_secs("--stream-seconds", args.stream_seconds)?;
+    if args.pings == 0 || args.pings > 1000 {
+        return Err(CliError::usage(format!(
+            "--pings {}: expected 1 to 1000",
+            args.pings
+        )));
+    }
+    if args.rr_count == 0 || args.rr_count > 10_000_000 {
+        return Err(CliError::usage(format!(
+            "--rr-count {}: expected 1 to 10000000",
+            args.rr_count
+        )));
+    }
+    let ubr_vc: PvcAddr = UBR_VC
+        .parse()
+        .map_err(|e| CliError::failure(format!("{UBR_VC}: {e}")))?;
+    let cbr_vc: PvcAddr = CBR_VC
+        .parse()
+        .map_err(|e| CliError::failure(format!("{CBR_VC}: {e}")))?;
+    let cbr_text = format!("cbr:pcr={}", args.cbr_pcr);
+    if !matches!(args.cbr_upc.as_str(), "tag" | "discard") {
+        return Err(CliError::usage(format!(
+            "--cbr-upc {:?}: expected tag or discard",
+            args.cbr_upc
+        )));
+    }
+    let cbr_qos: Qos = cbr_text
+        .parse()
+        .map_err(|e| CliError::usage(format!("--cbr-pcr {}: {e}", args.cbr_pcr)))?;
+    let ubr_qos: Qos = "ubr"
+        .parse()
+        .map_err(|e| CliError::failure(format!("ubr: {e}")))?;
+    let topo = topology::Topology::parse(topology::DEFAULT_TOPOLOGY, Some(&args.rate))
+        .map_err(|e| CliError::usage(format!("--rate {}: {e}", args.rate)))?;
+    let pcap = args
+        .pcap
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join("natm-demo.pcap"));
+    let dir = args.dir.clone().unwrap_or_else(fresh_dir);
+    let stop = Arc::new(AtomicBool::new(false));
+    natm_switchd::install_signal_stop(&stop)
+        .map_err(|e| CliError::failure(format!("cannot install signal handlers: {e}")))?;
+    let started = Instant::now();
+
+    say.line(&format!(
+        "1. The default lab: switch s1, hosts h1 and h2 on shared-memory links at rate {}, in {}",
+        args.rate,
+        dir.display()
+    ));
+    if args.rate == "unlimited" {
+        say.line(
+            "   (links unpaced, to show what this machine can do; OC-3c's floor is in the table)",
+        );
+    }
+    let state = lab::start(
+        &dir,
+        &topo,
+        topology::DEFAULT_TOPOLOGY.to_string(),
+        Some(args.rate.clone()),
+    )?;
+    let mut demo_lab = DemoLab { state, up: true };
+    let pids: Vec<i32> = demo_lab.state.daemons.iter().map(|d| d.pid).collect();
+    for d in &demo_lab.state.daemons {
+        say.line(&format!("   {:<3} {:<6} pid {}", d.name, d.role, d.pid));
+    }
+    check(&stop)?;
+
+    let s1 = demo_lab.socket("s1")?;
+    let (h1, h2) = (demo_lab.socket("h1")?, demo_lab.socket("h2")?);
+    let port_of = |h: &str| {
+        topo.host_link(h)
+            .and_then(|(li, _)| topo.port_of("s1", li))
+            .ok_or_else(|| CliError::failure(format!("no port of s1 faces {h}")))
+    };
+    let (p1, p2) = (port_of("h1")?, port_of("h2")?);
+    say.line(&format!(
+        "2. A CBR PVC {CBR_VC} ({cbr_text}, UPC {}) added through s1's management socket beside UBR {UBR_VC}",
+        args.cbr_upc
+    ));
+    if args.cbr_upc == "tag" {
+        say.line(
+            "   (UPC tag: s1's CBR.1 policer has CDVT 0 and cells reach it in batches, so it tags\n    \
+             cells above the PCR with CLP=1 rather than discarding them; --cbr-upc discard shows the loss)",
+        );
+    }
+    let reply = client::request(
+        &s1,
+        &json!({
+            "op": "connect",
+            "a": format!("{p1}:{CBR_VC}"),
+            "b": format!("{p2}:{CBR_VC}"),
+            "qos": cbr_text,
+            "upc": args.cbr_upc,
+        }),
+        Duration::from_secs(2),
+    )
+    .map_err(|e| CliError::failure(format!("s1: {e}")))?;
+    if reply.get("ok") != Some(&Value::Bool(true)) {
+        return Err(CliError::failure(format!(
+            "s1 refused the CBR PVC: {}",
+            reply.get("error").and_then(Value::as_str).unwrap_or("?")
+        )));
+    }
+    say.line(&format!(
+        "   s1 connected {p1}:{CBR_VC} - {p2}:{CBR_VC} (connection {})",
+        reply.get("id").and_then(Value::as_str).unwrap_or("?")
+    ));
+    for (vc, qos, text) in [(ubr_vc, ubr_qos, UBR_VC), (cbr_vc, cbr_qos, CBR_VC)] {
+        hello(&h1, &h2, vc, qos)?;
+        say.line(&format!(
+            "   {text} opened on h1 and h2: one SDU h1 -> h2 and one back, both arrived whole"
+        ));
+    }
+    check(&stop)?;
+
+    say.line(&format!(
+        "3. Capturing s1's port {p1} (h1's link) during the pings and request/response runs into {}",
+        pcap.display()
+    ));
+    let capture = CaptureRun::start(&s1, p1, &pcap)?;
+    let mut rows: Vec<Row> = ["natm UBR", "natm CBR"]
+        .iter()
+        .zip([UBR_VC, CBR_VC])
+        .map(|(n, vc)| Row {
+            name: format!("{n} {vc}"),
+            ..Row::default()
+        })
+        .collect();
+    rows.push(Row {
+        name: "kernel UDP".into(),
+        ..Row::default()
+    });
+    rows.push(Row {
+        name: "kernel TCP".into(),
+        ..Row::default()
+    });
+
+    say.line(&format!(
+        "4. OAM F5 end-to-end loopback from h1, {} request(s) per PVC: h2's daemon answers each cell",
+        args.pings
+    ));
+    for (i, (vc, text)) in [(ubr_vc, UBR_VC), (cbr_vc, CBR_VC)].iter().enumerate() {
+        let p = ping(&h1, *vc, args.pings, &stop)?;
+        say.line(&format!(
+            "   {text}: {}/{} replies, RTT min/avg/max {:.1}/{:.1}/{:.1} µs",
+            p.received,
+            p.sent,
+            us(p.min_ns),
+            us(p.avg_ns),
+            us(p.max_ns)
+        ));
+        rows[i].ping = Some(p);
+    }
+    check(&stop)?;
+
+    let target = |vc: PvcAddr, qos: Qos| NatmTarget {
+        vc,
+        qos,
+        mode: WaitMode::Adaptive,
+        path: DataPath::Direct,
+        client_host: h1.display().to_string(),
+        server_host: h2.display().to_string(),
+    };
+    let ubr = Targets {
+        kinds: vec![Kind::Natm, Kind::Udp, Kind::Tcp],
+        natm: Some(target(ubr_vc, ubr_qos)),
+    };
+    let cbr = Targets {
+        kinds: vec![Kind::Natm],
+        natm: Some(target(cbr_vc, cbr_qos)),
+    };
+    say.line(&format!(
+        "5. Request/response, {RR_SIZE}-byte requests and responses, {} transactions each (after {RR_WARMUP} unrecorded), h1 -> h2 and back; the kernel's UDP and TCP loopback take turns with natm",
+        args.rr_count
+    ));
+    let rr_opts = parse_opts::<rr::RrOpts>(
+        "rr",
+        &[
+            "--size",
+            &RR_SIZE.to_string(),
+            "--count",
+            &args.rr_count.to_string(),
+            "--warmup",
+            &RR_WARMUP.min(args.rr_count).to_string(),
+        ],
+    )?;
+    for (targets, first_row) in [(&ubr, 0usize), (&cbr, 1)] {
+        let plan = rr::plan(&rr_opts, targets)?;
+        let report = rr::execute(&plan, targets)?;
+        for r in &report.results {
+            let row = match r.kind {
+                Kind::Natm => first_row,
+                Kind::Udp => 2,
+                Kind::Tcp => 3,
+                Kind::Unix => continue,
+            };
+            let row = &mut rows[row];
+            row.p50_ns = r.latency.map(|l| l.p50_ns);
+            row.p99_ns = r.latency.map(|l| l.p99_ns);
+            row.rr_per_sec = Some(r.transactions_per_sec);
+            row.rr_lost = r.lost;
+            say.line(&format!(
+                "   {:<15} p50 {:.1} µs, p99 {:.1} µs, {:.0} transactions/s{}",
+                row.name,
+                us(row.p50_ns.unwrap_or(0)),
+                us(row.p99_ns.unwrap_or(0)),
+                r.transactions_per_sec,
+                if r.lost > 0 {
+                    format!(", {} lost", r.lost)
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        check(&stop)?;
+    }
+    let captured = capture.finish()?;
+    say.line(&format!(
+        "   capture stopped: {} cells of s1:{p1} written{}",
+        captured.cells,
+        if captured.skipped > 0 {
+            format!(", {} damaged lines skipped", captured.skipped)
+        } else {
+            String::new()
+        }
+    ));
+
+    say.line(&format!(
+        "6. One-way goodput, {STREAM_SIZE}-byte messages for {:.1} s each: natm on both PVCs, then kernel TCP",
+        stream_time.as_secs_f64()
+    ));
+    let stream_opts = parse_opts::<stream::StreamOpts>(
+        "stream",
+        &[
+            "--size",
+            &STREAM_SIZE.to_string(),
+            "--seconds",
+            &args.stream_seconds.to_string(),
+        ],
+    )?;
+    let plan = stream::plan(&stream_opts, &ubr)?;
+    let mut progress = Progress::new(3 * stream_time.as_millis() as u64, "stream");
+    for (kind, targets, row) in [
+        (Kind::Natm, &ubr, 0usize),
+        (Kind::Natm, &cbr, 1),
+        (Kind::Tcp, &ubr, 3),
+    ] {
+        let m = stream::one_run(kind, STREAM_SIZE, &plan, targets, &mut progress)
+            .map_err(|e| CliError::failure(format!("{}: goodput run: {e}", rows[row].name)))?;
+        rows[row].stream_bps = Some(m.bits_per_sec);
+        say.line(&format!(
+            "   {:<15} {:.1} Mbit/s ({} of {} messages arrived)",
+            rows[row].name,
+            m.bits_per_sec / 1e6,
+            m.received_messages,
+            m.sent_messages
+        ));
+        check(&stop)?;
+    }
+    drop(progress);
+
+    if let Some(p) = policing(&s1, &format!("{p1}:{CBR_VC}")) {
+        say.line(&format!(
+            "   s1's policer on {CBR_VC}: {} cells in, {} tagged CLP=1, {} discarded",
+            p.cells_in, p.tagged, p.dropped
+        ));
+    }
+
+    say.line("7. tshark over the capture");
+    let tshark = tshark_check(&pcap);
+    match &tshark {
+        Tshark::Missing => say.line("   tshark not installed"),
+        Tshark::Failed(e) => say.line(&format!("   tshark failed: {e}")),
+        Tshark::Decoded { packets, errors } => say.line(&format!(
+            "   tshark: {packets} packets decoded, {errors} errors"
+        )),
+    }
+
+    let stopped = demo_lab.down()?;
+    say.line(&format!(
+        "8. Lab down: {stopped} daemons stopped, {} removed ({:.1} s in all)",
+        dir.display(),
+        started.elapsed().as_secs_f64()
+    ));
+
+    let floor_ns = oc3_floor_ns();
+    if args.json {
+        let doc = json!({
+            "rate": args.rate,
+            "dir": dir,
+            "pids": pids,
+            "daemons_stopped": stopped,
+            "rr_size": RR_SIZE,
+            "stream_size": STREAM_SIZE,
+            "oc3_floor_us": floor_ns as f64 / 1e3,
+            "rows": rows.iter().map(|r| row_json(r, &rows)).collect::<Vec<_>>(),
+            "pcap": {
+                "path": pcap,
+                "cells": captured.cells,
+                "skipped_lines": captured.skipped,
+                "tshark": match &tshark {
+                    Tshark::Missing => Value::Null,
+                    Tshark::Failed(e) => json!({ "error": e }),
+                    Tshark::Decoded { packets, errors } => json!({ "packets": packets, "errors": errors }),
+                },
+            },
+            "seconds": started.elapsed().as_secs_f64(),
+        });
+        let text = serde_json::to_string_pretty(&doc)
+            .map_err(|e| CliError::failure(format!("JSON: {e}")))?;
+        println!("{text}");
+    } else {
+        print_table(&rows, floor_ns, &args.rate);
+    }
+    if let Tshark::Decoded { errors, .. } = tshark
+        && errors > 0
+    {
+        return Err(CliError::failure(format!(
+            "tshark found {errors} errors in {}",
+            pcap.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Parses `natm perf`'s options from `args`, as the command line would give them, so that
+/// the engine's own checks and defaults apply.
+fn parse_opts<T: Args + FromArgMatches>(name: &'static str, args: &[&str]) -> Result<T, CliError> {
+    let command = T::augment_args(clap::Command::new(name).no_binary_name(true));
+    let matches = command
+        .try_get_matches_from(args)
+        .map_err(|e| CliError::failure(format!("{name} options: {e}")))?;
+    T::from_arg_matches(&matches).map_err(|e| CliError::failure(format!("{name} options: {e}")))
+}
+
+/// Opens `vc` on both hosts and sends one SDU each way.
+fn hello(h1: &Path, h2: &Path, vc: PvcAddr, qos: Qos) -> CmdResult {
+    let fail = |what: &str, e: natm::Error| CliError::failure(format!("{vc} {what}: {e}"));
+    let a = natm::Host::connect_path(h1).map_err(|e| fail("h1", e))?;
+    let b = natm::Host::connect_path(h2).map_err(|e| fail("h2", e))?;
+    let options = natm::VcOptions::new(vc).qos(qos);
+    let mut va = a.open(options.clone()).map_err(|e| fail("open on h1", e))?;
+    let mut vb = b.open(options).map_err(|e| fail("open on h2", e))?;
+    let mut buf = vec![0u8; 256];
+    for forth in [true, false] {
+        let (from, to, name) = if forth {
+            ("h1", "h2", &b"hello from h1"[..])
+        } else {
+            ("h2", "h1", &b"hello from h2"[..])
+        };
+        let (tx, rx) = if forth {
+            (&mut va, &mut vb)
+        } else {
+            (&mut vb, &mut va)
+        };
+        tx.send(name)
+            .map_err(|e| fail(&format!("send on {from}"), e))?;
+        let n = rx
+            .recv_timeout(&mut buf, Duration::from_secs(2))
+            .map_err(|e| fail(&format!("receive on {to}"), e))?;
+        if &buf[..n] != name {
+            return Err(CliError::failure(format!(
+                "{vc}: {to} received {n} bytes that are not what {from} sent"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `count` OAM F5 end-to-end loopbacks on `vc` from the host at `socket`.
+fn ping(
+    socket: &Path,
+    vc: PvcAddr,
+    count: u32,
+    stop: &AtomicBool,
+) -> Result<PingSummary, CliError> {
+    let host =
+        natm::Host::connect_path(socket).map_err(|e| CliError::failure(format!("h1: {e}")))?;
+    let mut rtts = Vec::new();
+    let mut last_error = String::new();
+    for i in 0..count {
+        check(stop)?;
+        match host.ping(vc, natm::OamScope::EndToEnd, PING_TIMEOUT) {
+            Ok(rtt) => rtts.push(rtt.as_nanos() as u64),
+            Err(e) => last_error = e.to_string(),
+        }
+        if i + 1 < count {
+            std::thread::sleep(PING_INTERVAL);
+        }
+    }
+    if rtts.is_empty() {
+        return Err(CliError::failure(format!(
+            "OAM loopback on {vc}: no reply to {count} request(s): {last_error}"
+        )));
+    }
+    rtts.sort_unstable();
+    Ok(PingSummary {
+        sent: count,
+        received: rtts.len() as u32,
+        min_ns: rtts[0],
+        avg_ns: rtts.iter().sum::<u64>() / rtts.len() as u64,
+        max_ns: rtts[rtts.len() - 1],
+        p50_ns: quantile(&rtts, 0.5),
+    })
+}
+
+/// A connection's policing counters, both directions together.
+struct Policing {
+    cells_in: u64,
+    tagged: u64,
+    dropped: u64,
+}
+
+/// The counters of the connection whose end `a` is `end` (`PORT:VPI.VCI`), from the
+/// switch's status; `None` when the switch does not say.
+fn policing(switch: &Path, end: &str) -> Option<Policing> {
+    let status = client::request(switch, &json!({"op": "status"}), Duration::from_secs(2)).ok()?;
+    let xc = status
+        .get("connections")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("a").and_then(Value::as_str) == Some(end))?;
+    let sum = |field: &str| {
+        ["a_to_b", "b_to_a"]
+            .iter()
+            .filter_map(|d| xc.get(*d)?.get(field)?.as_u64())
+            .sum()
+    };
+    Some(Policing {
+        cells_in: sum("cells_in"),
+        tagged: sum("tagged"),
+        dropped: sum("dropped"),
+    })
+}
+
+/// What the capture wrote.
+struct Captured {
+    cells: u64,
+    /// Lines of the capture stream that were not a cell (cut by a read timeout).
+    skipped: u64,
+}
+
+/// A capture of one switch port into a pcap file, on a thread of its own.
+struct CaptureRun {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<Result<Captured, String>>,
+}
+
+impl CaptureRun {
+    fn start(switch: &Path, port: u16, path: &Path) -> Result<CaptureRun, CliError> {
+        let file = File::create(path)
+            .map_err(|e| CliError::failure(format!("{}: {e}", path.display())))?;
+        let mut writer = Writer::new(BufWriter::new(file), LinkType::Erf)
+            .map_err(|e| CliError::failure(format!("{}: {e}", path.display())))?;
+        let mut capture = client::capture(switch, port, None, CAPTURE_QUIET)
+            .map_err(|e| CliError::failure(format!("capture on s1:{port}: {e}")))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let name = path.display().to_string();
+        let handle = std::thread::Builder::new()
+            .name("demo-capture".into())
+            .spawn(move || {
+                let mut got = Captured {
+                    cells: 0,
+                    skipped: 0,
+                };
+                // Once told to stop, it reads on until the stream is quiet, so the cells
+                // of the last run are in the file.
+                while got.cells < CAPTURE_MAX {
+                    match capture.next_cell() {
+                        Ok(c) => {
+                            let record = Record {
+                                time: natm_core::Instant::from_nanos(c.t_ns),
+                                kind: RecordKind::Cell(CellRecord::from_cell(&c.cell)),
+                            };
+                            writer.write(&record).map_err(|e| format!("{name}: {e}"))?;
+                            got.cells += 1;
+                        }
+                        Err(ClientError::Io { source, .. })
+                            if matches!(
+                                source.kind(),
+                                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                            ) =>
+                        {
+                            if flag.load(Ordering::Relaxed) {
+                                break;
+                            }
+                        }
+                        Err(ClientError::BadReply { .. }) => got.skipped += 1,
+                        Err(e) => return Err(e.to_string()),
+                    }
+                }
+                writer.flush().map_err(|e| format!("{name}: {e}"))?;
+                Ok(got)
+            })
+            .map_err(|e| CliError::failure(format!("cannot start the capture thread: {e}")))?;
+        Ok(CaptureRun { stop, handle })
+    }
+
+    fn finish(self) -> Result<Captured, CliError> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle
+            .join()
+            .map_err(|_| CliError::failure("the capture thread panicked"))?
+            .map_err(|e| CliError::failure(format!("capture: {e}")))
+    }
+}
+
+/// What tshark made of the capture.
+enum Tshark {
+    Missing,
+    Failed(String),
+    Decoded { packets: u64, errors: u64 },
+}
+
+/// Runs tshark over `path` and counts packets and error-level expert infos (malformed
+/// packets included: tshark reports each as one).
+fn tshark_check(path: &Path) -> Tshark {
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(path)
+        .args(["-o", "erf.aal5_type:unspecified", "-T", "fields"])
+        .args(["-e", "frame.number", "-e", "_ws.expert.severity"])
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Tshark::Missing,
+        Err(e) => return Tshark::Failed(e.to_string()),
+    };
+    if !out.status.success() {
+        return Tshark::Failed(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (mut packets, mut errors) = (0u64, 0u64);
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        packets += 1;
+        let severities = line.split('\t').nth(1).unwrap_or("");
+        errors += severities.split(',').filter(|s| *s == PI_ERROR).count() as u64;
+    }
+    Tshark::Decoded { packets, errors }
+}
+
+/// Four cell times at OC-3c: a one-cell request over two links and its one-cell answer
+/// back over two, without any processing.
+fn oc3_floor_ns() -> u64 {
+    let (n, d) = LineRate::OC3.exact();
+    (4 * d as u128 * 1_000_000_000 / n as u128) as u64
+}
+
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1e3
+}
+
+/// natm's figure over the kernel's: rr p50 against UDP, goodput against TCP.
+fn ratios(row: &Row, rows: &[Row]) -> (Option<f64>, Option<f64>) {
+    let p50 = match (row.p50_ns, rows[2].p50_ns) {
+        (Some(a), Some(b)) if b > 0 => Some(a as f64 / b as f64),
+        _ => None,
+    };
+    let stream = match (row.stream_bps, rows[3].stream_bps) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    (p50, stream)
+}
+
+fn row_json(r: &Row, rows: &[Row]) -> Value {
+    let (p50_ratio, stream_ratio) = ratios(r, rows);
+    json!({
+        "name": r.name,
+        "ping_us": r.ping.map(|p| json!({
+            "sent": p.sent, "received": p.received,
+            "min": us(p.min_ns), "avg": us(p.avg_ns), "max": us(p.max_ns), "p50": us(p.p50_ns),
+        })),
+        "rr_p50_us": r.p50_ns.map(us),
+        "rr_p99_us": r.p99_ns.map(us),
+        "rr_per_sec": r.rr_per_sec,
+        "rr_lost": r.rr_lost,
+        "stream_mbit_s": r.stream_bps.map(|b| b / 1e6),
+        "rr_p50_vs_kernel_udp": p50_ratio,
+        "stream_vs_kernel_tcp": stream_ratio,
+    })
+}
+
+fn print_table(rows: &[Row], floor_ns: u64, rate: &str) {
+    let cell = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    println!();
+    println!(
+        "{:<16} {:>10} {:>10} {:>10} {:>11} {:>11}  ratio to kernel",
+        "", "ping RTT", "rr p50", "rr p99", "rr rate", "stream"
+    );
+    println!(
+        "{:<16} {:>10} {:>10} {:>10} {:>11} {:>11}  (p50 vs UDP, stream vs TCP)",
+        "", "avg µs", "µs", "µs", "trans/s", "Mbit/s"
+    );
+    for r in rows {
+        let (p50_ratio, stream_ratio) = ratios(r, rows);
+        let ratio = match r.name.as_str() {
+            "kernel UDP" => "reference for p50".to_string(),
+            "kernel TCP" => format!(
+                "p50 {}; reference for stream",
+                cell(p50_ratio.map(|x| format!("{x:.2}×")))
+            ),
+            _ => format!(
+                "p50 {}, stream {}",
+                cell(p50_ratio.map(|x| format!("{x:.2}×"))),
+                cell(stream_ratio.map(|x| format!("{x:.2}×")))
+            ),
+        };
+        println!(
+            "{:<16} {:>10} {:>10} {:>10} {:>11} {:>11}  {ratio}",
+            r.name,
+            cell(r.ping.map(|p| format!("{:.1}", us(p.avg_ns)))),
+            cell(r.p50_ns.map(|n| format!("{:.1}", us(n)))),
+            cell(r.p99_ns.map(|n| format!("{:.1}", us(n)))),
+            cell(r.rr_per_sec.map(|x| format!("{x:.0}"))),
+            cell(r.stream_bps.map(|b| format!("{:.1}", b / 1e6))),
+        );
+    }
+    let floor = format!("{:.1}", us(floor_ns));
+    println!(
+        "{:<16} {:>10} {:>10} {:>10} {:>11} {:>11}  four OC-3c cell times",
+        "OC-3c floor", floor, floor, floor, "", ""
+    );
+    println!(
+        "\nThe OC-3c floor is what the wire alone takes for a one-cell request and a one-cell answer\n\
+         over h1-s1-h2 and back; the links here ran at {rate}. Try: natm lab up, natm ping 0.100,\n\
+         natm perf rr, natm capture --port s1:1 (see README.md); natm demo --layers walks the layers."
+    );
 }
 
 const MESSAGE: &[u8] = b"Hello from natm: cells, HEC, AAL5 and OAM, all in user space.";
@@ -74,8 +910,8 @@ fn llc_udp_datagram(payload: &[u8]) -> Vec<u8> {
     sdu
 }
 
-/// Run the demo.
-pub fn run(args: DemoArgs) -> CmdResult {
+/// `natm demo --layers`: the walk through the layers, without the network.
+fn layers(pcap: Option<PathBuf>, no_measure: bool) -> CmdResult {
     let vc = VcId::uni(0, 100).expect("0.100 is a valid UNI VC");
     let mut pdus = Vec::new();
     let mut cell_records = Vec::new();
@@ -190,9 +1026,7 @@ pub fn run(args: DemoArgs) -> CmdResult {
     stamp(RecordKind::Cell(CellRecord::from_cell(&reply_cell)));
 
     heading("6. Captures Wireshark reads");
-    let path = args
-        .pcap
-        .unwrap_or_else(|| std::env::temp_dir().join("natm-demo.pcap"));
+    let path = pcap.unwrap_or_else(|| std::env::temp_dir().join("natm-demo.pcap"));
     let cells_path = path.with_extension("cells.pcap");
     // AAL5 PDUs as ERF records (Wireshark checks the CRC-32); cells as exported PDUs for
     // Wireshark's `atm_oam_cell` dissector, the one pcap form that keeps the HEC.
@@ -217,7 +1051,7 @@ pub fn run(args: DemoArgs) -> CmdResult {
     heading("7. Traffic contracts enforced: policing, shaping, admission, frame discard (TM 4.1)");
     contracts()?;
 
-    if !args.no_measure {
+    if !no_measure {
         heading("8. Speed of the AAL5 path, beside memcpy in the same run");
         measure();
     }

@@ -202,6 +202,40 @@ fn up(args: UpArgs) -> CmdResult {
             None => e.to_string(),
         })
     })?;
+    let state = start(&dir, &topo, text, args.rate.clone())?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&state_json(&state)).unwrap_or_default()
+        );
+        return Ok(());
+    }
+    println!("lab up in {}", dir.display());
+    for d in &state.daemons {
+        println!(
+            "  {:<6} {:<6} pid {:<7} socket {}",
+            d.name,
+            d.role,
+            d.pid,
+            d.socket.display()
+        );
+    }
+    println!("PVCs: {}", summarize_pvcs(&topo));
+    println!("try: natm ping 0.100   natm perf rr   natm stat   natm lab down");
+    Ok(())
+}
+
+/// Starts the daemons of `topo` (parsed from `text`, with the `rate` override) in the
+/// runtime directory `dir` and waits until each answers; `natm lab up` without the
+/// printing. A lab already running in `dir` is an error; when a daemon does not come up,
+/// the ones started so far are stopped again and the directory removed.
+pub fn start(
+    dir: &Path,
+    topo: &Topology,
+    text: String,
+    rate: Option<String>,
+) -> Result<LabState, CliError> {
+    let dir = dir.to_path_buf();
     if let Ok(state) = load_state(&dir) {
         if state
             .daemons
@@ -246,7 +280,7 @@ fn up(args: UpArgs) -> CmdResult {
         dir: dir.clone(),
         daemons: Vec::new(),
         topology: text,
-        rate: args.rate.clone(),
+        rate,
     };
     let nodes = topo
         .switches
@@ -255,12 +289,9 @@ fn up(args: UpArgs) -> CmdResult {
         .chain(topo.hosts.iter().map(|h| (h.as_str(), "host")));
     for (name, role) in nodes {
         let (config_text, verb) = if role == "switch" {
-            (
-                topology::switch_config(&topo, name, &dir, &addrs),
-                "switchd",
-            )
+            (topology::switch_config(topo, name, &dir, &addrs), "switchd")
         } else {
-            (topology::host_config(&topo, name, &dir, &addrs), "hostd")
+            (topology::host_config(topo, name, &dir, &addrs), "hostd")
         };
         let config = topology::path_in(&dir, name, ".toml");
         fs::write(&config, config_text)
@@ -273,26 +304,7 @@ fn up(args: UpArgs) -> CmdResult {
             return Err(e);
         }
     }
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&state_json(&state)).unwrap_or_default()
-        );
-        return Ok(());
-    }
-    println!("lab up in {}", dir.display());
-    for d in &state.daemons {
-        println!(
-            "  {:<6} {:<6} pid {:<7} socket {}",
-            d.name,
-            d.role,
-            d.pid,
-            d.socket.display()
-        );
-    }
-    println!("PVCs: {}", summarize_pvcs(&topo));
-    println!("try: natm ping 0.100   natm perf rr   natm stat   natm lab down");
-    Ok(())
+    Ok(state)
 }
 
 /// Starts one daemon from its configuration file in the runtime directory; its output

@@ -104,7 +104,8 @@ enum Budget {
     Time(Duration),
 }
 
-struct Plan {
+/// A checked `natm perf rr` run: what [`execute`] does.
+pub struct Plan {
     size: usize,
     response_size: usize,
     budget: Budget,
@@ -117,7 +118,8 @@ struct Plan {
     skipped: Vec<String>,
 }
 
-fn plan(opts: &RrOpts, targets: &Targets) -> Result<Plan, CliError> {
+/// Checks `opts` against `targets`.
+pub fn plan(opts: &RrOpts, targets: &Targets) -> Result<Plan, CliError> {
     let response_size = opts.response_size.unwrap_or(opts.size);
     let main = targets.kinds[0];
     for (name, n) in [("--size", opts.size), ("--response-size", response_size)] {
@@ -205,15 +207,18 @@ pub fn measure(opts: &RrOpts, targets: &Targets) -> CmdResult {
 /// One transport's result.
 #[derive(Debug, Serialize)]
 pub struct KindResult {
-    kind: Kind,
-    name: String,
+    /// The transport.
+    pub kind: Kind,
+    /// Its description.
+    pub name: String,
     /// Round-trip quantiles; `count` is the transactions recorded.
-    latency: Option<LatencySummary>,
-    transactions_per_sec: f64,
+    pub latency: Option<LatencySummary>,
+    /// Recorded transactions per second.
+    pub transactions_per_sec: f64,
     /// Time the recorded rounds lasted.
-    seconds: f64,
+    pub seconds: f64,
     /// Transactions whose response never came (a lossy transport dropped something).
-    lost: u64,
+    pub lost: u64,
 }
 
 /// The measured transport against one baseline.
@@ -238,12 +243,14 @@ pub struct Report {
     count: Option<u64>,
     seconds: Option<f64>,
     placement: Placement,
-    results: Vec<KindResult>,
+    /// One per transport, the measured one first.
+    pub results: Vec<KindResult>,
     ratios: Vec<Ratio>,
     skipped: Vec<String>,
 }
 
-fn execute(plan: &Plan, targets: &Targets) -> Result<Report, CliError> {
+/// Runs the measurement of `plan` and returns its report (prints nothing).
+pub fn execute(plan: &Plan, targets: &Targets) -> Result<Report, CliError> {
     let mut sessions = Vec::new();
     for &kind in &plan.kinds {
         let s = Session::start(kind, plan, targets)

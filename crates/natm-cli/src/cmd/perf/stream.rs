@@ -70,14 +70,16 @@ pub struct StreamOpts {
     json: bool,
 }
 
-struct Plan {
+/// A checked `natm perf stream` run.
+pub struct Plan {
     sizes: Vec<usize>,
     time: Duration,
     placement: Placement,
     kinds: Vec<Kind>,
 }
 
-fn plan(opts: &StreamOpts, targets: &Targets) -> Result<Plan, CliError> {
+/// Checks `opts` against `targets`.
+pub fn plan(opts: &StreamOpts, targets: &Targets) -> Result<Plan, CliError> {
     let main = targets.kinds[0];
     let (max, what) = main.max_message();
     let sizes = match opts.size {
@@ -140,14 +142,20 @@ pub fn run(args: StreamArgs) -> CmdResult {
 /// What one transport moved at one size.
 #[derive(Clone, Debug, Serialize)]
 pub struct Moved {
-    kind: Kind,
-    bits_per_sec: f64,
-    messages_per_sec: f64,
-    sent_messages: u64,
-    received_messages: u64,
-    received_bytes: u64,
+    /// The transport.
+    pub kind: Kind,
+    /// Goodput.
+    pub bits_per_sec: f64,
+    /// Messages received per second.
+    pub messages_per_sec: f64,
+    /// Messages sent.
+    pub sent_messages: u64,
+    /// Messages received.
+    pub received_messages: u64,
+    /// Bytes received.
+    pub received_bytes: u64,
     /// From the first send to the last receive.
-    seconds: f64,
+    pub seconds: f64,
 }
 
 /// One size's figures.
@@ -251,7 +259,7 @@ pub fn measure(opts: &StreamOpts, targets: &Targets) -> CmdResult {
 }
 
 /// One timed run of `kind` at `size`.
-fn one_run(
+pub fn one_run(
     kind: Kind,
     size: usize,
     plan: &Plan,
