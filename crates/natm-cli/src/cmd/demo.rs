@@ -193,9 +193,11 @@ impl Drop for DemoLab {
 /// An error unless SIGINT or SIGTERM came.
 fn check(stop: &AtomicBool) -> CmdResult {
     if stop.load(Ordering::Relaxed) {
-        return Err(CliError::failure(
-            "interrupted (the lab is taken down, nothing is left running)",
-        ));
+        // 128 + SIGINT, as a shell reports a command Ctrl-C stopped.
+        return Err(CliError {
+            code: 130,
+            message: "interrupted (the lab is taken down, nothing is left running)".into(),
+        });
     }
     Ok(())
 }
@@ -505,7 +507,8 @@ fn network(args: &DemoArgs) -> CmdResult {
     }
     drop(progress);
 
-    if let Some(p) = policing(&s1, &format!("{p1}:{CBR_VC}")) {
+    let policed = policing(&s1, &format!("{p1}:{CBR_VC}"));
+    if let Some(p) = &policed {
         say.line(&format!(
             "   s1's policer on {CBR_VC}: {} cells in, {} tagged CLP=1, {} discarded",
             p.cells_in, p.tagged, p.dropped
@@ -539,6 +542,13 @@ fn network(args: &DemoArgs) -> CmdResult {
             "rr_size": RR_SIZE,
             "stream_size": STREAM_SIZE,
             "oc3_floor_us": floor_ns as f64 / 1e3,
+            "cbr": {
+                "qos": cbr_text,
+                "upc": args.cbr_upc,
+                "policed": policed.as_ref().map(|p| json!({
+                    "cells_in": p.cells_in, "tagged": p.tagged, "dropped": p.dropped,
+                })),
+            },
             "rows": rows.iter().map(|r| row_json(r, &rows)).collect::<Vec<_>>(),
             "pcap": {
                 "path": pcap,
@@ -793,6 +803,16 @@ fn oc3_floor_ns() -> u64 {
     (4 * d as u128 * 1_000_000_000 / n as u128) as u64
 }
 
+/// A ratio with two significant digits at least (natm's goodput may be 0.002× TCP's).
+fn times(x: f64) -> String {
+    let decimals = if x > 0.0 && x < 1.0 {
+        (1.0 - x.log10().floor()).clamp(2.0, 6.0) as usize
+    } else {
+        2
+    };
+    format!("{x:.decimals$}×")
+}
+
 fn us(ns: u64) -> f64 {
     ns as f64 / 1e3
 }
@@ -843,14 +863,11 @@ fn print_table(rows: &[Row], floor_ns: u64, rate: &str) {
         let (p50_ratio, stream_ratio) = ratios(r, rows);
         let ratio = match r.name.as_str() {
             "kernel UDP" => "reference for p50".to_string(),
-            "kernel TCP" => format!(
-                "p50 {}; reference for stream",
-                cell(p50_ratio.map(|x| format!("{x:.2}×")))
-            ),
+            "kernel TCP" => format!("p50 {}; reference for stream", cell(p50_ratio.map(times))),
             _ => format!(
                 "p50 {}, stream {}",
-                cell(p50_ratio.map(|x| format!("{x:.2}×"))),
-                cell(stream_ratio.map(|x| format!("{x:.2}×")))
+                cell(p50_ratio.map(times)),
+                cell(stream_ratio.map(times))
             ),
         };
         println!(
@@ -1353,4 +1370,24 @@ fn rate(bytes: usize, budget: Duration, mut f: impl FnMut()) -> f64 {
 fn median_spread(v: &mut [f64]) -> (f64, f64, f64) {
     v.sort_by(f64::total_cmp);
     (v[v.len() / 2], v[0], v[v.len() - 1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{oc3_floor_ns, times};
+
+    #[test]
+    fn the_oc3_floor_is_four_cell_times() {
+        // 53 bytes × 8 bits at 149.76 Mbit/s of cell payload rate: 2.831 µs a cell.
+        assert_eq!(oc3_floor_ns(), 11_324);
+    }
+
+    #[test]
+    fn small_ratios_keep_two_significant_digits() {
+        assert_eq!(times(2.345), "2.35×");
+        assert_eq!(times(0.5), "0.50×");
+        assert_eq!(times(0.05), "0.050×");
+        assert_eq!(times(0.00213), "0.0021×");
+        assert_eq!(times(0.0), "0.00×");
+    }
 }
