@@ -125,6 +125,9 @@ pub enum WaitMode {
     Adaptive,
     /// Never sleep: one CPU for the lowest latency.
     Poll,
+    /// Never sleep, but `sched_yield` when idle: for more pollers than CPUs (a whole lab
+    /// on a small machine), where a spinning daemon would hold a CPU the next hop needs.
+    Yield,
 }
 
 /// What the daemon core needs besides its link.
@@ -154,7 +157,7 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(20);
 /// ```toml
 /// name = "h1"
 /// socket = "/run/natm/h1.sock"   # optional: natm_host::proto::default_socket(name)
-/// wait = "adaptive"              # or "poll"; optional, adaptive by default
+/// wait = "adaptive"              # or "poll", or "yield"; optional, adaptive by default
 /// [link]                         # natm_link::endpoint::LinkConfig
 /// kind = "shm"
 /// path = "/run/natm/s1-p1.sock"
@@ -204,7 +207,7 @@ impl HostdConfig {
         if let LinkKind::Shm { .. } = link.kind {
             link.wait = match self.wait {
                 WaitMode::Adaptive => WaitConfig::EventFd,
-                WaitMode::Poll => WaitConfig::Poll,
+                WaitMode::Poll | WaitMode::Yield => WaitConfig::Poll,
             };
         }
         link
@@ -536,6 +539,7 @@ impl Hostd {
             } else {
                 match self.opts.wait {
                     WaitMode::Poll => std::hint::spin_loop(),
+                    WaitMode::Yield => std::thread::yield_now(),
                     WaitMode::Adaptive => {
                         if self.last_progress.elapsed() >= SPIN {
                             self.sleep()?;

@@ -3,7 +3,7 @@
 //! ```toml
 //! name = "s1"
 //! management = "/run/natm/s1.sock"   # Unix socket for the JSON-lines management protocol
-//! wait = "adaptive"                  # or "poll": never sleep (default adaptive)
+//! wait = "adaptive"                  # or "poll": never sleep; "yield": never sleep, yield when idle
 //!
 //! [[port]]
 //! id = 1
@@ -78,6 +78,8 @@ pub enum IdleWait {
     Adaptive,
     /// Never sleep: the lowest latency, one whole CPU.
     Poll,
+    /// Never sleep, but `sched_yield` when idle: for more pollers than CPUs.
+    Yield,
 }
 
 /// Which side of the link a port is.

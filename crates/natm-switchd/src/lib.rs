@@ -228,6 +228,10 @@ fn serve(
                 last_busy = StdInstant::now();
             }
         }
+        if config.wait == IdleWait::Yield {
+            std::thread::yield_now();
+            continue;
+        }
         if config.wait == IdleWait::Poll
             || StdInstant::now().saturating_duration_since(last_busy) < SPIN
         {

@@ -2,6 +2,8 @@
 //! from TOML, and what the lab's daemons are told to do (their configuration files).
 //!
 //! ```toml
+//! wait = "adaptive"   # optional, every daemon: adaptive (spin, then sleep), poll or yield
+//!
 //! [[switch]]
 //! name = "s1"
 //!
@@ -74,6 +76,8 @@ qos = "ubr"
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
+    #[serde(default)]
+    wait: Option<String>,
     #[serde(default)]
     switch: Vec<NodeDecl>,
     #[serde(default)]
@@ -194,6 +198,9 @@ pub struct Topology {
     pub links: Vec<Link>,
     /// PVCs, ranges expanded.
     pub pvcs: Vec<Pvc>,
+    /// How every daemon waits when idle: `adaptive` (spin briefly, then sleep) or `poll`
+    /// (never sleep: lowest latency, one CPU per daemon); `None` is the daemons' default.
+    pub wait: Option<String>,
 }
 
 /// What is wrong with a topology; the text names the entry.
@@ -349,11 +356,17 @@ impl Topology {
                 });
             }
         }
+        if let Some(w) = &file.wait
+            && !matches!(w.as_str(), "adaptive" | "poll" | "yield")
+        {
+            return err(format!("wait {w:?}: use adaptive, poll or yield"));
+        }
         let topo = Topology {
             switches,
             hosts,
             links,
             pvcs,
+            wait: file.wait.clone(),
         };
         for p in &topo.pvcs {
             if topo.route(&p.a, &p.b).is_none() {
@@ -540,6 +553,9 @@ fn link_fields(topo: &Topology, li: usize, node: &str, dir: &Path, addrs: &Addre
 pub fn switch_config(topo: &Topology, sw: &str, dir: &Path, addrs: &Addresses) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "name = {}", toml_str(sw));
+    if let Some(w) = &topo.wait {
+        let _ = writeln!(s, "wait = {}", toml_str(w));
+    }
     let _ = writeln!(
         s,
         "management = {}",
@@ -572,6 +588,9 @@ pub fn switch_config(topo: &Topology, sw: &str, dir: &Path, addrs: &Addresses) -
 pub fn host_config(topo: &Topology, h: &str, dir: &Path, addrs: &Addresses) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "name = {}", toml_str(h));
+    if let Some(w) = &topo.wait {
+        let _ = writeln!(s, "wait = {}", toml_str(w));
+    }
     let _ = writeln!(
         s,
         "socket = {}",
