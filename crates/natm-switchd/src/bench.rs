@@ -6,6 +6,9 @@
 //!   compete for the CPUs: the median burst is robust to preemption, an end-to-end run
 //!   is not).
 //!
+//! * [`ring_relay`]: [`forwarding`]'s baseline, the same rings and host threads with a
+//!   plain relay instead of the switch.
+//!
 //! # `forwarding`
 //!
 //! Host 1 sends `cells` cells on VC 0.100 into port 1; the switch translates them to
@@ -59,6 +62,13 @@ pub struct Forwarding {
     /// never waits for the hosts (on a loaded machine, hosts that cannot keep up make
     /// `cells_per_second` a figure of the hosts).
     pub busy_cells_per_second: f64,
+    /// Time the switch loop's thread was runnable but waited for its CPU (another
+    /// process or thread had it), from `/proc/thread-self/schedstat`; `None` where the
+    /// kernel does not say. A large figure means `cells_per_second` measured the machine's
+    /// load, not the switch.
+    pub switch_waited: Option<Duration>,
+    /// The same for the host threads, summed.
+    pub hosts_waited: Option<Duration>,
 }
 
 /// Why the benchmark could not run.
@@ -102,12 +112,7 @@ fn cell(vci: u16, seq: u64) -> Cell {
 /// thread, pinned to one CPU for the run (its affinity is restored afterwards); returns the
 /// rate. Gives up after a minute.
 pub fn forwarding(cells: u64, batch: usize) -> Result<Forwarding, BenchError> {
-    if cells == 0 || batch == 0 || batch > RING as usize {
-        return Err(BenchError::Parameters(format!(
-            "cells {cells} (≥ 1), batch {batch} (1..={RING})"
-        )));
-    }
-    let limit = Duration::from_secs(60);
+    check(cells, batch)?;
     let mut fabric = Fabric::with_batch(SwitchConfig::default(), batch);
     fabric.add_port(PortId(1), PortConfig::default())?;
     fabric.add_port(PortId(2), PortConfig::default())?;
@@ -126,59 +131,198 @@ pub fn forwarding(cells: u64, batch: usize) -> Result<Forwarding, BenchError> {
     let (sw2, h2) = ShmLink::pair_with(RING, ShmWait::BusyPoll)?;
     fabric.attach(0, Box::new(sw1));
     fabric.attach(1, Box::new(sw2));
+    drive(cells, batch, SwitchMiddle(fabric), h1, h2, 200)
+}
 
+/// The baseline of [`forwarding`]: the same two rings, host threads and pinning, with the
+/// switch loop replaced by a relay that moves each batch from port 1's ring to port 2's
+/// unchanged (no header lookup, no queue). `forwarding`'s rate over this one is what the
+/// switch costs on top of the shared-memory rings.
+pub fn ring_relay(cells: u64, batch: usize) -> Result<Forwarding, BenchError> {
+    check(cells, batch)?;
+    let (sw1, h1) = ShmLink::pair_with(RING, ShmWait::BusyPoll)?;
+    let (sw2, h2) = ShmLink::pair_with(RING, ShmWait::BusyPoll)?;
+    let relay = RelayMiddle {
+        rx: sw1,
+        tx: sw2,
+        buf: vec![[0u8; CELL_LEN]; batch],
+        start: 0,
+        end: 0,
+    };
+    // The relay does not translate: host 2 sees VCI 100.
+    drive(cells, batch, relay, h1, h2, 100)
+}
+
+fn check(cells: u64, batch: usize) -> Result<(), BenchError> {
+    if cells == 0 || batch == 0 || batch > RING as usize {
+        return Err(BenchError::Parameters(format!(
+            "cells {cells} (≥ 1), batch {batch} (1..={RING})"
+        )));
+    }
+    Ok(())
+}
+
+/// What sits between host 1's ring and host 2's in [`drive`].
+trait Middle {
+    /// One pass; the cells moved (received + sent) and, when some moved, how long it took.
+    fn step(&mut self) -> Result<(usize, Duration), BenchError>;
+    /// Whether it holds no cell.
+    fn drained(&self) -> bool;
+    /// Cells it dropped so far.
+    fn dropped(&self) -> u64;
+}
+
+struct SwitchMiddle(Fabric);
+
+impl Middle for SwitchMiddle {
+    fn step(&mut self) -> Result<(usize, Duration), BenchError> {
+        let now = self.0.now();
+        let step = self.0.step(now);
+        let moved = step.received + step.sent;
+        let took = if moved > 0 {
+            Duration::from_nanos(self.0.now().as_nanos().saturating_sub(now.as_nanos()))
+        } else {
+            Duration::ZERO
+        };
+        Ok((moved, took))
+    }
+
+    fn drained(&self) -> bool {
+        self.0.ports.iter().all(|p| p.held() == 0)
+            && self
+                .0
+                .switch
+                .port_counters(PortId(2))
+                .is_some_and(|c| c.queued() == 0)
+    }
+
+    fn dropped(&self) -> u64 {
+        dropped(&self.0)
+    }
+}
+
+struct RelayMiddle {
+    rx: ShmLink,
+    tx: ShmLink,
+    buf: Vec<Cell>,
+    /// `buf[start..end]` waits for room in `tx`.
+    start: usize,
+    end: usize,
+}
+
+impl Middle for RelayMiddle {
+    fn step(&mut self) -> Result<(usize, Duration), BenchError> {
+        let t0 = Instant::now();
+        let mut moved = 0;
+        if self.start == self.end {
+            self.end = self.rx.recv_cells(&mut self.buf).map_err(relay_error)?;
+            self.start = 0;
+            moved += self.end;
+        }
+        if self.start < self.end {
+            let n = self
+                .tx
+                .send_cells(&self.buf[self.start..self.end])
+                .map_err(relay_error)?;
+            self.start += n;
+            moved += n;
+        }
+        let took = if moved > 0 {
+            t0.elapsed()
+        } else {
+            Duration::ZERO
+        };
+        Ok((moved, took))
+    }
+
+    fn drained(&self) -> bool {
+        self.start == self.end
+    }
+
+    fn dropped(&self) -> u64 {
+        0
+    }
+}
+
+fn relay_error(e: std::io::Error) -> BenchError {
+    BenchError::Host(format!("relay: {e}"))
+}
+
+/// Runs `middle` on the calling thread, pinned to the first allowed CPU, between host 1
+/// (sending `cells` cells on `h1`) and host 2 (receiving on `h2`, checking for VCI
+/// `out_vci`) on other CPUs; gives up after a minute.
+fn drive(
+    cells: u64,
+    batch: usize,
+    mut middle: impl Middle,
+    h1: ShmLink,
+    h2: ShmLink,
+    out_vci: u16,
+) -> Result<Forwarding, BenchError> {
+    let limit = Duration::from_secs(60);
     let got = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
     let cpus = natm_nic::sched::allowed_cpus().unwrap_or_default();
     let saved = rustix::thread::sched_getaffinity(None).ok();
     let cpu = cpus.first().copied();
     let pinned = cpu.filter(|&c| natm_nic::sched::pin_current_thread(c).is_ok());
+    let waited0 = run_queue_wait();
 
     let t0 = Instant::now();
     // One host thread per spare CPU: with a single spare CPU, one thread plays both hosts
     // (two spinning threads on one CPU would take turns by whole time slices).
+    let hosts = Hosts {
+        cells,
+        batch,
+        out_vci,
+    };
     let (sender, receiver) = if cpus.len() >= 3 {
         let (g, d) = (got.clone(), done.clone());
         let c1 = cpus.get(1).copied();
         let c2 = cpus.get(2).copied();
-        let s = std::thread::spawn(move || host(c1, Some(h1), None, cells, batch, &g, &d));
+        let s = std::thread::spawn(move || hosts.run(c1, Some(h1), None, &g, &d));
         let (g, d) = (got.clone(), done.clone());
-        let r = std::thread::spawn(move || host(c2, None, Some(h2), cells, batch, &g, &d));
+        let r = std::thread::spawn(move || hosts.run(c2, None, Some(h2), &g, &d));
         (Some(s), r)
     } else {
         let (g, d) = (got.clone(), done.clone());
         let c1 = cpus.get(1).copied();
-        let r = std::thread::spawn(move || host(c1, Some(h1), Some(h2), cells, batch, &g, &d));
+        let r = std::thread::spawn(move || hosts.run(c1, Some(h1), Some(h2), &g, &d));
         (None, r)
     };
     let (mut steps, mut idle_steps, mut quiet) = (0u64, 0u64, 0u64);
-    let mut busy_ns = 0u64;
+    let mut busy = Duration::ZERO;
+    let mut failed = Ok(());
     loop {
-        let now = fabric.now();
-        let step = fabric.step(now);
+        let (moved, took) = match middle.step() {
+            Ok(m) => m,
+            Err(e) => {
+                failed = Err(e);
+                break;
+            }
+        };
         steps += 1;
-        if step.received + step.sent == 0 {
+        if moved == 0 {
             idle_steps += 1;
             quiet += 1;
         } else {
             quiet = 0;
-            busy_ns += fabric.now().as_nanos().saturating_sub(now.as_nanos());
+            busy += took;
         }
         // Look at the clock and the threads only now and then: they cost per step.
         if steps.is_multiple_of(1024) {
             let drained = sender.as_ref().is_none_or(|s| s.is_finished())
-                && got.load(Ordering::Relaxed) + dropped(&fabric) >= cells
+                && got.load(Ordering::Relaxed) + middle.dropped() >= cells
                 && quiet > 1024
-                && fabric.ports.iter().all(|p| p.held() == 0)
-                && fabric
-                    .switch
-                    .port_counters(PortId(2))
-                    .is_some_and(|c| c.queued() == 0);
+                && middle.drained();
             if drained || receiver.is_finished() || t0.elapsed() > limit {
                 break;
             }
         }
     }
+    let switch_waited = waited0
+        .zip(run_queue_wait())
+        .map(|(a, b)| b.saturating_sub(a));
     done.store(true, Ordering::Release);
     let end = receiver
         .join()
@@ -190,12 +334,16 @@ pub fn forwarding(cells: u64, batch: usize) -> Result<Forwarding, BenchError> {
     if let Some(set) = saved {
         let _ = rustix::thread::sched_setaffinity(None, &set);
     }
+    failed?;
+    let mut hosts_waited = Some(Duration::ZERO);
     if let Some(sent) = sent {
-        sent?.map_err(BenchError::Host)?;
+        let s = sent?.map_err(BenchError::Host)?;
+        hosts_waited = hosts_waited.zip(s.waited).map(|(a, b)| a + b);
     }
     let end = end?.map_err(BenchError::Host)?;
+    hosts_waited = hosts_waited.zip(end.waited).map(|(a, b)| a + b);
     let forwarded = got.load(Ordering::Relaxed);
-    let dropped = dropped(&fabric);
+    let dropped = middle.dropped();
     if forwarded + dropped < cells {
         return Err(BenchError::Incomplete {
             got: forwarded + dropped,
@@ -203,7 +351,7 @@ pub fn forwarding(cells: u64, batch: usize) -> Result<Forwarding, BenchError> {
             limit,
         });
     }
-    let elapsed = end.saturating_duration_since(t0);
+    let elapsed = end.last.saturating_duration_since(t0);
     Ok(Forwarding {
         sent: cells,
         forwarded,
@@ -214,9 +362,19 @@ pub fn forwarding(cells: u64, batch: usize) -> Result<Forwarding, BenchError> {
         cpu: pinned,
         steps,
         idle_steps,
-        busy: Duration::from_nanos(busy_ns),
-        busy_cells_per_second: forwarded as f64 / (busy_ns as f64 / 1e9).max(1e-9),
+        busy,
+        busy_cells_per_second: forwarded as f64 / busy.as_secs_f64().max(1e-9),
+        switch_waited,
+        hosts_waited,
     })
+}
+
+/// How long the calling thread has waited on a run queue while runnable (another thread
+/// had its CPU), from `/proc/thread-self/schedstat`; `None` where the kernel does not say.
+pub fn run_queue_wait() -> Option<Duration> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = text.split_whitespace().nth(1)?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
 }
 
 fn dropped(fabric: &Fabric) -> u64 {
@@ -227,59 +385,83 @@ fn dropped(fabric: &Fabric) -> u64 {
         .sum()
 }
 
-/// A host thread: sends `cells` cells on `tx` (if given) and receives on `rx` (if given)
-/// until `done`; returns when the last cell arrived.
-fn host(
-    cpu: Option<usize>,
-    mut tx: Option<ShmLink>,
-    mut rx: Option<ShmLink>,
+/// What every host thread of a run does.
+#[derive(Clone, Copy)]
+struct Hosts {
     cells: u64,
     batch: usize,
-    got: &AtomicU64,
-    done: &AtomicBool,
-) -> Result<Instant, String> {
-    pin_host(cpu);
-    let out: Vec<Cell> = (0..batch as u64).map(|i| cell(100, i)).collect();
-    let mut buf = vec![[0u8; CELL_LEN]; batch];
-    let (mut sent, mut n_got) = (0u64, 0u64);
-    let mut last = Instant::now();
-    let mut idle = 0u32;
-    let give_up = Instant::now() + Duration::from_secs(60);
-    loop {
-        let mut moved = 0;
-        if let Some(tx) = tx.as_mut().filter(|_| sent < cells) {
-            let n = (cells - sent).min(batch as u64) as usize;
-            let k = tx.send_cells(&out[..n]).map_err(|e| e.to_string())?;
-            sent += k as u64;
-            moved += k;
-        }
-        if let Some(rx) = rx.as_mut() {
-            let n = rx.recv_cells(&mut buf).map_err(|e| e.to_string())?;
-            if n > 0 {
-                if u32::from_be_bytes([buf[0][0], buf[0][1], buf[0][2], buf[0][3]]) != 200 << 4 {
-                    return Err("a cell arrived untranslated".into());
+    /// The VCI cells arrive on at host 2.
+    out_vci: u16,
+}
+
+/// How a host thread ended.
+struct HostEnd {
+    /// When the last cell arrived.
+    last: Instant,
+    /// Its time on a run queue.
+    waited: Option<Duration>,
+}
+
+impl Hosts {
+    /// A host thread: sends `cells` cells on `tx` (if given) and receives on `rx` (if
+    /// given) until `done`.
+    fn run(
+        self,
+        cpu: Option<usize>,
+        mut tx: Option<ShmLink>,
+        mut rx: Option<ShmLink>,
+        got: &AtomicU64,
+        done: &AtomicBool,
+    ) -> Result<HostEnd, String> {
+        let (cells, batch) = (self.cells, self.batch);
+        pin_host(cpu);
+        let waited0 = run_queue_wait();
+        let out: Vec<Cell> = (0..batch as u64).map(|i| cell(100, i)).collect();
+        let header = u32::from(self.out_vci) << 4;
+        let mut buf = vec![[0u8; CELL_LEN]; batch];
+        let (mut sent, mut n_got) = (0u64, 0u64);
+        let mut last = Instant::now();
+        let mut idle = 0u32;
+        let give_up = Instant::now() + Duration::from_secs(60);
+        loop {
+            let mut moved = 0;
+            if let Some(tx) = tx.as_mut().filter(|_| sent < cells) {
+                let n = (cells - sent).min(batch as u64) as usize;
+                let k = tx.send_cells(&out[..n]).map_err(|e| e.to_string())?;
+                sent += k as u64;
+                moved += k;
+            }
+            if let Some(rx) = rx.as_mut() {
+                let n = rx.recv_cells(&mut buf).map_err(|e| e.to_string())?;
+                if n > 0 {
+                    if u32::from_be_bytes([buf[0][0], buf[0][1], buf[0][2], buf[0][3]]) != header {
+                        return Err(format!("a cell arrived without VCI {}", self.out_vci));
+                    }
+                    n_got += n as u64;
+                    last = Instant::now();
+                    got.store(n_got, Ordering::Relaxed);
+                    moved += n;
                 }
-                n_got += n as u64;
-                last = Instant::now();
-                got.store(n_got, Ordering::Relaxed);
-                moved += n;
             }
-        }
-        if moved > 0 {
-            idle = 0;
-            continue;
-        }
-        idle += 1;
-        if idle.is_multiple_of(1024) {
-            let sending_done = tx.is_none() || sent == cells;
-            if sending_done && (rx.is_none() || done.load(Ordering::Acquire)) {
-                return Ok(last);
+            if moved > 0 {
+                idle = 0;
+                continue;
             }
-            if Instant::now() > give_up {
-                return Err(format!("gave up after {sent} sent, {n_got} received"));
+            idle += 1;
+            if idle.is_multiple_of(1024) {
+                let sending_done = tx.is_none() || sent == cells;
+                if sending_done && (rx.is_none() || done.load(Ordering::Acquire)) {
+                    let waited = waited0
+                        .zip(run_queue_wait())
+                        .map(|(a, b)| b.saturating_sub(a));
+                    return Ok(HostEnd { last, waited });
+                }
+                if Instant::now() > give_up {
+                    return Err(format!("gave up after {sent} sent, {n_got} received"));
+                }
             }
+            std::hint::spin_loop();
         }
-        std::hint::spin_loop();
     }
 }
 
@@ -406,4 +588,24 @@ pub fn switch_capacity(rounds: usize, batch: usize) -> Result<Capacity, BenchErr
         rates,
         cpu,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_relay_moves_every_cell_and_reports_waits() {
+        let r = ring_relay(10_000, 64).unwrap();
+        assert_eq!((r.sent, r.forwarded, r.dropped), (10_000, 10_000, 0));
+        assert!(r.cells_per_second > 0.0 && r.steps > 0);
+        assert!(ring_relay(0, 64).is_err());
+        assert!(ring_relay(10, RING as usize + 1).is_err());
+        let f = forwarding(10_000, 64).unwrap();
+        assert_eq!(f.forwarded + f.dropped, 10_000);
+        if std::path::Path::new("/proc/thread-self/schedstat").exists() {
+            assert!(f.switch_waited.is_some() && f.hosts_waited.is_some());
+            assert!(run_queue_wait().is_some());
+        }
+    }
 }

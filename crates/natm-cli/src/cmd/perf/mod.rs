@@ -11,6 +11,11 @@
 //!   UDP, TCP and Unix `SOCK_SEQPACKET` loopback ([`kernel`]), which are measured beside
 //!   natm in the same run; `natm perf baseline udp|tcp|unix rr|stream` measures one of
 //!   them alone.
+//! * `natm perf switch`: the switch daemon's forwarding loop on one core beside bare
+//!   shared-memory rings ([`switch`]); `natm perf memory`: the daemons' resident sizes and
+//!   the switch's state per VC against issue 5's goals ([`memory`]); `natm perf paths`:
+//!   round-trip time and throughput of the daemon path against the direct path over a
+//!   sweep of sizes, beside the kernel's UDP and TCP ([`paths`]).
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -24,9 +29,12 @@ pub mod baseline;
 pub mod histo;
 pub mod kernel;
 pub mod link;
+pub mod memory;
+pub mod paths;
 pub mod plot;
 pub mod rr;
 pub mod stream;
+pub mod switch;
 pub mod transport;
 pub mod wakeup;
 
@@ -45,6 +53,15 @@ pub enum PerfCommand {
     /// One-way goodput (ttcp-like) over a sweep of message sizes, natm beside kernel
     /// baselines measured in the same run; optionally a PNG plot.
     Stream(stream::StreamArgs),
+    /// Switch forwarding on one core (end to end and the loop alone) beside bare
+    /// shared-memory rings measured in the same run.
+    Switch(switch::SwitchArgs),
+    /// Resident size of switchd with 65,536 cross-connects and of hostd with 1,000
+    /// channels, and the switch core's state per VC, against issue 5's goals.
+    Memory(memory::MemoryArgs),
+    /// Round-trip time and throughput per message size, daemon path against direct path,
+    /// beside kernel UDP and TCP measured in the same run; optionally PNG plots.
+    Paths(paths::PathsArgs),
     /// A kernel loopback baseline alone: udp, tcp or unix, then rr or stream.
     Baseline(BaselineArgs),
     /// A CPU-bound disturber for the measurements: spins for `--seconds`, then exits.
@@ -59,6 +76,9 @@ pub fn run(command: PerfCommand) -> CmdResult {
         PerfCommand::Link(args) => link::run(args),
         PerfCommand::Rr(args) => rr::run(args),
         PerfCommand::Stream(args) => stream::run(args),
+        PerfCommand::Switch(args) => switch::run(args),
+        PerfCommand::Memory(args) => memory::run(args),
+        PerfCommand::Paths(args) => paths::run(args),
         PerfCommand::Baseline(args) => baseline_run(args),
         PerfCommand::Spin(args) => wakeup::spin(args),
     }

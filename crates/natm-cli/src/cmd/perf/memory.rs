@@ -1,0 +1,483 @@
+//! `natm perf memory`: issue 5's memory goals, measured on real daemon processes.
+//!
+//! * **Switch**: `natm switchd` (this executable) is started twice from generated
+//!   configurations, each with two shared-memory ports nobody attaches to: once with
+//!   `--xcs` UBR cross-connects (default 65,536; `1:VPI.VCI ↔ 2:VPI.VCI`, VPI 0 upward,
+//!   VCI 32 … 1055), once with none. Its `memory` (VmRSS) comes from the management
+//!   socket's `status`, queues empty. Goal: ≤ 64 MiB with 65,536 cross-connects. The
+//!   difference over the count is the resident cost per cross-connect.
+//! * **Host**: `natm hostd` is started on a UDP link to a loopback port this process holds
+//!   and never reads (no peer needed, nothing ever bounces). Its `vm_rss_bytes` comes from
+//!   `status` with no channel open and then with `--channels` direct-path VCs (default
+//!   1,000) opened by this process, 2 buffers of 1 KiB each.
+//! * **Per-VC state** of the switch core: [`natm_switch::Switch::state_bytes_per_connection`]
+//!   (its own accounting of a connection's table entries). Goal: ≤ 256 bytes.
+//!
+//! Every daemon runs from a private directory under the temporary directory and is stopped
+//! (a `shutdown` request or SIGTERM, then SIGKILL after [`STOP_WAIT`]) and the directory
+//! removed before the command returns, on success or failure.
+//!
+//! Resident size includes what the allocator kept from start-up (the parsed configuration
+//! of 65,536 entries is freed, but the pages need not return to the kernel); the figure is
+//! what the process holds, which is what the goal bounds.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::net::UdpSocket;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use natm_core::PvcAddr;
+use natm_core::addr::AddrSyntax;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::{CliError, CmdResult};
+
+/// Issue 5's goal for the switch with 65,536 cross-connects.
+pub const SWITCH_GOAL_BYTES: u64 = 64 << 20;
+/// Issue 5's goal for the switch core's state per VC.
+pub const STATE_GOAL_BYTES: u64 = 256;
+/// How long a daemon has to come up.
+const START_WAIT: Duration = Duration::from_secs(60);
+/// How long a daemon has to exit once asked.
+pub const STOP_WAIT: Duration = Duration::from_secs(3);
+/// VCIs per VPI in the generated cross-connects (VCI 32 upward).
+const VCI_PER_VPI: u32 = 1024;
+/// Most cross-connects: 256 UNI VPIs of [`VCI_PER_VPI`].
+const MAX_XCS: u32 = 256 * VCI_PER_VPI;
+
+/// Arguments of `natm perf memory`.
+#[derive(Args, Debug)]
+pub struct MemoryArgs {
+    /// Cross-connects in the switch.
+    #[arg(long, default_value_t = 65_536)]
+    xcs: u32,
+    /// Channels opened on the host daemon.
+    #[arg(long, default_value_t = 1000)]
+    channels: u32,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One goal's line.
+#[derive(Debug, Serialize)]
+pub struct Line {
+    /// What is measured.
+    pub what: String,
+    /// The goal in bytes, if the issue sets one.
+    pub goal_bytes: Option<u64>,
+    /// The figure in bytes.
+    pub bytes: u64,
+    /// Whether the goal is met (`None`: no goal).
+    pub met: Option<bool>,
+}
+
+/// What `natm perf memory` reports.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    /// Cross-connects in the loaded switch.
+    pub xcs: u32,
+    /// Switch RSS with no cross-connect.
+    pub switch_rss_empty: u64,
+    /// Switch RSS with `xcs` cross-connects.
+    pub switch_rss_loaded: u64,
+    /// (loaded − empty) ÷ xcs.
+    pub switch_rss_per_xc: f64,
+    /// Seconds the loaded switch took from start to its first status reply.
+    pub switch_start_seconds: f64,
+    /// Channels opened on the host daemon.
+    pub channels: u32,
+    /// hostd RSS with no channel.
+    pub hostd_rss_empty: u64,
+    /// hostd RSS with `channels` channels.
+    pub hostd_rss_loaded: u64,
+    /// (loaded − empty) ÷ channels.
+    pub hostd_rss_per_channel: f64,
+    /// The switch core's own count of state bytes per connection.
+    pub state_bytes_per_connection: u64,
+    /// Goals and figures.
+    pub lines: Vec<Line>,
+}
+
+/// A private directory and the daemons started in it; dropping it stops them and removes
+/// the directory.
+struct Scratch {
+    dir: PathBuf,
+    children: Vec<(Child, Option<PathBuf>)>,
+}
+
+impl Scratch {
+    fn new() -> Result<Scratch, CliError> {
+        let dir = std::env::temp_dir().join(format!(
+            "natm-perf-memory-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos())
+        ));
+        fs::create_dir_all(&dir)
+            .map_err(|e| CliError::failure(format!("cannot create {}: {e}", dir.display())))?;
+        let _ = fs::set_permissions(&dir, fs::Permissions::from_mode(0o700));
+        Ok(Scratch {
+            dir,
+            children: Vec::new(),
+        })
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// Starts `natm VERB --config FILE` with `config`; its output goes to `NAME.log`.
+    fn spawn(&mut self, verb: &str, name: &str, config: &str) -> Result<usize, CliError> {
+        let file = self.path(&format!("{name}.toml"));
+        fs::write(&file, config)
+            .map_err(|e| CliError::failure(format!("cannot write {}: {e}", file.display())))?;
+        let log = self.path(&format!("{name}.log"));
+        let out = fs::File::create(&log)
+            .map_err(|e| CliError::failure(format!("cannot create {}: {e}", log.display())))?;
+        let err = out
+            .try_clone()
+            .map_err(|e| CliError::failure(format!("{}: {e}", log.display())))?;
+        let exe = std::env::current_exe()
+            .map_err(|e| CliError::failure(format!("cannot find this executable: {e}")))?;
+        let child = Command::new(exe)
+            .arg(verb)
+            .arg("--config")
+            .arg(&file)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| CliError::failure(format!("cannot start natm {verb}: {e}")))?;
+        self.children.push((child, Some(log)));
+        Ok(self.children.len() - 1)
+    }
+
+    /// Fails with the daemon's log if it has exited.
+    fn check_alive(&mut self, i: usize, what: &str) -> Result<(), CliError> {
+        let (child, log) = &mut self.children[i];
+        if let Ok(Some(status)) = child.try_wait() {
+            let text = log
+                .as_ref()
+                .and_then(|l| fs::read_to_string(l).ok())
+                .unwrap_or_default();
+            return Err(CliError::failure(format!(
+                "{what} exited ({status}): {}",
+                text.trim()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Stops daemon `i`: SIGTERM, then SIGKILL after [`STOP_WAIT`]; waits for it.
+    fn stop(&mut self, i: usize) {
+        let (child, _) = &mut self.children[i];
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        }
+        let until = Instant::now() + STOP_WAIT;
+        while Instant::now() < until {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        for i in 0..self.children.len() {
+            self.stop(i);
+        }
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A string as a TOML value.
+fn toml_str(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+/// The switch daemon's configuration: two idle shm ports and `xcs` UBR cross-connects.
+fn switch_config(scratch: &Scratch, name: &str, xcs: u32) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "name = {}", toml_str(name));
+    let mgmt = scratch.path(&format!("{name}.sock"));
+    let _ = writeln!(s, "management = {}", toml_str(&mgmt.to_string_lossy()));
+    for port in 1..=2 {
+        let link = scratch.path(&format!("{name}-p{port}.sock"));
+        let _ = writeln!(
+            s,
+            "\n[[port]]\nid = {port}\nkind = \"shm\"\npath = {}",
+            toml_str(&link.to_string_lossy())
+        );
+    }
+    for i in 0..xcs {
+        let (vpi, vci) = (i / VCI_PER_VPI, 32 + i % VCI_PER_VPI);
+        let _ = writeln!(
+            s,
+            "\n[[xc]]\na = \"1:{vpi}.{vci}\"\nb = \"2:{vpi}.{vci}\"\nqos = \"ubr\""
+        );
+    }
+    s
+}
+
+/// One management request; a refusal is an error.
+fn switch_request(socket: &Path, req: &Value) -> Result<Value, CliError> {
+    let reply = natm_switchd::client::request(socket, req, Duration::from_secs(10))
+        .map_err(|e| CliError::failure(format!("switchd {}: {e}", socket.display())))?;
+    if reply["ok"] != json!(true) {
+        return Err(CliError::failure(format!(
+            "switchd refused {req}: {}",
+            reply["error"]
+        )));
+    }
+    Ok(reply)
+}
+
+/// Starts a switch with `xcs` cross-connects, reads its status and stops it; returns its
+/// resident bytes and the seconds until it answered.
+fn measure_switch(scratch: &mut Scratch, name: &str, xcs: u32) -> Result<(u64, f64), CliError> {
+    let config = switch_config(scratch, name, xcs);
+    let socket = scratch.path(&format!("{name}.sock"));
+    let t0 = Instant::now();
+    let i = scratch.spawn("switchd", name, &config)?;
+    let status = loop {
+        scratch.check_alive(i, "natm switchd")?;
+        if socket.exists()
+            && let Ok(v) = switch_request(&socket, &json!({"op": "status"}))
+        {
+            break v;
+        }
+        if t0.elapsed() > START_WAIT {
+            return Err(CliError::failure(format!(
+                "natm switchd with {xcs} cross-connects did not answer within {START_WAIT:?}"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let started = t0.elapsed().as_secs_f64();
+    let n = status["connections"].as_array().map_or(0, |c| c.len());
+    if n != xcs as usize {
+        return Err(CliError::failure(format!(
+            "natm switchd holds {n} cross-connects, {xcs} were configured"
+        )));
+    }
+    let memory = status["memory"].as_u64().ok_or_else(|| {
+        CliError::failure("switchd's status has no `memory` (VmRSS not readable)")
+    })?;
+    let _ = switch_request(&socket, &json!({"op": "shutdown"}));
+    scratch.stop(i);
+    Ok((memory, started))
+}
+
+/// Starts a host daemon, reads its RSS with no channel and with `channels` open; stops it.
+fn measure_hostd(scratch: &mut Scratch, channels: u32) -> Result<(u64, u64), CliError> {
+    // The link's peer: a port this process holds and never reads, so nothing bounces.
+    let peer = UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr().map(|a| (s, a)))
+        .map_err(|e| CliError::failure(format!("cannot bind a loopback UDP port: {e}")))?;
+    let socket = scratch.path("host.sock");
+    let config = format!(
+        "name = \"perf-memory\"\nsocket = {}\n\n[link]\nkind = \"udp\"\nlocal = \"127.0.0.1:0\"\npeer = {}\n",
+        toml_str(&socket.to_string_lossy()),
+        toml_str(&peer.1.to_string())
+    );
+    let i = scratch.spawn("hostd", "host", &config)?;
+    let t0 = Instant::now();
+    let host = loop {
+        scratch.check_alive(i, "natm hostd")?;
+        if socket.exists()
+            && let Ok(h) = natm::Host::connect_path(&socket)
+        {
+            break h;
+        }
+        if t0.elapsed() > START_WAIT {
+            return Err(CliError::failure(format!(
+                "natm hostd did not answer within {START_WAIT:?}"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let rss = |host: &natm::Host| {
+        host.status()
+            .map(|s| s.vm_rss_bytes)
+            .map_err(|e| CliError::failure(format!("hostd status: {e}")))
+    };
+    let empty = rss(&host)?;
+    let mut open = Vec::with_capacity(channels as usize);
+    for k in 0..channels {
+        let text = format!("0.{}.{}", k / VCI_PER_VPI, 32 + k % VCI_PER_VPI);
+        let addr = PvcAddr::parse_with(&text, AddrSyntax::EXACT)
+            .map_err(|e| CliError::failure(format!("VC {text}: {e}")))?;
+        let vc = host
+            .open(
+                natm::VcOptions::new(addr)
+                    .buffers(2)
+                    .buffer_size(1024)
+                    .notify(natm::Notify::EventFd),
+            )
+            .map_err(|e| CliError::failure(format!("opening channel {} ({text}): {e}", k + 1)))?;
+        open.push(vc);
+    }
+    let loaded = rss(&host)?;
+    drop(open);
+    drop(host);
+    drop(peer);
+    scratch.stop(i);
+    Ok((empty, loaded))
+}
+
+/// Runs `natm perf memory`.
+pub fn run(args: MemoryArgs) -> CmdResult {
+    if args.xcs > MAX_XCS {
+        return Err(CliError::usage(format!(
+            "--xcs {}: at most {MAX_XCS} (256 VPIs of {VCI_PER_VPI} VCIs)",
+            args.xcs
+        )));
+    }
+    let max_channels = natm_host::hostd::MAX_CHANNELS as u32;
+    if args.channels > max_channels {
+        return Err(CliError::usage(format!(
+            "--channels {}: hostd holds at most {max_channels}",
+            args.channels
+        )));
+    }
+    let mut scratch = Scratch::new()?;
+    let (switch_empty, _) = measure_switch(&mut scratch, "sw-empty", 0)?;
+    let (switch_loaded, started) = measure_switch(&mut scratch, "sw-loaded", args.xcs)?;
+    let (hostd_empty, hostd_loaded) = measure_hostd(&mut scratch, args.channels)?;
+    drop(scratch);
+    let state = natm_switch::Switch::state_bytes_per_connection() as u64;
+    let per = |a: u64, b: u64, n: u32| {
+        if n == 0 {
+            0.0
+        } else {
+            (b as f64 - a as f64) / f64::from(n)
+        }
+    };
+    let lines = vec![
+        Line {
+            what: format!("switchd RSS, {} cross-connects", args.xcs),
+            goal_bytes: Some(SWITCH_GOAL_BYTES),
+            bytes: switch_loaded,
+            met: Some(switch_loaded <= SWITCH_GOAL_BYTES),
+        },
+        Line {
+            what: "switchd RSS, no cross-connect".into(),
+            goal_bytes: None,
+            bytes: switch_empty,
+            met: None,
+        },
+        Line {
+            what: format!("hostd RSS, {} channels", args.channels),
+            goal_bytes: None,
+            bytes: hostd_loaded,
+            met: None,
+        },
+        Line {
+            what: "hostd RSS, no channel".into(),
+            goal_bytes: None,
+            bytes: hostd_empty,
+            met: None,
+        },
+        Line {
+            what: "switch core state per VC".into(),
+            goal_bytes: Some(STATE_GOAL_BYTES),
+            bytes: state,
+            met: Some(state <= STATE_GOAL_BYTES),
+        },
+    ];
+    let report = Report {
+        xcs: args.xcs,
+        switch_rss_empty: switch_empty,
+        switch_rss_loaded: switch_loaded,
+        switch_rss_per_xc: per(switch_empty, switch_loaded, args.xcs),
+        switch_start_seconds: started,
+        channels: args.channels,
+        hostd_rss_empty: hostd_empty,
+        hostd_rss_loaded: hostd_loaded,
+        hostd_rss_per_channel: per(hostd_empty, hostd_loaded, args.channels),
+        state_bytes_per_connection: state,
+        lines,
+    };
+    if args.json {
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| CliError::failure(format!("JSON: {e}")))?;
+        println!("{text}");
+    } else {
+        print_table(&report);
+    }
+    Ok(())
+}
+
+/// Bytes as MiB, KiB or bytes.
+fn size(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!("{:.1} MiB", bytes as f64 / f64::from(1u32 << 20))
+    } else if bytes >= 1 << 10 {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+fn print_table(r: &Report) {
+    println!("{:<36} {:>12} {:>12} {:>8}", "memory", "goal", "figure", "");
+    for l in &r.lines {
+        println!(
+            "{:<36} {:>12} {:>12} {:>8}",
+            l.what,
+            l.goal_bytes
+                .map_or_else(|| "-".into(), |g| format!("<= {}", size(g))),
+            size(l.bytes),
+            match l.met {
+                Some(true) => "met",
+                Some(false) => "not met",
+                None => "",
+            }
+        );
+    }
+    println!(
+        "per cross-connect (RSS difference / {}): {:.0} B; per hostd channel (/ {}): {:.0} B",
+        r.xcs, r.switch_rss_per_xc, r.channels, r.hostd_rss_per_channel
+    );
+    println!(
+        "switchd with {} cross-connects answered {:.2} s after start (configuration parsed)",
+        r.xcs, r.switch_start_seconds
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_switch_config_parses_with_every_cross_connect() {
+        let s = Scratch::new().unwrap();
+        let text = switch_config(&s, "t", 2049);
+        let c = natm_switchd::SwitchdConfig::from_toml(&text).unwrap();
+        assert_eq!(c.ports.len(), 2);
+        assert_eq!(c.xcs.len(), 2049);
+        assert_eq!(c.xcs[2048].a.to_string(), "1:2.32");
+    }
+
+    #[test]
+    fn sizes_print_in_units() {
+        assert_eq!(size(512), "512 B");
+        assert_eq!(size(2048), "2.0 KiB");
+        assert_eq!(size(64 << 20), "64.0 MiB");
+    }
+}
