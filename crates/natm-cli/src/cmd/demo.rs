@@ -7,8 +7,11 @@
 //!    PVCs 0.100–0.109) in a runtime directory of its own (a fresh one under the temp
 //!    directory, or `--dir`), its links at `--rate` (default `unlimited`, what the machine
 //!    can do; the OC-3c floor is printed beside the figures);
-//! 2. a CBR PVC 0.200 (PCR 100,000 cells/s, UPC discard) added through s1's management
-//!    socket beside the UBR PVC 0.100; both opened from h1 and h2, one SDU each way;
+//! 2. a CBR PVC 0.200 (PCR 100,000 cells/s) added through s1's management socket beside
+//!    the UBR PVC 0.100; both opened from h1 and h2, one SDU each way. Its UPC tags by
+//!    default: s1's CBR.1 policer runs at CDVT 0 and cells reach it in the link's batches,
+//!    so with `discard` (the hidden `--cbr-upc discard`) most 8 KiB frames lose a cell;
+//!    the policer's counters are reported;
 //! 3. on each of the two PVCs: OAM F5 end-to-end loopback (I.610 §10.2.4),
 //!    request/response of 32 bytes and one-way goodput of 8 KiB messages, measured by
 //!    `natm perf`'s engine ([`rr::execute`], [`stream::one_run`]);
@@ -18,11 +21,15 @@
 //!    written to `--pcap` and, when tshark is installed, decoded by it (expert errors
 //!    counted);
 //! 6. the lab taken down in every case: at the end, on an error, on a panic (a guard's
-//!    `Drop`), and on SIGINT/SIGTERM (looked at between steps, so within a step's time).
+//!    `Drop`), and on SIGINT/SIGTERM (looked at between steps, so within a step's time;
+//!    exit status 130).
 //!
 //! Then one table; `--json` prints it as JSON (and the explanations go to stderr). The
 //! goodput runs are not captured: the capture stream is one JSON line per cell, which at
 //! full speed would slow the switch being measured and lose most lines anyway.
+//!
+//! What it is not: a benchmark. Each figure comes from a short run (a few thousand
+//! transactions, one second of goodput); `natm perf` measures longer, with more options.
 //!
 //! `natm demo --layers` is the older walk through the layers without a network: QoS
 //! text, cells and HEC (I.432), AAL5 (I.363.5), OAM cells (I.610), captures, contracts.
@@ -102,6 +109,11 @@ pub struct DemoArgs {
 const UBR_VC: &str = "0.100";
 /// The CBR PVC the demo adds.
 const CBR_VC: &str = "0.200";
+/// The table's rows.
+const ROW_UBR: usize = 0;
+const ROW_CBR: usize = 1;
+const ROW_UDP: usize = 2;
+const ROW_TCP: usize = 3;
 /// Request and response size: one cell with its AAL5 trailer (32 + 8 ≤ 48).
 const RR_SIZE: usize = 32;
 /// Message size of the goodput runs.
@@ -331,27 +343,9 @@ fn network(args: &DemoArgs) -> CmdResult {
              cells above the PCR with CLP=1 rather than discarding them; --cbr-upc discard shows the loss)",
         );
     }
-    let reply = client::request(
-        &s1,
-        &json!({
-            "op": "connect",
-            "a": format!("{p1}:{CBR_VC}"),
-            "b": format!("{p2}:{CBR_VC}"),
-            "qos": cbr_text,
-            "upc": args.cbr_upc,
-        }),
-        Duration::from_secs(2),
-    )
-    .map_err(|e| CliError::failure(format!("s1: {e}")))?;
-    if reply.get("ok") != Some(&Value::Bool(true)) {
-        return Err(CliError::failure(format!(
-            "s1 refused the CBR PVC: {}",
-            reply.get("error").and_then(Value::as_str).unwrap_or("?")
-        )));
-    }
+    let id = connect_cbr(&s1, (p1, p2), &cbr_text, &args.cbr_upc)?;
     say.line(&format!(
-        "   s1 connected {p1}:{CBR_VC} - {p2}:{CBR_VC} (connection {})",
-        reply.get("id").and_then(Value::as_str).unwrap_or("?")
+        "   s1 connected {p1}:{CBR_VC} - {p2}:{CBR_VC} (connection {id})"
     ));
     for (vc, qos, text) in [(ubr_vc, ubr_qos, UBR_VC), (cbr_vc, cbr_qos, CBR_VC)] {
         hello(&h1, &h2, vc, qos)?;
@@ -366,22 +360,18 @@ fn network(args: &DemoArgs) -> CmdResult {
         pcap.display()
     ));
     let capture = CaptureRun::start(&s1, p1, &pcap)?;
-    let mut rows: Vec<Row> = ["natm UBR", "natm CBR"]
-        .iter()
-        .zip([UBR_VC, CBR_VC])
-        .map(|(n, vc)| Row {
-            name: format!("{n} {vc}"),
-            ..Row::default()
-        })
-        .collect();
-    rows.push(Row {
-        name: "kernel UDP".into(),
+    let mut rows: Vec<Row> = [
+        format!("natm UBR {UBR_VC}"),
+        format!("natm CBR {CBR_VC}"),
+        "kernel UDP".into(),
+        "kernel TCP".into(),
+    ]
+    .into_iter()
+    .map(|name| Row {
+        name,
         ..Row::default()
-    });
-    rows.push(Row {
-        name: "kernel TCP".into(),
-        ..Row::default()
-    });
+    })
+    .collect();
 
     say.line(&format!(
         "4. OAM F5 end-to-end loopback from h1, {} request(s) per PVC: h2's daemon answers each cell",
@@ -397,7 +387,7 @@ fn network(args: &DemoArgs) -> CmdResult {
             us(p.avg_ns),
             us(p.max_ns)
         ));
-        rows[i].ping = Some(p);
+        rows[ROW_UBR + i].ping = Some(p);
     }
     check(&stop)?;
 
@@ -421,47 +411,7 @@ fn network(args: &DemoArgs) -> CmdResult {
         "5. Request/response, {RR_SIZE}-byte requests and responses, {} transactions each (after {RR_WARMUP} unrecorded), h1 -> h2 and back; the kernel's UDP and TCP loopback take turns with natm",
         args.rr_count
     ));
-    let rr_opts = parse_opts::<rr::RrOpts>(
-        "rr",
-        &[
-            "--size",
-            &RR_SIZE.to_string(),
-            "--count",
-            &args.rr_count.to_string(),
-            "--warmup",
-            &RR_WARMUP.min(args.rr_count).to_string(),
-        ],
-    )?;
-    for (targets, first_row) in [(&ubr, 0usize), (&cbr, 1)] {
-        let plan = rr::plan(&rr_opts, targets)?;
-        let report = rr::execute(&plan, targets)?;
-        for r in &report.results {
-            let row = match r.kind {
-                Kind::Natm => first_row,
-                Kind::Udp => 2,
-                Kind::Tcp => 3,
-                Kind::Unix => continue,
-            };
-            let row = &mut rows[row];
-            row.p50_ns = r.latency.map(|l| l.p50_ns);
-            row.p99_ns = r.latency.map(|l| l.p99_ns);
-            row.rr_per_sec = Some(r.transactions_per_sec);
-            row.rr_lost = r.lost;
-            say.line(&format!(
-                "   {:<15} p50 {:.1} µs, p99 {:.1} µs, {:.0} transactions/s{}",
-                row.name,
-                us(row.p50_ns.unwrap_or(0)),
-                us(row.p99_ns.unwrap_or(0)),
-                r.transactions_per_sec,
-                if r.lost > 0 {
-                    format!(", {} lost", r.lost)
-                } else {
-                    String::new()
-                }
-            ));
-        }
-        check(&stop)?;
-    }
+    rr_step(&say, &mut rows, [&ubr, &cbr], args.rr_count, &stop)?;
     let captured = capture.finish()?;
     say.line(&format!(
         "   capture stopped: {} cells of s1:{p1} written{}",
@@ -477,35 +427,7 @@ fn network(args: &DemoArgs) -> CmdResult {
         "6. One-way goodput, {STREAM_SIZE}-byte messages for {:.1} s each: natm on both PVCs, then kernel TCP",
         stream_time.as_secs_f64()
     ));
-    let stream_opts = parse_opts::<stream::StreamOpts>(
-        "stream",
-        &[
-            "--size",
-            &STREAM_SIZE.to_string(),
-            "--seconds",
-            &args.stream_seconds.to_string(),
-        ],
-    )?;
-    let plan = stream::plan(&stream_opts, &ubr)?;
-    let mut progress = Progress::new(3 * stream_time.as_millis() as u64, "stream");
-    for (kind, targets, row) in [
-        (Kind::Natm, &ubr, 0usize),
-        (Kind::Natm, &cbr, 1),
-        (Kind::Tcp, &ubr, 3),
-    ] {
-        let m = stream::one_run(kind, STREAM_SIZE, &plan, targets, &mut progress)
-            .map_err(|e| CliError::failure(format!("{}: goodput run: {e}", rows[row].name)))?;
-        rows[row].stream_bps = Some(m.bits_per_sec);
-        say.line(&format!(
-            "   {:<15} {:.1} Mbit/s ({} of {} messages arrived)",
-            rows[row].name,
-            m.bits_per_sec / 1e6,
-            m.received_messages,
-            m.sent_messages
-        ));
-        check(&stop)?;
-    }
-    drop(progress);
+    stream_step(&say, &mut rows, [&ubr, &cbr], args.stream_seconds, &stop)?;
 
     let policed = policing(&s1, &format!("{p1}:{CBR_VC}"));
     if let Some(p) = &policed {
@@ -576,6 +498,126 @@ fn network(args: &DemoArgs) -> CmdResult {
             pcap.display()
         )));
     }
+    Ok(())
+}
+
+/// Adds the CBR PVC between `ports` of the switch at `s1`; returns the connection's id.
+fn connect_cbr(s1: &Path, ports: (u16, u16), qos: &str, upc: &str) -> Result<String, CliError> {
+    let reply = client::request(
+        s1,
+        &json!({
+            "op": "connect",
+            "a": format!("{}:{CBR_VC}", ports.0),
+            "b": format!("{}:{CBR_VC}", ports.1),
+            "qos": qos,
+            "upc": upc,
+        }),
+        Duration::from_secs(2),
+    )
+    .map_err(|e| CliError::failure(format!("s1: {e}")))?;
+    if reply.get("ok") != Some(&Value::Bool(true)) {
+        return Err(CliError::failure(format!(
+            "s1 refused the CBR PVC: {}",
+            reply.get("error").and_then(Value::as_str).unwrap_or("?")
+        )));
+    }
+    Ok(reply
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+        .to_string())
+}
+
+/// Request/response over the UBR PVC with the kernel baselines taking turns, then over the
+/// CBR PVC; fills the rows' rr columns.
+fn rr_step(
+    say: &Say,
+    rows: &mut [Row],
+    [ubr, cbr]: [&Targets; 2],
+    count: u64,
+    stop: &AtomicBool,
+) -> CmdResult {
+    let rr_opts = parse_opts::<rr::RrOpts>(
+        "rr",
+        &[
+            "--size",
+            &RR_SIZE.to_string(),
+            "--count",
+            &count.to_string(),
+            "--warmup",
+            &RR_WARMUP.min(count).to_string(),
+        ],
+    )?;
+    for (targets, first_row) in [(ubr, ROW_UBR), (cbr, ROW_CBR)] {
+        let plan = rr::plan(&rr_opts, targets)?;
+        let report = rr::execute(&plan, targets)?;
+        for r in &report.results {
+            let row = match r.kind {
+                Kind::Natm => first_row,
+                Kind::Udp => ROW_UDP,
+                Kind::Tcp => ROW_TCP,
+                Kind::Unix => continue,
+            };
+            let row = &mut rows[row];
+            row.p50_ns = r.latency.map(|l| l.p50_ns);
+            row.p99_ns = r.latency.map(|l| l.p99_ns);
+            row.rr_per_sec = Some(r.transactions_per_sec);
+            row.rr_lost = r.lost;
+            say.line(&format!(
+                "   {:<15} p50 {:.1} µs, p99 {:.1} µs, {:.0} transactions/s{}",
+                row.name,
+                us(row.p50_ns.unwrap_or(0)),
+                us(row.p99_ns.unwrap_or(0)),
+                r.transactions_per_sec,
+                if r.lost > 0 {
+                    format!(", {} lost", r.lost)
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        check(stop)?;
+    }
+    Ok(())
+}
+
+/// One goodput run each: natm on both PVCs, then kernel TCP; fills the stream column.
+fn stream_step(
+    say: &Say,
+    rows: &mut [Row],
+    [ubr, cbr]: [&Targets; 2],
+    seconds: f64,
+    stop: &AtomicBool,
+) -> CmdResult {
+    let stream_opts = parse_opts::<stream::StreamOpts>(
+        "stream",
+        &[
+            "--size",
+            &STREAM_SIZE.to_string(),
+            "--seconds",
+            &seconds.to_string(),
+        ],
+    )?;
+    let plan = stream::plan(&stream_opts, ubr)?;
+    let mut progress = Progress::new(3 * (seconds * 1e3) as u64, "stream");
+    for (kind, targets, row) in [
+        (Kind::Natm, ubr, ROW_UBR),
+        (Kind::Natm, cbr, ROW_CBR),
+        (Kind::Tcp, ubr, ROW_TCP),
+    ] {
+        let m = stream::one_run(kind, STREAM_SIZE, &plan, targets, &mut progress)
+            .map_err(|e| CliError::failure(format!("{}: goodput run: {e}", rows[row].name)))?;
+        rows[row].stream_bps = Some(m.bits_per_sec);
+        say.line(&format!(
+            "   {:<15} {:.1} Mbit/s ({} of {} messages arrived)",
+            rows[row].name,
+            m.bits_per_sec / 1e6,
+            m.received_messages,
+            m.sent_messages
+        ));
+        check(stop)?;
+    }
+    drop(progress);
     Ok(())
 }
 
@@ -819,11 +861,11 @@ fn us(ns: u64) -> f64 {
 
 /// natm's figure over the kernel's: rr p50 against UDP, goodput against TCP.
 fn ratios(row: &Row, rows: &[Row]) -> (Option<f64>, Option<f64>) {
-    let p50 = match (row.p50_ns, rows[2].p50_ns) {
+    let p50 = match (row.p50_ns, rows[ROW_UDP].p50_ns) {
         (Some(a), Some(b)) if b > 0 => Some(a as f64 / b as f64),
         _ => None,
     };
-    let stream = match (row.stream_bps, rows[3].stream_bps) {
+    let stream = match (row.stream_bps, rows[ROW_TCP].stream_bps) {
         (Some(a), Some(b)) if b > 0.0 => Some(a / b),
         _ => None,
     };
