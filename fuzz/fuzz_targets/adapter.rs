@@ -74,6 +74,8 @@ fuzz_target!(|data: &[u8]| {
         } else {
             LinkRate::CellsPerSecond(u32::from(rate) * 1000)
         },
+        // Unlimited links: shaping tolerance 0 to 1.27 ms.
+        shaper_cdv: Duration::from_micros(u64::from(rate >> 1) * 10),
         hec: [HecCheck::Off, HecCheck::Detect, HecCheck::Correct][usize::from(mode % 3)],
         reassembly_timeout: Some(Duration::from_micros(300)),
         max_tx_queued: 5,

@@ -63,6 +63,13 @@ pub enum HecCheck {
 pub struct AdapterConfig {
     /// The link's rate.
     pub link: LinkRate,
+    /// Unlimited links: how late a shaped VC's cells may leave and still count at the
+    /// instants they were due, so a driver that calls [`Adapter::poll_transmit`] up to this
+    /// late keeps the contract's rate (cells it was late for leave together, as a terminal's
+    /// own cell delay variation). The output then conforms to GCRA(1/PCR, τ) and
+    /// GCRA(1/SCR, BT + τ), τ this tolerance. Zero: CDVT-0 shaping, a late call loses the
+    /// departures it missed. A VC gains nothing while it has nothing queued.
+    pub shaper_cdv: Duration,
     /// UNI (8-bit VPI) or NNI (12-bit VPI) headers.
     pub format: HeaderFormat,
     /// Buffer ids are `0..buffers` (1..=[`MAX_BUFFERS`]).
@@ -82,12 +89,13 @@ pub struct AdapterConfig {
 }
 
 impl AdapterConfig {
-    /// An unlimited UNI link, `buffers` ids with receive buffers of `rx_buffer_size` bytes,
-    /// a 1 s reassembly timeout, HEC correction, 1,024 VCs, 4,096 queued descriptors and
-    /// 1,024 events.
+    /// An unlimited UNI link with CDVT-0 shaping, `buffers` ids with receive buffers of
+    /// `rx_buffer_size` bytes, a 1 s reassembly timeout, HEC correction, 1,024 VCs, 4,096
+    /// queued descriptors and 1,024 events.
     pub const fn new(buffers: u32, rx_buffer_size: usize) -> AdapterConfig {
         AdapterConfig {
             link: LinkRate::Unlimited,
+            shaper_cdv: Duration::ZERO,
             format: HeaderFormat::Uni,
             buffers,
             rx_buffer_size,
@@ -440,6 +448,8 @@ struct Vc {
     shaper: Option<Shaper>,
     /// The key of a shaped VC in `Adapter::shaped` while `in_ring`.
     due: Instant,
+    /// When a shaped VC last became backlogged: no cell counts as leaving before it.
+    since: Instant,
     /// Scheduler backlog not backed by cells (an SDU cut short by a read fault).
     sched_excess: u64,
     /// Backlogged on an unlimited link: in the ring, or (shaped) in `Adapter::shaped`.
@@ -720,6 +730,7 @@ impl Adapter {
             sched,
             shaper,
             due: Instant::ZERO,
+            since: Instant::ZERO,
             sched_excess: 0,
             in_ring: false,
             max_sdu: rx.max_sdu,
@@ -891,6 +902,7 @@ impl Adapter {
                     match &vc.shaper {
                         Some(shaper) => {
                             vc.due = shaper.due();
+                            vc.since = self.now;
                             self.shaped.insert((vc.due, slot));
                         }
                         None => self.ring.push_back(slot),
@@ -1020,13 +1032,19 @@ impl Adapter {
         n
     }
 
-    /// Unlimited link: a cell of each shaped VC due at or before `now`, earliest first.
+    /// Unlimited link: the cells of shaped VCs due at or before `now`, earliest due first;
+    /// each counts as leaving when it was due, but not before `now − shaper_cdv` (without
+    /// a tolerance: at `now`, one cell per VC).
     fn transmit_shaped<M: BufferMemory + ?Sized>(
         &mut self,
         now: Instant,
         mem: &M,
         out: &mut [[u8; CELL_LEN]],
     ) -> usize {
+        let floor = Instant::from_nanos(
+            now.as_nanos()
+                .saturating_sub(self.config.shaper_cdv.as_nanos()),
+        );
         let mut n = 0;
         while n < out.len() {
             let Some(&(due, slot)) = self.shaped.first() else {
@@ -1045,7 +1063,7 @@ impl Adapter {
                 continue;
             };
             if sent > 0 {
-                shaper.record(now);
+                shaper.record(due.max(floor).max(vc.since));
             }
             if vc.txq.is_empty() {
                 vc.in_ring = false;

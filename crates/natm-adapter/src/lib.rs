@@ -73,8 +73,12 @@
 //!   GCRA(1/PCR, 0) and, for VBR, GCRA(1/SCR, BT) conform, so its output passes a CDVT-0
 //!   UPC for its contract. Shaped VCs wait in a set ordered by the instant they may send
 //!   next (natm-traffic's `Gcra::next_conforming`), which
-//!   [`poll_timeout`](Adapter::poll_timeout) reports; a shaped VC called late loses the
-//!   slot (no catching up: that would be a burst above PCR). Those due go first in each
+//!   [`poll_timeout`](Adapter::poll_timeout) reports. A driver in real time wakes late;
+//!   with CDVT-0 shaping a late call loses the departures it missed (and the VC its rate),
+//!   so [`AdapterConfig::shaper_cdv`] lets cells that were due up to that long ago leave
+//!   together, counted at the instants they were due: the rate holds and the output
+//!   conforms to GCRA(1/PCR, τ) instead (a VC gains no credit while idle). Those due go
+//!   first in each
 //!   [`poll_transmit`](Adapter::poll_transmit); then UBR VCs without a rate share the rest
 //!   round robin, a burst of up to [`STAGE_CELLS`] cells of one SDU per turn, untouched by
 //!   any shaper (that path costs one emptiness check more than before shaping existed).

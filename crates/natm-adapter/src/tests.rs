@@ -560,6 +560,90 @@ fn test_unlimited_ubr_with_a_pcr_is_shaped_and_poll_timeout_says_when() {
     assert_eq!(completions(&mut a, &mut m)[0].status, Status::Aborted);
 }
 
+/// Departure instants of a 9-cell SDU on UBR at 1,000 cells/s from a driver that calls
+/// `late` after each `poll_timeout`, with shaper tolerance `cdv`.
+fn late_driver(cdv: Duration, late: Duration) -> Vec<Instant> {
+    let mut a = Adapter::new(AdapterConfig {
+        shaper_cdv: cdv,
+        ..config()
+    })
+    .unwrap();
+    a.open_vc(10, vc(0), VcSpec::ubr(1_000, 1), RxVcConfig::aal5(4096))
+        .unwrap();
+    let mut m = Checked::new(16, 4096);
+    post_tx(&mut a, &mut m, 0, &sdu(400, 1), 10);
+    let mut out = [[0u8; CELL_LEN]; 16];
+    let mut times = Vec::new();
+    while let Some(t) = a.poll_timeout() {
+        let now = if t == T0 { t } else { t + late };
+        let n = a.poll_transmit(now, &m, &mut out);
+        times.extend(std::iter::repeat_n(now, n));
+    }
+    assert_eq!(times.len(), 9);
+    times
+}
+
+#[test]
+fn test_unlimited_shaper_cdv_keeps_the_rate_of_a_late_driver() {
+    let ms = |x: u64| Duration::from_micros(x * 100);
+    // Strict (CDVT 0): every call 0.5 ms late costs 0.5 ms, so 9 cells take 12 ms.
+    let strict = late_driver(Duration::ZERO, ms(5));
+    let want: Vec<Instant> = (0..9).map(|k| T0 + ms(15 * k)).collect();
+    assert_eq!(strict, want);
+    // With 1 ms of tolerance the same driver keeps 1/PCR on average: cell k leaves 0.5 ms
+    // after k ms, and no call sends two.
+    let tolerant = late_driver(Duration::from_millis(1), ms(5));
+    let want: Vec<Instant> = (0..9)
+        .map(|k| if k == 0 { T0 } else { T0 + ms(10 * k + 5) })
+        .collect();
+    assert_eq!(tolerant, want);
+    // 2.5 ms late: it catches up 1 ms of the 2.5 (two cells per call), no more.
+    let very_late = late_driver(Duration::from_millis(1), ms(25));
+    assert_eq!(&very_late[..3], &[T0, T0 + ms(35), T0 + ms(35)]);
+    // A GCRA(1/PCR, τ) policer passes all of it.
+    let contract = Contract {
+        cdvt: Duration::from_millis(1),
+        ..VcSpec::ubr(1_000, 1).contract()
+    };
+    let mut upc = Policer::new(Conformance::Ubr1, &contract).unwrap();
+    for t in &tolerant {
+        assert_eq!(upc.police(*t, false), natm_traffic::policer::Verdict::Pass);
+    }
+    let mut upc = Policer::new(Conformance::Ubr1, &contract).unwrap();
+    for t in &very_late {
+        assert_eq!(upc.police(*t, false), natm_traffic::policer::Verdict::Pass);
+    }
+}
+
+#[test]
+fn test_unlimited_shaper_cdv_gives_no_credit_for_idle_time() {
+    let mut a = Adapter::new(AdapterConfig {
+        shaper_cdv: Duration::from_millis(10),
+        ..config()
+    })
+    .unwrap();
+    a.open_vc(10, vc(0), VcSpec::cbr(1_000), RxVcConfig::aal5(4096))
+        .unwrap();
+    let mut m = Checked::new(16, 4096);
+    let mut out = [[0u8; CELL_LEN]; 16];
+    post_tx(&mut a, &mut m, 0, &sdu(40, 1), 10);
+    assert_eq!(a.poll_transmit(T0, &m, &mut out), 1);
+    assert_eq!(a.poll_timeout(), None);
+    // Three 1-cell SDUs after a second of idle time: one cell now, not a burst.
+    let later = T0 + Duration::from_secs(1);
+    for id in 1..4 {
+        m.mem.buffer_mut(BufferId(id)).unwrap()[..40].copy_from_slice(&sdu(40, id));
+        m.tx.insert(id);
+        a.post_tx(later, BufferId(id), 40, 10);
+    }
+    assert_eq!(a.poll_transmit(later, &m, &mut out), 1);
+    assert_eq!(a.poll_timeout(), Some(later + Duration::from_millis(1)));
+    // 2 ms late, within the tolerance: both cells it was late for leave.
+    let late = later + Duration::from_millis(3);
+    assert_eq!(a.poll_transmit(late, &m, &mut out), 2);
+    assert_eq!(a.poll_timeout(), None);
+}
+
 #[test]
 fn test_rated_post_tx() {
     // 10,000 cells/s link, one CBR VC at 1,000 cells/s: a cell every millisecond.
