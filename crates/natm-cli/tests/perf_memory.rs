@@ -71,7 +71,7 @@ fn daemons_report_their_memory_and_are_all_stopped() {
         natm_switch::Switch::state_bytes_per_connection() as u64
     );
     let lines = v["lines"].as_array().unwrap();
-    assert_eq!(lines.len(), 5);
+    assert_eq!(lines.len(), 6);
     for l in lines {
         match (l["goal_bytes"].as_u64(), l["met"].as_bool()) {
             (Some(g), Some(met)) => assert_eq!(met, l["bytes"].as_u64().unwrap() <= g, "{l}"),
@@ -80,7 +80,8 @@ fn daemons_report_their_memory_and_are_all_stopped() {
         }
     }
     assert_eq!(lines[0]["goal_bytes"], 64 << 20);
-    assert_eq!(lines[4]["goal_bytes"], 256);
+    assert_eq!(lines[5]["goal_bytes"], 256);
+    assert!(v["switch_rss_after_status"].as_u64().unwrap() > 1 << 20);
     assert!(
         processes_under(&tmp.0).is_empty(),
         "{:?}",
