@@ -27,6 +27,7 @@ use crate::CmdResult;
 
 pub mod baseline;
 pub mod histo;
+pub mod isolation;
 pub mod kernel;
 pub mod link;
 pub mod memory;
@@ -64,6 +65,9 @@ pub enum PerfCommand {
     Paths(paths::PathsArgs),
     /// A kernel loopback baseline alone: udp, tcp or unix, then rr or stream.
     Baseline(BaselineArgs),
+    /// Policing isolation through the switch: a conforming CBR connection alone, then beside
+    /// a VBR source at 2x its PCR and a UBR flood (its own lab, taken down at the end).
+    Isolation(isolation::IsolationArgs),
     /// A CPU-bound disturber for the measurements: spins for `--seconds`, then exits.
     #[command(hide = true)]
     Spin(wakeup::SpinArgs),
@@ -81,6 +85,7 @@ pub fn run(command: PerfCommand) -> CmdResult {
         PerfCommand::Paths(args) => paths::run(args),
         PerfCommand::Baseline(args) => baseline_run(args),
         PerfCommand::Spin(args) => wakeup::spin(args),
+        PerfCommand::Isolation(args) => isolation::run(args),
     }
 }
 
