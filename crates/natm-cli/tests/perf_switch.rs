@@ -37,6 +37,10 @@ fn a_tiny_run_reports_forwarding_beside_the_bare_rings() {
         assert!((r["ratio"].as_f64().unwrap() - ratio).abs() < 1e-9, "{r}");
         fwd.push(r["forwarding"]["cells_per_sec"].as_f64().unwrap());
     }
+    let quiet = v["quiet_runs"].as_u64().unwrap();
+    assert!(quiet <= 3);
+    assert_eq!(v["quiet_forwarding"].is_null(), quiet == 0, "{v}");
+    assert_eq!(v["quiet_relay"].is_null(), quiet == 0, "{v}");
     fwd.sort_by(f64::total_cmp);
     let s = &v["forwarding"];
     assert_eq!(s["median"].as_f64().unwrap(), fwd[1]);
