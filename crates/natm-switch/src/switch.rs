@@ -628,11 +628,12 @@ impl Switch {
                 direction: dir,
                 error,
             };
-            let contract = match Contract::from_params(params, link) {
+            let mut contract = match Contract::from_params(params, link) {
                 // A UBR direction without a PCR has nothing to be policed against.
                 Err(ContractError::NoPcr) if params.class == TrafficClass::Ubr => continue,
                 r => r.map_err(bad)?,
             };
+            contract.cdvt = contract.cdvt.max(self.port(input).config.cdvt);
             policers[i] = Some(Policer::new(category.conformance(), &contract).map_err(bad)?);
         }
         // CAC: a→b uses b's output, b→a uses a's.

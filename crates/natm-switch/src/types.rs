@@ -65,16 +65,22 @@ pub struct PortConfig {
     pub queue_cells: [u32; 4],
     /// EPD threshold in percent of a queue's limit (1..=100; 0 or 100 = PPD only).
     pub epd_percent: u8,
+    /// Cell delay variation tolerated on cells arriving at this port (TM 4.1 §4.4.4): the
+    /// UPC of every connection entering here uses at least this CDVT. Cells of a source
+    /// shaped exactly to its PCR reach a software switch in batches (a link's ring, a
+    /// sleeping daemon's wake-up), so a software port needs some; 0 polices the ideal.
+    pub cdvt: natm_core::Duration,
 }
 
 impl Default for PortConfig {
-    /// UNI, unlimited rate, queues of 256/256/1024/4096 cells, EPD at 80%.
+    /// UNI, unlimited rate, queues of 256/256/1024/4096 cells, EPD at 80%, CDVT 0.
     fn default() -> PortConfig {
         PortConfig {
             format: HeaderFormat::Uni,
             rate: PortRate::Unlimited,
             queue_cells: [256, 256, 1024, 4096],
             epd_percent: 80,
+            cdvt: natm_core::Duration::ZERO,
         }
     }
 }

@@ -60,6 +60,39 @@ fn upc_off_passes_everything() {
     assert_eq!((c.policed, c.tagged), (0, 0));
 }
 
+/// A source at exactly its PCR of 1000 cells/s whose cells arrive ten at a time, every
+/// 10 ms (as a batching link delivers them): policed at the port's CDVT.
+fn batched_at_pcr(port_cdvt: Duration) -> natm_switch::PortCounters {
+    let input = PortConfig {
+        cdvt: port_cdvt,
+        ..PortConfig::default()
+    };
+    let mut sw = switch_with(&[(1, input), (2, PortConfig::default())]);
+    let mut xc = CrossConnect::new(
+        Endpoint::vc(1, 0, 40),
+        Endpoint::vc(2, 0, 41),
+        qos("cbr:max_pcr=1000"),
+    );
+    xc.upc = Upc::Discard;
+    sw.connect(T0, &xc).expect("admitted");
+    for batch in 0..100u64 {
+        let now = Instant::from_nanos(batch * 10_000_000);
+        for k in 0..10u8 {
+            sw.handle_cell(now, PortId(1), &cell(0, 40, 0, false, k));
+        }
+        drain_at(&mut sw, now, 2);
+    }
+    sw.port_counters(PortId(1)).expect("port")
+}
+
+#[test]
+fn a_port_cdvt_passes_a_conforming_source_that_arrives_in_batches() {
+    // Nine cell times of jitter tolerated: every batch passes whole.
+    assert_eq!(batched_at_pcr(Duration::from_millis(9)).policed, 0);
+    // At CDVT 0 the same conforming source loses nine cells of every ten.
+    assert_eq!(batched_at_pcr(Duration::ZERO).policed, 900);
+}
+
 #[test]
 fn strict_priority_under_overload() {
     let mut sw = two_ports();

@@ -14,6 +14,7 @@
 //! # format = "nni"                   # header format on this port (default "uni")
 //! # queue_cells = [256, 256, 1024, 4096]   # CBR, rt-VBR, nrt-VBR, UBR
 //! # epd_percent = 80
+//! # cdvt_us = 1000                   # CDV tolerated on arriving cells, added to every UPC (default 1 ms)
 //!
 //! [[xc]]
 //! a = "1:0.100"
@@ -241,7 +242,13 @@ fn line_of(text: &str, span: Range<usize>) -> usize {
 }
 
 /// The port keys that are the switch's, not the link's.
-const PORT_KEYS: [&str; 4] = ["role", "format", "queue_cells", "epd_percent"];
+const PORT_KEYS: [&str; 5] = ["role", "format", "queue_cells", "epd_percent", "cdvt_us"];
+
+/// The cell delay variation a port tolerates unless its `cdvt_us` says otherwise: cells
+/// shaped to their PCR by a host's adapter reach the switch in batches (the link's ring
+/// drained at each wake-up of this daemon), so policing at CDVT 0 would discard
+/// conforming cells. 1 ms covers a sleeping daemon's wake-up on a loaded machine.
+pub const DEFAULT_CDVT_US: u64 = 1000;
 
 fn port_entry(text: &str, raw: RawPort) -> Result<PortEntry, ConfigError> {
     let id = PortId(*raw.id.get_ref());
@@ -253,7 +260,10 @@ fn port_entry(text: &str, raw: RawPort) -> Result<PortEntry, ConfigError> {
         message,
     };
     let mut rest = raw.rest;
-    let mut switch = PortConfig::default();
+    let mut switch = PortConfig {
+        cdvt: natm_core::Duration::from_micros(DEFAULT_CDVT_US),
+        ..PortConfig::default()
+    };
     let mut role = Role::Listen;
     for key in PORT_KEYS {
         let Some(v) = rest.remove(key) else { continue };
@@ -294,6 +304,14 @@ fn port_entry(text: &str, raw: RawPort) -> Result<PortEntry, ConfigError> {
                         ));
                     }
                 }
+            }
+            "cdvt_us" => {
+                switch.cdvt = v
+                    .as_integer()
+                    .and_then(|i| u64::try_from(i).ok())
+                    .filter(|&us| us <= 10_000_000)
+                    .map(natm_core::Duration::from_micros)
+                    .ok_or_else(|| invalid("cdvt_us", format!("{v} is not 0..=10000000 µs")))?;
             }
             _ => {
                 switch.epd_percent = v
