@@ -26,6 +26,11 @@ fn a_tiny_run_reports_forwarding_beside_the_bare_rings() {
             let e = &r[what];
             assert!(e["cells_per_sec"].as_f64().unwrap() > 0.0, "{r}");
             assert!(e["seconds"].as_f64().unwrap() > 0.0, "{r}");
+            let (p50, p90) = (
+                e["interval_p50"].as_f64().unwrap(),
+                e["interval_p90"].as_f64().unwrap(),
+            );
+            assert!(0.0 <= p50 && p50 <= p90, "{r}");
             if let Some(w) = e["middle_waited"].as_f64() {
                 assert!((0.0..=1.5).contains(&w), "a share of the run: {r}");
             }

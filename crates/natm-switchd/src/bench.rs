@@ -33,9 +33,12 @@ use crate::fabric::Fabric;
 
 /// Ring size of each benchmark link, in cells.
 const RING: u32 = 16_384;
+/// Cells per interval of [`Forwarding::interval_rates`]: about a millisecond at the goal's
+/// rate, shorter than a scheduler time slice.
+pub const INTERVAL: u64 = 16_384;
 
 /// What [`forwarding`] measured.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Forwarding {
     /// Cells host 1 sent.
     pub sent: u64,
@@ -69,6 +72,23 @@ pub struct Forwarding {
     pub switch_waited: Option<Duration>,
     /// The same for the host threads, summed.
     pub hosts_waited: Option<Duration>,
+    /// Cells per second of each [`INTERVAL`] cells received, sorted: a thread preempted
+    /// by another process slows the intervals it falls in, not the rest, so the upper
+    /// intervals show the rate of an undisturbed machine.
+    pub interval_rates: Vec<f64>,
+}
+
+impl Forwarding {
+    /// The rate of the interval at quantile `q` (0 slowest, 1 fastest) of
+    /// [`Forwarding::interval_rates`]; 0 when the run had no whole interval.
+    pub fn interval_quantile(&self, q: f64) -> f64 {
+        let n = self.interval_rates.len();
+        if n == 0 {
+            return 0.0;
+        }
+        let i = ((n - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize;
+        self.interval_rates[i]
+    }
 }
 
 /// Why the benchmark could not run.
@@ -352,6 +372,15 @@ fn drive(
         });
     }
     let elapsed = end.last.saturating_duration_since(t0);
+    // The first interval includes the start-up; a batch may cross a mark, so intervals
+    // hold about INTERVAL cells, a batch more or less.
+    let mut interval_rates: Vec<f64> = end
+        .marks
+        .windows(2)
+        .skip(1)
+        .map(|w| INTERVAL as f64 / w[1].saturating_duration_since(w[0]).as_secs_f64().max(1e-9))
+        .collect();
+    interval_rates.sort_by(f64::total_cmp);
     Ok(Forwarding {
         sent: cells,
         forwarded,
@@ -366,6 +395,7 @@ fn drive(
         busy_cells_per_second: forwarded as f64 / busy.as_secs_f64().max(1e-9),
         switch_waited,
         hosts_waited,
+        interval_rates,
     })
 }
 
@@ -398,6 +428,8 @@ struct Hosts {
 struct HostEnd {
     /// When the last cell arrived.
     last: Instant,
+    /// When each [`INTERVAL`]-th cell arrived (a receiving host).
+    marks: Vec<Instant>,
     /// Its time on a run queue.
     waited: Option<Duration>,
 }
@@ -421,6 +453,14 @@ impl Hosts {
         let mut buf = vec![[0u8; CELL_LEN]; batch];
         let (mut sent, mut n_got) = (0u64, 0u64);
         let mut last = Instant::now();
+        let mut marks = Vec::with_capacity(if rx.is_some() {
+            (cells / INTERVAL + 2) as usize
+        } else {
+            0
+        });
+        if rx.is_some() {
+            marks.push(last);
+        }
         let mut idle = 0u32;
         let give_up = Instant::now() + Duration::from_secs(60);
         loop {
@@ -437,8 +477,12 @@ impl Hosts {
                     if u32::from_be_bytes([buf[0][0], buf[0][1], buf[0][2], buf[0][3]]) != header {
                         return Err(format!("a cell arrived without VCI {}", self.out_vci));
                     }
+                    let before = n_got / INTERVAL;
                     n_got += n as u64;
                     last = Instant::now();
+                    if n_got / INTERVAL != before {
+                        marks.push(last);
+                    }
                     got.store(n_got, Ordering::Relaxed);
                     moved += n;
                 }
@@ -454,7 +498,11 @@ impl Hosts {
                     let waited = waited0
                         .zip(run_queue_wait())
                         .map(|(a, b)| b.saturating_sub(a));
-                    return Ok(HostEnd { last, waited });
+                    return Ok(HostEnd {
+                        last,
+                        marks,
+                        waited,
+                    });
                 }
                 if Instant::now() > give_up {
                     return Err(format!("gave up after {sent} sent, {n_got} received"));
@@ -603,6 +651,17 @@ mod tests {
         assert!(ring_relay(10, RING as usize + 1).is_err());
         let f = forwarding(10_000, 64).unwrap();
         assert_eq!(f.forwarded + f.dropped, 10_000);
+        assert!(
+            f.interval_rates.is_empty(),
+            "no whole interval after the first"
+        );
+        assert_eq!(f.interval_quantile(0.5), 0.0);
+        let f = ring_relay(4 * INTERVAL, 64).unwrap();
+        // Four intervals, the first (with the start-up) left out.
+        assert_eq!(f.interval_rates.len(), 3, "{:?}", f.interval_rates);
+        assert!(f.interval_rates.windows(2).all(|w| w[0] <= w[1]));
+        assert_eq!(f.interval_quantile(1.0), f.interval_rates[2]);
+        assert_eq!(f.interval_quantile(0.5), f.interval_rates[1]);
         if std::path::Path::new("/proc/thread-self/schedstat").exists() {
             assert!(f.switch_waited.is_some() && f.hosts_waited.is_some());
             assert!(run_queue_wait().is_some());

@@ -23,6 +23,10 @@
 //! is why single runs of `forwarding` ranged from 1.5 to 42.7 M cells/s on a 2-CPU machine
 //! shared with compilers. The report gives the median and the range over all runs, and
 //! again over the quiet runs only (every thread waited under [`QUIET_SHARE`] of the run).
+//! Within a run, host 2 marks every [`bench::INTERVAL`] cells (about a millisecond, less
+//! than a scheduler time slice): a preempted thread slows the intervals it falls in and not
+//! the others, so a run's 90th-percentile interval is the rate of its undisturbed
+//! stretches, a figure that holds still on a loaded machine where the run's mean does not.
 //!
 //! This module only drives the benchmarks and prints; the loops are natm-switchd's.
 
@@ -80,6 +84,10 @@ pub struct EndToEnd {
     pub middle_waited: Option<f64>,
     /// Share of the wall time the host threads waited for their CPU (summed).
     pub hosts_waited: Option<f64>,
+    /// Median rate of the run's intervals of [`bench::INTERVAL`] cells (0: none whole).
+    pub interval_p50: f64,
+    /// The rate 9 intervals in 10 stayed below: the run's undisturbed stretches.
+    pub interval_p90: f64,
 }
 
 impl EndToEnd {
@@ -99,6 +107,8 @@ impl EndToEnd {
             seconds: f.elapsed.as_secs_f64(),
             middle_waited: share(f.switch_waited),
             hosts_waited: share(f.hosts_waited),
+            interval_p50: f.interval_quantile(0.5),
+            interval_p90: f.interval_quantile(0.9),
         }
     }
 }
@@ -163,6 +173,12 @@ pub struct Report {
     pub forwarding: Spread,
     /// Forwarding per busy switch core, cells/s.
     pub forwarding_busy: Spread,
+    /// Ring relay, each run's 90th-percentile interval.
+    pub relay_interval_p90: Spread,
+    /// Forwarding, each run's median interval.
+    pub forwarding_interval_p50: Spread,
+    /// Forwarding, each run's 90th-percentile interval.
+    pub forwarding_interval_p90: Spread,
     /// The loop alone, cells/s (each run's median burst).
     pub capacity: Spread,
     /// forwarding ÷ relay, per run.
@@ -283,6 +299,9 @@ pub fn run(args: SwitchArgs) -> CmdResult {
         relay,
         forwarding,
         forwarding_busy: Spread::of(per_run.iter().map(|r| r.forwarding.busy_cells_per_sec)),
+        relay_interval_p90: Spread::of(per_run.iter().map(|r| r.relay.interval_p90)),
+        forwarding_interval_p50: Spread::of(per_run.iter().map(|r| r.forwarding.interval_p50)),
+        forwarding_interval_p90: Spread::of(per_run.iter().map(|r| r.forwarding.interval_p90)),
         capacity,
         ratio: Spread::of(per_run.iter().map(|r| r.ratio)),
         quiet_runs,
@@ -343,6 +362,17 @@ fn print_table(r: &Report) {
         met(r.forwarding_meets_goal),
     );
     row("  per busy switch core", &r.forwarding_busy, "");
+    row(
+        &format!("  intervals of {} cells, p50", bench::INTERVAL),
+        &r.forwarding_interval_p50,
+        "",
+    );
+    row(
+        &format!("  intervals of {} cells, p90", bench::INTERVAL),
+        &r.forwarding_interval_p90,
+        met(r.forwarding_interval_p90.median >= r.goal_cells_per_sec),
+    );
+    row("relay, intervals p90", &r.relay_interval_p90, "");
     if let (Some(relay), Some(fwd)) = (&r.quiet_relay, &r.quiet_forwarding) {
         let n = r.quiet_runs;
         row(&format!("relay, {n} quiet run(s) only"), relay, "");
@@ -368,18 +398,28 @@ fn print_table(r: &Report) {
     );
     println!();
     println!(
-        "{:>3} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
-        "run", "relay", "waited", "fwd", "waited", "hosts", "dropped", "alone", "fwd/rel"
+        "{:>3} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "run",
+        "relay",
+        "waited",
+        "fwd",
+        "waited",
+        "hosts",
+        "fwd p90",
+        "dropped",
+        "alone",
+        "fwd/rel"
     );
     for (i, run) in r.per_run.iter().enumerate() {
         println!(
-            "{:>3} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8.2}",
+            "{:>3} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8.2}",
             i + 1,
             m(run.relay.cells_per_sec),
             pct(run.relay.middle_waited),
             m(run.forwarding.cells_per_sec),
             pct(run.forwarding.middle_waited),
             pct(run.forwarding.hosts_waited),
+            m(run.forwarding.interval_p90),
             run.forwarding.dropped,
             m(run.capacity),
             run.ratio
