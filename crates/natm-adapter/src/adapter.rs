@@ -37,9 +37,9 @@ const REFUSALS_MAX: usize = 1024;
 /// The link's cell rate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LinkRate {
-    /// No line rate (a memory ring): a VC with a finite contract is shaped to it (one cell
-    /// at a time, when its GCRAs allow); the others (UBR at [`UBR_UNSHAPED_PCR`] or more)
-    /// are served round robin, a burst at a time.
+    /// No line rate (a memory ring): a VC with a finite contract is shaped to it (a cell
+    /// leaves when its GCRAs allow, see [`AdapterConfig::shaper_cdv`]); the others (UBR at
+    /// [`UBR_UNSHAPED_PCR`] or more) are served round robin, a burst at a time.
     Unlimited,
     /// Cells per second, 1..=10⁹: every cell goes through the scheduler.
     CellsPerSecond(u32),
@@ -467,8 +467,9 @@ struct Vc {
 }
 
 /// The shaper of one VC on an unlimited link, at CDVT 0 (as natm-traffic's scheduler
-/// shapes on a rated one): a cell leaves only at an instant where GCRA(1/PCR, 0) and, for
-/// VBR, GCRA(1/SCR, BT) both conform, and is recorded in both.
+/// shapes on a rated one): a cell is due at the first instant where GCRA(1/PCR, 0) and, for
+/// VBR, GCRA(1/SCR, BT) both conform, and is recorded in both when it leaves (at the
+/// instant it left, or within `shaper_cdv` of it, when it was due).
 #[derive(Clone, Copy, Debug)]
 struct Shaper {
     peak: Gcra,
@@ -505,7 +506,7 @@ impl Shaper {
         }
     }
 
-    /// A cell left at `now` (not before [`due`](Self::due)).
+    /// A cell counted as leaving at `now` (not before [`due`](Self::due)).
     fn record(&mut self, now: Instant) {
         self.peak.record(now);
         if let Some(s) = &mut self.sustainable {
@@ -991,10 +992,11 @@ impl Adapter {
     // ---------------------------------------------------------------- transmit
 
     /// Fill `out` with the cells that may be sent at `now`, reading the SDUs from `mem`;
-    /// returns how many. On an unlimited link, first one cell of each shaped VC its
-    /// contract lets send at `now` (earliest due first), then as many cells of the unshaped
-    /// VCs as are queued and fit; on a rated link, at most one per link slot (usually one
-    /// per call).
+    /// returns how many. On an unlimited link, first the cells of shaped VCs their
+    /// contracts let send by `now` (earliest due first; one per VC unless
+    /// [`AdapterConfig::shaper_cdv`] lets a late call catch up), then as many cells of the
+    /// unshaped VCs as are queued and fit; on a rated link, at most one per link slot
+    /// (usually one per call).
     pub fn poll_transmit<M: BufferMemory + ?Sized>(
         &mut self,
         now: Instant,
@@ -1060,6 +1062,7 @@ impl Adapter {
             n += sent;
             let vc = self.vc_mut(slot);
             let Some(shaper) = &mut vc.shaper else {
+                vc.in_ring = false;
                 continue;
             };
             if sent > 0 {
