@@ -7,7 +7,9 @@
 //!   is not).
 //!
 //! * [`ring_relay`]: [`forwarding`]'s baseline, the same rings and host threads with a
-//!   plain relay instead of the switch.
+//!   plain relay instead of the switch;
+//! * [`forwarding_in_rounds`] and [`ring_relay_in_rounds`]: the same, one ring's worth of
+//!   cells at a time (each round timed alone; the median round is robust to preemption).
 //!
 //! # `forwarding`
 //!
@@ -33,9 +35,9 @@ use crate::fabric::Fabric;
 
 /// Ring size of each benchmark link, in cells.
 const RING: u32 = 16_384;
-/// Cells per interval of [`Forwarding::interval_rates`]: about a millisecond at the goal's
-/// rate, shorter than a scheduler time slice.
-pub const INTERVAL: u64 = 16_384;
+/// Cells per round of [`forwarding_in_rounds`]: a ring's worth, under a millisecond at the
+/// goal's rate, shorter than a scheduler time slice.
+pub const ROUND: u64 = RING as u64;
 
 /// What [`forwarding`] measured.
 #[derive(Clone, Debug)]
@@ -72,22 +74,24 @@ pub struct Forwarding {
     pub switch_waited: Option<Duration>,
     /// The same for the host threads, summed.
     pub hosts_waited: Option<Duration>,
-    /// Cells per second of each [`INTERVAL`] cells received, sorted: a thread preempted
-    /// by another process slows the intervals it falls in, not the rest, so the upper
-    /// intervals show the rate of an undisturbed machine.
-    pub interval_rates: Vec<f64>,
+    /// In rounds ([`forwarding_in_rounds`], [`ring_relay_in_rounds`]): cells per second of
+    /// each round, from its first cell sent to its last received, sorted (rounds that
+    /// lost cells left out); empty otherwise. A round is short (about a millisecond for
+    /// [`ROUND`] cells) and starts with empty rings, so a preemption slows the rounds it
+    /// falls in and no other: the median round holds still on a loaded machine.
+    pub round_rates: Vec<f64>,
 }
 
 impl Forwarding {
-    /// The rate of the interval at quantile `q` (0 slowest, 1 fastest) of
-    /// [`Forwarding::interval_rates`]; 0 when the run had no whole interval.
-    pub fn interval_quantile(&self, q: f64) -> f64 {
-        let n = self.interval_rates.len();
+    /// The round at quantile `q` (0 slowest, 1 fastest) of [`Forwarding::round_rates`];
+    /// 0 without rounds.
+    pub fn round_quantile(&self, q: f64) -> f64 {
+        let n = self.round_rates.len();
         if n == 0 {
             return 0.0;
         }
         let i = ((n - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize;
-        self.interval_rates[i]
+        self.round_rates[i]
     }
 }
 
@@ -132,6 +136,29 @@ fn cell(vci: u16, seq: u64) -> Cell {
 /// thread, pinned to one CPU for the run (its affinity is restored afterwards); returns the
 /// rate. Gives up after a minute.
 pub fn forwarding(cells: u64, batch: usize) -> Result<Forwarding, BenchError> {
+    forwarding_with(cells, batch, None)
+}
+
+/// [`forwarding`] in rounds of `round` cells: host 1 sends a round, waits until host 2 has
+/// received all of it, then sends the next ([`Forwarding::round_rates`]). The switch loop
+/// runs on throughout.
+pub fn forwarding_in_rounds(
+    cells: u64,
+    batch: usize,
+    round: u64,
+) -> Result<Forwarding, BenchError> {
+    check_round(round)?;
+    forwarding_with(cells, batch, Some(round))
+}
+
+fn check_round(round: u64) -> Result<(), BenchError> {
+    if round == 0 {
+        return Err(BenchError::Parameters("a round of 0 cells".into()));
+    }
+    Ok(())
+}
+
+fn forwarding_with(cells: u64, batch: usize, round: Option<u64>) -> Result<Forwarding, BenchError> {
     check(cells, batch)?;
     let mut fabric = Fabric::with_batch(SwitchConfig::default(), batch);
     fabric.add_port(PortId(1), PortConfig::default())?;
@@ -151,7 +178,7 @@ pub fn forwarding(cells: u64, batch: usize) -> Result<Forwarding, BenchError> {
     let (sw2, h2) = ShmLink::pair_with(RING, ShmWait::BusyPoll)?;
     fabric.attach(0, Box::new(sw1));
     fabric.attach(1, Box::new(sw2));
-    drive(cells, batch, SwitchMiddle(fabric), h1, h2, 200)
+    drive(cells, batch, SwitchMiddle(fabric), h1, h2, 200, round)
 }
 
 /// The baseline of [`forwarding`]: the same two rings, host threads and pinning, with the
@@ -159,6 +186,20 @@ pub fn forwarding(cells: u64, batch: usize) -> Result<Forwarding, BenchError> {
 /// unchanged (no header lookup, no queue). `forwarding`'s rate over this one is what the
 /// switch costs on top of the shared-memory rings.
 pub fn ring_relay(cells: u64, batch: usize) -> Result<Forwarding, BenchError> {
+    ring_relay_with(cells, batch, None)
+}
+
+/// [`ring_relay`] in rounds, as [`forwarding_in_rounds`].
+pub fn ring_relay_in_rounds(
+    cells: u64,
+    batch: usize,
+    round: u64,
+) -> Result<Forwarding, BenchError> {
+    check_round(round)?;
+    ring_relay_with(cells, batch, Some(round))
+}
+
+fn ring_relay_with(cells: u64, batch: usize, round: Option<u64>) -> Result<Forwarding, BenchError> {
     check(cells, batch)?;
     let (sw1, h1) = ShmLink::pair_with(RING, ShmWait::BusyPoll)?;
     let (sw2, h2) = ShmLink::pair_with(RING, ShmWait::BusyPoll)?;
@@ -170,7 +211,7 @@ pub fn ring_relay(cells: u64, batch: usize) -> Result<Forwarding, BenchError> {
         end: 0,
     };
     // The relay does not translate: host 2 sees VCI 100.
-    drive(cells, batch, relay, h1, h2, 100)
+    drive(cells, batch, relay, h1, h2, 100, round)
 }
 
 fn check(cells: u64, batch: usize) -> Result<(), BenchError> {
@@ -278,6 +319,7 @@ fn drive(
     h1: ShmLink,
     h2: ShmLink,
     out_vci: u16,
+    round: Option<u64>,
 ) -> Result<Forwarding, BenchError> {
     let limit = Duration::from_secs(60);
     let got = Arc::new(AtomicU64::new(0));
@@ -295,6 +337,7 @@ fn drive(
         cells,
         batch,
         out_vci,
+        round,
     };
     let (sender, receiver) = if cpus.len() >= 3 {
         let (g, d) = (got.clone(), done.clone());
@@ -356,12 +399,16 @@ fn drive(
     }
     failed?;
     let mut hosts_waited = Some(Duration::ZERO);
+    let mut round_rates = Vec::new();
     if let Some(sent) = sent {
         let s = sent?.map_err(BenchError::Host)?;
         hosts_waited = hosts_waited.zip(s.waited).map(|(a, b)| a + b);
+        round_rates = s.rounds;
     }
     let end = end?.map_err(BenchError::Host)?;
     hosts_waited = hosts_waited.zip(end.waited).map(|(a, b)| a + b);
+    round_rates.extend_from_slice(&end.rounds);
+    round_rates.sort_by(f64::total_cmp);
     let forwarded = got.load(Ordering::Relaxed);
     let dropped = middle.dropped();
     if forwarded + dropped < cells {
@@ -372,15 +419,6 @@ fn drive(
         });
     }
     let elapsed = end.last.saturating_duration_since(t0);
-    // The first interval includes the start-up; a batch may cross a mark, so intervals
-    // hold about INTERVAL cells, a batch more or less.
-    let mut interval_rates: Vec<f64> = end
-        .marks
-        .windows(2)
-        .skip(1)
-        .map(|w| INTERVAL as f64 / w[1].saturating_duration_since(w[0]).as_secs_f64().max(1e-9))
-        .collect();
-    interval_rates.sort_by(f64::total_cmp);
     Ok(Forwarding {
         sent: cells,
         forwarded,
@@ -395,7 +433,7 @@ fn drive(
         busy_cells_per_second: forwarded as f64 / busy.as_secs_f64().max(1e-9),
         switch_waited,
         hosts_waited,
-        interval_rates,
+        round_rates,
     })
 }
 
@@ -422,21 +460,73 @@ struct Hosts {
     batch: usize,
     /// The VCI cells arrive on at host 2.
     out_vci: u16,
+    /// Cells per round, or `None` to send without pause.
+    round: Option<u64>,
 }
 
 /// How a host thread ended.
 struct HostEnd {
     /// When the last cell arrived.
     last: Instant,
-    /// When each [`INTERVAL`]-th cell arrived (a receiving host).
-    marks: Vec<Instant>,
+    /// Cells per second of each whole round (the sending host, in rounds).
+    rounds: Vec<f64>,
     /// Its time on a run queue.
     waited: Option<Duration>,
 }
 
+/// A round not received whole after this long lost cells (the switch dropped some).
+const ROUND_STALL: Duration = Duration::from_secs(1);
+
+/// The sending host's rounds: send `round` cells, wait until host 2 has them all, time it.
+struct Rounds {
+    round: u64,
+    /// Where the current round begins and ends, in cells sent.
+    begin: u64,
+    end: u64,
+    /// Cells lost in abandoned rounds (they never arrive).
+    lost: u64,
+    /// When the current round's first cell was sent.
+    start: Option<Instant>,
+    rates: Vec<f64>,
+}
+
+impl Rounds {
+    /// Whether the sender may send now; closes the round when host 2 has all of it.
+    fn may_send(&mut self, sent: u64, cells: u64, got: u64) -> bool {
+        if sent < self.end {
+            if self.start.is_none() {
+                self.start = Some(Instant::now());
+            }
+            return true;
+        }
+        let Some(start) = self.start else {
+            return sent < cells;
+        };
+        let took = start.elapsed();
+        if got + self.lost >= self.end {
+            let n = self.end - self.begin;
+            self.rates.push(n as f64 / took.as_secs_f64().max(1e-9));
+        } else if took > ROUND_STALL {
+            // Cells were dropped: this round never completes and is left out.
+            self.lost = self.end - got;
+        } else {
+            return false;
+        }
+        self.start = None;
+        self.begin = self.end;
+        self.end = (self.end + self.round).min(cells);
+        sent < cells
+    }
+
+    /// Whether every round is closed.
+    fn finished(&self, cells: u64) -> bool {
+        self.start.is_none() && self.end >= cells
+    }
+}
+
 impl Hosts {
-    /// A host thread: sends `cells` cells on `tx` (if given) and receives on `rx` (if
-    /// given) until `done`.
+    /// A host thread: sends `cells` cells on `tx` (if given), in rounds if asked, and
+    /// receives on `rx` (if given) until `done`.
     fn run(
         self,
         cpu: Option<usize>,
@@ -453,20 +543,25 @@ impl Hosts {
         let mut buf = vec![[0u8; CELL_LEN]; batch];
         let (mut sent, mut n_got) = (0u64, 0u64);
         let mut last = Instant::now();
-        let mut marks = Vec::with_capacity(if rx.is_some() {
-            (cells / INTERVAL + 2) as usize
-        } else {
-            0
+        let mut rounds = self.round.filter(|_| tx.is_some()).map(|r| Rounds {
+            round: r,
+            begin: 0,
+            end: r.min(cells),
+            lost: 0,
+            start: None,
+            rates: Vec::with_capacity((cells / r + 1) as usize),
         });
-        if rx.is_some() {
-            marks.push(last);
-        }
         let mut idle = 0u32;
         let give_up = Instant::now() + Duration::from_secs(60);
         loop {
             let mut moved = 0;
-            if let Some(tx) = tx.as_mut().filter(|_| sent < cells) {
-                let n = (cells - sent).min(batch as u64) as usize;
+            let open = match rounds.as_mut() {
+                Some(r) => r.may_send(sent, cells, got.load(Ordering::Relaxed)),
+                None => sent < cells,
+            };
+            if let Some(tx) = tx.as_mut().filter(|_| open) {
+                let until = rounds.as_ref().map_or(cells, |r| r.end);
+                let n = (until - sent).min(batch as u64) as usize;
                 let k = tx.send_cells(&out[..n]).map_err(|e| e.to_string())?;
                 sent += k as u64;
                 moved += k;
@@ -477,12 +572,8 @@ impl Hosts {
                     if u32::from_be_bytes([buf[0][0], buf[0][1], buf[0][2], buf[0][3]]) != header {
                         return Err(format!("a cell arrived without VCI {}", self.out_vci));
                     }
-                    let before = n_got / INTERVAL;
                     n_got += n as u64;
                     last = Instant::now();
-                    if n_got / INTERVAL != before {
-                        marks.push(last);
-                    }
                     got.store(n_got, Ordering::Relaxed);
                     moved += n;
                 }
@@ -493,14 +584,15 @@ impl Hosts {
             }
             idle += 1;
             if idle.is_multiple_of(1024) {
-                let sending_done = tx.is_none() || sent == cells;
+                let sending_done = tx.is_none()
+                    || (sent == cells && rounds.as_ref().is_none_or(|r| r.finished(cells)));
                 if sending_done && (rx.is_none() || done.load(Ordering::Acquire)) {
                     let waited = waited0
                         .zip(run_queue_wait())
                         .map(|(a, b)| b.saturating_sub(a));
                     return Ok(HostEnd {
                         last,
-                        marks,
+                        rounds: rounds.map(|r| r.rates).unwrap_or_default(),
                         waited,
                     });
                 }
@@ -651,20 +743,17 @@ mod tests {
         assert!(ring_relay(10, RING as usize + 1).is_err());
         let f = forwarding(10_000, 64).unwrap();
         assert_eq!(f.forwarded + f.dropped, 10_000);
-        assert!(
-            f.interval_rates.is_empty(),
-            "no whole interval after the first"
-        );
-        assert_eq!(f.interval_quantile(0.5), 0.0);
-        let f = ring_relay(4 * INTERVAL, 64).unwrap();
-        // Four intervals, the first (with the start-up) left out.
-        assert_eq!(f.interval_rates.len(), 3, "{:?}", f.interval_rates);
-        assert!(f.interval_rates.windows(2).all(|w| w[0] <= w[1]));
-        assert_eq!(f.interval_quantile(1.0), f.interval_rates[2]);
-        assert_eq!(f.interval_quantile(0.5), f.interval_rates[1]);
-        if std::path::Path::new("/proc/thread-self/schedstat").exists() {
-            assert!(f.switch_waited.is_some() && f.hosts_waited.is_some());
-            assert!(run_queue_wait().is_some());
-        }
+        assert!(f.round_rates.is_empty(), "not in rounds");
+        assert_eq!(f.round_quantile(0.5), 0.0);
+        let f = ring_relay_in_rounds(4 * 1000 + 500, 64, 1000).unwrap();
+        assert_eq!(f.forwarded, 4500);
+        assert_eq!(f.round_rates.len(), 5, "{:?}", f.round_rates);
+        assert!(f.round_rates.windows(2).all(|w| w[0] <= w[1]));
+        assert_eq!(f.round_quantile(1.0), f.round_rates[4]);
+        assert_eq!(f.round_quantile(0.5), f.round_rates[2]);
+        let f = forwarding_in_rounds(3000, 64, 1000).unwrap();
+        assert_eq!(f.forwarded + f.dropped, 3000);
+        assert_eq!(f.round_rates.len(), 3, "nothing dropped at this size");
+        assert!(forwarding_in_rounds(3000, 64, 0).is_err());
     }
 }

@@ -4,29 +4,30 @@
 //!
 //! # What is measured
 //!
-//! Each of `--runs` runs measures three things, in an order that rotates every run so
-//! that a change of the machine's load touches all of them alike:
+//! Each of `--runs` runs measures four things, in an order that rotates every run so that
+//! a change of the machine's load touches all of them alike:
 //!
-//! * **ring relay** ([`natm_switchd::bench::ring_relay`]), the baseline: host 1 sends
-//!   `--cells` cells into a shared-memory ring, a relay thread pinned to the first CPU
-//!   moves each batch unchanged into a second ring, host 2 receives them. No switch.
-//! * **forwarding** ([`natm_switchd::bench::forwarding`]): the same rings, host threads
-//!   and pinning, with natm-switchd's loop (header lookup, translation, queueing) in
-//!   place of the relay. Its rate over the relay's is what the switch costs.
-//! * **capacity** ([`natm_switchd::bench::switch_capacity`]): the loop alone on one
-//!   thread, `--rounds` bursts of a full ring, median burst per run.
+//! * **ring relay in rounds** ([`bench::ring_relay_in_rounds`]), the baseline: host 1
+//!   sends `--round` cells into a shared-memory ring, a relay thread pinned to the first
+//!   CPU moves each batch unchanged into a second ring, host 2 receives them; then the
+//!   next round. No switch.
+//! * **forwarding in rounds** ([`bench::forwarding_in_rounds`]): the same rings, host
+//!   threads and pinning, with natm-switchd's loop (header lookup, translation, queueing)
+//!   in place of the relay. Its median round over the relay's is what the switch costs.
+//! * **forwarding, continuous** ([`bench::forwarding`]): `--cells` cells without pause,
+//!   the figure over the whole run's wall time.
+//! * **the loop alone** ([`bench::switch_capacity`]): one thread, `--rounds` bursts of a
+//!   full ring, median burst per run.
 //!
 //! The host threads run on the second CPU (one thread plays both hosts when there are only
-//! two). Each end-to-end run also reports how long the switch thread and the host threads
-//! were runnable but waiting for their CPU (`/proc/thread-self/schedstat`): an end-to-end
-//! figure from a run whose threads waited is a figure of the machine's other load, which
-//! is why single runs of `forwarding` ranged from 1.5 to 42.7 M cells/s on a 2-CPU machine
-//! shared with compilers. The report gives the median and the range over all runs, and
-//! again over the quiet runs only (every thread waited under [`QUIET_SHARE`] of the run).
-//! Within a run, host 2 marks every [`bench::INTERVAL`] cells (about a millisecond, less
-//! than a scheduler time slice): a preempted thread slows the intervals it falls in and not
-//! the others, so a run's 90th-percentile interval is the rate of its undisturbed
-//! stretches, a figure that holds still on a loaded machine where the run's mean does not.
+//! two). Every end-to-end run also reports how long the middle thread and the host threads
+//! were runnable but waiting for their CPU (`/proc/thread-self/schedstat`). On a 2-CPU
+//! machine shared with compilers those waits are 20–70% of a run, and a continuous run's
+//! rate is a figure of that load: single runs ranged from 1.5 to 42.7 M cells/s. A round
+//! (a ring's worth of cells, under a millisecond, starting from empty rings) is shorter
+//! than a scheduler time slice: a preemption slows the rounds it falls in and no other,
+//! so the median round holds still while the load moves. The report gives each figure's
+//! median and range over the runs.
 //!
 //! This module only drives the benchmarks and prints; the loops are natm-switchd's.
 
@@ -41,8 +42,6 @@ use crate::{CliError, CmdResult};
 
 /// Issue 5's goal: an OC-192's payload worth of cells per second on one core.
 pub const GOAL_CELLS_PER_SEC: f64 = 23.6e6;
-/// The most a quiet run's threads wait for a CPU, as a share of its wall time.
-pub const QUIET_SHARE: f64 = 0.05;
 const MAX_CELLS: u64 = 1_000_000_000;
 const MAX_RUNS: usize = 1000;
 const MAX_ROUNDS: usize = 100_000;
@@ -55,6 +54,9 @@ pub struct SwitchArgs {
     /// Cells per end-to-end run (forwarding and relay).
     #[arg(long, default_value_t = 20_000_000)]
     cells: u64,
+    /// Cells per round of the in-rounds runs (default: one ring).
+    #[arg(long, default_value_t = bench::ROUND)]
+    round: u64,
     /// Cells per batch, in the switch loop and the host threads.
     #[arg(long, default_value_t = 64)]
     batch: usize,
@@ -84,19 +86,13 @@ pub struct EndToEnd {
     pub middle_waited: Option<f64>,
     /// Share of the wall time the host threads waited for their CPU (summed).
     pub hosts_waited: Option<f64>,
-    /// Median rate of the run's intervals of [`bench::INTERVAL`] cells (0: none whole).
-    pub interval_p50: f64,
-    /// The rate 9 intervals in 10 stayed below: the run's undisturbed stretches.
-    pub interval_p90: f64,
+    /// In rounds: the median round's rate (0 otherwise).
+    pub round_p50: f64,
+    /// In rounds: whole rounds timed.
+    pub rounds: usize,
 }
 
 impl EndToEnd {
-    /// Whether its threads had their CPUs (waits known and under [`QUIET_SHARE`]).
-    pub fn quiet(&self) -> bool {
-        self.middle_waited.is_some_and(|w| w < QUIET_SHARE)
-            && self.hosts_waited.is_some_and(|w| w < QUIET_SHARE)
-    }
-
     fn of(f: &Forwarding) -> EndToEnd {
         let wall = f.elapsed.as_secs_f64().max(1e-9);
         let share = |d: Option<Duration>| d.map(|d| d.as_secs_f64() / wall);
@@ -107,8 +103,8 @@ impl EndToEnd {
             seconds: f.elapsed.as_secs_f64(),
             middle_waited: share(f.switch_waited),
             hosts_waited: share(f.hosts_waited),
-            interval_p50: f.interval_quantile(0.5),
-            interval_p90: f.interval_quantile(0.9),
+            round_p50: f.round_quantile(0.5),
+            rounds: f.round_rates.len(),
         }
     }
 }
@@ -116,13 +112,15 @@ impl EndToEnd {
 /// One run of the three measurements.
 #[derive(Clone, Debug, Serialize)]
 pub struct Run {
-    /// The baseline: rings and a plain relay.
+    /// The baseline: rings and a plain relay, in rounds.
     pub relay: EndToEnd,
-    /// natm-switchd's loop between the same rings.
+    /// natm-switchd's loop between the same rings, in rounds.
     pub forwarding: EndToEnd,
+    /// The same without pause.
+    pub continuous: EndToEnd,
     /// The loop alone: median burst, cells/s.
     pub capacity: f64,
-    /// forwarding ÷ relay.
+    /// forwarding ÷ relay, median rounds.
     pub ratio: f64,
 }
 
@@ -155,6 +153,8 @@ impl Spread {
 pub struct Report {
     /// Cells per end-to-end run.
     pub cells: u64,
+    /// Cells per round.
+    pub round: u64,
     /// Cells per batch.
     pub batch: usize,
     /// Runs.
@@ -167,31 +167,24 @@ pub struct Report {
     pub cpus: Vec<usize>,
     /// The goal, cells/s.
     pub goal_cells_per_sec: f64,
-    /// Ring relay, cells/s over the runs.
+    /// Ring relay, each run's median round, cells/s.
     pub relay: Spread,
-    /// Forwarding, cells/s over the runs.
+    /// Forwarding, each run's median round, cells/s.
     pub forwarding: Spread,
-    /// Forwarding per busy switch core, cells/s.
-    pub forwarding_busy: Spread,
-    /// Ring relay, each run's 90th-percentile interval.
-    pub relay_interval_p90: Spread,
-    /// Forwarding, each run's median interval.
-    pub forwarding_interval_p50: Spread,
-    /// Forwarding, each run's 90th-percentile interval.
-    pub forwarding_interval_p90: Spread,
+    /// Forwarding without pause, cells/s of wall time.
+    pub continuous: Spread,
+    /// Forwarding without pause per busy switch core, cells/s.
+    pub continuous_busy: Spread,
     /// The loop alone, cells/s (each run's median burst).
     pub capacity: Spread,
-    /// forwarding ÷ relay, per run.
+    /// forwarding ÷ relay (median rounds), per run.
     pub ratio: Spread,
-    /// Runs in which neither the relay's nor forwarding's threads waited for a CPU more
-    /// than [`QUIET_SHARE`] of the time.
-    pub quiet_runs: usize,
-    /// Ring relay over the quiet runs only (`null` if none).
-    pub quiet_relay: Option<Spread>,
-    /// Forwarding over the quiet runs only (`null` if none).
-    pub quiet_forwarding: Option<Spread>,
-    /// Whether the median forwarding rate meets the goal.
+    /// Share of the continuous runs' wall time the switch thread waited for its CPU.
+    pub continuous_waited: Spread,
+    /// Whether the median of forwarding's median rounds meets the goal.
     pub forwarding_meets_goal: bool,
+    /// Whether the median continuous rate meets the goal.
+    pub continuous_meets_goal: bool,
     /// Whether the median loop-alone rate meets the goal.
     pub capacity_meets_goal: bool,
     /// Every run.
@@ -204,6 +197,9 @@ fn check(args: &SwitchArgs) -> Result<(), CliError> {
             "--cells {}: expected 1 to {MAX_CELLS}",
             args.cells
         )));
+    }
+    if args.round == 0 {
+        return Err(CliError::usage("--round 0: a round is at least 1 cell"));
     }
     if !(1..=MAX_BATCH).contains(&args.batch) {
         return Err(CliError::usage(format!(
@@ -233,81 +229,78 @@ fn failed(what: &str, e: bench::BenchError) -> CliError {
 /// Runs `natm perf switch`.
 pub fn run(args: SwitchArgs) -> CmdResult {
     check(&args)?;
-    let mut progress = Progress::new(3 * args.runs as u64, "switch");
+    let mut progress = Progress::new(4 * args.runs as u64, "switch");
     let mut per_run = Vec::with_capacity(args.runs);
     let mut switch_cpu = None;
     for r in 0..args.runs {
-        let (mut relay, mut forwarding, mut capacity) = (None, None, None);
-        for k in 0..3 {
-            match (r + k) % 3 {
+        let (mut relay, mut forwarding, mut continuous, mut capacity) = (None, None, None, None);
+        for k in 0..4 {
+            let which = (r + k) % 4;
+            let name = ["ring relay", "forwarding", "continuous", "loop alone"][which];
+            progress.set_message(format!("switch run {}: {name}", r + 1));
+            let fail = |e| failed(name, e);
+            match which {
                 0 => {
-                    progress.set_message(format!("switch run {}: ring relay", r + 1));
                     relay = Some(
-                        bench::ring_relay(args.cells, args.batch)
-                            .map_err(|e| failed("ring relay", e))?,
-                    );
+                        bench::ring_relay_in_rounds(args.cells, args.batch, args.round)
+                            .map_err(fail)?,
+                    )
                 }
                 1 => {
-                    progress.set_message(format!("switch run {}: forwarding", r + 1));
-                    let f = bench::forwarding(args.cells, args.batch)
-                        .map_err(|e| failed("forwarding", e))?;
+                    forwarding = Some(
+                        bench::forwarding_in_rounds(args.cells, args.batch, args.round)
+                            .map_err(fail)?,
+                    )
+                }
+                2 => {
+                    let f = bench::forwarding(args.cells, args.batch).map_err(fail)?;
                     switch_cpu = switch_cpu.or(f.cpu);
-                    forwarding = Some(f);
+                    continuous = Some(f);
                 }
                 _ => {
-                    progress.set_message(format!("switch run {}: loop alone", r + 1));
-                    capacity = Some(
-                        bench::switch_capacity(args.rounds, args.batch)
-                            .map_err(|e| failed("switch capacity", e))?,
-                    );
+                    capacity = Some(bench::switch_capacity(args.rounds, args.batch).map_err(fail)?)
                 }
             }
             progress.inc(1);
         }
         // Each arm above ran once.
-        let (Some(relay), Some(forwarding), Some(capacity)) = (relay, forwarding, capacity) else {
+        let (Some(relay), Some(forwarding), Some(continuous), Some(capacity)) =
+            (relay, forwarding, continuous, capacity)
+        else {
             return Err(CliError::failure("a measurement of the run did not run"));
         };
+        let (relay, forwarding) = (EndToEnd::of(&relay), EndToEnd::of(&forwarding));
         per_run.push(Run {
-            ratio: forwarding.cells_per_second / relay.cells_per_second.max(1e-9),
-            relay: EndToEnd::of(&relay),
-            forwarding: EndToEnd::of(&forwarding),
+            ratio: forwarding.round_p50 / relay.round_p50.max(1e-9),
+            relay,
+            forwarding,
+            continuous: EndToEnd::of(&continuous),
             capacity: capacity.median(),
         });
     }
     drop(progress);
-    let relay = Spread::of(per_run.iter().map(|r| r.relay.cells_per_sec));
-    let forwarding = Spread::of(per_run.iter().map(|r| r.forwarding.cells_per_sec));
-    let capacity = Spread::of(per_run.iter().map(|r| r.capacity));
-    let quiet: Vec<&Run> = per_run
-        .iter()
-        .filter(|r| r.relay.quiet() && r.forwarding.quiet())
-        .collect();
-    let quiet_spread =
-        |f: fn(&Run) -> f64| (!quiet.is_empty()).then(|| Spread::of(quiet.iter().map(|r| f(r))));
-    let quiet_relay = quiet_spread(|r| r.relay.cells_per_sec);
-    let quiet_forwarding = quiet_spread(|r| r.forwarding.cells_per_sec);
-    let quiet_runs = quiet.len();
+    let spread = |f: fn(&Run) -> f64| Spread::of(per_run.iter().map(f));
+    let forwarding = spread(|r| r.forwarding.round_p50);
+    let continuous = spread(|r| r.continuous.cells_per_sec);
+    let capacity = spread(|r| r.capacity);
     let report = Report {
         cells: args.cells,
+        round: args.round,
         batch: args.batch,
         runs: args.runs,
         rounds: args.rounds,
         switch_cpu,
         cpus: natm_nic::sched::allowed_cpus().unwrap_or_default(),
         goal_cells_per_sec: GOAL_CELLS_PER_SEC,
-        relay,
+        relay: spread(|r| r.relay.round_p50),
         forwarding,
-        forwarding_busy: Spread::of(per_run.iter().map(|r| r.forwarding.busy_cells_per_sec)),
-        relay_interval_p90: Spread::of(per_run.iter().map(|r| r.relay.interval_p90)),
-        forwarding_interval_p50: Spread::of(per_run.iter().map(|r| r.forwarding.interval_p50)),
-        forwarding_interval_p90: Spread::of(per_run.iter().map(|r| r.forwarding.interval_p90)),
+        continuous,
+        continuous_busy: spread(|r| r.continuous.busy_cells_per_sec),
         capacity,
-        ratio: Spread::of(per_run.iter().map(|r| r.ratio)),
-        quiet_runs,
-        quiet_relay,
-        quiet_forwarding,
+        ratio: spread(|r| r.ratio),
+        continuous_waited: spread(|r| r.continuous.middle_waited.unwrap_or(0.0)),
         forwarding_meets_goal: forwarding.median >= GOAL_CELLS_PER_SEC,
+        continuous_meets_goal: continuous.median >= GOAL_CELLS_PER_SEC,
         capacity_meets_goal: capacity.median >= GOAL_CELLS_PER_SEC,
         per_run,
     };
@@ -335,9 +328,10 @@ fn met(yes: bool) -> &'static str {
 
 fn print_table(r: &Report) {
     println!(
-        "switch forwarding on one core: {} run(s), {} cells per end-to-end run, batch {}, \
-         switch on cpu {}, CPUs {:?}",
+        "switch forwarding on one core: {} run(s); rounds of {} cells, {} cells per run, \
+         batch {}; switch on cpu {}, CPUs {:?}",
         r.runs,
+        r.round,
         r.cells,
         r.batch,
         r.switch_cpu
@@ -345,90 +339,67 @@ fn print_table(r: &Report) {
         r.cpus
     );
     println!(
-        "{:<38} {:>9} {:>15} {:>9}",
+        "{:<42} {:>9} {:>15} {:>9}",
         "M cells/s", "median", "min - max", "goal"
     );
     let row = |name: &str, s: &Spread, goal: &str| {
         println!(
-            "{name:<38} {:>9} {:>15} {goal:>9}",
+            "{name:<42} {:>9} {:>15} {goal:>9}",
             m(s.median),
             format!("{} - {}", m(s.min), m(s.max))
         );
     };
-    row("shm ring relay, no switch (baseline)", &r.relay, "");
+    row("shm ring relay, no switch (median round)", &r.relay, "");
     row(
-        "switchd forwarding, end to end",
+        "switchd forwarding (median round)",
         &r.forwarding,
         met(r.forwarding_meets_goal),
     );
-    row("  per busy switch core", &r.forwarding_busy, "");
     row(
-        &format!("  intervals of {} cells, p50", bench::INTERVAL),
-        &r.forwarding_interval_p50,
-        "",
+        "switchd forwarding, continuous",
+        &r.continuous,
+        met(r.continuous_meets_goal),
     );
-    row(
-        &format!("  intervals of {} cells, p90", bench::INTERVAL),
-        &r.forwarding_interval_p90,
-        met(r.forwarding_interval_p90.median >= r.goal_cells_per_sec),
-    );
-    row("relay, intervals p90", &r.relay_interval_p90, "");
-    if let (Some(relay), Some(fwd)) = (&r.quiet_relay, &r.quiet_forwarding) {
-        let n = r.quiet_runs;
-        row(&format!("relay, {n} quiet run(s) only"), relay, "");
-        row(
-            &format!("forwarding, {n} quiet run(s) only"),
-            fwd,
-            met(fwd.median >= r.goal_cells_per_sec),
-        );
-    } else {
-        println!("(no quiet run: in every run a thread waited for its CPU over 5% of the time)");
-    }
+    row("  per busy switch core", &r.continuous_busy, "");
     row(
         &format!("switchd loop alone ({} bursts/run)", r.rounds - 1),
         &r.capacity,
         met(r.capacity_meets_goal),
     );
     println!(
-        "forwarding / relay: {:.2}x median ({:.2} - {:.2}); goal {} M cells/s (OC-192)",
+        "forwarding / relay (median rounds): {:.2}x ({:.2} - {:.2}); goal {} M cells/s \
+         (OC-192); continuous runs' switch thread waited {:.0}% ({:.0} - {:.0}%) of the time \
+         for its CPU",
         r.ratio.median,
         r.ratio.min,
         r.ratio.max,
-        m(r.goal_cells_per_sec)
+        m(r.goal_cells_per_sec),
+        r.continuous_waited.median * 100.0,
+        r.continuous_waited.min * 100.0,
+        r.continuous_waited.max * 100.0
     );
     println!();
     println!(
-        "{:>3} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
-        "run",
-        "relay",
-        "waited",
-        "fwd",
-        "waited",
-        "hosts",
-        "fwd p90",
-        "dropped",
-        "alone",
-        "fwd/rel"
+        "{:>3} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "run", "relay", "fwd", "fwd/rel", "contin.", "waited", "hosts", "dropped", "alone"
     );
     for (i, run) in r.per_run.iter().enumerate() {
         println!(
-            "{:>3} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8.2}",
+            "{:>3} {:>8} {:>8} {:>8.2} {:>8} {:>8} {:>8} {:>8} {:>8}",
             i + 1,
-            m(run.relay.cells_per_sec),
-            pct(run.relay.middle_waited),
-            m(run.forwarding.cells_per_sec),
-            pct(run.forwarding.middle_waited),
-            pct(run.forwarding.hosts_waited),
-            m(run.forwarding.interval_p90),
-            run.forwarding.dropped,
+            m(run.relay.round_p50),
+            m(run.forwarding.round_p50),
+            run.ratio,
+            m(run.continuous.cells_per_sec),
+            pct(run.continuous.middle_waited),
+            pct(run.continuous.hosts_waited),
+            run.continuous.dropped,
             m(run.capacity),
-            run.ratio
         );
     }
     println!(
-        "waited: share of the run's wall time the relay/switch thread (or, `hosts`, the host \
-         threads) was runnable but another task had its CPU; a quiet run has both under {:.0}%",
-        QUIET_SHARE * 100.0
+        "relay, fwd: median round; waited: share of the continuous run's wall time the switch \
+         thread (hosts: the host threads) was runnable but another task had its CPU"
     );
 }
 
