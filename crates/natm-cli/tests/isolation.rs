@@ -35,8 +35,9 @@ fn aggressors_are_policed_and_queued_while_the_cbr_connection_loses_nothing() {
         TempDir(std::env::temp_dir().join(format!("natm-isolation-test-{}", std::process::id())));
     let _ = std::fs::remove_dir_all(&dir.0);
     let start = Instant::now();
-    // A slow sink link (10,000 cells/s: CBR 2,000, VBR PCR 2,000 / SCR 1,000, UBR's share
-    // 7,000) so that a debug build on a busy machine still floods it.
+    // A slow sink link (10,000 cells/s: CBR 1,000, VBR PCR 1,000 / SCR 500, UBR's share
+    // 8,500) so that a debug build on a busy machine still floods it, and a CBR rate whose
+    // 256-cell queue at the switch outlasts a quarter-second stall of the switch daemon.
     let out = Command::new(env!("CARGO_BIN_EXE_natm"))
         .args([
             "perf",
@@ -45,6 +46,8 @@ fn aggressors_are_policed_and_queued_while_the_cbr_connection_loses_nothing() {
             "1",
             "--sink-rate",
             "10000",
+            "--cbr-share",
+            "10",
             "--json",
             "--dir",
         ])

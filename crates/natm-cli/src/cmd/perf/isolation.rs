@@ -29,6 +29,11 @@
 //! `status` (deltas over the phase) each connection's cells in, out, policed, tagged and
 //! queue-dropped, and the aggressors' offered rates beside their shares.
 //!
+//! The default sink rate, 15,000 cells/s, is low so that the UBR flood reaches 10× its
+//! share on a small machine: the aggressors' daemons shape each VC in real time, one cell
+//! per wake-up for a VC with a rate, and a 2-core machine wakes them some 100,000 times a
+//! second at best. At `--sink-rate oc3` the senders cannot load the link.
+//!
 //! What it is not: the delays include both hosts' daemons and the switch daemon sharing
 //! this machine's CPUs with the aggressors' senders, so the p99 rise measures the machine
 //! as much as the switch; it is printed, not judged.
