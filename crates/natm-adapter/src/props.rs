@@ -321,3 +321,88 @@ proptest! {
         prop_assert!(k.hec + k.unknown_vc + k.unassigned + k.oam + k.policed + k.reserved_pti <= k.cells_in);
     }
 }
+
+/// A contract the unlimited link shapes: CBR, nrt-VBR or UBR with a PCR.
+fn shaped_spec() -> impl Strategy<Value = natm_traffic::sched::VcSpec> {
+    use natm_traffic::sched::VcSpec;
+    (0u8..3, 1_000u32..200_000, 1u32..=100, 1u32..64).prop_map(|(kind, pcr, scr_pct, mbs)| {
+        match kind {
+            0 => VcSpec::cbr(pcr),
+            1 => VcSpec::nrt_vbr(pcr, (pcr / 100 * scr_pct).max(1), mbs),
+            _ => VcSpec::ubr(pcr, 1),
+        }
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Two shaped VCs and an unshaped UBR VC, all backlogged, on an unlimited link driven
+    /// at arbitrary (often late) instants: every shaped VC's cells pass a UPC for its
+    /// contract with CDVT = the shaper's tolerance, at the instants they left, and the
+    /// unshaped VC fills every batch.
+    #[test]
+    fn shaped_vcs_conform_and_unshaped_ubr_gets_the_rest(
+        specs in proptest::collection::vec(shaped_spec(), 2),
+        cdv_us in prop_oneof![Just(0u64), 1u64..2_000],
+        steps in proptest::collection::vec((0u64..300, any::<bool>()), 200..400),
+        batch in 1usize..20,
+    ) {
+        use natm_traffic::policer::{Contract, Policer, Verdict};
+        let cdv = Duration::from_micros(cdv_us);
+        let mut a = Adapter::new(AdapterConfig {
+            shaper_cdv: cdv,
+            buffers: BUFFERS,
+            rx_buffer_size: SIZE,
+            max_tx_queued: BUFFERS as usize,
+            ..config()
+        })
+        .unwrap();
+        let mut m = Checked::new(BUFFERS, SIZE);
+        let mut upcs = Vec::new();
+        for (i, spec) in specs.iter().enumerate() {
+            a.open_vc(100 + i as u32, vc(i as u32), *spec, RxVcConfig::aal5(SIZE)).unwrap();
+            let contract = Contract { cdvt: cdv, ..spec.contract() };
+            upcs.push(Policer::new(spec.category.conformance(), &contract).unwrap());
+        }
+        a.open_vc(102, vc(2), UBR, RxVcConfig::aal5(SIZE)).unwrap();
+        // Each VC keeps 16 SDUs queued, re-posted as they complete.
+        let post = |a: &mut Adapter, m: &mut Checked, id: u32, now: Instant| {
+            let data = sdu(SIZE, id);
+            m.mem.buffer_mut(BufferId(id)).unwrap().copy_from_slice(&data);
+            m.tx.insert(id);
+            a.post_tx(now, BufferId(id), SIZE, 100 + id / 16);
+        };
+        for id in 0..48 {
+            post(&mut a, &mut m, id, T0);
+        }
+        let mut out = vec![[0u8; CELL_LEN]; batch];
+        let mut now = T0;
+        for (late_us, at_timeout) in steps {
+            // Either at the adapter's timeout plus some lateness, or at an arbitrary step.
+            let next = if at_timeout {
+                a.poll_timeout().unwrap_or(now)
+            } else {
+                now
+            };
+            now = next.max(now) + Duration::from_micros(late_us);
+            let n = a.poll_transmit(now, &m, &mut out);
+            prop_assert_eq!(n, batch, "the unshaped VC is always backlogged");
+            for c in &out[..n] {
+                let v = (u16::from(c[2]) << 4 | u16::from(c[3]) >> 4) - 32;
+                if let Some(upc) = upcs.get_mut(usize::from(v)) {
+                    prop_assert_eq!(upc.police(now, false), Verdict::Pass, "VC {} at {:?}", v, now);
+                }
+            }
+            while let Some(c) = a.poll_completion() {
+                m.returned(&c);
+                prop_assert_eq!(c.status, Status::Ok);
+                post(&mut a, &mut m, c.buffer.0, now);
+            }
+        }
+        // The shaped VCs did send (their PCR is at least 1,000 cells/s and time passed).
+        for upc in &upcs {
+            prop_assert!(upc.counters().pass > 0);
+        }
+    }
+}
