@@ -75,9 +75,10 @@
 //!   next (natm-traffic's `Gcra::next_conforming`), which
 //!   [`poll_timeout`](Adapter::poll_timeout) reports. A driver in real time wakes late;
 //!   with CDVT-0 shaping a late call loses the departures it missed (and the VC its rate),
-//!   so [`AdapterConfig::shaper_cdv`] lets cells that were due up to that long ago leave
-//!   together, counted at the instants they were due: the rate holds and the output
-//!   conforms to GCRA(1/PCR, τ) instead (a VC gains no credit while idle). Those due go
+//!   so [`AdapterConfig::shaper_cdv`] (1 ms from [`AdapterConfig::new`]) lets cells that
+//!   were due up to that long ago leave together, counted at the instants they were due:
+//!   the rate holds and the output conforms to GCRA(1/PCR, τ) instead (a VC gains no
+//!   credit while idle). A driver that calls at `poll_timeout` sees CDVT-0 spacing. Those due go
 //!   first in each
 //!   [`poll_transmit`](Adapter::poll_transmit); then UBR VCs without a rate share the rest
 //!   round robin, a burst of up to [`STAGE_CELLS`] cells of one SDU per turn, untouched by
@@ -112,8 +113,8 @@ mod tests;
 
 pub use adapter::Completion;
 pub use adapter::{
-    Adapter, AdapterConfig, ConfigError, Counters, Direction, Event, HecCheck, LinkRate,
-    MAX_BUFFERS, MAX_VCS, OamKind, OpenError, RxVcConfig, STAGE_CELLS, Status, UBR_UNSHAPED_PCR,
-    UnknownHandle, VcCounters,
+    Adapter, AdapterConfig, ConfigError, Counters, DEFAULT_SHAPER_CDV, Direction, Event, HecCheck,
+    LinkRate, MAX_BUFFERS, MAX_VCS, OamKind, OpenError, RxVcConfig, STAGE_CELLS, Status,
+    UBR_UNSHAPED_PCR, UnknownHandle, VcCounters,
 };
 pub use memory::{BufferId, BufferMemory, MemoryError, VecBuffers};

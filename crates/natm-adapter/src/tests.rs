@@ -461,6 +461,7 @@ fn test_unlimited_cbr_leaves_at_exactly_its_pcr() {
     assert!(done.iter().all(|c| c.status == Status::Ok));
     // Idle long enough, it may send at once again (no credit beyond one cell).
     let later = *times.last().unwrap() + Duration::from_secs(1);
+    a.handle_timeout(later);
     post_tx(&mut a, &mut m, 2, &sdu(100, 5), 10);
     assert_eq!(a.poll_transmit(later, &m, &mut out), 1);
     assert_eq!(a.poll_timeout(), Some(later + Duration::from_micros(100)));
@@ -541,7 +542,11 @@ fn test_unlimited_vbr_conforms_while_unshaped_ubr_takes_the_rest() {
 
 #[test]
 fn test_unlimited_ubr_with_a_pcr_is_shaped_and_poll_timeout_says_when() {
-    let mut a = Adapter::new(config()).unwrap();
+    let mut a = Adapter::new(AdapterConfig {
+        shaper_cdv: Duration::ZERO,
+        ..config()
+    })
+    .unwrap();
     a.open_vc(10, vc(0), VcSpec::ubr(1_000, 1), RxVcConfig::aal5(4096))
         .unwrap();
     let mut m = Checked::new(16, 4096);
