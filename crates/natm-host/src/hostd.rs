@@ -28,7 +28,8 @@
 //!   every connection's SO_PEERCRED is checked ([`peer_allowed`]: hostd's uid or root).
 //!   Refusals name the reason: VC in use, VCI below 32, a QoS that does not parse, the
 //!   admission refusal of natm-traffic's CAC on the link's rate (an unlimited link is
-//!   admitted as an OC-3c line, the nominal rate of a host's port).
+//!   admitted as an OC-3c line, the nominal rate of a host's port; a UBR VC with no PCR
+//!   of its own is not shaped to that rate, see `ubr_spec`).
 //! * **Clean-up**: when a connection closes (exit, crash, `kill -9`), everything it held is
 //!   reclaimed in the same loop iteration: its adapters, VCs, buffers, CAC reservations
 //!   and memfd mappings. The channel is first marked revoked in its region
@@ -76,9 +77,9 @@ use std::time::{Duration, Instant};
 
 use natm_adapter::{
     Adapter, AdapterConfig, BufferId, Completion, Direction, HecCheck, LinkRate, RxVcConfig,
-    Status, VecBuffers,
+    Status, UBR_UNSHAPED_PCR, VecBuffers,
 };
-use natm_core::{HeaderFormat, PvcAddr, Qos, Sel, TrafficClass, VcId, Vci};
+use natm_core::{HeaderFormat, PvcAddr, Qos, Rate, Sel, TrafficClass, VcId, Vci};
 use natm_link::clock::Epoch;
 use natm_link::endpoint::{EndpointLink, LinkConfig, LinkKind, WaitConfig};
 use natm_nic::channel::{self as nic, AdapterEnd, Channel, ChannelConfig, ChannelState, PollError};
@@ -904,14 +905,7 @@ impl Hostd {
         let spec = match tx.class {
             TrafficClass::Cbr => VcSpec::cbr(contract.pcr),
             TrafficClass::Vbr => VcSpec::nrt_vbr(contract.pcr, contract.scr, contract.mbs),
-            _ => VcSpec::ubr(
-                if contract.pcr == 0 {
-                    capacity
-                } else {
-                    contract.pcr
-                },
-                1,
-            ),
+            _ => ubr_spec(&tx, contract.pcr, capacity, self.opts.link_rate),
         };
         let max_sdu_qos = if qos.rx.max_sdu == 0 {
             65535
@@ -1630,8 +1624,13 @@ impl Hostd {
         }
         for p in self.ports.values() {
             if p.link_backlog() {
-                // The link is full; it has no descriptor for "room again": poll soon.
+                // The link is full. A shared-memory link's descriptor turns readable when
+                // the peer makes room (the full send announced the wait); other links
+                // have no such event, so look again soon. The adapter's own deadline is
+                // no reason to stay awake: its cells wait for the link, not the clock
+                // (honouring it spun this loop for as long as the link stayed full).
                 until = until.min(now + Duration::from_micros(100));
+                continue;
             }
             if let Some(t) = p.adapter.poll_timeout() {
                 until = until.min(self.epoch.to_std(t));
@@ -1714,6 +1713,27 @@ impl Hostd {
         }
         Ok(())
     }
+}
+
+/// A UBR VC's shaping: its own PCR when it has one; with none (not given, or `max`), the
+/// link's rate on a rated link and nothing on an unlimited one ([`UBR_UNSHAPED_PCR`]). CAC
+/// resolves a missing PCR to the nominal rate it admits an unlimited link at; shaping to
+/// that held a memory link to an OC-3c's 135 Mbit/s.
+fn ubr_spec(
+    tx: &natm_core::TrafficParams,
+    contract_pcr: u32,
+    capacity: u32,
+    link_rate: Option<u32>,
+) -> VcSpec {
+    let own_rate = [tx.pcr, tx.max_pcr]
+        .iter()
+        .any(|r| !r.is_zero() && *r != Rate::Max);
+    let pcr = match (own_rate, link_rate) {
+        (false, None) => UBR_UNSHAPED_PCR,
+        _ if contract_pcr == 0 => capacity,
+        _ => contract_pcr,
+    };
+    VcSpec::ubr(pcr, 1)
 }
 
 /// Hands one port's completed buffers back (see [`Hostd::complete`]).
@@ -1957,5 +1977,29 @@ impl HostdThread {
 impl Drop for HostdThread {
     fn drop(&mut self) {
         let _ = self.halt();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tx(text: &str) -> natm_core::TrafficParams {
+        text.parse::<Qos>().unwrap().tx
+    }
+
+    #[test]
+    fn ubr_without_a_rate_is_unshaped_only_on_an_unlimited_link() {
+        let pcr = |text: &str, contract: u32, link: Option<u32>| {
+            ubr_spec(&tx(text), contract, NOMINAL_RATE, link).pcr
+        };
+        // What CAC gives a UBR VC with no PCR: the nominal rate.
+        assert_eq!(pcr("ubr", NOMINAL_RATE, None), UBR_UNSHAPED_PCR);
+        assert_eq!(pcr("ubr:pcr=max", NOMINAL_RATE, None), UBR_UNSHAPED_PCR);
+        assert_eq!(pcr("ubr", 0, None), UBR_UNSHAPED_PCR);
+        // A rate of its own is kept; a rated link shapes to its rate.
+        assert_eq!(pcr("ubr:pcr=10000", 10_000, None), 10_000);
+        assert_eq!(pcr("ubr", 96_000, Some(96_000)), 96_000);
+        assert_eq!(pcr("ubr", 0, Some(96_000)), NOMINAL_RATE);
     }
 }

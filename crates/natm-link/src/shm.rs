@@ -31,7 +31,12 @@
 //! the eventfd is also [`poll_fd`](CellLink::poll_fd): a `recv_cells` that finds the ring
 //! empty announces in shared memory that the reader may sleep, so the peer's next batch
 //! makes the fd readable (one `write` by the peer and one `read` here per idle → busy
-//! transition). The modes of the two sides are independent.
+//! transition), and a `send_cells` that finds the ring full announces that the writer
+//! waits for room, so the peer's next pop makes it readable too. A caller that sleeps on
+//! the fd must therefore have seen `recv_cells` return 0 (and, to wait for room, a short
+//! `send_cells`) since it last moved cells: a sleep after a pass that received cells is
+//! announced to nobody and ends only at its timeout. The modes of the two sides are
+//! independent.
 //!
 //! # When the peer dies
 //!
@@ -225,6 +230,8 @@ pub struct ShmLink {
     peer_gone: bool,
     /// When `recv_cells`/`send_cells` last looked at the peer's socket.
     peer_checked: Option<Instant>,
+    /// `send_cells` found the ring full and announced a wait for room (eventfd mode).
+    space_armed: bool,
     counters: ShmCounters,
 }
 
@@ -365,6 +372,7 @@ impl ShmLink {
             peer: None,
             peer_gone: false,
             peer_checked: None,
+            space_armed: false,
             counters: ShmCounters::default(),
         })
     }
@@ -529,7 +537,17 @@ impl CellLink for ShmLink {
         if cells.is_empty() {
             return Ok(0);
         }
-        let n = self.tx.push_batch(cells);
+        let mut n = self.tx.push_batch(cells);
+        if n < cells.len() && self.tx.fault().is_none() && self.mode == ShmWait::EventFd {
+            // Full: announce that this side waits for room, so the peer's next pop kicks
+            // the eventfd and a caller sleeping on poll_fd wakes when room comes. If room
+            // came meanwhile, the announcement is withdrawn and the rest is pushed now.
+            if self.waiter.prepare_to_sleep(&mut self.tx.space()) {
+                self.space_armed = true;
+            } else {
+                n += self.tx.push_batch(&cells[n..]);
+            }
+        }
         if n > 0 {
             self.counters.link.tx_cells += n as u64;
             self.counters.link.tx_batches += 1;
@@ -550,15 +568,21 @@ impl CellLink for ShmLink {
             if let Some(f) = self.rx.fault() {
                 return Err(corrupt(f));
             }
+            let relaxed = std::sync::atomic::Ordering::Relaxed;
+            // A room kick came (the peer took the announcement back): its count is
+            // stale once this side runs, and a count left in the eventfd would make
+            // every later poll return at once.
+            let room_kicked = self.space_armed && self.tx.space().waiting_flag().load(relaxed) == 0;
             if self.mode == ShmWait::EventFd
-                && self
-                    .rx
-                    .waiting_flag()
-                    .load(std::sync::atomic::Ordering::Relaxed)
-                    == 0
+                && (room_kicked || self.rx.waiting_flag().load(relaxed) == 0)
             {
                 // Arm the eventfd for a caller that sleeps on poll_fd: drain any earlier
                 // kick first (so the fd is readable only for a new batch), then announce.
+                // Draining a batch kick that raced in is harmless: the announcement
+                // re-checks the ring.
+                if room_kicked {
+                    self.space_armed = false;
+                }
                 self.drain();
                 if !self.waiter.prepare_to_sleep(&mut self.rx) {
                     n = self.rx.pop_batch(buf);
@@ -774,6 +798,34 @@ mod tests {
             2,
             "one kick per idle-to-busy change"
         );
+    }
+
+    #[test]
+    fn a_full_send_makes_poll_fd_readable_when_the_peer_makes_room() {
+        let (mut a, mut b) = ShmLink::pair(8).unwrap();
+        let mut buf = [[0u8; CELL_LEN]; 8];
+        let readable = |l: &ShmLink, ms: u64| {
+            let mut fds = [PollFd::from_borrowed_fd(
+                l.poll_fd().unwrap(),
+                PollFlags::IN,
+            )];
+            let ts = Timespec::try_from(Duration::from_millis(ms)).unwrap();
+            poll(&mut fds, Some(&ts)).unwrap() > 0
+        };
+        // A daemon's pass: receive (nothing: armed), send (the ring fills: armed too).
+        assert_eq!(a.recv_cells(&mut buf).unwrap(), 0);
+        assert_eq!(a.send_cells(&[cell(0); 12]).unwrap(), 8);
+        assert_eq!(a.send_cells(&[cell(0); 4]).unwrap(), 0);
+        assert!(!readable(&a, 10), "full, and nothing moved: quiet");
+        assert_eq!(b.recv_cells(&mut buf[..3]).unwrap(), 3);
+        assert!(readable(&a, 1000), "the peer's pop wakes the full sender");
+        assert_eq!(b.shm_counters().kicks, 1, "one kick for the room");
+        // The next pass takes the stale count away; a sleep then waits for news again.
+        assert_eq!(a.recv_cells(&mut buf).unwrap(), 0);
+        assert_eq!(a.send_cells(&[cell(1); 3]).unwrap(), 3);
+        assert!(!readable(&a, 10), "nothing new: quiet again");
+        assert_eq!(b.send_cells(&[cell(2)]).unwrap(), 1);
+        assert!(readable(&a, 1000), "cells still wake it");
     }
 
     #[test]

@@ -12,7 +12,9 @@
 //! AIS downstream on its connections) until a peer attaches, and down again when the peer
 //! goes away; the next peer to connect brings it up again.
 //!
-//! When nothing moves, the loop spins for [`SPIN`] and then sleeps in `poll(2)` on the
+//! When nothing moves, the loop spins for [`SPIN`] and then, after a step that moved
+//! nothing (so every shared-memory peer knows to kick, see [`IdleGate`]), sleeps in
+//! `poll(2)` on the
 //! links' descriptors, the listeners and the management socket, at most until the
 //! switch's next timer (a paced port's next slot, the next AIS cell), a link's
 //! [`next_due`](natm_link::endpoint::EndpointLink::next_due), or [`MAX_SLEEP`] (so a
@@ -210,31 +212,27 @@ fn serve(
         links: &links,
         stop,
     };
-    let mut last_busy = StdInstant::now();
+    let mut idle = IdleGate::new(StdInstant::now());
     let mut last_maintenance: Option<StdInstant> = None;
     while !stop.load(Ordering::Acquire) {
         let now = fabric.now();
         let step = fabric.step(now);
         let holding = step.holding;
         let wall = fabric.to_std(now);
-        if step.received + step.sent > 0 {
-            last_busy = wall;
-        }
+        idle.stepped(step.received + step.sent > 0, StdInstant::now());
         if last_maintenance.is_none_or(|t| wall.saturating_duration_since(t) >= MAINTENANCE) {
             last_maintenance = Some(wall);
             let mut busy = attach_new_links(&mut fabric, &mut sources, halt);
             busy |= mgmt.service(&mut fabric, &info);
             if busy {
-                last_busy = StdInstant::now();
+                idle.stepped(true, StdInstant::now());
             }
         }
         if config.wait == IdleWait::Yield {
             std::thread::yield_now();
             continue;
         }
-        if config.wait == IdleWait::Poll
-            || StdInstant::now().saturating_duration_since(last_busy) < SPIN
-        {
+        if config.wait == IdleWait::Poll || !idle.may_sleep(StdInstant::now()) {
             continue;
         }
         sleep(&fabric, &sources, &mgmt, holding).map_err(SwitchdError::Poll)?;
@@ -242,6 +240,44 @@ fn serve(
         last_maintenance = None;
     }
     Ok(())
+}
+
+/// When the loop may sleep: only after a step that moved nothing, [`SPIN`] after the
+/// last step that moved something.
+///
+/// Why the idle step: a shared-memory link's descriptor turns readable only for a reader
+/// that announced its sleep, which `recv_cells` does when it finds the ring empty. A step
+/// that received cells left that announcement off, so a sleep right after it (a busy step
+/// that took longer than the spin, on a loaded CPU) could not be woken by the peer and
+/// lasted [`MAX_SLEEP`], moving one batch per sleep. An idle step has found every
+/// receive ring empty, so every peer kicks.
+#[derive(Clone, Copy, Debug)]
+pub struct IdleGate {
+    last_busy: StdInstant,
+    last_step_idle: bool,
+}
+
+impl IdleGate {
+    /// A gate whose last work was at `now`.
+    pub fn new(now: StdInstant) -> IdleGate {
+        IdleGate {
+            last_busy: now,
+            last_step_idle: false,
+        }
+    }
+
+    /// Records a step (or other work) that ended at `now`, and whether it moved anything.
+    pub fn stepped(&mut self, busy: bool, now: StdInstant) {
+        self.last_step_idle = !busy;
+        if busy {
+            self.last_busy = now;
+        }
+    }
+
+    /// Whether the loop may sleep at `now`.
+    pub fn may_sleep(&self, now: StdInstant) -> bool {
+        self.last_step_idle && now.saturating_duration_since(self.last_busy) >= SPIN
+    }
 }
 
 /// Takes links from listeners and dialers for ports without one; whether any came.
@@ -328,5 +364,30 @@ fn sleep(
     match poll(&mut fds, ts.as_ref()) {
         Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
         Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_loop_sleeps_only_after_a_step_that_moved_nothing() {
+        let t0 = StdInstant::now();
+        let mut gate = IdleGate::new(t0);
+        assert!(!gate.may_sleep(t0 + MAX_SLEEP), "no step yet");
+        // A busy step that ended long after the last one (a loaded CPU): its receive
+        // rings were not found empty, so no peer would wake a sleep now.
+        gate.stepped(true, t0 + SPIN * 3);
+        assert!(!gate.may_sleep(t0 + SPIN * 10));
+        // An idle step: every ring was found empty, but the spin is not over yet.
+        gate.stepped(false, t0 + SPIN * 3 + SPIN / 2);
+        assert!(!gate.may_sleep(t0 + SPIN * 3 + SPIN / 2));
+        assert!(gate.may_sleep(t0 + SPIN * 4));
+        // Work again (a management request, a new link): no sleep until the next idle step.
+        gate.stepped(true, t0 + SPIN * 5);
+        assert!(!gate.may_sleep(t0 + SPIN * 20));
+        gate.stepped(false, t0 + SPIN * 20);
+        assert!(gate.may_sleep(t0 + SPIN * 20));
     }
 }
