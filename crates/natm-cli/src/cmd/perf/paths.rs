@@ -35,6 +35,8 @@ use crate::cmd::lab;
 use crate::{CliError, CmdResult};
 
 const MAX_COUNT: u64 = 100_000_000;
+/// Attempts at a run refused because its VC is still in use.
+const IN_USE_TRIES: u32 = 5;
 /// The paths, in the order measured.
 const PATHS: [&str; 2] = ["direct", "daemon"];
 /// The pause after a stream that lost natm messages: longer than AAL5's reassembly
@@ -160,8 +162,23 @@ fn measured_size(asked: usize) -> usize {
     asked.min(AAL5_MAX)
 }
 
-/// Runs this executable's `natm perf …` with `args` and `--json`; its parsed report.
+/// Runs this executable's `natm perf …` with `args` and `--json`; its parsed report. A
+/// refusal because the VC is still held (hostd reclaims a closed channel within about
+/// 100 ms) is tried again, up to [`IN_USE_TRIES`] times.
 fn perf_json(args: &[String]) -> Result<Value, CliError> {
+    let mut tries = 1;
+    loop {
+        match perf_json_once(args) {
+            Err(e) if tries < IN_USE_TRIES && e.message.contains("in use") => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            r => return r,
+        }
+    }
+}
+
+fn perf_json_once(args: &[String]) -> Result<Value, CliError> {
     let exe = std::env::current_exe()
         .map_err(|e| CliError::failure(format!("cannot find this executable: {e}")))?;
     let out = Command::new(exe)
@@ -293,14 +310,6 @@ pub fn run(args: PathsArgs) -> CmdResult {
         mode: args.mode.clone(),
     };
     let measured: Vec<usize> = sizes.iter().map(|&s| measured_size(s)).collect();
-    let mut sweep: Vec<usize> = measured.clone();
-    sweep.sort_unstable();
-    sweep.dedup();
-    let sweep_text = sweep
-        .iter()
-        .map(|s| s.to_string())
-        .collect::<Vec<_>>()
-        .join(",");
 
     // Round trips first, streams last: a stream that loses cells of a long SDU leaves a
     // partial reassembly on the VC until its timeout, which a round trip right after it
@@ -323,23 +332,30 @@ pub fn run(args: PathsArgs) -> CmdResult {
         }
         rrs.push(per_path);
     }
-    let mut streams = Vec::new();
+    // One stream run per size and path, each its own process: the stream engine opens
+    // the next size's VC before hostd has let go of the last one on the daemon path.
+    let mut streams: Vec<Vec<Value>> = Vec::new();
     for path in PATHS {
-        if streams.last().is_some_and(lost_natm) {
-            std::thread::sleep(SETTLE);
+        let mut per_size = Vec::new();
+        for &m in &measured {
+            let previous = per_size.last().or(streams.last().and_then(|p| p.last()));
+            if previous.is_some_and(lost_natm) {
+                std::thread::sleep(SETTLE);
+            }
+            let mut a: Vec<String> = vec![
+                "stream".into(),
+                "--size".into(),
+                m.to_string(),
+                "--seconds".into(),
+                args.seconds.to_string(),
+            ];
+            a.extend(side.args(path));
+            per_size.push(perf_json(&a)?);
         }
-        let mut a: Vec<String> = vec![
-            "stream".into(),
-            "--sweep".into(),
-            sweep_text.clone(),
-            "--seconds".into(),
-            args.seconds.to_string(),
-        ];
-        a.extend(side.args(path));
-        streams.push(perf_json(&a)?);
+        streams.push(per_size);
     }
     let mut rows = Vec::new();
-    for ((&size, &m), per_path) in sizes.iter().zip(&measured).zip(&rrs) {
+    for (i, ((&size, &m), per_path)) in sizes.iter().zip(&measured).zip(&rrs).enumerate() {
         let mut row = Row {
             size,
             measured_size: m,
@@ -349,6 +365,7 @@ pub fn run(args: PathsArgs) -> CmdResult {
             tcp: Figures::default(),
         };
         for ((path, stream), rr) in PATHS.iter().zip(&streams).zip(per_path) {
+            let stream = &stream[i];
             let fill = |kind: &str, f: &mut Figures| {
                 if let Some((p50, tps)) = rr_figures(rr, kind) {
                     f.rtt_p50_us = Some(p50);
