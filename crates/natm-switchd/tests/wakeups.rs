@@ -1,0 +1,138 @@
+//! The daemon between two hosts that sleep on their shared-memory links' eventfds (as
+//! hostd does) moves a ring's worth of cells per round without waiting out its longest
+//! sleep: each round needs the daemon to wake for the first host's cells and the host to
+//! be woken for room. A daemon that sleeps where no peer can wake it moves one batch per
+//! `MAX_SLEEP` (20 ms), 16 such sleeps a round.
+//!
+//! This guards the whole path end to end. The lab's failure needed a busy step that
+//! outlasted the spin (a preempted daemon next to a spinning hostd), which a test cannot
+//! bring about on demand; `IdleGate`'s unit test and natm-link's
+//! `a_full_send_makes_poll_fd_readable_when_the_peer_makes_room` pin the two causes
+//! deterministically. Its own test binary, so no other test's threads share the CPUs.
+
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use natm_link::shm::{ShmLink, ShmWait};
+use natm_link::{CELL_LEN, Cell, CellLink};
+use natm_switchd::{MAX_SLEEP, SwitchdConfig, client};
+use serde_json::json;
+
+const T: Duration = Duration::from_secs(10);
+/// Cells per round: one ring of the default size, so no queue in the switch overflows.
+const ROUND: usize = 4096;
+const ROUNDS: usize = 24;
+
+/// A cell on VPI 0, VCI 100 carrying `i`.
+fn cell(i: u64) -> Cell {
+    let mut c = [0u8; CELL_LEN];
+    c[..4].copy_from_slice(&[0x00, 0x00, 0x06, 0x40]);
+    c[4] = natm_wire::cell::hec([c[0], c[1], c[2], c[3]]);
+    c[5..13].copy_from_slice(&i.to_le_bytes());
+    c
+}
+
+fn host(path: &std::path::Path) -> ShmLink {
+    let deadline = Instant::now() + T;
+    let sock = loop {
+        match UnixStream::connect(path) {
+            Ok(s) => break s,
+            Err(e) => {
+                assert!(Instant::now() < deadline, "connect {path:?}: {e}");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    };
+    ShmLink::accept(sock, ShmWait::EventFd, Some(T)).unwrap()
+}
+
+#[test]
+fn rounds_of_a_full_ring_flow_without_waiting_out_the_longest_sleep() {
+    let dir = std::env::temp_dir().join(format!("natm-switchd-wakeups-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (p1, p2) = (dir.join("p1.sock"), dir.join("p2.sock"));
+    let text = format!(
+        "name = \"w\"\nmanagement = {:?}\n\n[[port]]\nid = 1\nkind = \"shm\"\npath = {p1:?}\n\n\
+         [[port]]\nid = 2\nkind = \"shm\"\npath = {p2:?}\n\n\
+         [[xc]]\na = \"1:0.100\"\nb = \"2:0.100\"\nqos = \"ubr\"\nupc = \"discard\"\n",
+        dir.join("m.sock"),
+    );
+    let config = SwitchdConfig::from_toml(&text).unwrap();
+    let mgmt = config.management.clone();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let daemon = std::thread::spawn(move || natm_switchd::run(config, s));
+    let mut h1 = host(&p1);
+    let mut h2 = host(&p2);
+    let deadline = Instant::now() + T;
+    loop {
+        let s = client::request(&mgmt, &json!({"op": "status"}), T).unwrap();
+        if s["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["up"] == true)
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "hosts never attached");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Let the daemon fall asleep between rounds, as it does between a lab's bursts.
+    std::thread::sleep(MAX_SLEEP);
+    let receiver = std::thread::spawn(move || {
+        let mut buf = vec![[0u8; CELL_LEN]; 512];
+        let mut next = 0u64;
+        while next < (ROUND * ROUNDS) as u64 {
+            let n = h2.recv_cells_timeout(&mut buf, Some(T)).unwrap();
+            assert!(n > 0, "nothing within {T:?} after {next} cells");
+            for c in &buf[..n] {
+                assert_eq!(c[5..13], next.to_le_bytes(), "in order, none lost");
+                next += 1;
+            }
+        }
+        h2
+    });
+    // A management client asking for status all along, as `natm stat` does: each request
+    // makes a pass of the loop take longer than the spin.
+    let asking = Arc::new(AtomicBool::new(true));
+    let asker = {
+        let (asking, mgmt) = (asking.clone(), mgmt.clone());
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while asking.load(Ordering::Acquire) {
+                client::request(&mgmt, &json!({"op": "status"}), T).unwrap();
+                n += 1;
+            }
+            n
+        })
+    };
+    let t0 = Instant::now();
+    let mut slow_rounds = 0;
+    for r in 0..ROUNDS {
+        let cells: Vec<Cell> = (0..ROUND).map(|i| cell((r * ROUND + i) as u64)).collect();
+        let start = Instant::now();
+        assert_eq!(h1.send_cells_timeout(&cells, Some(T)).unwrap(), ROUND);
+        // The ring is sized for one round: the next waits for room, woken by the daemon.
+        if start.elapsed() >= MAX_SLEEP {
+            slow_rounds += 1;
+        }
+    }
+    let h2 = receiver.join().unwrap();
+    let took = t0.elapsed();
+    asking.store(false, Ordering::Release);
+    assert!(asker.join().unwrap() > 0);
+    stop.store(true, Ordering::Release);
+    daemon.join().unwrap().unwrap();
+    drop((h1, h2));
+    let _ = std::fs::remove_dir_all(&dir);
+    // One batch per longest sleep would be 16 sleeps a round. A loaded CPU can preempt
+    // any thread for a time slice now and then; it cannot make most rounds that slow.
+    assert!(
+        slow_rounds <= ROUNDS / 4,
+        "{slow_rounds} of {ROUNDS} rounds waited {MAX_SLEEP:?} or more (total {took:?})"
+    );
+}
