@@ -417,6 +417,9 @@ fn dir_json(d: &DirCounters) -> Value {
 }
 
 fn status(fabric: &Fabric, info: &DaemonInfo<'_>) -> Value {
+    // Before the reply is built: a reply listing 65,536 connections is itself ~170 MiB of
+    // JSON values, which would be counted as the switch's own size.
+    let memory = resident_bytes();
     let ports: Vec<Value> = fabric
         .ports
         .iter()
@@ -476,7 +479,7 @@ fn status(fabric: &Fabric, info: &DaemonInfo<'_>) -> Value {
         "name": info.name,
         "pid": std::process::id(),
         "uptime_s": info.started.elapsed().as_secs_f64(),
-        "memory": resident_bytes(),
+        "memory": memory,
         "state_bytes_per_connection": natm_switch::Switch::state_bytes_per_connection(),
         "capture_overflow": fabric.tap_overflow,
         "ports": ports,
