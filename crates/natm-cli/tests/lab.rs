@@ -2,6 +2,8 @@
 //! process, socket or shared memory behind.
 
 mod common;
+#[path = "support/procfs.rs"]
+mod procfs;
 
 use std::path::{Path, PathBuf};
 
@@ -33,19 +35,6 @@ impl Drop for TempDir {
 fn alive(pid: i64) -> bool {
     // A zombie has no command line; it is gone for our purposes.
     std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| !c.is_empty())
-}
-
-fn memfds_of(pid: i64) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|d| {
-            d.filter_map(Result::ok)
-                .filter(|e| {
-                    std::fs::read_link(e.path())
-                        .is_ok_and(|t| t.to_string_lossy().starts_with("/memfd:"))
-                })
-                .count()
-        })
-        .unwrap_or(0)
 }
 
 fn dev_shm() -> Vec<String> {
@@ -112,7 +101,7 @@ fn the_default_lab_comes_up_answers_and_goes_down_without_leftovers() {
     assert!(stdout(&o).contains("stopped 3"), "{}", stdout(&o));
     for p in &pids {
         assert!(!alive(*p), "pid {p} is still running after lab down");
-        assert_eq!(memfds_of(*p), 0);
+        assert_eq!(procfs::memfds(*p as u64), 0);
     }
     assert!(!dir.0.exists(), "the runtime directory is removed");
     assert_eq!(dev_shm(), shm_before, "nothing left in /dev/shm");

@@ -3,6 +3,8 @@
 //! with SIGKILL leaving nothing behind.
 
 mod common;
+#[path = "support/procfs.rs"]
+mod procfs;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -203,25 +205,12 @@ fn child_application() {
     }
 }
 
-fn memfds(pid: u64) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|d| {
-            d.filter_map(Result::ok)
-                .filter(|e| {
-                    std::fs::read_link(e.path())
-                        .is_ok_and(|t| t.to_string_lossy().starts_with("/memfd:"))
-                })
-                .count()
-        })
-        .unwrap_or(0)
-}
-
 #[test]
 fn an_application_killed_mid_transfer_leaves_nothing_behind() {
     let lab = Lab::up("kill", None);
     let h1 = lab.host("h1");
     let hostd_pid = u64::from(h1.status().expect("status").pid);
-    let memfds_before = memfds(hostd_pid);
+    let memfds_before = procfs::memfds(hostd_pid);
     let mut child = Command::new(std::env::current_exe().expect("test binary"))
         .args([
             "--exact",
@@ -271,7 +260,7 @@ fn an_application_killed_mid_transfer_leaves_nothing_behind() {
         Some(0),
         "{stat}"
     );
-    assert_eq!(memfds(hostd_pid), memfds_before);
+    assert_eq!(procfs::memfds(hostd_pid), memfds_before);
     // Another application can have the VC now.
     let _vc = open(&h1, "0.100", "cbr:pcr=10000");
     assert!(Path::new(&lab.0).exists());
