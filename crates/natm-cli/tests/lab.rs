@@ -143,6 +143,23 @@ fn every_link_kind_and_a_rate_override_come_up() {
 }
 
 #[test]
+fn down_removes_only_what_the_lab_made() {
+    let dir = TempDir::new("mine");
+    std::fs::create_dir_all(&dir.0).expect("mkdir");
+    let mine = dir.0.join("notes.txt");
+    std::fs::write(&mine, "keep me").expect("write");
+    up(&dir, &[]);
+    let o = natm(&["lab", "down", "--dir", dir.arg()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let left: Vec<String> = std::fs::read_dir(&dir.0)
+        .expect("the directory stays")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["notes.txt"]);
+}
+
+#[test]
 fn bad_topologies_and_a_missing_lab_are_reported() {
     let dir = TempDir::new("bad");
     let topo = dir.0.with_extension("toml");

@@ -6,7 +6,8 @@
 //! for every host as background processes (their own process groups, output in
 //! `NAME.log`), waits until each answers on its socket, and records them in `lab.json`.
 //! `status` asks each daemon for its state; `down` stops them (SIGTERM, then SIGKILL after
-//! 3 s) and removes the runtime directory. Shared memory is memfd-backed, so it goes with
+//! 3 s) and removes what it made in the runtime directory (the directory too, unless it
+//! holds files of someone else's). Shared memory is memfd-backed, so it goes with
 //! the processes: nothing is left in /dev/shm.
 //!
 //! The runtime directory is `--dir`, else `$NATM_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/natm`,
@@ -39,7 +40,7 @@ pub enum LabCommand {
     Up(UpArgs),
     /// Show the lab's daemons and what they carry.
     Status(StatusArgs),
-    /// Stop the lab's daemons and remove its runtime directory.
+    /// Stop the lab's daemons and remove what the lab made in its runtime directory.
     Down(DirArgs),
     /// Stop one daemon and start it again from the same configuration.
     Restart(RestartArgs),
@@ -248,7 +249,7 @@ pub fn start(
             )));
         }
         // A lab that died without `down`: clear its leftovers.
-        let _ = fs::remove_dir_all(&dir);
+        remove_lab_files(&dir, &state);
     }
     fs::DirBuilder::new()
         .recursive(true)
@@ -568,7 +569,40 @@ pub fn down(dir: &Path) -> Result<usize, CliError> {
             dir.display()
         )));
     }
-    fs::remove_dir_all(dir)
-        .map_err(|e| CliError::failure(format!("cannot remove {}: {e}", dir.display())))?;
+    remove_lab_files(dir, &state);
+    match fs::remove_dir(dir) {
+        Ok(()) => {}
+        // Files the lab did not make stay, and so does the directory holding them.
+        Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => {}
+        Err(e) => {
+            return Err(CliError::failure(format!(
+                "cannot remove {}: {e}",
+                dir.display()
+            )));
+        }
+    }
     Ok(live.len())
+}
+
+/// Removes what a lab made in `dir` — its daemons' configurations, logs and sockets, the
+/// link sockets and `lab.json` — and nothing else, so that `--dir` pointing at a directory
+/// with other files in it never loses them.
+fn remove_lab_files(dir: &Path, state: &LabState) {
+    for d in &state.daemons {
+        for f in [&d.config, &d.log, &d.socket] {
+            if f.parent() == Some(dir) {
+                let _ = fs::remove_file(f);
+            }
+        }
+    }
+    if let Ok(entries) = fs::read_dir(dir) {
+        for e in entries.filter_map(Result::ok) {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with("link") && name.ends_with(".sock") {
+                let _ = fs::remove_file(e.path());
+            }
+        }
+    }
+    let _ = fs::remove_file(dir.join("lab.json"));
 }
