@@ -89,6 +89,20 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // `natm stat | head` ends quietly, as a Unix filter does, instead of panicking. Only
+    // for the commands that just print: the daemons, and the commands that talk to them or
+    // run a lab, keep SIGPIPE ignored so a vanished peer is an error they handle.
+    if matches!(
+        cli.command,
+        Command::Stat(_)
+            | Command::Dump(_)
+            | Command::Qos(_)
+            | Command::Addr(_)
+            | Command::Admit(_)
+            | Command::Ping(_)
+    ) {
+        let _ = natm_nic::signal::default_sigpipe();
+    }
     let result: CmdResult = match cli.command {
         Command::Aal5(c) => cmd::aal5::run(c),
         Command::Dump(a) => cmd::dump::run(a),

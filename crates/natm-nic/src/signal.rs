@@ -253,3 +253,15 @@ impl Receiver {
         Ok(())
     }
 }
+
+/// Gives SIGPIPE back its default action (terminate quietly), as a command-line tool
+/// expects: Rust's runtime ignores it, so `natm stat | head` would otherwise end in a
+/// failed write to a closed pipe instead of the silent exit every Unix filter makes.
+pub fn default_sigpipe() -> io::Result<()> {
+    // SAFETY: SIG_DFL for SIGPIPE installs no handler code; `signal` has no other effect.
+    let old = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    if old == libc::SIG_ERR {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

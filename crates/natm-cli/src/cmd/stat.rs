@@ -115,15 +115,11 @@ fn print_switch(name: &str, v: &Value) {
     );
     for p in v["ports"].as_array().into_iter().flatten() {
         let c = &p["counters"];
-        let q: Vec<String> = p["queue_depth"]
-            .as_object()
-            .map(|o| o.values().map(|x| n(x).to_string()).collect())
-            .or_else(|| {
-                p["queue_depth"]
-                    .as_array()
-                    .map(|a| a.iter().map(|x| n(x).to_string()).collect())
-            })
-            .unwrap_or_default();
+        // By name: the object's keys come back sorted, not in priority order.
+        let q: Vec<String> = ["cbr", "rt-vbr", "nrt-vbr", "ubr"]
+            .iter()
+            .map(|k| n(&p["queue_depth"][*k]).to_string())
+            .collect();
         println!(
             "  {:<5} {:<4} {:>12} {:>12} {:>9} {:>9} {:>9}  {:<18} {}",
             n(&p["id"]),
