@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use natm_core::{Duration, HeaderFormat, Instant, VcId, Vci};
-use natm_traffic::gcra::{Gcra, GcraError, GcraParams};
+use natm_traffic::gcra::{Gcra, GcraError};
 use natm_traffic::policer::{ContractError, Policer, Verdict};
 use natm_traffic::sched::{Category, SchedError, Scheduler, VcHandle, VcSpec};
 use natm_wire::aal5::{MAX_SDU, TRAILER_LEN, cell_count};
@@ -482,21 +482,17 @@ struct Shaper {
 }
 
 impl Shaper {
-    /// The shaper of `spec`, or `None` for a UBR VC without a rate of its own.
+    /// The shaper of `spec` (the GCRAs of [`VcSpec::contract`], the contract the
+    /// scheduler shapes to), or `None` for a UBR VC without a rate of its own.
     fn of(spec: &VcSpec) -> Result<Option<Shaper>, GcraError> {
-        let (pcr, scr, mbs) = (spec.pcr, spec.scr, spec.mbs);
+        let contract = spec.contract();
         let sustainable = match spec.category {
-            Category::Ubr if pcr >= UBR_UNSHAPED_PCR => return Ok(None),
+            Category::Ubr if spec.pcr >= UBR_UNSHAPED_PCR => return Ok(None),
             Category::Cbr | Category::Ubr => None,
-            Category::RtVbr | Category::NrtVbr => Some(Gcra::new(GcraParams::sustainable(
-                pcr,
-                scr,
-                mbs,
-                Duration::ZERO,
-            )?)),
+            Category::RtVbr | Category::NrtVbr => Some(Gcra::new(contract.sustainable_gcra()?)),
         };
         Ok(Some(Shaper {
-            peak: Gcra::new(GcraParams::peak(pcr, Duration::ZERO)?),
+            peak: Gcra::new(contract.peak_gcra()?),
             sustainable,
         }))
     }
@@ -706,22 +702,14 @@ impl Adapter {
                 })
         };
         let (header, last_header) = (header(false)?, header(true)?);
-        let shaper = match &self.sched {
-            Some(_) => None,
-            None => Shaper::of(&tx)
-                .map_err(|e| OpenError::Tx(SchedError::Contract(ContractError::Gcra(e))))?,
-        };
-        let sched = match &mut self.sched {
-            Some(s) => Some(s.add_vc(tx).map_err(OpenError::Tx)?),
+        let (sched, shaper) = match &mut self.sched {
+            Some(s) => (Some(s.add_vc(tx).map_err(OpenError::Tx)?), None),
             None => {
-                // No scheduler to check the contract: check it the same way.
-                tx.contract()
-                    .check(tx.category.conformance())
-                    .map_err(|e| OpenError::Tx(SchedError::Contract(e)))?;
-                if tx.category == Category::Ubr && tx.weight == 0 {
-                    return Err(OpenError::Tx(SchedError::ZeroWeight));
-                }
-                None
+                // No scheduler to check the contract: the same check, without a link rate.
+                tx.check().map_err(OpenError::Tx)?;
+                let shaper = Shaper::of(&tx)
+                    .map_err(|e| OpenError::Tx(SchedError::Contract(ContractError::Gcra(e))))?;
+                (None, shaper)
             }
         };
         let rx_limit = rx.max_sdu.min(self.config.rx_buffer_size);

@@ -1285,6 +1285,16 @@ fn test_config_and_open_errors() {
             100,
             OpenError::Tx(natm_traffic::sched::SchedError::ZeroWeight),
         ),
+        // The unlimited link's check is the scheduler's: the same typed reasons.
+        (
+            2,
+            vc(1),
+            VcSpec::cbr(0),
+            100,
+            OpenError::Tx(natm_traffic::sched::SchedError::Contract(
+                natm_traffic::policer::ContractError::NoPcr,
+            )),
+        ),
     ];
     for (h, v, spec, max_sdu, want) in cases {
         assert_eq!(a.open_vc(h, v, spec, RxVcConfig::aal5(max_sdu)), Err(want));

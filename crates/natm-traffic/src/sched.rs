@@ -188,6 +188,19 @@ impl VcSpec {
             cdvt: Duration::ZERO,
         }
     }
+
+    /// Whether a shaper may take the spec, whatever the link: its contract is well formed
+    /// for its category's conformance definition ([`Contract::check`]) and a UBR weight is
+    /// at least 1. [`Scheduler::add_vc`] checks this and, besides, the PCR against the link.
+    pub fn check(&self) -> Result<(), SchedError> {
+        self.contract()
+            .check(self.category.conformance())
+            .map_err(SchedError::Contract)?;
+        if self.category == Category::Ubr && self.weight == 0 {
+            return Err(SchedError::ZeroWeight);
+        }
+        Ok(())
+    }
 }
 
 /// A VC of a [`Scheduler`]: an index into its table and a generation, so a handle kept
@@ -558,19 +571,14 @@ impl Scheduler {
     /// Adds a VC with no backlog. Its contract must be well formed for its category's
     /// conformance definition ([`Contract::check`]) with its PCR at most the link rate.
     pub fn add_vc(&mut self, spec: VcSpec) -> Result<VcHandle, SchedError> {
-        let contract = spec.contract();
-        contract
-            .check(spec.category.conformance())
-            .map_err(SchedError::Contract)?;
+        spec.check()?;
         if spec.pcr > self.link {
             return Err(SchedError::PcrAboveLink {
                 pcr: spec.pcr,
                 link: self.link,
             });
         }
-        if spec.category == Category::Ubr && spec.weight == 0 {
-            return Err(SchedError::ZeroWeight);
-        }
+        let contract = spec.contract();
         let gcra_error = |e| SchedError::Contract(ContractError::Gcra(e));
         let peak = contract.peak_gcra().map_err(gcra_error)?;
         // The first ns at which a cell conforms after one at 0 (TAT = I): ⌈10⁹ / PCR⌉.
