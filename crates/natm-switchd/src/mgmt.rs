@@ -6,7 +6,7 @@
 //! loses capture lines (counted, [`OUT_LIMIT`]) and, past a hard limit on replies, its
 //! connection. Only a peer with the daemon's uid, or root, is served (SO_PEERCRED).
 
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -15,11 +15,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant as StdInstant, SystemTime, UNIX_EPOCH};
 
+use natm_core::HeaderFormat;
 use natm_switch::{CATEGORIES, DirCounters, PortCounters, PortId, XcId};
 use serde_json::{Value, json};
 
 use crate::config::{XcText, category_name};
-use crate::fabric::Fabric;
+use crate::fabric::{Fabric, Tapped};
 
 /// Capture lines waiting for a slow client beyond which new ones are dropped (bytes).
 pub const OUT_LIMIT: usize = 4 << 20;
@@ -42,8 +43,8 @@ struct Client {
     stream: UnixStream,
     input: Vec<u8>,
     output: Vec<u8>,
-    /// The port and optional `(vpi, vci)` being captured.
-    capture: Option<(PortId, Option<(u16, u16)>)>,
+    /// The port being captured, and for one VC the header bits to match (`mask`, `value`).
+    capture: Option<(PortId, Option<(u32, u32)>)>,
     capture_dropped: u64,
     closed: bool,
 }
@@ -262,13 +263,26 @@ impl Management {
                 else {
                     return fail("capture needs \"port\" (a port number)".into());
                 };
-                if fabric.index(PortId(port)).is_none() {
+                let Some(format) = fabric
+                    .switch
+                    .ports()
+                    .find(|(id, _)| *id == PortId(port))
+                    .map(|(_, c)| c.format)
+                else {
                     return fail(format!("no port {port}"));
-                }
+                };
                 let vc = match req.get("vc") {
                     None | Some(Value::Null) => None,
                     Some(Value::String(s)) => match parse_vc(s) {
-                        Some(vc) => Some(vc),
+                        Some((vpi, vci)) => match vc_filter(format, vpi, vci) {
+                            Some(filter) => Some(filter),
+                            None => {
+                                return fail(format!(
+                                    "\"vc\": VPI {vpi} is above {} on port {port}",
+                                    format.max_vpi()
+                                ));
+                            }
+                        },
                         None => return fail(format!("\"vc\": {s:?} is not VPI.VCI")),
                     },
                     Some(other) => {
@@ -291,41 +305,55 @@ impl Management {
         }
     }
 
+    /// Gives every capturing client the lines of its cells, each line formatted once
+    /// however many clients take it.
     fn fan_out(&mut self, fabric: &mut Fabric) {
-        let tapped = std::mem::take(&mut fabric.tapped);
-        for c in &mut self.clients {
-            let Some((port, vc)) = c.capture else {
-                continue;
-            };
-            for t in tapped.iter().filter(|t| t.port == port) {
-                if let Some((vpi, vci)) = vc {
-                    let word = u32::from_be_bytes([t.cell[0], t.cell[1], t.cell[2], t.cell[3]]);
-                    // Match the VCI and the VPI under either header format's width.
-                    let (v8, v12) = (((word >> 20) & 0xFF) as u16, ((word >> 20) & 0xFFF) as u16);
-                    if ((word >> 4) & 0xFFFF) as u16 != vci || (vpi != v8 && vpi != v12) {
-                        continue;
-                    }
+        let mut line = Vec::with_capacity(160);
+        for t in &fabric.tapped {
+            line.clear();
+            let word = u32::from_be_bytes([t.cell[0], t.cell[1], t.cell[2], t.cell[3]]);
+            for c in &mut self.clients {
+                let Some((port, filter)) = c.capture else {
+                    continue;
+                };
+                if port != t.port || filter.is_some_and(|(mask, value)| word & mask != value) {
+                    continue;
                 }
                 if c.output.len() >= OUT_LIMIT {
                     c.capture_dropped += 1;
                     continue;
                 }
-                let t_ns = self.unix_base_ns.saturating_add(t.at.as_nanos());
-                let dir = if t.out { "out" } else { "in" };
-                let mut hex = String::with_capacity(106);
-                for b in &t.cell {
-                    hex.push_str(&format!("{b:02x}"));
+                if line.is_empty() {
+                    capture_line(&mut line, self.unix_base_ns, t);
                 }
-                c.output.extend_from_slice(
-                    format!("{{\"t_ns\":{t_ns},\"dir\":\"{dir}\",\"cell\":\"{hex}\"}}\n")
-                        .as_bytes(),
-                );
+                c.output.extend_from_slice(&line);
             }
         }
-        let mut tapped = tapped;
-        tapped.clear();
-        fabric.tapped = tapped;
+        fabric.tapped.clear();
     }
+}
+
+/// The header bits that select VC `vpi.vci` on a port of `format`, as `(mask, value)`;
+/// `None` if the VPI does not fit the format.
+fn vc_filter(format: HeaderFormat, vpi: u16, vci: u16) -> Option<(u32, u32)> {
+    if vpi > format.max_vpi() {
+        return None;
+    }
+    let mask = u32::from(format.max_vpi()) << 20 | 0xFFFF << 4;
+    Some((mask, u32::from(vpi) << 20 | u32::from(vci) << 4))
+}
+
+/// Appends the capture line of `t`: `{"t_ns":…,"dir":"in"|"out","cell":"<hex>"}`.
+fn capture_line(line: &mut Vec<u8>, unix_base_ns: u64, t: &Tapped) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let t_ns = unix_base_ns.saturating_add(t.at.as_nanos());
+    let dir = if t.out { "out" } else { "in" };
+    // Writing to a Vec cannot fail.
+    let _ = write!(line, "{{\"t_ns\":{t_ns},\"dir\":\"{dir}\",\"cell\":\"");
+    for &b in &t.cell {
+        line.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xF)]]);
+    }
+    line.extend_from_slice(b"\"}\n");
 }
 
 impl Drop for Management {
@@ -524,5 +552,47 @@ fn connect(req: &Value, fabric: &mut Fabric) -> Value {
     match fabric.switch.connect(now, &xc) {
         Ok(id) => json!({"ok": true, "id": id.to_string()}),
         Err(e) => fail(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use natm_core::Instant;
+
+    fn word(gfc: u32, vpi: u32, vci: u32) -> u32 {
+        gfc << 28 | vpi << 20 | vci << 4
+    }
+
+    #[test]
+    fn a_vc_filter_matches_the_whole_vpi_of_its_ports_format() {
+        let (mask, value) = vc_filter(HeaderFormat::Nni, 5, 100).unwrap();
+        assert_eq!(word(0, 5, 100) & mask, value);
+        assert_ne!(word(0, 0x105, 100) & mask, value, "VPI 0x105 is not VPI 5");
+        assert_ne!(word(0, 5, 101) & mask, value);
+        // On a UNI port the top four bits are GFC, not VPI.
+        let (mask, value) = vc_filter(HeaderFormat::Uni, 5, 100).unwrap();
+        assert_eq!(word(0xA, 5, 100) & mask, value);
+        assert_eq!(vc_filter(HeaderFormat::Uni, 256, 100), None);
+        assert!(vc_filter(HeaderFormat::Nni, 4095, 100).is_some());
+    }
+
+    #[test]
+    fn a_capture_line_is_the_json_the_protocol_gives() {
+        let mut cell = [0u8; 53];
+        cell[0] = 0xAB;
+        cell[52] = 0x0F;
+        let t = Tapped {
+            port: PortId(1),
+            out: true,
+            at: Instant::from_nanos(7),
+            cell,
+        };
+        let mut line = Vec::new();
+        capture_line(&mut line, 1_000, &t);
+        assert_eq!(line.last(), Some(&b'\n'));
+        let v: Value = serde_json::from_slice(&line).unwrap();
+        let hex = format!("ab{}0f", "00".repeat(51));
+        assert_eq!(v, json!({"t_ns": 1_007, "dir": "out", "cell": hex}));
     }
 }
