@@ -8,82 +8,16 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use natm_core::{Duration, HeaderFormat, Instant, Qos};
-use natm_switch::{
-    Category, CrossConnect, Endpoint, PortConfig, PortId, PortRate, Switch, SwitchConfig, Upc, XcId,
-};
+use natm_core::{Duration, Instant};
+use natm_switch::PortId;
 use natm_wire::cell::{CELL_LEN, hec};
 
-fn qos(s: &str) -> Qos {
-    s.parse().expect("valid QoS text")
-}
-
-fn cross_connects() -> Vec<CrossConnect> {
-    let kinds = [
-        (qos("ubr,aal5"), None, Upc::Off, 1),
-        (qos("cbr:max_pcr=2000"), None, Upc::Discard, 1),
-        (
-            qos("vbr:pcr=3000,scr=1000,mbs=4"),
-            Some(Category::RtVbr),
-            Upc::Tag,
-            1,
-        ),
-        (qos("ubr:max_pcr=5000"), None, Upc::Tag, 3),
-    ];
-    let mut v = Vec::new();
-    for (i, vci) in [32u16, 33, 34].into_iter().enumerate() {
-        for (j, (a, b)) in [(1u16, 2u16), (2, 3), (3, 1)].into_iter().enumerate() {
-            let (q, category, upc, weight) = kinds[(i + j) % kinds.len()];
-            v.push(CrossConnect {
-                category,
-                upc,
-                weight,
-                aal5: (i + j) % 2 == 0,
-                ..CrossConnect::new(Endpoint::vc(a, 0, vci), Endpoint::vc(b, 1, vci), q)
-            });
-        }
-    }
-    v.push(CrossConnect::new(
-        Endpoint::vp(1, 7),
-        Endpoint::vp(3, 7),
-        qos("ubr"),
-    ));
-    v
-}
-
-fn conserved(sw: &Switch) {
-    let (mut lhs, mut rhs) = (0u64, 0u64);
-    for p in 1..4 {
-        let c = sw.port_counters(PortId(p)).expect("port");
-        lhs += c.cells_in + c.ais_sent;
-        rhs += c.cells_out + c.dropped() + c.queued();
-    }
-    assert_eq!(lhs, rhs, "cells conserved");
-}
+/// The switch, cross-connects and conservation check the property test uses too.
+#[path = "../../crates/natm-switch/tests/common/fixture.rs"]
+mod fixture;
 
 fuzz_target!(|data: &[u8]| {
-    let mut sw = Switch::new(SwitchConfig::default());
-    let small = PortConfig {
-        queue_cells: [3, 3, 5, 8],
-        epd_percent: 50,
-        ..PortConfig::default()
-    };
-    sw.add_port(PortId(1), small).expect("port");
-    let nni = PortConfig {
-        format: HeaderFormat::Nni,
-        ..small
-    };
-    sw.add_port(PortId(2), nni).expect("port");
-    let rated = PortConfig {
-        rate: PortRate::CellsPerSecond(10_000),
-        ..small
-    };
-    sw.add_port(PortId(3), rated).expect("port");
-    let xcs = cross_connects();
-    let mut live: Vec<Option<XcId>> = xcs
-        .iter()
-        .map(|xc| Some(sw.connect(Instant::ZERO, xc).expect("admitted")))
-        .collect();
+    let (mut sw, xcs, mut live) = fixture::connected();
     let mut now = Instant::ZERO;
     let mut out = [[0u8; CELL_LEN]; 32];
     let mut rest = data;
@@ -144,6 +78,6 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
         }
-        conserved(&sw);
+        fixture::assert_conserved(&sw);
     }
 });

@@ -4,11 +4,9 @@
 
 mod common;
 
-use common::qos;
-use natm_core::{Duration, HeaderFormat, Instant};
-use natm_switch::{
-    Category, CrossConnect, Endpoint, PortConfig, PortId, PortRate, Switch, SwitchConfig, Upc, XcId,
-};
+use common::{fixture, qos};
+use natm_core::{Duration, Instant};
+use natm_switch::{Category, CrossConnect, Endpoint, PortConfig, PortId, Switch, SwitchConfig};
 use natm_wire::cell::hec;
 use proptest::prelude::*;
 
@@ -52,70 +50,12 @@ fn ids(vpi: u8, vci: u8) -> (u32, u32) {
     )
 }
 
-fn connections() -> Vec<CrossConnect> {
-    let mut v = Vec::new();
-    let kinds = [
-        (qos("ubr,aal5"), None, Upc::Off, 1),
-        (qos("cbr:max_pcr=2000"), None, Upc::Discard, 1),
-        (
-            qos("vbr:pcr=3000,scr=1000,mbs=4"),
-            Some(Category::RtVbr),
-            Upc::Tag,
-            1,
-        ),
-        (qos("ubr:max_pcr=5000"), None, Upc::Tag, 3),
-    ];
-    for (i, vci) in [32u16, 33, 34].into_iter().enumerate() {
-        for (j, (a, b)) in [(1u16, 2u16), (2, 3), (3, 1)].into_iter().enumerate() {
-            let (q, cat, upc, weight) = kinds[(i + j) % kinds.len()];
-            let mut xc = CrossConnect::new(Endpoint::vc(a, 0, vci), Endpoint::vc(b, 1, vci), q);
-            xc.category = cat;
-            xc.upc = upc;
-            xc.weight = weight;
-            xc.aal5 = (i + j) % 2 == 0;
-            v.push(xc);
-        }
-    }
-    // A VP cross-connect between ports 1 and 3.
-    v.push(CrossConnect::new(
-        Endpoint::vp(1, 7),
-        Endpoint::vp(3, 7),
-        qos("ubr"),
-    ));
-    v
-}
-
-fn check_conservation(sw: &Switch) {
-    let (mut lhs, mut rhs) = (0u64, 0u64);
-    for p in 1..4 {
-        let c = sw.port_counters(PortId(p)).expect("port");
-        lhs += c.cells_in + c.ais_sent;
-        rhs += c.cells_out + c.dropped() + c.queued();
-    }
-    assert_eq!(lhs, rhs, "cells in + AIS = out + dropped + queued");
-    for (id, _) in sw.connections() {
-        let (_, c) = sw.connection(id).expect("listed");
-        for d in [c.a_to_b, c.b_to_a] {
-            assert_eq!(d.cells_in, d.cells_out + d.dropped + u64::from(d.queued));
-        }
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
     fn any_cells_never_panic_and_are_conserved(ops in proptest::collection::vec(op(), 1..300)) {
-        let mut sw = Switch::new(SwitchConfig::default());
-        let small = PortConfig { queue_cells: [3, 3, 5, 8], epd_percent: 50, ..PortConfig::default() };
-        sw.add_port(PortId(1), small).expect("port");
-        sw.add_port(PortId(2), PortConfig { format: HeaderFormat::Nni, ..small }).expect("port");
-        sw.add_port(PortId(3), PortConfig { rate: PortRate::CellsPerSecond(10_000), ..small }).expect("port");
-        let xcs = connections();
-        let mut live: Vec<Option<XcId>> = xcs
-            .iter()
-            .map(|xc| Some(sw.connect(Instant::ZERO, xc).expect("admitted")))
-            .collect();
+        let (mut sw, xcs, mut live) = fixture::connected();
         let mut now = Instant::ZERO;
         let mut out = [[0u8; 53]; 20];
         for op in ops {
@@ -160,7 +100,7 @@ proptest! {
                     }
                 }
             }
-            check_conservation(&sw);
+            fixture::assert_conserved(&sw);
         }
     }
 }

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod fixture;
+
 use natm_core::{Instant, Qos};
 use natm_switch::{PortConfig, PortId, Switch, SwitchConfig};
 use natm_wire::cell::hec;
