@@ -1092,10 +1092,13 @@ impl Switch {
                         now.as_nanos().saturating_sub(MAX_LAG.as_nanos()),
                     ));
                 }
-                let mut open = *pacer;
+                // One cell per open slot, and no more slots than cells queued: every slot
+                // taken here is used below.
+                let queued = p.counters.queue_depth.iter().map(|&d| d as usize).sum();
+                let want = out.len().min(queued);
                 let mut b = 0;
-                while b < out.len() && open.slot() <= now {
-                    open.advance();
+                while b < want && pacer.slot() <= now {
+                    pacer.advance();
                     b += 1;
                 }
                 b
@@ -1129,9 +1132,7 @@ impl Switch {
             }
         }
         if let Some(pacer) = &mut p.pacer {
-            for _ in 0..n {
-                pacer.advance();
-            }
+            debug_assert_eq!(n, budget, "a rated port's budget is of queued cells");
             if p.counters.queue_depth == [0; 4] && pacer.slot() <= now {
                 // Idle: slots that passed unused are not saved up for a burst later.
                 pacer.restart(now);
