@@ -565,16 +565,7 @@ pub fn run(args: IsolationArgs) -> CmdResult {
     let down = lab.down();
     let report = report?;
     down?;
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report)
-                .map_err(|e| CliError::failure(format!("report: {e}")))?
-        );
-    } else {
-        print_table(&report);
-    }
-    Ok(())
+    super::print_report(args.json, &report, print_table)
 }
 
 /// The sink's threads and their stop flag.

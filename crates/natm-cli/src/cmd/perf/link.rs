@@ -310,14 +310,7 @@ pub fn run(args: LinkArgs) -> CmdResult {
         seconds: plan.run_time.as_secs_f64(),
         results,
     };
-    if args.json {
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| CliError::failure(format!("JSON: {e}")))?;
-        println!("{text}");
-    } else {
-        print_table(&report, plan.runs);
-    }
-    Ok(())
+    super::print_report(args.json, &report, |r| print_table(r, plan.runs))
 }
 
 fn print_table(r: &Report, runs: u32) {

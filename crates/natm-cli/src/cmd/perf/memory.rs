@@ -507,14 +507,7 @@ pub fn run(args: MemoryArgs) -> CmdResult {
         state_bytes_per_connection: state,
         lines,
     };
-    if args.json {
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| CliError::failure(format!("JSON: {e}")))?;
-        println!("{text}");
-    } else {
-        print_table(&report);
-    }
-    Ok(())
+    super::print_report(args.json, &report, print_table)
 }
 
 /// Bytes as MiB, KiB or bytes.

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::CmdResult;
+use crate::{CliError, CmdResult};
 
 pub mod baseline;
 pub mod histo;
@@ -95,6 +95,22 @@ pub(crate) fn pin(cpu: Option<usize>) {
     if let Some(cpu) = cpu {
         let _ = natm_nic::sched::pin_current_thread(cpu);
     }
+}
+
+/// Prints a command's report: pretty JSON with `--json`, else its table.
+pub(crate) fn print_report<R: serde::Serialize>(
+    json: bool,
+    report: &R,
+    table: impl FnOnce(&R),
+) -> CmdResult {
+    if json {
+        let text = serde_json::to_string_pretty(report)
+            .map_err(|e| CliError::failure(format!("JSON: {e}")))?;
+        println!("{text}");
+    } else {
+        table(report);
+    }
+    Ok(())
 }
 
 /// `natm perf baseline KIND rr|stream …`

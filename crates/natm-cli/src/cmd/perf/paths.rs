@@ -415,14 +415,7 @@ pub fn run(args: PathsArgs) -> CmdResult {
         rows,
         plots,
     };
-    if args.json {
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| CliError::failure(format!("JSON: {e}")))?;
-        println!("{text}");
-    } else {
-        print_table(&report);
-    }
-    Ok(())
+    super::print_report(args.json, &report, print_table)
 }
 
 fn cell(v: Option<f64>, decimals: usize) -> String {

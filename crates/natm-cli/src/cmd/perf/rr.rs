@@ -194,14 +194,7 @@ pub fn run(args: RrArgs) -> CmdResult {
 pub fn measure(opts: &RrOpts, targets: &Targets) -> CmdResult {
     let plan = plan(opts, targets)?;
     let report = execute(&plan, targets)?;
-    if opts.json {
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| CliError::failure(format!("JSON: {e}")))?;
-        println!("{text}");
-    } else {
-        print_table(&report);
-    }
-    Ok(())
+    super::print_report(opts.json, &report, print_table)
 }
 
 /// One transport's result.

@@ -248,14 +248,7 @@ pub fn measure(opts: &StreamOpts, targets: &Targets) -> CmdResult {
             .map_err(|e| CliError::failure(format!("--plot {}: {e}", path.display())))?;
         report.plot = Some(path.display().to_string());
     }
-    if opts.json {
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| CliError::failure(format!("JSON: {e}")))?;
-        println!("{text}");
-    } else {
-        print_table(&report);
-    }
-    Ok(())
+    super::print_report(opts.json, &report, print_table)
 }
 
 /// One timed run of `kind` at `size`.

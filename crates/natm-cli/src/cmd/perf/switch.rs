@@ -304,14 +304,7 @@ pub fn run(args: SwitchArgs) -> CmdResult {
         capacity_meets_goal: capacity.median >= GOAL_CELLS_PER_SEC,
         per_run,
     };
-    if args.json {
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| CliError::failure(format!("JSON: {e}")))?;
-        println!("{text}");
-    } else {
-        print_table(&report);
-    }
-    Ok(())
+    super::print_report(args.json, &report, print_table)
 }
 
 fn m(cells_per_sec: f64) -> String {

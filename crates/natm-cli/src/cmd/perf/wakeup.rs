@@ -1015,14 +1015,7 @@ pub fn run(args: WakeupArgs) -> CmdResult {
         load_before,
         conditions,
     };
-    if args.json {
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| CliError::failure(format!("JSON: {e}")))?;
-        println!("{text}");
-    } else {
-        print_tables(&report);
-    }
-    Ok(())
+    super::print_report(args.json, &report, print_tables)
 }
 
 /// Arguments of the hidden `natm perf spin`: one CPU-bound disturber.
