@@ -641,6 +641,16 @@ mod tests {
         c
     }
 
+    /// Whether `l`'s poll fd turns readable within `ms`.
+    fn readable(l: &ShmLink, ms: u64) -> bool {
+        let mut fds = [PollFd::from_borrowed_fd(
+            l.poll_fd().unwrap(),
+            PollFlags::IN,
+        )];
+        let ts = Timespec::try_from(Duration::from_millis(ms)).unwrap();
+        poll(&mut fds, Some(&ts)).unwrap() > 0
+    }
+
     fn recv_exactly(l: &mut impl CellLink, n: usize) -> Vec<Cell> {
         let mut out = Vec::with_capacity(n);
         let mut buf = [[0u8; CELL_LEN]; 37];
@@ -775,14 +785,6 @@ mod tests {
     fn poll_fd_turns_readable_when_cells_arrive() {
         let (mut a, mut b) = ShmLink::pair(16).unwrap();
         let mut buf = [[0u8; CELL_LEN]; 4];
-        let readable = |l: &ShmLink, ms: u64| {
-            let mut fds = [PollFd::from_borrowed_fd(
-                l.poll_fd().unwrap(),
-                PollFlags::IN,
-            )];
-            let ts = Timespec::try_from(Duration::from_millis(ms)).unwrap();
-            poll(&mut fds, Some(&ts)).unwrap() > 0
-        };
         // Drained to empty: the reader is armed and the fd is quiet.
         assert_eq!(b.recv_cells(&mut buf).unwrap(), 0);
         assert!(!readable(&b, 10));
@@ -804,14 +806,6 @@ mod tests {
     fn a_full_send_makes_poll_fd_readable_when_the_peer_makes_room() {
         let (mut a, mut b) = ShmLink::pair(8).unwrap();
         let mut buf = [[0u8; CELL_LEN]; 8];
-        let readable = |l: &ShmLink, ms: u64| {
-            let mut fds = [PollFd::from_borrowed_fd(
-                l.poll_fd().unwrap(),
-                PollFlags::IN,
-            )];
-            let ts = Timespec::try_from(Duration::from_millis(ms)).unwrap();
-            poll(&mut fds, Some(&ts)).unwrap() > 0
-        };
         // A daemon's pass: receive (nothing: armed), send (the ring fills: armed too).
         assert_eq!(a.recv_cells(&mut buf).unwrap(), 0);
         assert_eq!(a.send_cells(&[cell(0); 12]).unwrap(), 8);
