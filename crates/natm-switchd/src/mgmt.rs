@@ -406,10 +406,15 @@ fn flush(c: &mut Client) {
 
 /// VmRSS from /proc/self/status, in bytes.
 pub fn resident_bytes() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+    vm_rss_bytes(&std::fs::read_to_string("/proc/self/status").ok()?)
+}
+
+/// The `VmRSS:` line of a /proc status text, in bytes (`None` if missing or not a number
+/// of kB that fits).
+fn vm_rss_bytes(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
+    kb.checked_mul(1024)
 }
 
 fn port_counters_json(c: &PortCounters) -> Value {
@@ -575,6 +580,18 @@ mod tests {
         assert_eq!(word(0xA, 5, 100) & mask, value);
         assert_eq!(vc_filter(HeaderFormat::Uni, 256, 100), None);
         assert!(vc_filter(HeaderFormat::Nni, 4095, 100).is_some());
+    }
+
+    #[test]
+    fn vm_rss_is_read_in_bytes_and_a_bad_line_is_none() {
+        assert_eq!(
+            vm_rss_bytes("Name:\tx\nVmRSS:\t  1234 kB\n"),
+            Some(1234 * 1024)
+        );
+        assert_eq!(vm_rss_bytes("VmRSS:\t18446744073709551615 kB\n"), None);
+        assert_eq!(vm_rss_bytes("VmRSS:\tlots kB\n"), None);
+        assert_eq!(vm_rss_bytes("VmRSS:\n"), None);
+        assert_eq!(vm_rss_bytes(""), None);
     }
 
     #[test]
