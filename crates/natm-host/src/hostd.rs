@@ -293,7 +293,7 @@ struct Outgoing {
 struct Conn {
     stream: UnixStream,
     pid: i32,
-    rbuf: Vec<u8>,
+    rbuf: proto::FrameBuf,
     out: VecDeque<Outgoing>,
     out_bytes: usize,
     /// A daemon-path SDU waiting for a free buffer: the connection is not read meanwhile.
@@ -607,7 +607,7 @@ impl Hostd {
         let mut conn = Conn {
             stream,
             pid: 0,
-            rbuf: Vec::new(),
+            rbuf: proto::FrameBuf::new(),
             out: VecDeque::new(),
             out_bytes: 0,
             stalled: None,
@@ -691,7 +691,7 @@ impl Hostd {
                     }
                     Ok(n) => {
                         progress = true;
-                        c.rbuf.extend_from_slice(&buf[..n]);
+                        c.rbuf.extend(&buf[..n]);
                         if n < buf.len() {
                             break;
                         }
@@ -718,22 +718,17 @@ impl Hostd {
             if c.stalled.is_some() || c.pinging || c.closing || c.out_bytes > MAX_CLIENT_BACKLOG {
                 return progress;
             }
-            let body = match proto::split_frame(&mut c.rbuf) {
-                Ok(Some(b)) => b,
-                Ok(None) => return progress,
-                Err(e) => {
-                    // No way to find the next frame: answer and hang up.
-                    c.refuse(ErrorKind::BadRequest, e.to_string());
-                    c.closing = true;
-                    return true;
-                }
+            let Some(frame) = c.rbuf.next_frame::<Request>().transpose() else {
+                return progress;
             };
             progress = true;
-            match proto::decode::<Request>(&body) {
+            match frame {
                 Ok(Frame::Control(r)) => self.request(id, r),
                 Ok(Frame::Data { handle, sdu }) => self.daemon_send(id, handle, sdu),
-                Err(FrameError::BadKind(k)) => {
-                    c.refuse(ErrorKind::BadRequest, format!("unknown frame kind {k}"));
+                Err(e @ (FrameError::BadLength(_) | FrameError::BadKind(_))) => {
+                    // No way to find the next frame, or no way to read it: answer and
+                    // hang up.
+                    c.refuse(ErrorKind::BadRequest, e.to_string());
                     c.closing = true;
                 }
                 Err(e) => c.refuse(ErrorKind::BadRequest, e.to_string()),

@@ -395,21 +395,71 @@ pub fn decode<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<Frame<T>, Fra
     }
 }
 
-/// Takes one whole frame's body from the front of `buf`, if it holds one.
-pub fn split_frame(buf: &mut Vec<u8>) -> Result<Option<Vec<u8>>, FrameError> {
-    if buf.len() < 4 {
+/// The whole frame at the front of `buf`, if it holds one: its body (the bytes after the
+/// length) and how many bytes of `buf` it takes, length included.
+pub fn split_frame(buf: &[u8]) -> Result<Option<(&[u8], usize)>, FrameError> {
+    let Some((len, rest)) = buf.split_first_chunk::<4>() else {
         return Ok(None);
-    }
-    let len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+    };
+    let len = u32::from_le_bytes(*len) as usize;
     if len == 0 || len > MAX_FRAME {
         return Err(FrameError::BadLength(len as u64));
     }
-    if buf.len() < 4 + len {
-        return Ok(None);
+    Ok(rest.get(..len).map(|body| (body, 4 + len)))
+}
+
+/// Bytes read from a stream socket, taken a frame at a time. Taking a frame moves a
+/// cursor; the bytes taken are dropped once per [`FrameBuf::extend`], not once per frame
+/// (a drain per frame moved every byte behind it again: quadratic in a buffer of small
+/// frames), and each frame's bytes are copied once, into its decoded value.
+#[derive(Debug, Default)]
+pub struct FrameBuf {
+    bytes: Vec<u8>,
+    start: usize,
+}
+
+impl FrameBuf {
+    /// An empty buffer.
+    pub fn new() -> FrameBuf {
+        FrameBuf::default()
     }
-    let body = buf[4..4 + len].to_vec();
-    buf.drain(..4 + len);
-    Ok(Some(body))
+
+    /// Appends bytes read from the socket.
+    pub fn extend(&mut self, more: &[u8]) {
+        if self.start > 0 {
+            self.bytes.drain(..self.start);
+            self.start = 0;
+        }
+        self.bytes.extend_from_slice(more);
+    }
+
+    /// Bytes held and not taken yet.
+    pub fn len(&self) -> usize {
+        self.bytes.len() - self.start
+    }
+
+    /// Whether every byte was taken.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Takes the next whole frame, decoded, if the buffer holds one. A frame that does not
+    /// decode is taken all the same (the error says why); a bad length is not (nothing
+    /// behind it can be framed).
+    pub fn next_frame<T: for<'de> Deserialize<'de>>(
+        &mut self,
+    ) -> Result<Option<Frame<T>>, FrameError> {
+        let Some((body, used)) = split_frame(&self.bytes[self.start..])? else {
+            return Ok(None);
+        };
+        let frame = decode(body);
+        self.start += used;
+        if self.start == self.bytes.len() {
+            self.bytes.clear();
+            self.start = 0;
+        }
+        frame.map(Some)
+    }
 }
 
 /// Reads one frame from a blocking socket, with the descriptors that came with it.
@@ -505,47 +555,52 @@ mod tests {
         /// Whatever a peer writes, framing and decoding answer with a value or an error.
         #[test]
         fn garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
-            let mut buf = bytes.clone();
-            while let Ok(Some(body)) = split_frame(&mut buf) {
-                let _ = decode::<Request>(&body);
-                let _ = decode::<Response>(&body);
+            let mut rest = &bytes[..];
+            while let Ok(Some((body, used))) = split_frame(rest) {
+                let _ = decode::<Request>(body);
+                let _ = decode::<Response>(body);
+                rest = &rest[used..];
             }
             let _ = decode::<Request>(&bytes);
+            // The same bytes arriving in pieces, as reads hand them over.
+            let mut buf = FrameBuf::new();
+            for piece in bytes.chunks(7) {
+                buf.extend(piece);
+                while let Ok(Some(_)) | Err(FrameError::Json(_) | FrameError::ShortData(_) | FrameError::BadKind(_)) =
+                    buf.next_frame::<Request>()
+                {}
+            }
         }
 
         /// Data frames carry any SDU and handle unchanged.
         #[test]
         fn data_frames_round_trip(handle in any::<u32>(), sdu in proptest::collection::vec(any::<u8>(), 0..2000)) {
-            let mut buf = data_frame(handle, &sdu);
-            let body = split_frame(&mut buf).unwrap().unwrap();
-            prop_assert!(buf.is_empty());
-            prop_assert_eq!(decode::<Request>(&body).unwrap(), Frame::Data { handle, sdu });
+            let frame = data_frame(handle, &sdu);
+            let (body, used) = split_frame(&frame).unwrap().unwrap();
+            prop_assert_eq!(used, frame.len());
+            prop_assert_eq!(decode::<Request>(body).unwrap(), Frame::Data { handle, sdu });
         }
     }
 
     #[test]
     fn frames_round_trip_and_garbage_is_refused() {
-        let mut buf = control_frame(&Request::Status);
-        buf.extend(data_frame(7, b"hello"));
-        let a = split_frame(&mut buf).unwrap().unwrap();
+        let mut buf = FrameBuf::new();
+        buf.extend(&control_frame(&Request::Status));
+        buf.extend(&data_frame(7, b"hello"));
         assert_eq!(
-            decode::<Request>(&a).unwrap(),
+            buf.next_frame::<Request>().unwrap().unwrap(),
             Frame::Control(Request::Status)
         );
-        let b = split_frame(&mut buf).unwrap().unwrap();
         assert_eq!(
-            decode::<Request>(&b).unwrap(),
+            buf.next_frame::<Request>().unwrap().unwrap(),
             Frame::Data {
                 handle: 7,
                 sdu: b"hello".to_vec()
             }
         );
         assert!(buf.is_empty());
-        let mut huge = vec![0xff, 0xff, 0xff, 0x7f, 0];
-        assert!(matches!(
-            split_frame(&mut huge),
-            Err(FrameError::BadLength(_))
-        ));
+        let huge = [0xff, 0xff, 0xff, 0x7f, 0];
+        assert!(matches!(split_frame(&huge), Err(FrameError::BadLength(_))));
         assert!(matches!(
             decode::<Request>(&[9, 1]),
             Err(FrameError::BadKind(9))

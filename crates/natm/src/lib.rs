@@ -256,7 +256,7 @@ impl VcOptions {
 /// The connection to hostd, shared by a [`Host`] and its VCs.
 struct Conn {
     stream: UnixStream,
-    rbuf: Vec<u8>,
+    rbuf: proto::FrameBuf,
     fds: Vec<OwnedFd>,
     data: HashMap<u32, VecDeque<Vec<u8>>>,
     link_down: bool,
@@ -304,14 +304,14 @@ impl Conn {
             self.closed = true;
             return Err(Error::Revoked);
         }
-        self.rbuf.extend_from_slice(&buf[..msg.bytes]);
+        self.rbuf.extend(&buf[..msg.bytes]);
         Ok(true)
     }
 
     /// The next frame already read that is not a notice or data (those are recorded).
     fn next_answer(&mut self) -> Result<Option<Response>, Error> {
-        while let Some(body) = proto::split_frame(&mut self.rbuf)? {
-            match proto::decode::<Response>(&body)? {
+        while let Some(frame) = self.rbuf.next_frame::<Response>()? {
+            match frame {
                 Frame::Data { handle, sdu } => self.data.entry(handle).or_default().push_back(sdu),
                 Frame::Control(Response::LinkDown) => self.link_down = true,
                 Frame::Control(Response::LinkUp) => self.link_down = false,
@@ -409,7 +409,7 @@ impl Host {
         Ok(Host {
             conn: Arc::new(Mutex::new(Conn {
                 stream,
-                rbuf: Vec::new(),
+                rbuf: proto::FrameBuf::new(),
                 fds: Vec::new(),
                 data: HashMap::new(),
                 link_down: false,
