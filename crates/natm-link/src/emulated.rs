@@ -37,10 +37,9 @@
 //!
 //! The emulator never drops a cell for lack of room; it refuses it instead.
 //! `send_cells` takes a cell only while the line's transmit queue has room
-//! ([`Config::queue_cells`] cells waiting behind the one on the line; the emulator keeps
-//! its own copy of netem's serialiser arithmetic to know) and while fewer than
-//! [`Config::in_flight_cells`] cells are inside (delayed, or due but not yet taken by the
-//! inner link). So netem's `queue_drops` and `overflow_drops` stay 0, and
+//! ([`Config::queue_cells`] cells waiting behind the one on the line, as
+//! [`Netem::has_room`] says) and while fewer than [`Config::in_flight_cells`] cells are
+//! inside (delayed, or due but not yet taken by the inner link). So netem's `queue_drops` and `overflow_drops` stay 0, and
 //! [`wait_send`](CellLink::wait_send) sleeps until the line frees a slot or the next cell
 //! is due. A sender that keeps the link full therefore sees the line rate, and one that
 //! stops must call [`Emulated::poll`] (or [`Emulated::finish`]) for the last cells to
@@ -59,47 +58,12 @@ use natm_netem::{Config, Counters, Netem};
 use crate::cell::{Cell, CellLink, LinkCounters};
 use crate::clock::Epoch;
 
-/// netem's serialiser, mirrored to know whether the transmit queue has room: the same
-/// exact-rational arithmetic (ticks of 1/`num` ns, `slot` ticks per cell).
-#[derive(Clone, Debug)]
-struct Line {
-    num: u128,
-    slot: u128,
-    free_at: u128,
-    queue: u128,
-}
-
-impl Line {
-    fn backlog(&self, now: Instant) -> u128 {
-        self.free_at
-            .saturating_sub(u128::from(now.as_nanos()) * self.num)
-    }
-
-    /// Whether netem would queue (not drop) a cell offered at `now`.
-    fn has_room(&self, now: Instant) -> bool {
-        let backlog = self.backlog(now);
-        backlog == 0 || backlog.div_ceil(self.slot) - 1 < self.queue
-    }
-
-    /// Accounts a cell offered at `now` (after `has_room`).
-    fn take(&mut self, now: Instant) {
-        self.free_at = self.free_at.max(u128::from(now.as_nanos()) * self.num) + self.slot;
-    }
-
-    /// The first instant at which `has_room` holds again.
-    fn room_at(&self) -> Instant {
-        let ticks = self.free_at.saturating_sub(self.queue * self.slot);
-        Instant::from_nanos(u64::try_from(ticks.div_ceil(self.num)).unwrap_or(u64::MAX))
-    }
-}
-
 /// A [`CellLink`] whose sent cells cross an emulated line first. See the
 /// [module documentation](self).
 #[derive(Debug)]
 pub struct Emulated<L> {
     inner: L,
     netem: Netem,
-    line: Option<Line>,
     in_flight_cells: usize,
     epoch: Epoch,
     /// Cells that left the line and the inner link has not taken yet, from `due_from`.
@@ -111,16 +75,9 @@ impl<L: CellLink> Emulated<L> {
     /// `inner` behind a line configured by `config` (rate, queue, impairments and seed),
     /// idle from now.
     pub fn new(inner: L, config: &Config) -> Emulated<L> {
-        let line = config.rate.exact().map(|(num, den)| Line {
-            num: u128::from(num),
-            slot: u128::from(den) * 1_000_000_000,
-            free_at: 0,
-            queue: u128::from(config.queue_cells),
-        });
         Emulated {
             inner,
             netem: Netem::new(config),
-            line,
             in_flight_cells: config.in_flight_cells.max(1) as usize,
             epoch: Epoch::now(),
             due: Vec::new(),
@@ -233,8 +190,7 @@ impl<L: CellLink> Emulated<L> {
     }
 
     fn has_room(&self, now: Instant) -> bool {
-        self.in_flight() < self.in_flight_cells
-            && self.line.as_ref().is_none_or(|l| l.has_room(now))
+        self.in_flight() < self.in_flight_cells && self.netem.has_room(now)
     }
 }
 
@@ -249,9 +205,6 @@ impl<L: CellLink> CellLink for Emulated<L> {
         for cell in cells {
             if !self.has_room(now) {
                 break;
-            }
-            if let Some(line) = &mut self.line {
-                line.take(now);
             }
             self.netem.handle_cell(now, *cell);
             taken += 1;
@@ -306,11 +259,10 @@ impl<L: CellLink> CellLink for Emulated<L> {
             if left.is_some_and(|l| l.is_zero()) {
                 return Ok(false);
             }
-            let line_full = self.line.as_ref().is_some_and(|l| !l.has_room(now));
-            if line_full && self.in_flight() < self.in_flight_cells {
+            if !self.netem.has_room(now) && self.in_flight() < self.in_flight_cells {
                 // Only the line holds us back: sleep until it frees a slot, or until the
                 // next departure if that is sooner (to hand it on).
-                let room = self.line.as_ref().map(|l| self.to_std(l.room_at()));
+                let room = self.netem.room_at().map(|t| self.to_std(t));
                 let next = self.poll_timeout();
                 let wake = match (room, next) {
                     (Some(r), Some(n)) => r.min(n),

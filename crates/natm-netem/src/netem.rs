@@ -176,6 +176,16 @@ struct Line {
     free_at: u128,
 }
 
+impl Line {
+    /// Whether a cell offered at `t` ticks finds the line idle or fewer than `queue` cells
+    /// waiting: the busy period is back to back up to `free_at`, so the cells not yet
+    /// finished are ⌈backlog/slot⌉, all but one of them waiting.
+    fn has_room(&self, t: u128, queue: u128) -> bool {
+        let backlog = self.free_at.saturating_sub(t);
+        backlog == 0 || backlog.div_ceil(self.slot) - 1 < queue
+    }
+}
+
 /// The random draws and their parameters.
 #[derive(Clone, Debug)]
 struct Draws {
@@ -317,6 +327,25 @@ impl Netem {
         self.now
     }
 
+    /// Whether a cell offered at `now` would get onto the line rather than be tail-dropped
+    /// for a full transmit queue (always, at an unlimited rate). The in-flight limit is
+    /// apart: see [`in_flight`](Netem::in_flight).
+    pub fn has_room(&self, now: Instant) -> bool {
+        let now = now.max(self.now);
+        self.line
+            .as_ref()
+            .is_none_or(|l| l.has_room(u128::from(now.as_nanos()) * l.num, self.queue_cells))
+    }
+
+    /// The first instant from which [`has_room`](Netem::has_room) holds (until the next
+    /// cell offered); `None` at an unlimited rate.
+    pub fn room_at(&self) -> Option<Instant> {
+        self.line.as_ref().map(|l| {
+            let ticks = l.free_at.saturating_sub(self.queue_cells * l.slot);
+            Instant::from_nanos(u64::try_from(ticks.div_ceil(l.num)).unwrap_or(u64::MAX))
+        })
+    }
+
     /// Offers `cell` to the line at `now`. Never panics; what happens to the cell shows in
     /// the counters and, unless it is dropped or lost, in a later
     /// [`poll_transmit`](Netem::poll_transmit).
@@ -331,11 +360,7 @@ impl Netem {
             None => now,
             Some(line) => {
                 let t = u128::from(now.as_nanos()) * line.num;
-                let backlog = line.free_at.saturating_sub(t);
-                // The busy period is back to back up to free_at, so the cells not yet
-                // finished are ⌈backlog/slot⌉, all but one of them waiting.
-                let waiting = backlog.div_ceil(line.slot).saturating_sub(1);
-                if backlog > 0 && waiting >= self.queue_cells {
+                if !line.has_room(t, self.queue_cells) {
                     self.counters.queue_drops += 1;
                     return;
                 }
@@ -1084,6 +1109,42 @@ mod tests {
     }
 
     proptest! {
+        /// `has_room` says exactly which offers the queue takes, and `room_at` is the
+        /// first instant it holds.
+        #[test]
+        fn p_has_room_predicts_queue_drops(
+            rate in rate_strategy(),
+            queue_cells in 0u32..8,
+            gaps in prop::collection::vec(0u64..5000, 1..300),
+        ) {
+            let mut l = Netem::new(&Config {
+                rate,
+                queue_cells,
+                ..Config::default()
+            });
+            let mut now = 0u64;
+            for (i, gap) in gaps.iter().enumerate() {
+                now += gap;
+                let t = ns(now);
+                let room = l.has_room(t);
+                match l.room_at() {
+                    None => prop_assert!(room),
+                    Some(r) => {
+                        prop_assert_eq!(room, r <= t);
+                        prop_assert!(l.has_room(r));
+                        if !room {
+                            // r > t: one ns before it is still after every `now` seen.
+                            prop_assert!(!l.has_room(ns(r.as_nanos() - 1)));
+                        }
+                    }
+                }
+                let drops = l.counters().queue_drops;
+                l.handle_cell(t, cell(1, i as u32));
+                prop_assert_eq!(l.counters().queue_drops, drops + u64::from(!room));
+                while l.poll_transmit(t).is_some() {}
+            }
+        }
+
         #[test]
         fn p_never_reorders_a_vc(
             rate in rate_strategy(),
