@@ -3,7 +3,7 @@
 //!
 //! The steps, each explained as it runs:
 //!
-//! 1. the default lab ([`lab`]: switch s1, hosts h1 and h2 on shared-memory links, UBR
+//! 1. the default lab ([`super::lab`]: switch s1, hosts h1 and h2 on shared-memory links, UBR
 //!    PVCs 0.100–0.109) in a runtime directory of its own (a fresh one under the temp
 //!    directory, or `--dir`), its links at `--rate` (default `unlimited`, what the machine
 //!    can do; the OC-3c floor is printed beside the figures);
@@ -59,7 +59,7 @@ use natm_wire::llc::{Encapsulation, LlcHeader};
 use natm_wire::oam::{Loopback, OamCell, OamFlow, OamRepr};
 use serde_json::{Value, json};
 
-use super::lab::{self, LabState, topology};
+use super::lab::{OwnedLab, topology};
 use super::perf::transport::{DataPath, Kind, NatmTarget, Targets, WaitMode};
 use super::perf::{Progress, rr, stream};
 use super::ping::quantile;
@@ -149,55 +149,6 @@ impl Say {
             eprintln!("{text}");
         } else {
             println!("{text}");
-        }
-    }
-}
-
-/// The demo's lab, taken down when dropped: on an error, a panic or an interruption too.
-struct DemoLab {
-    state: LabState,
-    up: bool,
-}
-
-impl DemoLab {
-    /// A daemon's socket by node name.
-    fn socket(&self, name: &str) -> Result<PathBuf, CliError> {
-        self.state
-            .daemons
-            .iter()
-            .find(|d| d.name == name)
-            .map(|d| d.socket.clone())
-            .ok_or_else(|| CliError::failure(format!("the demo's lab has no {name}")))
-    }
-
-    /// Stops the daemons and removes the directory; returns how many were running.
-    fn down(&mut self) -> Result<usize, CliError> {
-        self.up = false;
-        let stopped = lab::down(&self.state.dir);
-        self.reap();
-        stopped
-    }
-
-    /// Collects the exit status of the daemons, which are this process's children, so
-    /// that none stays behind as a zombie while the demo runs on.
-    fn reap(&self) {
-        for d in &self.state.daemons {
-            if let Some(pid) = rustix::process::Pid::from_raw(d.pid) {
-                let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG);
-            }
-        }
-    }
-}
-
-impl Drop for DemoLab {
-    fn drop(&mut self) {
-        if self.up {
-            self.up = false;
-            match lab::down(&self.state.dir) {
-                Ok(n) => eprintln!("natm demo: lab taken down ({n} daemons stopped)"),
-                Err(e) => eprintln!("natm demo: taking the lab down: {}", e.message),
-            }
-            self.reap();
         }
     }
 }
@@ -312,13 +263,13 @@ fn network(args: &DemoArgs) -> CmdResult {
             "   (links unpaced, to show what this machine can do; OC-3c's floor is in the table)",
         );
     }
-    let state = lab::start(
+    let mut demo_lab = OwnedLab::start(
+        "natm demo",
         &dir,
         &topo,
         topology::DEFAULT_TOPOLOGY.to_string(),
         Some(args.rate.clone()),
     )?;
-    let mut demo_lab = DemoLab { state, up: true };
     let pids: Vec<i32> = demo_lab.state.daemons.iter().map(|d| d.pid).collect();
     for d in &demo_lab.state.daemons {
         say.line(&format!("   {:<3} {:<6} pid {}", d.name, d.role, d.pid));

@@ -308,6 +308,73 @@ pub fn start(
     Ok(state)
 }
 
+/// A lab this process started with [`start`] (its daemons are this process's children),
+/// taken down when dropped: on an error, a panic or an interruption too.
+pub struct OwnedLab {
+    /// What `lab.json` records.
+    pub state: LabState,
+    /// Names the command in the message printed when a drop takes the lab down.
+    who: &'static str,
+    up: bool,
+}
+
+impl OwnedLab {
+    /// [`start`]s the lab; `who` names the command in the message a drop prints.
+    pub fn start(
+        who: &'static str,
+        dir: &Path,
+        topo: &Topology,
+        text: String,
+        rate: Option<String>,
+    ) -> Result<OwnedLab, CliError> {
+        let state = start(dir, topo, text, rate)?;
+        Ok(OwnedLab {
+            state,
+            who,
+            up: true,
+        })
+    }
+
+    /// A daemon's socket by node name.
+    pub fn socket(&self, name: &str) -> Result<PathBuf, CliError> {
+        self.state
+            .daemons
+            .iter()
+            .find(|d| d.name == name)
+            .map(|d| d.socket.clone())
+            .ok_or_else(|| CliError::failure(format!("the {} lab has no {name}", self.who)))
+    }
+
+    /// Stops the daemons and removes what the lab made; returns how many were running.
+    pub fn down(&mut self) -> Result<usize, CliError> {
+        self.up = false;
+        let stopped = down(&self.state.dir);
+        self.reap();
+        stopped
+    }
+
+    /// Collects the exit status of the daemons, which are this process's children, so
+    /// that none stays behind as a zombie while the command runs on.
+    fn reap(&self) {
+        for d in &self.state.daemons {
+            if let Some(pid) = rustix::process::Pid::from_raw(d.pid) {
+                let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG);
+            }
+        }
+    }
+}
+
+impl Drop for OwnedLab {
+    fn drop(&mut self) {
+        if self.up {
+            match self.down() {
+                Ok(n) => eprintln!("{}: lab taken down ({n} daemons stopped)", self.who),
+                Err(e) => eprintln!("{}: taking the lab down: {}", self.who, e.message),
+            }
+        }
+    }
+}
+
 /// Starts one daemon from its configuration file in the runtime directory; its output
 /// goes to `NAME.log` (appended, so a restart keeps the earlier run's lines).
 fn spawn(

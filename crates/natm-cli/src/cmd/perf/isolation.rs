@@ -38,9 +38,7 @@
 //! this machine's CPUs with the aggressors' senders, so the p99 rise measures the machine
 //! as much as the switch; it is printed, not judged.
 
-use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::{self, JoinHandle};
@@ -52,7 +50,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::histo::{Latencies, LatencySummary};
-use crate::cmd::lab;
+use crate::cmd::lab::{self, OwnedLab};
 use crate::{CliError, CmdResult};
 
 /// The PVCs' VCIs at both ends.
@@ -214,71 +212,6 @@ upc = "off"
     }
 }
 
-/// The lab this command brought up; taken down when dropped.
-struct Lab {
-    dir: PathBuf,
-    up: bool,
-}
-
-impl Lab {
-    fn up(dir: &Path, topology: &str) -> Result<Lab, CliError> {
-        if dir.join("lab.json").exists() {
-            return Err(CliError::usage(format!(
-                "--dir {}: a lab was started there; use another directory",
-                dir.display()
-            )));
-        }
-        fs::create_dir_all(dir)
-            .map_err(|e| CliError::failure(format!("cannot create {}: {e}", dir.display())))?;
-        let file = dir.join("isolation.toml");
-        fs::write(&file, topology)
-            .map_err(|e| CliError::failure(format!("{}: {e}", file.display())))?;
-        let exe = std::env::current_exe()
-            .map_err(|e| CliError::failure(format!("cannot find the natm binary: {e}")))?;
-        // `natm lab up` in a child process, so that its report stays off this command's
-        // output (which may be JSON); it leaves the daemons running and exits.
-        let out = Command::new(exe)
-            .args(["lab", "up", "--json", "--topology"])
-            .arg(&file)
-            .arg("--dir")
-            .arg(dir)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| CliError::failure(format!("cannot run natm lab up: {e}")))?;
-        let lab = Lab {
-            dir: dir.to_path_buf(),
-            up: dir.join("lab.json").exists(),
-        };
-        if !out.status.success() {
-            return Err(CliError::failure(format!(
-                "natm lab up failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
-        }
-        Ok(lab)
-    }
-
-    fn socket(&self, node: &str) -> PathBuf {
-        lab::topology::path_in(&self.dir, node, ".sock")
-    }
-
-    /// Takes the lab down (once).
-    fn down(&mut self) -> CmdResult {
-        if !self.up {
-            let _ = fs::remove_dir_all(&self.dir);
-            return Ok(());
-        }
-        self.up = false;
-        lab::down(&self.dir).map(|_| ())
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let _ = self.down();
-    }
-}
-
 /// CLOCK_MONOTONIC in nanoseconds: the one clock both ends read.
 fn mono_ns() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
@@ -292,14 +225,14 @@ fn natm_err(what: &str, e: natm::Error) -> CliError {
 }
 
 fn open(
-    lab: &Lab,
+    lab: &OwnedLab,
     node: &str,
     vc: &str,
     qos: &str,
     buffers: u32,
     size: u32,
 ) -> Result<natm::Vc, CliError> {
-    let host = Host::connect_path(lab.socket(node)).map_err(|e| natm_err(node, e))?;
+    let host = Host::connect_path(lab.socket(node)?).map_err(|e| natm_err(node, e))?;
     let addr = vc
         .parse()
         .map_err(|e| CliError::failure(format!("{vc}: {e}")))?;
@@ -493,9 +426,9 @@ fn conn(status: &Value, vc: &str) -> Result<ConnCounters, CliError> {
     })
 }
 
-fn switch_snap(lab: &Lab) -> Result<SwitchSnap, CliError> {
+fn switch_snap(lab: &OwnedLab) -> Result<SwitchSnap, CliError> {
     let v =
-        natm_switchd::client::request(&lab.socket("s1"), &json!({"op": "status"}), SWITCH_TIMEOUT)
+        natm_switchd::client::request(&lab.socket("s1")?, &json!({"op": "status"}), SWITCH_TIMEOUT)
             .map_err(|e| CliError::failure(format!("switch s1 status: {e}")))?;
     if v["ok"] != Value::Bool(true) {
         return Err(CliError::failure(format!(
@@ -560,9 +493,18 @@ pub fn run(args: IsolationArgs) -> CmdResult {
     let dir = args.dir.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("natm-isolation-{}", std::process::id()))
     });
-    let mut lab = Lab::up(&dir, &plan.topology())?;
+    if dir.join("lab.json").exists() {
+        return Err(CliError::usage(format!(
+            "--dir {}: a lab was started there; use another directory",
+            dir.display()
+        )));
+    }
+    let text = plan.topology();
+    let topo = lab::topology::Topology::parse(&text, None)
+        .map_err(|e| CliError::failure(format!("the isolation lab's topology: {e}")))?;
+    let mut lab = OwnedLab::start("natm perf isolation", &dir, &topo, text, None)?;
     let report = measure(&lab, &plan, Duration::from_secs_f64(args.seconds));
-    let down = lab.down();
+    let down = lab.down().map(|_| ());
     let report = report?;
     down?;
     super::print_report(args.json, &report, print_table)
@@ -578,7 +520,7 @@ struct Sinks {
 }
 
 impl Sinks {
-    fn start(lab: &Lab, plan: &Plan) -> Result<Sinks, CliError> {
+    fn start(lab: &OwnedLab, plan: &Plan) -> Result<Sinks, CliError> {
         let stop = Arc::new(AtomicBool::new(false));
         let cbr_vc = open(lab, "sink", CBR_VC, &plan.cbr_qos, SINK_CBR_BUFFERS, 64)?;
         let vbr_vc = open(lab, "sink", VBR_VC, &plan.vbr_qos, 64, 1024)?;
@@ -625,7 +567,7 @@ struct Aggressors {
 }
 
 impl Aggressors {
-    fn start(lab: &Lab, plan: &Plan) -> Result<Aggressors, CliError> {
+    fn start(lab: &OwnedLab, plan: &Plan) -> Result<Aggressors, CliError> {
         let stop = Arc::new(AtomicBool::new(false));
         let vbr_vc = open(lab, "vbr", VBR_VC, &plan.vbr_source_qos, 64, 1024)?;
         let ubr_vc = open(lab, "ubr", UBR_VC, &plan.ubr_qos, 64, UBR_SDU as u32)?;
@@ -656,7 +598,7 @@ impl Aggressors {
     }
 }
 
-fn measure(lab: &Lab, plan: &Plan, time: Duration) -> Result<Report, CliError> {
+fn measure(lab: &OwnedLab, plan: &Plan, time: Duration) -> Result<Report, CliError> {
     let sinks = Sinks::start(lab, plan)?;
     // Four transmit buffers: a sender its VC holds back waits for a buffer rather than
     // queueing SDUs whose delay would then be its own.
