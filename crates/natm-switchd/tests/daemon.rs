@@ -3,107 +3,24 @@
 //! status counters; connect, disconnect and capture over the management socket; a host
 //! that leaves (AIS downstream) and comes back; bad requests; shutdown.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, UdpSocket};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use natm_core::VcId;
 use natm_link::endpoint::{EndpointLink, LinkConfig};
 use natm_link::{CELL_LEN, Cell};
-use natm_switchd::client;
-use natm_switchd::{SwitchdConfig, SwitchdError};
+use natm_switchd::{SwitchdConfig, client};
 use natm_wire::aal5::{Reassembler, Reassembly, Segmenter};
 use serde_json::{Value, json};
 
-const T: Duration = Duration::from_secs(10);
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("natm-switchd-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A running daemon.
-struct Daemon {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<Result<(), SwitchdError>>>,
-    mgmt: PathBuf,
-}
-
-impl Daemon {
-    fn start(text: &str) -> Daemon {
-        let config = SwitchdConfig::from_toml(text).unwrap();
-        let mgmt = config.management.clone();
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = stop.clone();
-        let thread = std::thread::spawn(move || natm_switchd::run(config, s));
-        let deadline = Instant::now() + T;
-        while client::request(&mgmt, &json!({"op": "status"}), T).is_err() {
-            assert!(!thread.is_finished(), "the daemon ended at start");
-            assert!(Instant::now() < deadline, "the daemon never answered");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        Daemon {
-            stop,
-            thread: Some(thread),
-            mgmt,
-        }
-    }
-
-    fn ask(&self, req: Value) -> Value {
-        client::request(&self.mgmt, &req, T).unwrap()
-    }
-
-    fn port(&self, id: u64) -> Value {
-        let s = self.ask(json!({"op": "status"}));
-        s["ports"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["id"] == id)
-            .cloned()
-            .unwrap()
-    }
-
-    /// Waits until port `id`'s `up` is `up`.
-    fn wait_port(&self, id: u64, up: bool) {
-        let deadline = Instant::now() + T;
-        while self.port(id)["up"] != up {
-            assert!(Instant::now() < deadline, "port {id} never went up={up}");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
-    fn stop(mut self) {
-        self.stop.store(true, Ordering::Release);
-        self.thread.take().unwrap().join().unwrap().unwrap();
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
+use common::{Daemon, T, TempDir};
 
 /// A host on one link: sends AAL5 frames, reassembles what arrives per VC.
 struct Host {

@@ -3,16 +3,16 @@
 //! an environment variable) and must be refused; as any other user it cannot change uid,
 //! and checks that its own uid is served.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use natm_switchd::SwitchdConfig;
+use common::{Daemon, TempDir};
 
 const CHILD_ENV: &str = "NATM_SWITCHD_PEERCRED_CHILD";
 
@@ -34,23 +34,10 @@ fn another_users_requests_are_refused() {
         print!("{}", ask(Path::new(&path)));
         return;
     }
-    let dir = std::env::temp_dir().join(format!("natm-switchd-cred-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let mgmt = dir.join("m.sock");
-    let config =
-        SwitchdConfig::from_toml(&format!("name = \"s\"\nmanagement = {mgmt:?}\n")).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    let daemon = std::thread::spawn(move || natm_switchd::run(config, s));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !mgmt.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "the daemon never bound its socket"
-        );
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    let dir = TempDir::new("cred");
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mgmt = dir.0.join("m.sock");
+    let daemon = Daemon::start(&format!("name = \"s\"\nmanagement = {mgmt:?}\n"));
     // The daemon's own user is served.
     assert!(ask(&mgmt).contains("\"ok\":true"));
     if rustix::process::getuid().is_root() {
@@ -75,7 +62,5 @@ fn another_users_requests_are_refused() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    stop.store(true, Ordering::Release);
-    daemon.join().unwrap().unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    daemon.stop();
 }

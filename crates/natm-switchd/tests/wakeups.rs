@@ -10,6 +10,8 @@
 //! `a_full_send_makes_poll_fd_readable_when_the_peer_makes_room` pin the two causes
 //! deterministically. Its own test binary, so no other test's threads share the CPUs.
 
+mod common;
+
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,10 +19,10 @@ use std::time::{Duration, Instant};
 
 use natm_link::shm::{ShmLink, ShmWait};
 use natm_link::{CELL_LEN, Cell, CellLink};
-use natm_switchd::{MAX_SLEEP, SwitchdConfig, client};
+use natm_switchd::{MAX_SLEEP, client};
 use serde_json::json;
 
-const T: Duration = Duration::from_secs(10);
+use common::{Daemon, T, TempDir};
 /// Cells per round: one ring of the default size, so no queue in the switch overflows.
 const ROUND: usize = 4096;
 const ROUNDS: usize = 24;
@@ -50,37 +52,19 @@ fn host(path: &std::path::Path) -> ShmLink {
 
 #[test]
 fn rounds_of_a_full_ring_flow_without_waiting_out_the_longest_sleep() {
-    let dir = std::env::temp_dir().join(format!("natm-switchd-wakeups-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let (p1, p2) = (dir.join("p1.sock"), dir.join("p2.sock"));
+    let dir = TempDir::new("wakeups");
+    let (p1, p2) = (dir.0.join("p1.sock"), dir.0.join("p2.sock"));
     let text = format!(
         "name = \"w\"\nmanagement = {:?}\n\n[[port]]\nid = 1\nkind = \"shm\"\npath = {p1:?}\n\n\
          [[port]]\nid = 2\nkind = \"shm\"\npath = {p2:?}\n\n\
          [[xc]]\na = \"1:0.100\"\nb = \"2:0.100\"\nqos = \"ubr\"\nupc = \"discard\"\n",
-        dir.join("m.sock"),
+        dir.0.join("m.sock"),
     );
-    let config = SwitchdConfig::from_toml(&text).unwrap();
-    let mgmt = config.management.clone();
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    let daemon = std::thread::spawn(move || natm_switchd::run(config, s));
+    let daemon = Daemon::start(&text);
+    let mgmt = daemon.mgmt.clone();
     let mut h1 = host(&p1);
     let mut h2 = host(&p2);
-    let deadline = Instant::now() + T;
-    loop {
-        let s = client::request(&mgmt, &json!({"op": "status"}), T).unwrap();
-        if s["ports"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|p| p["up"] == true)
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "hosts never attached");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    daemon.wait_all_up();
     // Let the daemon fall asleep between rounds, as it does between a lab's bursts.
     std::thread::sleep(MAX_SLEEP);
     let receiver = std::thread::spawn(move || {
@@ -125,10 +109,8 @@ fn rounds_of_a_full_ring_flow_without_waiting_out_the_longest_sleep() {
     let took = t0.elapsed();
     asking.store(false, Ordering::Release);
     assert!(asker.join().unwrap() > 0);
-    stop.store(true, Ordering::Release);
-    daemon.join().unwrap().unwrap();
+    daemon.stop();
     drop((h1, h2));
-    let _ = std::fs::remove_dir_all(&dir);
     // One batch per longest sleep would be 16 sleeps a round. A loaded CPU can preempt
     // any thread for a time slice now and then; it cannot make most rounds that slow.
     assert!(

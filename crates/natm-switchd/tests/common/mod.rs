@@ -1,0 +1,123 @@
+//! Helpers shared by the daemon's integration tests: a temporary directory for socket
+//! files and a daemon running in a thread.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use natm_switchd::{SwitchdConfig, SwitchdError, client};
+use serde_json::{Value, json};
+
+/// How long a test waits for anything.
+pub const T: Duration = Duration::from_secs(10);
+
+/// A temporary directory `natm-switchd-NAME-PID` for socket files, removed at the end.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("natm-switchd-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A daemon running in a thread; stopped (and joined) when dropped.
+pub struct Daemon {
+    pub stop: Arc<AtomicBool>,
+    pub thread: Option<JoinHandle<Result<(), SwitchdError>>>,
+    pub mgmt: PathBuf,
+}
+
+impl Daemon {
+    /// Starts a daemon from configuration text and waits until it answers `status`.
+    pub fn start(text: &str) -> Daemon {
+        Daemon::start_with(text, Arc::new(AtomicBool::new(false)))
+    }
+
+    /// [`Daemon::start`] with a stop flag of the caller's.
+    pub fn start_with(text: &str, stop: Arc<AtomicBool>) -> Daemon {
+        let config = SwitchdConfig::from_toml(text).unwrap();
+        let mgmt = config.management.clone();
+        let s = stop.clone();
+        let thread = std::thread::spawn(move || natm_switchd::run(config, s));
+        let deadline = Instant::now() + T;
+        while client::request(&mgmt, &json!({"op": "status"}), T).is_err() {
+            assert!(!thread.is_finished(), "the daemon ended at start");
+            assert!(Instant::now() < deadline, "the daemon never answered");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Daemon {
+            stop,
+            thread: Some(thread),
+            mgmt,
+        }
+    }
+
+    pub fn ask(&self, req: Value) -> Value {
+        client::request(&self.mgmt, &req, T).unwrap()
+    }
+
+    pub fn port(&self, id: u64) -> Value {
+        let s = self.ask(json!({"op": "status"}));
+        s["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"] == id)
+            .cloned()
+            .unwrap()
+    }
+
+    /// Waits until port `id`'s `up` is `up`.
+    pub fn wait_port(&self, id: u64, up: bool) {
+        let deadline = Instant::now() + T;
+        while self.port(id)["up"] != up {
+            assert!(Instant::now() < deadline, "port {id} never went up={up}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Waits until every port is up (its host attached).
+    pub fn wait_all_up(&self) {
+        let deadline = Instant::now() + T;
+        loop {
+            let s = self.ask(json!({"op": "status"}));
+            if s["ports"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|p| p["up"] == true)
+            {
+                return;
+            }
+            assert!(Instant::now() < deadline, "hosts never attached");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Stops the daemon; it must end without an error.
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::Release);
+        self.thread.take().unwrap().join().unwrap().unwrap();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
