@@ -174,19 +174,21 @@ impl Fabric {
         let _ = self.switch.set_port_up(now, p.id, false);
     }
 
-    fn tap(&mut self, port: PortId, out: bool, at: Instant, cells: &[Cell]) {
-        for cell in cells {
-            if self.tapped.len() >= TAP_LIMIT {
-                self.tap_overflow += 1;
-            } else {
-                self.tapped.push(Tapped {
-                    port,
-                    out,
-                    at,
-                    cell: *cell,
-                });
-            }
-        }
+    /// Keeps `cells` for the capture clients, up to [`TAP_LIMIT`]; counts the rest.
+    fn tap(
+        tapped: &mut Vec<Tapped>,
+        overflow: &mut u64,
+        (port, out, at): (PortId, bool, Instant),
+        cells: &[Cell],
+    ) {
+        let room = TAP_LIMIT.saturating_sub(tapped.len()).min(cells.len());
+        tapped.extend(cells[..room].iter().map(|&cell| Tapped {
+            port,
+            out,
+            at,
+            cell,
+        }));
+        *overflow += (cells.len() - room) as u64;
     }
 
     /// One step at `now`: receive from every link, run the switch, send to every link.
@@ -205,9 +207,8 @@ impl Fabric {
                     let id = p.id;
                     self.switch.handle_cells(now, id, &self.buf[..n]);
                     if self.tap_ports.contains(&id) {
-                        let cells = std::mem::take(&mut self.buf);
-                        self.tap(id, false, now, &cells[..n]);
-                        self.buf = cells;
+                        let (tapped, overflow) = (&mut self.tapped, &mut self.tap_overflow);
+                        Self::tap(tapped, overflow, (id, false, now), &self.buf[..n]);
                     }
                 }
                 Err(e) => failed.push((i, link_error(&e))),
@@ -272,9 +273,8 @@ impl Fabric {
                 }
             }
             if n > 0 && self.tap_ports.contains(&id) {
-                let cells = std::mem::take(&mut self.buf);
-                self.tap(id, true, now, &cells[..n]);
-                self.buf = cells;
+                let (tapped, overflow) = (&mut self.tapped, &mut self.tap_overflow);
+                Self::tap(tapped, overflow, (id, true, now), &self.buf[..n]);
             }
         }
         for (i, why) in failed {
@@ -289,5 +289,28 @@ fn link_error(e: &std::io::Error) -> String {
         format!("peer gone: {e}")
     } else {
         format!("link error: {e}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn taps_keep_up_to_the_limit_and_count_the_rest() {
+        let (mut tapped, mut overflow) = (Vec::new(), 0);
+        let at = Instant::from_nanos(3);
+        let cells = vec![[7u8; CELL_LEN]; TAP_LIMIT - 1];
+        Fabric::tap(&mut tapped, &mut overflow, (PortId(1), false, at), &cells);
+        assert_eq!((tapped.len(), overflow), (TAP_LIMIT - 1, 0));
+        Fabric::tap(
+            &mut tapped,
+            &mut overflow,
+            (PortId(2), true, at),
+            &cells[..3],
+        );
+        assert_eq!((tapped.len(), overflow), (TAP_LIMIT, 2));
+        let last = tapped.last().unwrap();
+        assert_eq!((last.port, last.out, last.at), (PortId(2), true, at));
     }
 }
