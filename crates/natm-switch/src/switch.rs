@@ -471,7 +471,7 @@ impl Switch {
     /// queued cells counted as flushed), then the port and its queues go. `now` is the
     /// time of removal; the far ends of those connections get no AIS, as the connections
     /// no longer exist.
-    pub fn remove_port(&mut self, now: Instant, port: PortId) -> Result<(), SwitchError> {
+    pub fn remove_port(&mut self, _now: Instant, port: PortId) -> Result<(), SwitchError> {
         let slot = self.slot(port)?;
         let doomed: Vec<XcId> = self
             .connections()
@@ -482,7 +482,7 @@ impl Switch {
             self.disconnect(id)?;
         }
         // Generated OAM cells may still be queued.
-        self.flush_port(now, slot, false);
+        self.flush_port(slot, false);
         self.ports[usize::from(slot)] = None;
         self.port_index.remove(&port);
         Ok(())
@@ -507,15 +507,15 @@ impl Switch {
                 pacer.restart(now);
             }
         } else {
-            self.flush_port(now, slot, true);
-            self.send_ais(now, slot);
+            self.flush_port(slot, true);
+            self.send_ais(slot);
             self.port_mut(slot).next_ais = now.checked_add(AIS_PERIOD);
         }
         Ok(())
     }
 
     /// Drops every cell queued at `slot`: as `port_down` if `down`, else as `flushed`.
-    fn flush_port(&mut self, _now: Instant, slot: u16, down: bool) {
+    fn flush_port(&mut self, slot: u16, down: bool) {
         let Switch {
             ports, legs, pool, ..
         } = self;
@@ -554,7 +554,7 @@ impl Switch {
     }
 
     /// Generates one AIS cell on every leg entering port `slot`.
-    fn send_ais(&mut self, _now: Instant, slot: u16) {
+    fn send_ais(&mut self, slot: u16) {
         let id = self.port(slot).id;
         let payload = OamRepr::Ais(Defect::default()).to_payload();
         for s in 0..self.xcs.len() {
@@ -1180,7 +1180,7 @@ impl Switch {
                     .saturating_add((missed + 1).saturating_mul(period)),
             );
             p.next_ais = Some(next);
-            self.send_ais(now, slot as u16);
+            self.send_ais(slot as u16);
         }
     }
 
