@@ -185,5 +185,11 @@ fn bad_topologies_and_a_missing_lab_are_reported() {
     let o = natm(&["lab", "status", "--dir", dir.arg()]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("no lab is up"), "{}", stderr(&o));
+    // An interval no Duration holds is refused up front (it was a panic in the sleep).
+    for bad in ["1e30", "0", "nan"] {
+        let o = natm(&["stat", "--watch", "--interval", bad, "--dir", dir.arg()]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
+        assert!(stderr(&o).contains("--interval"), "{bad}: {}", stderr(&o));
+    }
     let _ = std::fs::remove_file(topo);
 }

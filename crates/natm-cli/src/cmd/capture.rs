@@ -73,15 +73,17 @@ fn resolve(args: &CaptureArgs, state: &lab::LabState) -> Result<(String, u16), C
     Ok((sw.clone(), port))
 }
 
+/// `--seconds` as a duration: a positive number of seconds that a `Duration` holds.
+fn capture_time(s: f64) -> Result<Duration, CliError> {
+    Duration::try_from_secs_f64(s)
+        .ok()
+        .filter(|_| s > 0.0)
+        .ok_or_else(|| CliError::usage(format!("--seconds {s}: must be a positive number")))
+}
+
 /// Runs `natm capture`.
 pub fn run(args: CaptureArgs) -> CmdResult {
-    if let Some(s) = args.seconds
-        && !(s.is_finite() && s > 0.0)
-    {
-        return Err(CliError::usage(format!(
-            "--seconds {s}: must be a positive number"
-        )));
-    }
+    let time = args.seconds.map(capture_time).transpose()?;
     if let Some(vc) = &args.vc {
         vc.parse::<natm_core::PvcAddr>()
             .map_err(|e| CliError::usage(format!("--vc {vc:?}: {e}")))?;
@@ -110,9 +112,8 @@ pub fn run(args: CaptureArgs) -> CmdResult {
     let stop = Arc::new(AtomicBool::new(false));
     natm_switchd::install_signal_stop(&stop)
         .map_err(|e| CliError::failure(format!("cannot install signal handlers: {e}")))?;
-    let deadline = args
-        .seconds
-        .map(|s| Instant::now() + Duration::from_secs_f64(s));
+    // A time too long for the clock is no deadline.
+    let deadline = time.and_then(|t| Instant::now().checked_add(t));
     eprintln!(
         "capturing on {sw}:{port}{} into {}",
         args.vc
@@ -155,4 +156,22 @@ pub fn run(args: CaptureArgs) -> CmdResult {
         .map_err(|e| CliError::failure(format!("{}: {e}", args.out.display())))?;
     eprintln!("{cells} cells written to {}", args.out.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capture_time_refuses_what_a_duration_cannot_hold() {
+        assert_eq!(capture_time(1.5).unwrap(), Duration::from_millis(1500));
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e300] {
+            let e = capture_time(bad).unwrap_err();
+            assert_eq!(e.code, 2, "{bad}");
+            assert!(e.message.starts_with("--seconds "), "{bad}: {}", e.message);
+        }
+        // Longer than the clock reaches: no deadline rather than an overflow.
+        let long = capture_time(1.8e19).unwrap();
+        assert!(Instant::now().checked_add(long).is_none());
+    }
 }

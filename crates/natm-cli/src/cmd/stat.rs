@@ -216,12 +216,19 @@ fn print_host(name: &str, v: &Value) {
 
 /// Runs `natm stat`.
 pub fn run(args: StatArgs) -> CmdResult {
-    if args.watch && !(args.interval > 0.0 && args.interval.is_finite()) {
-        return Err(CliError::usage(format!(
-            "--interval {}: must be a positive number of seconds",
-            args.interval
-        )));
-    }
+    let interval = Duration::try_from_secs_f64(args.interval)
+        .ok()
+        .filter(|_| args.interval > 0.0);
+    let interval = match interval {
+        Some(i) => i,
+        None if args.watch => {
+            return Err(CliError::usage(format!(
+                "--interval {}: must be a positive number of seconds",
+                args.interval
+            )));
+        }
+        None => Duration::ZERO,
+    };
     let dir = lab::runtime_dir(args.dir.dir.as_deref());
     let state = lab::load_state(&dir)?;
     let daemons: Vec<&Daemon> = state
@@ -264,7 +271,7 @@ pub fn run(args: StatArgs) -> CmdResult {
         if !args.watch || args.count.is_some_and(|c| printed >= c) {
             return Ok(());
         }
-        std::thread::sleep(Duration::from_secs_f64(args.interval));
+        std::thread::sleep(interval);
     }
 }
 
