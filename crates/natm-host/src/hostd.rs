@@ -1296,7 +1296,13 @@ impl Hostd {
 
     fn receive(&mut self) -> bool {
         let mut progress = false;
-        for _ in 0..16 {
+        for batch in 0..16 {
+            if batch > 0 {
+                // Receive buffers the applications posted back after the last batch: a
+                // pass of 16 batches could outrun a pool that the application recycles
+                // (frames dropped for want of a buffer that was waiting in the channel).
+                self.take_posts();
+            }
             let Some(link) = &mut self.link else {
                 return progress;
             };
