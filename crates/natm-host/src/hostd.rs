@@ -50,11 +50,15 @@
 //!   [`Hostd::poll_once`] is one pass that never waits (accept and read clients, check
 //!   and reconnect the link, take descriptors, receive and demultiplex, time out
 //!   reassemblies, transmit round robin, post completions, expire pings, write clients,
-//!   drop closed connections). Between passes with nothing to do the loop spins 50 µs,
-//!   then sleeps in `poll(2)` on the listener, the clients, the link's descriptor and
-//!   every channel's eventfd (announced in the channel first, natm-nic's handshake, so an
-//!   application kicks hostd only when it sleeps), at most 20 ms and never past an
-//!   adapter's, the link's or a ping's deadline. `wait = "poll"` never sleeps.
+//!   drop closed connections). A pass reads the clock once; it looks at the listener
+//!   and the clients (one zero-wait `poll(2)`) while they have been busy in the last
+//!   50 µs, else at most every 10 µs, so a spinning loop serving only direct-path
+//!   channels makes no system call per pass. Between passes with nothing to do the
+//!   loop spins 50 µs, then sleeps in `poll(2)` on the listener, the clients, the link's
+//!   descriptor and every channel's eventfd (announced in the channel first, natm-nic's
+//!   handshake, so an application kicks hostd only when it sleeps), at most 20 ms and
+//!   never past an adapter's, the link's or a ping's deadline. `wait = "poll"` never
+//!   sleeps.
 //! * The link comes from a [`Connector`], called at start and every [`RECONNECT`] while
 //!   the link is down; it is dropped on the first error of any call.
 //!
@@ -108,6 +112,10 @@ pub const RECONNECT: Duration = Duration::from_millis(100);
 const SPIN: Duration = Duration::from_micros(50);
 /// The longest sleep: the loop looks at the link's health at least this often.
 const MAX_SLEEP: Duration = Duration::from_millis(20);
+/// How often a spinning loop looks at the listener and the clients (one `poll(2)`) while
+/// none of them has had anything for [`SPIN`]: a look every pass was a system call per
+/// pass on the direct path, whose data never crosses the socket.
+const SOCKET_CHECK: Duration = Duration::from_micros(10);
 /// A client's unsent output beyond which received daemon-path SDUs are dropped.
 const MAX_CLIENT_BACKLOG: usize = 16 << 20;
 /// Most buffers per VC.
@@ -471,6 +479,12 @@ pub struct Hostd {
     scratch: Box<[u8]>,
     stats: LinkStatus,
     last_progress: Instant,
+    /// The current pass's time: the clock is read once per pass.
+    now: natm_core::Instant,
+    /// When a socket last had something to read or took something written.
+    socket_activity: Instant,
+    /// When the loop looks at the sockets next while they are quiet.
+    next_socket_check: Instant,
 }
 
 impl Hostd {
@@ -523,6 +537,9 @@ impl Hostd {
             scratch: vec![0; 65536].into_boxed_slice(),
             stats,
             last_progress: now,
+            now: natm_core::Instant::from_nanos(0),
+            socket_activity: now,
+            next_socket_check: now,
         }
     }
 
@@ -535,14 +552,16 @@ impl Hostd {
     /// channel and removes the socket.
     pub fn run(&mut self, stop: &AtomicBool) -> io::Result<()> {
         while !stop.load(Ordering::Relaxed) {
-            if self.poll_once()? {
-                self.last_progress = Instant::now();
+            let progress = self.poll_once()?;
+            let now = self.epoch.to_std(self.now);
+            if progress {
+                self.last_progress = now;
             } else {
                 match self.opts.wait {
                     WaitMode::Poll => std::hint::spin_loop(),
                     WaitMode::Yield => std::thread::yield_now(),
                     WaitMode::Adaptive => {
-                        if self.last_progress.elapsed() >= SPIN {
+                        if now.duration_since(self.last_progress) >= SPIN {
                             self.sleep()?;
                         }
                     }
@@ -563,20 +582,34 @@ impl Hostd {
 
     /// One pass of the loop: everything that can move now. Returns whether anything did.
     pub fn poll_once(&mut self) -> io::Result<bool> {
+        self.now = self.epoch.elapsed();
+        let now = self.epoch.to_std(self.now);
         let mut progress = false;
-        let (listener, readable) = self.readable_sockets()?;
+        // The sockets are looked at every pass while they are busy, else every
+        // SOCKET_CHECK (and on the pass after a sleep, which may have been woken by one).
+        let (listener, readable) =
+            if now.duration_since(self.socket_activity) < SPIN || now >= self.next_socket_check {
+                self.next_socket_check = now + SOCKET_CHECK;
+                self.readable_sockets()?
+            } else {
+                (false, Vec::new())
+            };
         if listener {
             progress |= self.accept();
         }
         progress |= self.read_clients(&readable);
-        self.check_link();
+        self.check_link(now);
         progress |= self.take_posts();
         progress |= self.receive();
         self.timeouts();
         progress |= self.transmit();
         progress |= self.complete();
-        self.expire_pings();
-        progress |= self.flush_clients();
+        self.expire_pings(now);
+        let wrote = self.flush_clients();
+        if listener || !readable.is_empty() || wrote {
+            self.socket_activity = now;
+        }
+        progress |= wrote;
         self.reap();
         Ok(progress)
     }
@@ -1023,7 +1056,7 @@ impl Hostd {
 
     fn daemon_send(&mut self, id: u64, handle: u32, sdu: Vec<u8>) {
         let link_up = self.link.is_some();
-        let now = self.epoch.elapsed();
+        let now = self.now;
         let Some(c) = self.conns.get_mut(&id) else {
             return;
         };
@@ -1123,8 +1156,7 @@ impl Hostd {
         self.send_oam();
     }
 
-    fn expire_pings(&mut self) {
-        let now = Instant::now();
+    fn expire_pings(&mut self, now: Instant) {
         let mut i = 0;
         while i < self.pings.len() {
             if self.pings[i].deadline <= now {
@@ -1204,8 +1236,7 @@ impl Hostd {
 
     // ---------------------------------------------------------------- the link
 
-    fn check_link(&mut self) {
-        let now = Instant::now();
+    fn check_link(&mut self, now: Instant) {
         match &mut self.link {
             Some(l) => {
                 if l.next_due().is_some_and(|t| t <= now)
@@ -1327,7 +1358,7 @@ impl Hostd {
     /// pool at once: hostd owns those buffers, so it never runs out of them for want of a
     /// pass through [`Hostd::complete`].
     fn demux(&mut self, n: usize) {
-        let now = self.epoch.elapsed();
+        let now = self.now;
         let mut run: Option<(u32, usize)> = None;
         for i in 0..n {
             let (target, eof) = self.classify(i);
@@ -1456,7 +1487,7 @@ impl Hostd {
     }
 
     fn timeouts(&mut self) {
-        let now = self.epoch.elapsed();
+        let now = self.now;
         for p in self.ports.values_mut() {
             if p.adapter.poll_timeout().is_some_and(|t| t <= now) {
                 p.adapter.handle_timeout(now);
@@ -1471,7 +1502,7 @@ impl Hostd {
         if self.link.is_none() || !self.oam_out.is_empty() {
             return progress;
         }
-        let now = self.epoch.elapsed();
+        let now = self.now;
         for _ in 0..16 {
             // CBR and VBR channels first (CAC keeps their sum within the link), then UBR;
             // round robin within each.
@@ -1533,7 +1564,7 @@ impl Hostd {
 
     /// Takes descriptors and free buffers from every direct channel.
     fn take_posts(&mut self) -> bool {
-        let now = self.epoch.elapsed();
+        let now = self.now;
         let link_up = self.link.is_some();
         let mut progress = false;
         let mut broken = Vec::new();
@@ -1704,6 +1735,8 @@ impl Hostd {
                 Ok(_) | Err(rustix::io::Errno::INTR) => {}
                 Err(e) => return Err(e.into()),
             }
+            // A socket may be what woke the loop: the next pass looks at them.
+            self.next_socket_check = now;
         }
         for h in armed {
             if let Some(p) = self.ports.get_mut(&h)
