@@ -32,7 +32,8 @@ use natm_adapter::{Adapter, BufferId, BufferMemory, Completion, Direction, Memor
 use natm_core::Instant;
 use natm_link::clock::Epoch;
 use natm_link::{Cell, CellLink};
-use natm_nic::channel::{self as nic, AdapterEnd, ChannelError, PollError};
+use natm_nic::RingFault;
+use natm_nic::channel::{self as nic, AdapterEnd, ChannelError, PollError, TxRequest};
 
 /// Cells moved per link call.
 pub const BATCH: usize = 64;
@@ -65,6 +66,55 @@ pub fn status_from_code(code: u16) -> Option<Status> {
         7 => Status::MemoryFault,
         _ => return None,
     })
+}
+
+/// Takes everything the application posted in its channel: each transmit descriptor goes
+/// to `tx`, each free receive buffer to the adapter; a post the channel refuses goes to
+/// `refused` (with its direction) and is skipped. Stops at a broken ring. Returns how many
+/// posts were taken. Shared by [`Driver`] and hostd's direct-path channels.
+pub(crate) fn take_posts(
+    end: &mut AdapterEnd,
+    adapter: &mut Adapter,
+    mut tx: impl FnMut(&mut Adapter, TxRequest),
+    mut refused: impl FnMut(Direction),
+) -> Result<usize, RingFault> {
+    let mut posted = 0;
+    loop {
+        match end.poll_tx() {
+            Ok(Some(req)) => {
+                tx(adapter, req);
+                posted += 1;
+            }
+            Ok(None) => break,
+            Err(PollError::Refused(_)) => refused(Direction::Tx),
+            Err(PollError::Fault(f)) => return Err(f),
+        }
+    }
+    loop {
+        match end.poll_rx_buffer() {
+            Ok(Some(id)) => {
+                adapter.post_rx_buffer(BufferId(id.0));
+                posted += 1;
+            }
+            Ok(None) => return Ok(posted),
+            Err(PollError::Refused(_)) => refused(Direction::Rx),
+            Err(PollError::Fault(f)) => return Err(f),
+        }
+    }
+}
+
+/// Hands an adapter completion to the channel with status `code` (a receive one with its
+/// length and handle). Shared by [`Driver`] and hostd's direct-path channels.
+pub(crate) fn complete_to_channel(
+    end: &mut AdapterEnd,
+    c: &Completion,
+    code: u16,
+) -> Result<(), ChannelError> {
+    let id = nic::BufferId(c.buffer.0);
+    match c.direction {
+        Direction::Tx => end.complete_tx(id, code),
+        Direction::Rx => end.complete_rx(id, c.len as u32, c.handle.unwrap_or(u32::MAX), code),
+    }
 }
 
 /// What the driver itself counts (the adapter and the link count the rest).
@@ -251,31 +301,15 @@ impl<L: CellLink> Driver<L> {
     }
 
     fn take_posts(&mut self, now: Instant) -> Result<usize, DriverError> {
-        let mut posted = 0;
-        loop {
-            match self.end.poll_tx() {
-                Ok(Some(req)) => {
-                    self.adapter
-                        .post_tx(now, BufferId(req.buffer.0), req.len as usize, req.handle);
-                    posted += 1;
-                }
-                Ok(None) => break,
-                Err(PollError::Refused(_)) => self.counters.refused += 1,
-                Err(PollError::Fault(f)) => return Err(f.into()),
-            }
-        }
-        loop {
-            match self.end.poll_rx_buffer() {
-                Ok(Some(id)) => {
-                    self.adapter.post_rx_buffer(BufferId(id.0));
-                    posted += 1;
-                }
-                Ok(None) => break,
-                Err(PollError::Refused(_)) => self.counters.refused += 1,
-                Err(PollError::Fault(f)) => return Err(f.into()),
-            }
-        }
-        Ok(posted)
+        let refused = &mut self.counters.refused;
+        Ok(take_posts(
+            &mut self.end,
+            &mut self.adapter,
+            |adapter, req| {
+                adapter.post_tx(now, BufferId(req.buffer.0), req.len as usize, req.handle)
+            },
+            |_| *refused += 1,
+        )?)
     }
 
     fn transmit(&mut self, now: Instant) -> Result<usize, DriverError> {
@@ -309,16 +343,7 @@ impl<L: CellLink> Driver<L> {
             else {
                 return Ok(done);
             };
-            let id = nic::BufferId(c.buffer.0);
-            let code = status_code(c.status);
-            let r = match c.direction {
-                Direction::Tx => self.end.complete_tx(id, code),
-                Direction::Rx => {
-                    self.end
-                        .complete_rx(id, c.len as u32, c.handle.unwrap_or(u32::MAX), code)
-                }
-            };
-            match r {
+            match complete_to_channel(&mut self.end, &c, status_code(c.status)) {
                 Ok(()) => done += 1,
                 Err(ChannelError::Full) => {
                     self.counters.completions_deferred += 1;

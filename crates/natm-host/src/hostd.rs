@@ -86,7 +86,7 @@ use natm_adapter::{
 use natm_core::{HeaderFormat, PvcAddr, Qos, Rate, Sel, TrafficClass, VcId, Vci};
 use natm_link::clock::Epoch;
 use natm_link::endpoint::{EndpointLink, LinkConfig, LinkKind, WaitConfig};
-use natm_nic::channel::{self as nic, AdapterEnd, Channel, ChannelConfig, ChannelState, PollError};
+use natm_nic::channel::{self as nic, AdapterEnd, Channel, ChannelConfig, ChannelState};
 use natm_nic::memfd::MemfdMem;
 use natm_nic::notify::{Waiter, Waker};
 use natm_nic::signal;
@@ -96,7 +96,7 @@ use natm_wire::cell::{Cell as WireCell, CellHeader, HecReceiver, HecVerdict, Pti
 use natm_wire::oam::{Loopback, OamCell, OamFlow, OamRepr};
 use serde::{Deserialize, Serialize};
 
-use crate::driver::{BATCH, ChannelMemory, status_code};
+use crate::driver::{self, BATCH, ChannelMemory, status_code};
 use crate::proto::{
     self, CacStatus, ChannelStatus, ErrorKind, Frame, FrameError, HostStatus, LinkStatus,
     NotifyMode, PathKind, Request, Response, SignalTarget, VcStats,
@@ -1572,47 +1572,33 @@ impl Hostd {
             let PortMem::Direct { end, .. } = &mut p.mem else {
                 continue;
             };
-            loop {
-                match end.poll_tx() {
-                    Ok(Some(req)) => {
-                        progress = true;
-                        if link_up {
-                            p.adapter.post_tx(
-                                now,
-                                BufferId(req.buffer.0),
-                                req.len as usize,
-                                req.handle,
-                            );
-                        } else {
-                            p.deferred.push_back(Completion {
-                                buffer: BufferId(req.buffer.0),
-                                direction: Direction::Tx,
-                                handle: Some(req.handle),
-                                len: req.len as usize,
-                                status: Status::Aborted,
-                            });
-                        }
+            let (deferred, tx_failed) = (&mut p.deferred, &mut p.tx_failed);
+            let taken = driver::take_posts(
+                end,
+                &mut p.adapter,
+                |adapter, req| {
+                    let (buffer, len) = (BufferId(req.buffer.0), req.len as usize);
+                    if link_up {
+                        adapter.post_tx(now, buffer, len, req.handle);
+                    } else {
+                        deferred.push_back(Completion {
+                            buffer,
+                            direction: Direction::Tx,
+                            handle: Some(req.handle),
+                            len,
+                            status: Status::Aborted,
+                        });
                     }
-                    Ok(None) => break,
-                    Err(PollError::Refused(_)) => p.tx_failed += 1,
-                    Err(PollError::Fault(_)) => {
-                        broken.push(p.handle);
-                        break;
-                    }
-                }
-            }
-            loop {
-                match end.poll_rx_buffer() {
-                    Ok(Some(id)) => {
-                        progress = true;
-                        p.adapter.post_rx_buffer(BufferId(id.0));
-                    }
-                    Ok(None) => break,
-                    Err(PollError::Refused(_)) => {}
-                    Err(PollError::Fault(_)) => {
-                        broken.push(p.handle);
-                        break;
-                    }
+                },
+                // A refused descriptor is a failed transmission; a refused free buffer
+                // is skipped.
+                |dir| *tx_failed += u64::from(dir == Direction::Tx),
+            );
+            match taken {
+                Ok(n) => progress |= n > 0,
+                Err(_) => {
+                    broken.push(p.handle);
+                    progress = true;
                 }
             }
         }
@@ -1784,19 +1770,12 @@ fn complete_port(p: &mut Port, conns: &mut BTreeMap<u64, Conn>, link_down: bool)
         }
         match &mut p.mem {
             PortMem::Direct { end, .. } => {
-                let id = nic::BufferId(c.buffer.0);
                 let code = if link_down && c.status == Status::Aborted {
                     proto::STATUS_LINK_DOWN
                 } else {
                     status_code(c.status)
                 };
-                let r = match c.direction {
-                    Direction::Tx => end.complete_tx(id, code),
-                    Direction::Rx => {
-                        end.complete_rx(id, c.len as u32, c.handle.unwrap_or(u32::MAX), code)
-                    }
-                };
-                if let Err(nic::ChannelError::Full) = r {
+                if let Err(nic::ChannelError::Full) = driver::complete_to_channel(end, &c, code) {
                     p.deferred.push_front(c);
                     break;
                 }
