@@ -696,11 +696,7 @@ struct Report {
 
 /// Nearest-rank percentile of sorted values, in µs.
 fn percentile_us(sorted: &[u64], q: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    Some(sorted[rank - 1] as f64 / 1000.0)
+    (!sorted.is_empty()).then(|| crate::cmd::ping::quantile(sorted, q) as f64 / 1000.0)
 }
 
 fn mode_reports(
