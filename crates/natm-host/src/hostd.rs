@@ -1873,7 +1873,7 @@ fn make_channel(
                     ),
                 ));
             }
-            if !(libc_rtmin()..=libc_rtmax()).contains(&t.signo) {
+            if !signal::is_rt_signal(t.signo) {
                 return Err((
                     ErrorKind::BadRequest,
                     format!("signal {} is not a real-time signal", t.signo),
@@ -1903,18 +1903,6 @@ fn make_channel(
         },
         vec![memfd, app_fd, kick_fd],
     ))
-}
-
-/// Linux's real-time signal range as the C library sees it (glibc keeps the first two).
-fn libc_rtmin() -> i32 {
-    signal::rt_signal(0).unwrap_or(34)
-}
-
-fn libc_rtmax() -> i32 {
-    (0..64)
-        .filter_map(signal::rt_signal)
-        .next_back()
-        .unwrap_or(64)
 }
 
 fn bind(path: &Path) -> Result<UnixListener, HostdError> {

@@ -33,6 +33,12 @@ pub fn rt_signal(n: i32) -> Option<i32> {
     (s <= libc::SIGRTMAX()).then_some(s)
 }
 
+/// Whether `signo` is a real-time signal free for applications (`SIGRTMIN..=SIGRTMAX` as
+/// the C library counts them; glibc keeps the first two for itself).
+pub fn is_rt_signal(signo: i32) -> bool {
+    (libc::SIGRTMIN()..=libc::SIGRTMAX()).contains(&signo)
+}
+
 /// Where a signal goes: a thread of a process, a signal number, a channel.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Target {
@@ -119,7 +125,7 @@ extern "C" fn on_signal(_signo: libc::c_int, info: *mut libc::siginfo_t, _ctx: *
 
 /// Installs the handler for `signo` (idempotent).
 pub fn install(signo: i32) -> io::Result<()> {
-    if !(libc::SIGRTMIN()..=libc::SIGRTMAX()).contains(&signo) {
+    if !is_rt_signal(signo) {
         return Err(io::Error::from(io::ErrorKind::InvalidInput));
     }
     let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());

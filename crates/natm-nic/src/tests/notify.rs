@@ -550,6 +550,17 @@ fn install_takes_every_real_time_signal() {
 }
 
 #[test]
+fn real_time_signals_are_the_c_librarys_range() {
+    let first = signal::rt_signal(0).unwrap();
+    assert!(signal::is_rt_signal(first));
+    assert!(signal::is_rt_signal(libc::SIGRTMAX()));
+    assert!(!signal::is_rt_signal(first - 1));
+    assert!(!signal::is_rt_signal(libc::SIGRTMAX() + 1));
+    assert!(!signal::is_rt_signal(libc::SIGKILL));
+    assert!(signal::install(first - 1).is_err());
+}
+
+#[test]
 fn signal_receiver_refuses_another_thread() {
     let signo = signal::rt_signal(4).unwrap();
     let r = signal::Receiver::new(signo, 3).unwrap();
