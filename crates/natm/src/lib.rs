@@ -253,18 +253,58 @@ impl VcOptions {
     }
 }
 
+/// The most bytes of received SDUs a daemon-path VC keeps for the application; beyond it
+/// SDUs are dropped, as a full socket receive buffer drops them, so a VC nobody reads
+/// cannot make the application allocate without bound.
+const MAX_QUEUED_BYTES: usize = 16 << 20;
+
+/// The SDUs a daemon-path VC received and the application has not taken yet.
+#[derive(Default)]
+struct RxQueue {
+    sdus: VecDeque<Vec<u8>>,
+    bytes: usize,
+}
+
+impl RxQueue {
+    fn push(&mut self, sdu: Vec<u8>) {
+        if self.bytes + sdu.len() <= MAX_QUEUED_BYTES {
+            self.bytes += sdu.len();
+            self.sdus.push_back(sdu);
+        }
+    }
+
+    fn pop(&mut self) -> Option<Vec<u8>> {
+        let sdu = self.sdus.pop_front()?;
+        self.bytes -= sdu.len();
+        Some(sdu)
+    }
+}
+
 /// The connection to hostd, shared by a [`Host`] and its VCs.
 struct Conn {
     stream: UnixStream,
     rbuf: proto::FrameBuf,
     fds: Vec<OwnedFd>,
-    data: HashMap<u32, VecDeque<Vec<u8>>>,
+    /// One queue per open daemon-path VC: data for any other handle is dropped.
+    data: HashMap<u32, RxQueue>,
     link_down: bool,
     revoked: HashSet<u32>,
     closed: bool,
 }
 
 impl Conn {
+    fn new(stream: UnixStream) -> Conn {
+        Conn {
+            stream,
+            rbuf: proto::FrameBuf::new(),
+            fds: Vec::new(),
+            data: HashMap::new(),
+            link_down: false,
+            revoked: HashSet::new(),
+            closed: false,
+        }
+    }
+
     /// Reads what arrives within `timeout` (`None`: wait) into the buffer; false if
     /// nothing did.
     fn fill(&mut self, timeout: Option<Duration>) -> Result<bool, Error> {
@@ -312,7 +352,11 @@ impl Conn {
     fn next_answer(&mut self) -> Result<Option<Response>, Error> {
         while let Some(frame) = self.rbuf.next_frame::<Response>()? {
             match frame {
-                Frame::Data { handle, sdu } => self.data.entry(handle).or_default().push_back(sdu),
+                Frame::Data { handle, sdu } => {
+                    if let Some(q) = self.data.get_mut(&handle) {
+                        q.push(sdu);
+                    }
+                }
                 Frame::Control(Response::LinkDown) => self.link_down = true,
                 Frame::Control(Response::LinkUp) => self.link_down = false,
                 Frame::Control(Response::Revoked { handle }) => {
@@ -407,15 +451,7 @@ impl Host {
             source,
         })?;
         Ok(Host {
-            conn: Arc::new(Mutex::new(Conn {
-                stream,
-                rbuf: proto::FrameBuf::new(),
-                fds: Vec::new(),
-                data: HashMap::new(),
-                link_down: false,
-                revoked: HashSet::new(),
-                closed: false,
-            })),
+            conn: Arc::new(Mutex::new(Conn::new(stream))),
             path,
         })
     }
@@ -463,7 +499,17 @@ impl Host {
             buffers: opts.buffers,
             buffer_size: opts.buffer_size,
         };
-        let (answer, fds) = lock(&self.conn).request(&req)?;
+        let (answer, fds) = {
+            let mut c = lock(&self.conn);
+            let (answer, fds) = c.request(&req)?;
+            if let Response::Opened { handle, .. } = answer
+                && opts.path == DataPath::Daemon
+            {
+                // Under the same lock: the VC's first SDUs may follow the answer closely.
+                c.data.insert(handle, RxQueue::default());
+            }
+            (answer, fds)
+        };
         let Response::Opened {
             handle,
             cookie,
@@ -827,7 +873,7 @@ impl Vc {
                     // Locked per slice, so other VCs of the host are not held up by a wait.
                     let mut c = lock(&self.conn);
                     if let Some(q) = c.data.get_mut(&handle)
-                        && let Some(front) = q.front()
+                        && let Some(front) = q.sdus.front()
                     {
                         if front.len() > buf.len() {
                             return Err(Error::TooLong {
@@ -835,14 +881,14 @@ impl Vc {
                                 max: buf.len(),
                             });
                         }
-                        let sdu = q.pop_front().expect("front exists");
+                        let sdu = q.pop().unwrap_or_default();
                         buf[..sdu.len()].copy_from_slice(&sdu);
                         return Ok(sdu.len());
                     }
                     if let Some(r) = c.next_answer()? {
                         return Err(protocol(format!("unexpected message from hostd: {r:?}")));
                     }
-                    if c.data.get(&handle).is_some_and(|q| !q.is_empty()) {
+                    if c.data.get(&handle).is_some_and(|q| !q.sdus.is_empty()) {
                         continue;
                     }
                     if c.revoked.contains(&handle) {
@@ -1008,5 +1054,45 @@ impl Deref for RxSdu<'_> {
 impl Drop for RxSdu<'_> {
     fn drop(&mut self) {
         let _ = self.d.app.post_rx(self.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What hostd sends is another process's bytes: data frames for a handle that is not
+    /// an open daemon-path VC are dropped, and a VC's queue stops at its bound.
+    #[test]
+    fn received_data_is_kept_only_for_open_vcs_and_only_up_to_the_bound() {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let mut c = Conn::new(ours);
+        c.data.insert(7, RxQueue::default());
+        let sdu = vec![0x5a; 60_000];
+        let per_handle = MAX_QUEUED_BYTES / sdu.len() + 20;
+        let writer = std::thread::spawn(move || {
+            for handle in [7, 9] {
+                for _ in 0..per_handle {
+                    proto::write_frame(&theirs, &proto::data_frame(handle, &sdu)).unwrap();
+                }
+            }
+        });
+        // Read until the writer is done and its end closes.
+        loop {
+            match c.fill(Some(Duration::from_secs(5))) {
+                Ok(_) => assert!(c.next_answer().unwrap().is_none()),
+                Err(Error::Revoked) => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        writer.join().unwrap();
+        assert!(c.next_answer().unwrap().is_none());
+        assert!(
+            !c.data.contains_key(&9),
+            "no queue for a handle never opened"
+        );
+        let q = &c.data[&7];
+        assert_eq!(q.sdus.len(), MAX_QUEUED_BYTES / 60_000);
+        assert_eq!(q.bytes, q.sdus.len() * 60_000);
     }
 }
