@@ -348,6 +348,25 @@ impl Conn {
         Ok(true)
     }
 
+    /// Writes a whole frame; a socket hostd closed is [`Error::Revoked`].
+    fn write(&self, frame: &[u8]) -> Result<(), Error> {
+        proto::write_frame(&self.stream, frame).map_err(|e| {
+            if e.kind() == io::ErrorKind::BrokenPipe {
+                Error::Revoked
+            } else {
+                Error::Io(e)
+            }
+        })
+    }
+
+    /// The host's state.
+    fn status(&mut self) -> Result<HostStatus, Error> {
+        match self.request(&Request::Status)? {
+            (Response::Status(s), _) => Ok(s),
+            (r, _) => Err(protocol(format!("hostd answered status with {r:?}"))),
+        }
+    }
+
     /// The next frame already read that is not a notice or data (those are recorded).
     fn next_answer(&mut self) -> Result<Option<Response>, Error> {
         while let Some(frame) = self.rbuf.next_frame::<Response>()? {
@@ -389,13 +408,7 @@ impl Conn {
     ) -> Result<(Response, Vec<OwnedFd>), Error> {
         let deadline = timeout.map(|t| Instant::now() + t);
         self.fds.clear();
-        proto::write_frame(&self.stream, &proto::control_frame(r)).map_err(|e| {
-            if e.kind() == io::ErrorKind::BrokenPipe {
-                Error::Revoked
-            } else {
-                Error::Io(e)
-            }
-        })?;
+        self.write(&proto::control_frame(r))?;
         loop {
             if let Some(answer) = self.next_answer()? {
                 let fds = std::mem::take(&mut self.fds);
@@ -552,10 +565,7 @@ impl Host {
 
     /// The host's state: link, admission books, every channel.
     pub fn status(&self) -> Result<HostStatus, Error> {
-        match lock(&self.conn).request(&Request::Status)? {
-            (Response::Status(s), _) => Ok(s),
-            (r, _) => Err(protocol(format!("hostd answered status with {r:?}"))),
-        }
+        lock(&self.conn).status()
     }
 
     /// Closes the VC with this cookie (see [`Vc::cookie`]); hostd refuses a cookie of
@@ -819,13 +829,7 @@ impl Vc {
                         return Err(Error::WouldBlock);
                     }
                 }
-                proto::write_frame(&c.stream, &proto::data_frame(handle, sdu)).map_err(|e| {
-                    if e.kind() == io::ErrorKind::BrokenPipe {
-                        Error::Revoked
-                    } else {
-                        Error::Io(e)
-                    }
-                })
+                c.write(&proto::data_frame(handle, sdu))
             }
         }
     }
@@ -961,10 +965,7 @@ impl Vc {
 
     /// The VC's counters as hostd's adapter keeps them.
     pub fn counters(&self) -> Result<VcStats, Error> {
-        let status = match lock(&self.conn).request(&Request::Status)? {
-            (Response::Status(s), _) => s,
-            (r, _) => return Err(protocol(format!("hostd answered status with {r:?}"))),
-        };
+        let status = lock(&self.conn).status()?;
         status
             .channels
             .iter()
