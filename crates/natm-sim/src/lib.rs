@@ -1,0 +1,1 @@
+//! natm's deterministic simulator (issue 6).
