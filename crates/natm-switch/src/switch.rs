@@ -1190,6 +1190,13 @@ impl Switch {
         Some(self.port(slot).counters)
     }
 
+    /// A port's admission books: what the connections leaving by it have reserved (their
+    /// output direction's contract), to audit that every release gave back what it took.
+    pub fn port_cac(&self, port: PortId) -> Option<&Cac> {
+        let slot = self.slot(port).ok()?;
+        Some(&self.port(slot).cac)
+    }
+
     /// A cross-connect and its counters per direction.
     pub fn connection(&self, id: XcId) -> Option<(&CrossConnect, XcCounters)> {
         let slot = self.xcs.get(id.index as usize)?;
