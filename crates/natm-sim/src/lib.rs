@@ -1,1 +1,3 @@
 //! natm's deterministic simulator (issue 6).
+
+pub mod app;
