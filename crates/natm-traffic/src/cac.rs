@@ -335,6 +335,11 @@ impl Cac {
     /// Releases an admitted connection and returns exactly what it had taken.
     pub fn release(&mut self, handle: Handle) -> Result<Reservation, UnknownHandle> {
         let r = self.live.remove(&handle).ok_or(UnknownHandle(handle))?;
+        // Planted bug for natm-sim's meta-test (test-only feature): the books stay booked.
+        #[cfg(feature = "mutants")]
+        if crate::mutants::cac_forgets_release() {
+            return Ok(r);
+        }
         match r.class {
             TrafficClass::Cbr => self.cbr -= r.cells_per_s,
             TrafficClass::Vbr => self.vbr -= r.cells_per_s,

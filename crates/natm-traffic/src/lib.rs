@@ -15,6 +15,7 @@
 //! * [`smooth`]: packet-level smoothing, an SDU queue drained by a leaky bucket.
 //! * [`discard`]: early and partial packet discard (EPD/PPD) for queues of AAL5 cells.
 //! * [`rate`]: the named line rates (OC-3c, OC-12c, 25.6 Mbit/s, DS3) as exact fractions.
+//! * `mutants` (test-only feature `mutants`): planted bugs for natm-sim's meta-test.
 //!
 //! This crate is pure: no I/O, no clocks, no randomness, no `unsafe`, and it builds without
 //! `std`. Every time-dependent call takes `now` ([`Instant`](natm_core::Instant), u64 ns)
@@ -54,6 +55,8 @@ extern crate alloc;
 pub mod cac;
 pub mod discard;
 pub mod gcra;
+#[cfg(feature = "mutants")]
+pub mod mutants;
 pub mod policer;
 pub mod rate;
 pub mod sched;

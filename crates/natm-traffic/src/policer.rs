@@ -418,6 +418,13 @@ impl Policer {
     /// passed, and counts the verdict.
     pub fn police(&mut self, now: Instant, clp: bool) -> Verdict {
         let verdict = self.decide(now, clp);
+        // Planted bug for natm-sim's meta-test (test-only feature): every cell passes.
+        #[cfg(feature = "mutants")]
+        let verdict = if crate::mutants::policer_never_tags() {
+            Verdict::Pass
+        } else {
+            verdict
+        };
         let c = &mut self.counters;
         match verdict {
             Verdict::Pass => c.pass += 1,
