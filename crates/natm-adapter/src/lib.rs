@@ -26,6 +26,7 @@
 //! [`natm_core::Instant`]), no randomness, no `unsafe`; `no_std` with `alloc`. It does not
 //! own the buffers' memory ([`BufferMemory`]), does not answer OAM, and does no signalling.
 //! It speaks AAL5 only (AAL0 VCs are natm-aal's).
+//! The test-only feature `mutants` plants bugs for natm-sim's meta-test (`mutants`).
 //!
 //! # Call contract (sans-IO)
 //!
@@ -105,6 +106,8 @@ extern crate alloc;
 
 mod adapter;
 pub mod memory;
+#[cfg(feature = "mutants")]
+pub mod mutants;
 
 #[cfg(test)]
 mod props;
