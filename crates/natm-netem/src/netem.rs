@@ -1,6 +1,7 @@
 //! The link emulator: [`Netem`].
 
 use alloc::collections::{BTreeMap, BinaryHeap, VecDeque};
+use alloc::vec::Vec;
 use core::cmp::{Ordering, Reverse};
 
 use natm_core::{Duration, Instant};
@@ -215,6 +216,33 @@ mod label {
     pub const DELAY: u64 = 5;
 }
 
+impl Draws {
+    /// Fresh streams and parameters for `imp`.
+    fn new(imp: &Impairments) -> Draws {
+        let seed = imp.seed;
+        let jitter = match imp.jitter {
+            Jitter::Uniform(d) | Jitter::Exponential(d) if d == Duration::ZERO => Jitter::None,
+            j => j,
+        };
+        let hec_single = imp.hec_single.get();
+        Draws {
+            loss: imp.loss.get(),
+            loss_rng: Stream::new(seed, label::LOSS),
+            burst: imp.burst.map(|b| b.transitions()),
+            bad: false,
+            burst_rng: Stream::new(seed, label::BURST),
+            hec_single,
+            hec_any: (hec_single + imp.hec_multi.get()).min(1.0),
+            hec_rng: Stream::new(seed, label::HEC),
+            ber: (!imp.ber.is_zero()).then(|| BitErrors::new(imp.ber.get())),
+            ber_rng: Stream::new(seed, label::BER),
+            delay: imp.delay.as_nanos(),
+            jitter,
+            delay_rng: Stream::new(seed, label::DELAY),
+        }
+    }
+}
+
 /// One direction of an emulated ATM link: a line rate, a transmit queue, and seeded
 /// impairments, as a sans-IO state machine.
 ///
@@ -268,27 +296,8 @@ impl Netem {
             slot: u128::from(den) * NS_PER_S,
             free_at: 0,
         });
-        let seed = imp.seed;
-        let jitter = match imp.jitter {
-            Jitter::Uniform(d) | Jitter::Exponential(d) if d == Duration::ZERO => Jitter::None,
-            j => j,
-        };
-        let hec_single = imp.hec_single.get();
-        let draws = Draws {
-            loss: imp.loss.get(),
-            loss_rng: Stream::new(seed, label::LOSS),
-            burst: imp.burst.map(|b| b.transitions()),
-            bad: false,
-            burst_rng: Stream::new(seed, label::BURST),
-            hec_single,
-            hec_any: (hec_single + imp.hec_multi.get()).min(1.0),
-            hec_rng: Stream::new(seed, label::HEC),
-            ber: (!imp.ber.is_zero()).then(|| BitErrors::new(imp.ber.get())),
-            ber_rng: Stream::new(seed, label::BER),
-            delay: imp.delay.as_nanos(),
-            jitter,
-            delay_rng: Stream::new(seed, label::DELAY),
-        };
+        let draws = Draws::new(imp);
+        let jitter = draws.jitter;
         let flight = if jitter == Jitter::None {
             Flight::Fifo(VecDeque::new())
         } else {
@@ -310,6 +319,39 @@ impl Netem {
     /// The counters so far.
     pub fn counters(&self) -> Counters {
         self.counters
+    }
+
+    /// Replaces the impairments (their seed included) for the cells offered from now on.
+    /// Cells in flight keep the fate they were given when offered; the cells of one VC
+    /// still leave in offer order, also when the new delay is shorter than the old. The
+    /// line rate and the queue are unchanged.
+    pub fn set_impairments(&mut self, impairments: &Impairments) {
+        let draws = Draws::new(impairments);
+        // A FIFO of departures stays ordered only if no new cell can leave before the
+        // last one in flight: same delay or longer, and no jitter.
+        let fifo_ok = draws.jitter == Jitter::None
+            && (self.flight.len() == 0
+                || (matches!(self.flight, Flight::Fifo(_)) && draws.delay >= self.draws.delay));
+        self.draws = draws;
+        if fifo_ok {
+            if let Flight::Heap(h) = &mut self.flight {
+                // Empty (fifo_ok holds only then for a heap): back to the cheap FIFO.
+                debug_assert!(h.is_empty());
+                self.flight = Flight::Fifo(VecDeque::new());
+                self.last_departure.clear();
+            }
+            return;
+        }
+        if let Flight::Fifo(q) = &mut self.flight {
+            let entries: Vec<Entry> = q.drain(..).collect();
+            let mut heap = BinaryHeap::with_capacity(entries.len());
+            for e in entries {
+                // In departure order: the last one per VC is the latest.
+                self.last_departure.insert(e.vc, e.departure);
+                heap.push(Reverse(e));
+            }
+            self.flight = Flight::Heap(heap);
+        }
     }
 
     /// Cells inside the emulator: waiting for the line, on it, or delayed.
@@ -590,6 +632,65 @@ mod tests {
     }
 
     // ---- state × event, in virtual time ----
+
+    #[test]
+    fn set_impairments_applies_from_now_and_keeps_order_per_vc() {
+        // 1 ms delay, then none: later cells would pass earlier ones of their VC.
+        let mut l = netem(Rate::Unlimited, "delay=1ms");
+        for i in 0..3 {
+            l.handle_cell(ns(u64::from(i) * 100), cell(1, i));
+        }
+        l.handle_cell(ns(300), cell(2, 100));
+        l.set_impairments(&Impairments::default());
+        l.handle_cell(ns(400), cell(1, 3));
+        l.handle_cell(ns(400), cell(3, 200));
+        let out = drain(&mut l);
+        let vc1: Vec<(u32, u64)> = out
+            .iter()
+            .filter(|t| vc_of(&t.cell) == 1)
+            .map(|t| (seq_of(&t.cell), t.at.as_nanos()))
+            .collect();
+        // The cells in flight keep their 1 ms; VC 1's new cell waits behind them.
+        assert_eq!(
+            vc1,
+            [
+                (0, 1_000_000),
+                (1, 1_000_100),
+                (2, 1_000_200),
+                (3, 1_000_200)
+            ]
+        );
+        // Another VC is not held: its undelayed cell leaves at once, first of all.
+        assert_eq!((vc_of(&out[0].cell), out[0].at), (3, ns(400)));
+        assert_eq!(l.counters().delivered, 6);
+
+        // Loss switched on applies to new cells only, and off again stops it.
+        let mut l = netem(Rate::Unlimited, "delay=10us");
+        for i in 0..10 {
+            l.handle_cell(ns(0), cell(1, i));
+        }
+        l.set_impairments(&"loss=100%".parse().unwrap());
+        for i in 10..20 {
+            l.handle_cell(ns(1), cell(1, i));
+        }
+        l.set_impairments(&Impairments::default());
+        l.handle_cell(ns(2), cell(1, 20));
+        let seqs: Vec<u32> = drain(&mut l).iter().map(|t| seq_of(&t.cell)).collect();
+        assert_eq!(seqs, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 20]);
+        assert_eq!(l.counters().lost_random, 10);
+
+        // Jitter switched on over a FIFO in flight: order per VC still holds.
+        let mut l = netem(Rate::Unlimited, "delay=50us");
+        for i in 0..50 {
+            l.handle_cell(ns(u64::from(i)), cell(1, i));
+        }
+        l.set_impairments(&"delay=10us,jitter=10us,seed=3".parse().unwrap());
+        for i in 50..100 {
+            l.handle_cell(ns(100 + u64::from(i)), cell(1, i));
+        }
+        let seqs: Vec<u32> = drain(&mut l).iter().map(|t| seq_of(&t.cell)).collect();
+        assert_eq!(seqs, (0..100).collect::<Vec<u32>>());
+    }
 
     #[test]
     fn test_idle_line_cell() {
