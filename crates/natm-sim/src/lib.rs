@@ -1,3 +1,4 @@
 //! natm's deterministic simulator (issue 6).
 
 pub mod app;
+pub mod eventbuilder;
