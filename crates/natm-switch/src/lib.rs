@@ -43,6 +43,7 @@
 //! What it is not: no I/O, no threads, no clock (time is an argument), no randomness, no
 //! `unsafe`; `no_std` with `alloc`. No signalling (the caller programs cross-connects), no
 //! ABR, no continuity check or RDI generation, no multicast.
+//! The test-only feature `mutants` plants a bug for natm-sim's meta-test (`mutants`).
 //!
 //! # Call contract (sans-IO)
 //!
@@ -99,6 +100,8 @@
 extern crate alloc;
 
 mod hec;
+#[cfg(feature = "mutants")]
+pub mod mutants;
 mod switch;
 mod types;
 

@@ -300,6 +300,9 @@ struct Port {
     counters: PortCounters,
     /// CAC books of this port's output.
     cac: Cac,
+    /// Cells queued since the last planted swap (test-only feature `mutants`).
+    #[cfg(feature = "mutants")]
+    reorder_count: u32,
 }
 
 impl Port {
@@ -436,6 +439,8 @@ impl Switch {
             discard,
             ring: VecDeque::new(),
             served: 0,
+            #[cfg(feature = "mutants")]
+            reorder_count: 0,
             pacer: match config.rate {
                 PortRate::Unlimited => None,
                 PortRate::CellsPerSecond(rate) => Some(Pacer::new(rate, Instant::ZERO)),
@@ -1334,6 +1339,8 @@ fn enqueue(p: &mut Port, pool: &mut Pool, leg: &mut Leg, li: u32, word: u32, pay
     let i = pool.alloc(word, payload, li);
     p.counters.queue_depth[c] += 1;
     leg.queued += 1;
+    #[cfg(feature = "mutants")]
+    let before = if c == UBR { leg.tail } else { p.fifos[c].tail };
     if c == UBR {
         pool.push_ring(&mut leg.tail, i);
         if leg.queued == 1 {
@@ -1342,6 +1349,33 @@ fn enqueue(p: &mut Port, pool: &mut Pool, leg: &mut Leg, li: u32, word: u32, pay
     } else {
         pool.push(&mut p.fifos[c], i);
     }
+    #[cfg(feature = "mutants")]
+    planted_reorder(p, pool, before, i, li);
+}
+
+/// Planted bug for natm-sim's meta-test (test-only feature `mutants`, see
+/// [`crate::mutants`]): once `p` has queued [`REORDER_EVERY`](crate::mutants::REORDER_EVERY)
+/// cells, cell `i` of leg `li`, just queued behind `before`, swaps places with it if that
+/// is a cell of the same leg. The two are adjacent in their list, so swapping their
+/// contents swaps their order.
+#[cfg(feature = "mutants")]
+fn planted_reorder(p: &mut Port, pool: &mut Pool, before: u32, i: u32, li: u32) {
+    if !crate::mutants::reorder() {
+        return;
+    }
+    p.reorder_count = p.reorder_count.saturating_add(1);
+    if p.reorder_count < crate::mutants::REORDER_EVERY
+        || before == NONE
+        || pool.cells[before as usize].leg != li
+    {
+        return;
+    }
+    p.reorder_count = 0;
+    let (b, c) = (pool.cells[before as usize], pool.cells[i as usize]);
+    pool.cells[before as usize].word = c.word;
+    pool.cells[before as usize].payload = c.payload;
+    pool.cells[i as usize].word = b.word;
+    pool.cells[i as usize].payload = b.payload;
 }
 
 /// Queues a cell the switch generated (loopback reply, AIS) in `p`'s CBR queue.
