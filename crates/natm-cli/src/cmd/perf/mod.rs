@@ -26,6 +26,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::{CliError, CmdResult};
 
 pub mod baseline;
+pub mod calibrate;
 pub mod histo;
 pub mod isolation;
 pub mod kernel;
@@ -68,6 +69,10 @@ pub enum PerfCommand {
     /// Policing isolation through the switch: a conforming CBR connection alone, then beside
     /// a VBR source at 2x its PCR and a UBR flood (its own lab, taken down at the end).
     Isolation(isolation::IsolationArgs),
+    /// The simulator's host costs measured on the real adapter path: CPU time per SDU sent
+    /// and received over sizes 40 B to 16 KiB, fitted to fixed + per-byte, and the eventfd
+    /// wake-up; written as a calibration file (natm-sim's calib format).
+    Calibrate(calibrate::CalibrateArgs),
     /// A CPU-bound disturber for the measurements: spins for `--seconds`, then exits.
     #[command(hide = true)]
     Spin(wakeup::SpinArgs),
@@ -86,6 +91,7 @@ pub fn run(command: PerfCommand) -> CmdResult {
         PerfCommand::Baseline(args) => baseline_run(args),
         PerfCommand::Spin(args) => wakeup::spin(args),
         PerfCommand::Isolation(args) => isolation::run(args),
+        PerfCommand::Calibrate(args) => calibrate::run(args),
     }
 }
 

@@ -1,0 +1,677 @@
+//! `natm perf calibrate`: the per-message CPU costs of a host on the real adapter path, fitted
+//! to the line the simulator charges (issue 6, point 4), written as a calibration file
+//! (natm-sim's `calib` module documents the format and what each figure means).
+//!
+//! # What is measured
+//!
+//! Two threads, pinned to the first two CPUs this process may use, each an application with
+//! its own natm-nic channel and natm-host [`Driver`] (the natm-adapter core), joined by a
+//! natm-link shared-memory cell link that busy-polls (no wake-up system calls on the path).
+//! For each SDU size from 40 B to 16 KiB they take turns, batch by batch:
+//!
+//! * the **sender** writes each SDU of the batch into a channel buffer (the copy natm's
+//!   `send` makes), posts it, and polls its driver until the adapter has segmented every
+//!   SDU into cells on the link and the application has taken the transmit completions;
+//! * then the **receiver**, with the batch's cells all on the link, polls its driver, which
+//!   reassembles them straight into its posted buffers, and for each SDU completed checks
+//!   its status and length, copies it out (the copy natm's `recv` makes) and reposts the
+//!   buffer.
+//!
+//! Each thread reads its own CPU clock (`CLOCK_THREAD_CPUTIME_ID`: time spent preempted by
+//! the machine's other work does not count) around its turn; the clock's own cost, measured
+//! first, is taken off. A batch's time ÷ its SDUs is one sample; the median of the samples
+//! of a size is that size's figure, and `fixed + per_byte · len` is fitted to the figures by
+//! least squares ([`natm_sim::calib::fit`]).
+//!
+//! The **wake-up** is the median of `natm perf wakeup`'s `eventfd` mode (an idle receiver
+//! asleep on natm-nic's eventfd waiter, from the cell's publish until it holds the cell),
+//! measured by running this same binary's `perf wakeup` with `--json`.
+//!
+//! `--seconds` bounds the whole run: a fifth for the wake-ups, the rest shared by the sizes
+//! (at least [`MIN_BATCHES`] batches each).
+
+use std::io;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use clap::Args;
+use natm_adapter::{Adapter, AdapterConfig, RxVcConfig, Status};
+use natm_core::VcId;
+use natm_host::driver::{Driver, status_from_code};
+use natm_link::shm::{ShmLink, ShmWait};
+use natm_nic::channel::{AppEnd, BufferId, Channel, ChannelConfig};
+use natm_nic::memfd::MemfdMem;
+use natm_sim::app::HostCosts;
+use natm_sim::calib::{Calibration, FitPoint, fit};
+use natm_traffic::sched::VcSpec;
+use serde::Serialize;
+
+use super::pin;
+use crate::{CliError, CmdResult};
+
+/// SDU sizes measured, bytes.
+pub const SIZES: [usize; 10] = [40, 100, 256, 512, 1024, 1500, 2048, 4096, 8192, 16_384];
+/// Buffers in each channel, and the largest batch.
+const BUFFERS: u32 = 32;
+/// Cells of each link ring; a batch's cells must all fit.
+const RING_CELLS: u32 = 4096;
+/// The VC handle the measurement runs on.
+const HANDLE: u32 = 1;
+/// Batches per size at the least, however short `--seconds` is.
+pub const MIN_BATCHES: usize = 5;
+/// Batches per size thrown away first (cold caches, first-touch page faults).
+const WARMUP_BATCHES: usize = 2;
+/// Longest a batch may take before the run is declared stuck.
+const BATCH_TIMEOUT: Duration = Duration::from_secs(5);
+/// Share of `--seconds` given to the wake-up measurement.
+const WAKEUP_SHARE: f64 = 0.2;
+/// Wake-up samples at the least and at the most.
+const WAKEUP_SAMPLES: (u64, u64) = (50, 2000);
+
+/// Arguments of `natm perf calibrate`.
+#[derive(Args, Debug)]
+pub struct CalibrateArgs {
+    /// Write the calibration file here (else it is printed on stdout and the table on
+    /// stderr).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+    /// Seconds for the whole measurement (0.1–600).
+    #[arg(long, default_value_t = 3.0)]
+    seconds: f64,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One size's medians, with the fit's residuals.
+#[derive(Debug, Serialize)]
+struct Row {
+    size: usize,
+    batch: usize,
+    batches: usize,
+    send_ns: f64,
+    recv_ns: f64,
+    send_residual_ns: f64,
+    recv_residual_ns: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    measured_on: String,
+    date: String,
+    command: String,
+    seconds: f64,
+    clock_overhead_ns: u64,
+    send_fixed_ns: u64,
+    send_per_byte_ps: u64,
+    recv_fixed_ns: u64,
+    recv_per_byte_ps: u64,
+    wakeup_ns: u64,
+    wakeup_samples: u64,
+    send_rms_residual_ns: f64,
+    recv_rms_residual_ns: f64,
+    rows: Vec<Row>,
+    /// Where the calibration file was written, if it was.
+    out: Option<String>,
+    /// The calibration file's text.
+    toml: String,
+}
+
+/// Runs the measurement.
+pub fn run(args: CalibrateArgs) -> CmdResult {
+    if !(args.seconds >= 0.1 && args.seconds <= 600.0) {
+        return Err(CliError::usage(format!(
+            "--seconds {}: expected 0.1 to 600",
+            args.seconds
+        )));
+    }
+    let started = Instant::now();
+    // Read before any pinning: a pinned thread's affinity is one CPU.
+    let measured_on = machine();
+    let cpus = placement();
+    let per_size =
+        Duration::from_secs_f64(args.seconds * (1.0 - WAKEUP_SHARE) / SIZES.len() as f64);
+    // The sender is a thread of its own, so that this one stays unpinned and the wake-up
+    // measurement it starts may use every CPU.
+    let (measured, clock_overhead) = thread::spawn(move || {
+        let clock_overhead = clock_overhead_ns();
+        let mut measured = Vec::new();
+        for &size in &SIZES {
+            let m = measure_size(size, per_size, cpus, clock_overhead)
+                .map_err(|e| format!("{size}-byte SDUs: {e}"))?;
+            measured.push(m);
+        }
+        Ok::<_, String>((measured, clock_overhead))
+    })
+    .join()
+    .map_err(|_| CliError::failure("the sending thread panicked"))?
+    .map_err(CliError::failure)?;
+    let wakeup_samples =
+        ((args.seconds * WAKEUP_SHARE / 0.0007) as u64).clamp(WAKEUP_SAMPLES.0, WAKEUP_SAMPLES.1);
+    let wakeup_ns = eventfd_wakeup_ns(wakeup_samples)?;
+
+    let send_pts: Vec<(u32, f64)> = measured
+        .iter()
+        .map(|m| (m.size as u32, m.send_ns))
+        .collect();
+    let recv_pts: Vec<(u32, f64)> = measured
+        .iter()
+        .map(|m| (m.size as u32, m.recv_ns))
+        .collect();
+    let (Some(send), Some(recv)) = (fit(&send_pts), fit(&recv_pts)) else {
+        return Err(CliError::failure("no size gave a finite median to fit"));
+    };
+    let costs = HostCosts {
+        send_fixed: natm_core::Duration::from_nanos(send.fixed_ns.round() as u64),
+        send_per_byte_ps: send.per_byte_ps.round() as u64,
+        recv_fixed: natm_core::Duration::from_nanos(recv.fixed_ns.round() as u64),
+        recv_per_byte_ps: recv.per_byte_ps.round() as u64,
+        wakeup: natm_core::Duration::from_nanos(wakeup_ns),
+    };
+    let calibration = Calibration {
+        costs,
+        measured_on,
+        command: command_line(),
+        date: utc_now(),
+        fits: measured
+            .iter()
+            .map(|m| FitPoint {
+                size: m.size as u32,
+                send_ns: tenths(m.send_ns),
+                recv_ns: tenths(m.recv_ns),
+            })
+            .collect(),
+    };
+    let text = calibration.to_toml();
+    // What is written must be what the simulator reads back.
+    Calibration::parse(&text)
+        .map_err(|e| CliError::failure(format!("the calibration written is refused: {e}")))?;
+    let rows: Vec<Row> = measured
+        .iter()
+        .zip(&calibration.fits)
+        .map(|(m, p)| Row {
+            size: m.size,
+            batch: m.batch,
+            batches: m.batches,
+            send_ns: p.send_ns,
+            recv_ns: p.recv_ns,
+            send_residual_ns: tenths(p.send_residual_ns(&costs)),
+            recv_residual_ns: tenths(p.recv_residual_ns(&costs)),
+        })
+        .collect();
+    let rms = |f: fn(&Row) -> f64| {
+        let n = rows.len().max(1) as f64;
+        tenths((rows.iter().map(|r| f(r).powi(2)).sum::<f64>() / n).sqrt())
+    };
+    if let Some(path) = &args.out {
+        std::fs::write(path, &text)
+            .map_err(|e| CliError::failure(format!("--out {}: {e}", path.display())))?;
+    }
+    let report = Report {
+        measured_on: calibration.measured_on.clone(),
+        date: calibration.date.clone(),
+        command: calibration.command.clone(),
+        seconds: tenths(started.elapsed().as_secs_f64()),
+        clock_overhead_ns: clock_overhead,
+        send_fixed_ns: costs.send_fixed.as_nanos(),
+        send_per_byte_ps: costs.send_per_byte_ps,
+        recv_fixed_ns: costs.recv_fixed.as_nanos(),
+        recv_per_byte_ps: costs.recv_per_byte_ps,
+        wakeup_ns,
+        wakeup_samples,
+        send_rms_residual_ns: rms(|r| r.send_residual_ns),
+        recv_rms_residual_ns: rms(|r| r.recv_residual_ns),
+        rows,
+        out: args.out.as_ref().map(|p| p.display().to_string()),
+        toml: text,
+    };
+    let to_file = args.out.is_some();
+    super::print_report(args.json, &report, |r| {
+        if to_file {
+            print!("{}", table(r));
+        } else {
+            // stdout carries the file, so that `> FILE` captures only it.
+            eprint!("{}", table(r));
+            print!("{}", r.toml);
+        }
+    })
+}
+
+fn table(r: &Report) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "natm perf calibrate: {} ({:.1} s); CPU time per SDU, median of batches",
+        r.measured_on, r.seconds
+    );
+    let _ = writeln!(
+        s,
+        "{:>6} {:>6} {:>8} {:>10} {:>10} {:>12} {:>12}",
+        "size", "batch", "batches", "send ns", "recv ns", "send resid", "recv resid"
+    );
+    for row in &r.rows {
+        let _ = writeln!(
+            s,
+            "{:>6} {:>6} {:>8} {:>10.1} {:>10.1} {:>12.1} {:>12.1}",
+            row.size,
+            row.batch,
+            row.batches,
+            row.send_ns,
+            row.recv_ns,
+            row.send_residual_ns,
+            row.recv_residual_ns
+        );
+    }
+    let _ = writeln!(
+        s,
+        "send    = {} ns + {} ps/byte (rms residual {:.1} ns)",
+        r.send_fixed_ns, r.send_per_byte_ps, r.send_rms_residual_ns
+    );
+    let _ = writeln!(
+        s,
+        "receive = {} ns + {} ps/byte (rms residual {:.1} ns)",
+        r.recv_fixed_ns, r.recv_per_byte_ps, r.recv_rms_residual_ns
+    );
+    let _ = writeln!(
+        s,
+        "wakeup  = {} ns (eventfd mode, median of {} samples)",
+        r.wakeup_ns, r.wakeup_samples
+    );
+    let _ = writeln!(
+        s,
+        "(CPU clock read costs {} ns, taken off every batch)",
+        r.clock_overhead_ns
+    );
+    if let Some(out) = &r.out {
+        let _ = writeln!(s, "written to {out}");
+    }
+    s
+}
+
+/// `v` to one decimal, as the nearest float to that decimal (so the file shows `4418.9`,
+/// not `4418.900000000001`).
+fn tenths(v: f64) -> f64 {
+    format!("{v:.1}").parse().unwrap_or(v)
+}
+
+/// This thread's CPU time, ns.
+fn thread_cpu_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    (t.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(t.tv_nsec as u64)
+}
+
+/// The median cost of one reading of the thread CPU clock (a system call on most machines).
+fn clock_overhead_ns() -> u64 {
+    let mut v: Vec<u64> = (0..201)
+        .map(|_| {
+            let a = thread_cpu_ns();
+            thread_cpu_ns().saturating_sub(a)
+        })
+        .collect();
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+/// The CPUs of the sender and the receiver: the first two this process may use.
+fn placement() -> Option<(usize, usize)> {
+    let cpus = natm_nic::sched::allowed_cpus().ok()?;
+    match cpus.as_slice() {
+        [a, b, ..] => Some((*a, *b)),
+        _ => None,
+    }
+}
+
+/// Cells of an AAL5 PDU carrying `len` bytes.
+fn cells_for(len: usize) -> usize {
+    (len + 8).div_ceil(48)
+}
+
+/// SDUs per batch for `size`: every buffer, as long as the batch's cells fit in the ring.
+fn batch_for(size: usize) -> usize {
+    (RING_CELLS as usize / cells_for(size)).clamp(1, BUFFERS as usize)
+}
+
+/// One application's channel, adapter and driver over `link`.
+fn side(size: usize, link: ShmLink) -> io::Result<(AppEnd, Driver<ShmLink>)> {
+    let buffer_size = size.div_ceil(64) * 64;
+    let cfg = ChannelConfig {
+        tx_entries: BUFFERS,
+        rx_entries: BUFFERS,
+        completion_entries: 2 * BUFFERS,
+        buffer_size: buffer_size as u32,
+        buffer_count: BUFFERS,
+    };
+    let layout = cfg.layout().map_err(io::Error::other)?;
+    let mem =
+        MemfdMem::create("natm-perf-calibrate", layout.region_size).map_err(io::Error::other)?;
+    let ch = Channel::create(Arc::new(mem), &cfg).map_err(io::Error::other)?;
+    let app = ch.app().map_err(io::Error::other)?;
+    let end = ch.adapter().map_err(io::Error::other)?;
+    let mut config = AdapterConfig::new(BUFFERS, buffer_size);
+    config.max_tx_queued = BUFFERS as usize;
+    let mut adapter = Adapter::new(config).map_err(|e| io::Error::other(e.to_string()))?;
+    adapter
+        .open_vc(
+            HANDLE,
+            VcId::uni(0, 100).map_err(|e| io::Error::other(e.to_string()))?,
+            // The ring is the only limit, as in `natm perf link`.
+            VcSpec::ubr(1_000_000_000, 1),
+            RxVcConfig::aal5(size),
+        )
+        .map_err(|e| io::Error::other(e.to_string()))?;
+    Ok((app, Driver::new(adapter, end, link)))
+}
+
+/// One size's figures.
+struct Measured {
+    size: usize,
+    batch: usize,
+    batches: usize,
+    send_ns: f64,
+    recv_ns: f64,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+fn measure_size(
+    size: usize,
+    budget: Duration,
+    cpus: Option<(usize, usize)>,
+    clock_overhead: u64,
+) -> io::Result<Measured> {
+    let (a, b) = ShmLink::pair_with(RING_CELLS, ShmWait::BusyPoll).map_err(io::Error::other)?;
+    let (mut app_tx, mut tx) = side(size, a)?;
+    let (mut app_rx, mut rx) = side(size, b)?;
+    let batch = batch_for(size);
+    let (to_rx, batches) = mpsc::channel::<()>();
+    let (to_tx, received) = mpsc::channel::<io::Result<u64>>();
+    let receiver = thread::spawn(move || -> io::Result<()> {
+        pin(cpus.map(|c| c.1));
+        for b in 0..BUFFERS {
+            app_rx.post_rx(BufferId(b)).map_err(io::Error::other)?;
+        }
+        let mut copy = vec![0u8; size];
+        while batches.recv().is_ok() {
+            let r = receive_batch(size, batch, &mut app_rx, &mut rx, &mut copy);
+            let failed = r.is_err();
+            if to_tx.send(r).is_err() || failed {
+                break;
+            }
+        }
+        Ok(())
+    });
+    pin(cpus.map(|c| c.0));
+    let sdu: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+    let mut send_samples = Vec::new();
+    let mut recv_samples = Vec::new();
+    let start = Instant::now();
+    let mut result = Ok(());
+    for n in 0.. {
+        if n >= WARMUP_BATCHES + MIN_BATCHES && start.elapsed() >= budget {
+            break;
+        }
+        let sent = match send_batch(size, batch, &sdu, &mut app_tx, &mut tx) {
+            Ok(ns) => ns,
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        };
+        if to_rx.send(()).is_err() {
+            result = Err(io::Error::other("the receiver thread ended"));
+            break;
+        }
+        let got = match received.recv() {
+            Ok(Ok(ns)) => ns,
+            Ok(Err(e)) => {
+                result = Err(e);
+                break;
+            }
+            Err(_) => {
+                result = Err(io::Error::other("the receiver thread ended"));
+                break;
+            }
+        };
+        if n >= WARMUP_BATCHES {
+            let per = |ns: u64| ns.saturating_sub(clock_overhead) as f64 / batch as f64;
+            send_samples.push(per(sent));
+            recv_samples.push(per(got));
+        }
+    }
+    drop(to_rx);
+    let joined = receiver
+        .join()
+        .map_err(|_| io::Error::other("the receiver thread panicked"))?;
+    result?;
+    joined?;
+    Ok(Measured {
+        size,
+        batch,
+        batches: send_samples.len(),
+        send_ns: median(&mut send_samples),
+        recv_ns: median(&mut recv_samples),
+    })
+}
+
+/// Sends one batch; returns the sender's CPU time for it, ns.
+fn send_batch(
+    size: usize,
+    batch: usize,
+    sdu: &[u8],
+    app: &mut AppEnd,
+    driver: &mut Driver<ShmLink>,
+) -> io::Result<u64> {
+    let deadline = Instant::now() + BATCH_TIMEOUT;
+    let t0 = thread_cpu_ns();
+    for b in 0..batch as u32 {
+        app.write_buffer(BufferId(b), sdu)
+            .map_err(io::Error::other)?;
+        app.post_tx(BufferId(b), size as u32, HANDLE, 0)
+            .map_err(io::Error::other)?;
+    }
+    let mut done = 0;
+    while done < batch {
+        driver.poll().map_err(io::Error::other)?;
+        while let Some(c) = app.poll_completion().map_err(io::Error::other)? {
+            if status_from_code(c.status) != Some(Status::Ok) {
+                return Err(io::Error::other(format!(
+                    "a transmit completed with status {}",
+                    c.status
+                )));
+            }
+            done += 1;
+        }
+        if done < batch && Instant::now() > deadline {
+            return Err(io::Error::other(format!(
+                "{done} of {batch} transmits completed in {BATCH_TIMEOUT:?}"
+            )));
+        }
+    }
+    Ok(thread_cpu_ns().saturating_sub(t0))
+}
+
+/// Receives one batch whose cells are on the link; returns the receiver's CPU time, ns.
+fn receive_batch(
+    size: usize,
+    batch: usize,
+    app: &mut AppEnd,
+    driver: &mut Driver<ShmLink>,
+    copy: &mut [u8],
+) -> io::Result<u64> {
+    let deadline = Instant::now() + BATCH_TIMEOUT;
+    let t0 = thread_cpu_ns();
+    let mut got = 0;
+    while got < batch {
+        driver.poll().map_err(io::Error::other)?;
+        while let Some(c) = app.poll_completion().map_err(io::Error::other)? {
+            if status_from_code(c.status) != Some(Status::Ok) || c.len as usize != size {
+                return Err(io::Error::other(format!(
+                    "an SDU arrived with status {} and {} bytes (expected {size})",
+                    c.status, c.len
+                )));
+            }
+            app.read_buffer(c.buffer, copy).map_err(io::Error::other)?;
+            app.post_rx(c.buffer).map_err(io::Error::other)?;
+            got += 1;
+        }
+        if got < batch && Instant::now() > deadline {
+            let d = driver.adapter().counters();
+            return Err(io::Error::other(format!(
+                "{got} of {batch} SDUs arrived in {BATCH_TIMEOUT:?} (dropped: crc {}, no buffer \
+                 {}, length {}, oversize {})",
+                d.crc, d.no_buffer, d.length, d.oversize
+            )));
+        }
+    }
+    Ok(thread_cpu_ns().saturating_sub(t0))
+}
+
+/// The median of `natm perf wakeup`'s eventfd mode, ns, from this binary run as
+/// `natm perf wakeup --modes eventfd --json`.
+fn eventfd_wakeup_ns(samples: u64) -> Result<u64, CliError> {
+    let exe = std::env::current_exe()
+        .map_err(|e| CliError::failure(format!("finding this program to run perf wakeup: {e}")))?;
+    let out = Command::new(&exe)
+        .args(["perf", "wakeup", "--modes", "eventfd", "--disturbers", "0"])
+        .args(["--sched", "other", "--json", "--samples"])
+        .arg(samples.to_string())
+        .output()
+        .map_err(|e| CliError::failure(format!("running {} perf wakeup: {e}", exe.display())))?;
+    if !out.status.success() {
+        return Err(CliError::failure(format!(
+            "perf wakeup failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| CliError::failure(format!("perf wakeup's JSON: {e}")))?;
+    let condition = &v["conditions"][0];
+    if let Some(e) = condition["error"].as_str() {
+        return Err(CliError::failure(format!("perf wakeup: {e}")));
+    }
+    let median_us = condition["modes"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["mode"] == "eventfd"))
+        .and_then(|m| m["median_us"].as_f64())
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .ok_or_else(|| CliError::failure("perf wakeup reported no eventfd median"))?;
+    Ok((median_us * 1000.0).round() as u64)
+}
+
+/// Kernel release, CPU model and CPU count.
+fn machine() -> String {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown kernel".into());
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, m)| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    // What nproc counts: the CPUs this process may run on.
+    let n = natm_nic::sched::allowed_cpus()
+        .map(|c| c.len())
+        .or_else(|_| thread::available_parallelism().map(|n| n.get()))
+        .unwrap_or(1);
+    format!(
+        "Linux {release}; {model}; {n} CPU{}",
+        if n == 1 { "" } else { "s" }
+    )
+}
+
+/// The command as typed, quoted for a POSIX shell where needed.
+fn command_line() -> String {
+    std::env::args()
+        .map(|a| {
+            let plain = !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+            if plain {
+                a
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Now, as UTC `YYYY-MM-DDTHH:MM:SSZ`.
+fn utc_now() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    utc(secs)
+}
+
+/// Seconds since the Unix epoch as UTC `YYYY-MM-DDTHH:MM:SSZ` (proleptic Gregorian).
+fn utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from a day count, by 400-year eras of 146,097 days starting in March.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(utc(1_795_498_245), "2026-11-24T05:30:45Z");
+        assert_eq!(utc(4_107_542_399), "2100-02-28T23:59:59Z");
+        assert_eq!(utc(4_107_542_400), "2100-03-01T00:00:00Z");
+    }
+
+    #[test]
+    fn batches_fit_the_ring_and_the_buffers() {
+        assert_eq!(batch_for(40), BUFFERS as usize);
+        for size in SIZES {
+            let b = batch_for(size);
+            assert!(b >= 1 && b <= BUFFERS as usize);
+            assert!(b * cells_for(size) <= RING_CELLS as usize, "{size}");
+        }
+        assert_eq!(batch_for(16_384), 4096 / 342);
+    }
+
+    #[test]
+    fn median_of_odd_and_even() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&mut []).is_nan());
+    }
+}
