@@ -1,5 +1,46 @@
-//! natm's deterministic simulator (issue 6).
+//! natm's deterministic simulator (issue 6): the production switch, adapter and link cores
+//! driven through virtual time, under seeded loads and faults, with invariants checked
+//! after every event.
+//!
+//! What it is: a discrete-event driver ([`world::World`]) for natm-switch's
+//! [`Switch`](natm_switch::Switch), natm-adapter's [`Adapter`](natm_adapter::Adapter) and
+//! natm-netem's [`Netem`](natm_netem::Netem), unchanged: the simulator holds no copy of
+//! protocol logic, only the glue the daemons have (hostd's VC shaping from a QoS,
+//! switchd's port rates and CDVT) and oracles that check the cores' results
+//! ([`check`]). Scenarios ([`scenario`]) are natm-topology files, the ones `natm lab up`
+//! takes, with an optional `[sim]` table; [`faults`] draws fault plans from a seed and
+//! [`swarm`] runs many seeds.
+//!
+//! What it is not: no real time, threads, sockets or OS randomness on the path of a run;
+//! no signalling (PVCs only); no model of the daemons' own scheduling beyond a per-host CPU
+//! cost ([`app::HostCosts`]).
+//!
+//! # Determinism
+//!
+//! One master seed per run. Every component draws from its own stream, seeded by
+//! [`seed::sub_seed`] of the master seed and the component's name. Events run in (time,
+//! sequence) order, so ties are broken the same way every time. The same seed gives the
+//! same [`World::digest`](world::World::digest) and a byte-identical trace.
+//!
+//! # Call contract
+//!
+//! Build a [`world::World`] (switches, hosts with their [`app::App`], links,
+//! cross-connects, VCs), [`start`](world::World::start) it, schedule
+//! [`Action`](world::Action)s, then [`run_until`](world::World::run_until) a virtual time;
+//! it stops early with a [`Violation`](world::Violation) if an invariant breaks. Or call
+//! [`run`] with a [`Scenario`](scenario::Scenario) and a seed, as `natm sim run` does.
 
 pub mod app;
-pub mod calib;
+pub mod check;
 pub mod eventbuilder;
+#[cfg(feature = "mutants")]
+pub mod mutants;
+pub mod queue;
+pub mod seed;
+pub mod world;
+
+pub use app::{App, AppIo, HostCosts};
+pub use world::{
+    Action, ConnId, Dirs, End, HostConfig, HostId, LinkConfig, LinkId, SimError, Stats, SwitchId,
+    VcOptions, Violation, World,
+};

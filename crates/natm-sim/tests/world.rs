@@ -1,0 +1,177 @@
+//! The world's builder and event loop on a small network: h1 — s1 — h2.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use natm_core::{Duration, Instant, Qos, VcId};
+use natm_sim::{Action, App, AppIo, End, HostConfig, HostCosts, LinkConfig, SimError, World};
+use natm_switch::{CrossConnect, PortConfig, PortId, SwitchConfig};
+
+/// Sends `count` SDUs of `len` bytes, one every `gap`, and records what it receives.
+struct Pinger {
+    vc: VcId,
+    count: u32,
+    len: usize,
+    gap: Duration,
+    sent: u32,
+    got: Rc<RefCell<Vec<(Instant, Vec<u8>)>>>,
+}
+
+impl App for Pinger {
+    fn start(&mut self, now: Instant, io: &mut AppIo) {
+        if self.count > 0 {
+            io.timer(now, 0);
+        }
+    }
+    fn on_sdu(&mut self, now: Instant, _vc: VcId, sdu: &[u8], _io: &mut AppIo) {
+        self.got.borrow_mut().push((now, sdu.to_vec()));
+    }
+    fn on_timer(&mut self, now: Instant, _token: u64, io: &mut AppIo) {
+        let n = self.sent;
+        io.send_with(self.vc, self.len, |b| b.fill(n as u8));
+        self.sent += 1;
+        if self.sent < self.count {
+            io.timer_after(now, self.gap, 0);
+        }
+    }
+}
+
+type Got = Rc<RefCell<Vec<(Instant, Vec<u8>)>>>;
+
+fn net(seed: u64, costs: HostCosts, count: u32) -> (World, Got, natm_sim::LinkId) {
+    let vc = VcId::uni(0, 100).unwrap();
+    let got: Got = Rc::default();
+    let mut w = World::new(seed);
+    let s1 = w.add_switch("s1", SwitchConfig::default());
+    let mut hc = HostConfig::new(64, 2048);
+    hc.costs = costs;
+    let sender = Pinger {
+        vc,
+        count,
+        len: 1000,
+        gap: Duration::from_micros(100),
+        sent: 0,
+        got: Rc::default(),
+    };
+    let receiver = Pinger {
+        vc,
+        count: 0,
+        len: 0,
+        gap: Duration::ZERO,
+        sent: 0,
+        got: got.clone(),
+    };
+    let h1 = w.add_host("h1", hc, Box::new(sender)).unwrap();
+    let h2 = w.add_host("h2", hc, Box::new(receiver)).unwrap();
+    let port = PortConfig {
+        cdvt: Duration::from_millis(1),
+        ..PortConfig::default()
+    };
+    let l1 = w
+        .add_link(
+            End::Host(h1),
+            End::Port(s1, PortId(1), port),
+            LinkConfig::default(),
+        )
+        .unwrap();
+    w.add_link(
+        End::Host(h2),
+        End::Port(s1, PortId(2), port),
+        LinkConfig::default(),
+    )
+    .unwrap();
+    let qos: Qos = "ubr".parse().unwrap();
+    let xc = CrossConnect::new("1:0.100".parse().unwrap(), "2:0.100".parse().unwrap(), qos);
+    w.connect(s1, &xc).unwrap();
+    w.open_vc(h1, vc, &qos).unwrap();
+    w.open_vc(h2, vc, &qos).unwrap();
+    w.start();
+    (w, got, l1)
+}
+
+#[test]
+fn sdus_cross_a_switch_in_order_at_line_rate_and_the_cpu_costs_show() {
+    let (mut w, got, _) = net(1, HostCosts::FREE, 10);
+    w.run_until(Instant::from_nanos(10_000_000)).unwrap();
+    let got = got.borrow();
+    assert_eq!(got.len(), 10);
+    for (i, (_, b)) in got.iter().enumerate() {
+        assert_eq!(b.len(), 1000);
+        assert!(b.iter().all(|&x| x == i as u8));
+    }
+    // 1000 bytes are 21 cells at 2.83 µs each on OC-3c; the switch forwards each cell as it
+    // comes, so the last cell is out of the second link one cell time after the first.
+    let first = got[0].0.as_nanos();
+    assert!((22 * 2831..22 * 2831 + 2000).contains(&first), "{first}");
+    let s = w.stats();
+    assert_eq!((s.sdus_sent, s.sdus_delivered), (10, 10));
+    // Four cell events per cell and hop (adapter out, link, switch in, link, adapter in).
+    assert_eq!(s.cell_events, 10 * 21 * 5);
+    drop(got);
+
+    let costs = HostCosts {
+        recv_fixed: Duration::from_micros(50),
+        ..HostCosts::FREE
+    };
+    let (mut w2, got2, _) = net(1, costs, 10);
+    w2.run_until(Instant::from_nanos(10_000_000)).unwrap();
+    assert_eq!(got2.borrow()[0].0.as_nanos(), first + 50_000);
+    assert!(w2.busy().is_none());
+}
+
+#[test]
+fn a_link_down_drops_cells_and_up_again_delivers() {
+    let (mut w, got, l1) = net(2, HostCosts::FREE, 100);
+    w.schedule(Instant::from_nanos(1_000_000), Action::LinkUp(l1, false));
+    w.schedule(Instant::from_nanos(3_000_000), Action::LinkUp(l1, true));
+    w.run_until(Instant::from_nanos(20_000_000)).unwrap();
+    let n = got.borrow().len();
+    assert!((70..=85).contains(&n), "{n} of 100 delivered");
+    assert!(w.stats().dropped_link_down > 0);
+    assert!(w.busy().is_none());
+    w.audit_all().unwrap();
+}
+
+#[test]
+fn builder_refusals_name_the_problem() {
+    let mut w = World::new(0);
+    let s1 = w.add_switch("s1", SwitchConfig::default());
+    let h1 = w
+        .add_host("h1", HostConfig::default(), Box::new(NoApp))
+        .unwrap();
+    let vc = VcId::uni(0, 100).unwrap();
+    let e = w.open_vc(h1, vc, &"ubr".parse().unwrap()).unwrap_err();
+    assert_eq!(e, SimError::NoLink("h1".into()));
+    w.add_link(
+        End::Host(h1),
+        End::Port(s1, PortId(1), PortConfig::default()),
+        LinkConfig::default(),
+    )
+    .unwrap();
+    let e = w
+        .add_link(
+            End::Host(h1),
+            End::Port(s1, PortId(2), PortConfig::default()),
+            LinkConfig::default(),
+        )
+        .unwrap_err();
+    assert_eq!(e.to_string(), "host h1 has a link already");
+    let e = w
+        .open_vc(h1, vc, &"cbr:pcr=400000".parse().unwrap())
+        .unwrap_err();
+    assert!(e.to_string().starts_with("host h1: "), "{e}");
+    let xc = CrossConnect::new(
+        "1:0.100".parse().unwrap(),
+        "9:0.100".parse().unwrap(),
+        "ubr".parse().unwrap(),
+    );
+    let e = w.connect(s1, &xc).unwrap_err();
+    assert!(e.to_string().contains("s1"), "{e}");
+}
+
+struct NoApp;
+impl App for NoApp {
+    fn start(&mut self, _: Instant, _: &mut AppIo) {}
+    fn on_sdu(&mut self, _: Instant, _: VcId, _: &[u8], _: &mut AppIo) {}
+    fn on_timer(&mut self, _: Instant, _: u64, _: &mut AppIo) {}
+}
