@@ -31,6 +31,7 @@
 //! [`run`] with a [`Scenario`](scenario::Scenario) and a seed, as `natm sim run` does.
 
 pub mod app;
+pub mod calib;
 pub mod check;
 pub mod eventbuilder;
 #[cfg(feature = "mutants")]
