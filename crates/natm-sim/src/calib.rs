@@ -8,7 +8,9 @@
 //! natm-nic channel, natm-host's `Driver` around the natm-adapter core, and natm-link's
 //! shared-memory cell link — on two threads, one per CPU, and reads each thread's CPU clock
 //! (`CLOCK_THREAD_CPUTIME_ID`, so time the thread spent preempted does not count) around
-//! batches of SDUs of one size, for sizes from 40 B to 16 KiB:
+//! batches of SDUs of one size, for sizes from 40 B to 16 KiB taken in rotating rounds (a
+//! batch of each size per round, so a change in the machine's load touches every size and
+//! no size runs with caches only its own buffers have warmed):
 //!
 //! * **send** (`send_fixed_ns`, `send_per_byte_ps`): the sending thread posts a batch of
 //!   SDUs to its channel, polls its driver until the adapter has segmented every one into
@@ -683,6 +685,36 @@ mod tests {
         let f = fit(&pts).unwrap();
         assert!((f.at(40) - 1040.0).abs() / 1040.0 < 0.1, "{f:?}");
         assert_eq!(fit(&[]), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_valid_calibration_reads_back_equal(
+            costs in (0..=MAX_FIXED_NS, 0..=MAX_PER_BYTE_PS, 0..=MAX_FIXED_NS,
+                      0..=MAX_PER_BYTE_PS, 0..=MAX_WAKEUP_NS),
+            text in "\\PC{0,40}",
+            sizes in proptest::collection::btree_set(1..=MAX_SIZE, 0..12),
+            ns in proptest::collection::vec((0.0..MAX_POINT_NS, 0.0..MAX_POINT_NS), 12),
+        ) {
+            let c = Calibration {
+                costs: HostCosts {
+                    send_fixed: Duration::from_nanos(costs.0),
+                    send_per_byte_ps: costs.1,
+                    recv_fixed: Duration::from_nanos(costs.2),
+                    recv_per_byte_ps: costs.3,
+                    wakeup: Duration::from_nanos(costs.4),
+                },
+                measured_on: text.clone(),
+                command: format!("natm perf calibrate {text}"),
+                date: text,
+                fits: sizes
+                    .iter()
+                    .zip(&ns)
+                    .map(|(&size, &(send_ns, recv_ns))| FitPoint { size, send_ns, recv_ns })
+                    .collect(),
+            };
+            proptest::prop_assert_eq!(Calibration::parse(&c.to_toml()), Ok(c));
+        }
     }
 
     #[test]

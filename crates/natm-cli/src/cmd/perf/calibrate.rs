@@ -27,8 +27,10 @@
 //! asleep on natm-nic's eventfd waiter, from the cell's publish until it holds the cell),
 //! measured by running this same binary's `perf wakeup` with `--json`.
 //!
-//! `--seconds` bounds the whole run: a fifth for the wake-ups, the rest shared by the sizes
-//! (at least [`MIN_BATCHES`] batches each).
+//! The sizes are measured in rounds, one batch of each per round in a rotating order, so
+//! that a change in the machine's load touches every size alike. `--seconds` bounds the
+//! whole run: a fifth for the wake-ups, the rest for the rounds (at least [`MIN_BATCHES`]
+//! after two thrown away).
 
 use std::io;
 use std::process::Command;
@@ -60,9 +62,9 @@ const BUFFERS: u32 = 32;
 const RING_CELLS: u32 = 4096;
 /// The VC handle the measurement runs on.
 const HANDLE: u32 = 1;
-/// Batches per size at the least, however short `--seconds` is.
+/// Rounds (batches per size) at the least, however short `--seconds` is.
 pub const MIN_BATCHES: usize = 5;
-/// Batches per size thrown away first (cold caches, first-touch page faults).
+/// Rounds thrown away first (cold caches, first-touch page faults).
 const WARMUP_BATCHES: usize = 2;
 /// Longest a batch may take before the run is declared stuck.
 const BATCH_TIMEOUT: Duration = Duration::from_secs(5);
@@ -132,18 +134,13 @@ pub fn run(args: CalibrateArgs) -> CmdResult {
     // Read before any pinning: a pinned thread's affinity is one CPU.
     let measured_on = machine();
     let cpus = placement();
-    let per_size =
-        Duration::from_secs_f64(args.seconds * (1.0 - WAKEUP_SHARE) / SIZES.len() as f64);
+    let budget = Duration::from_secs_f64(args.seconds * (1.0 - WAKEUP_SHARE));
     // The sender is a thread of its own, so that this one stays unpinned and the wake-up
     // measurement it starts may use every CPU.
     let (measured, clock_overhead) = thread::spawn(move || {
         let clock_overhead = clock_overhead_ns();
-        let mut measured = Vec::new();
-        for &size in &SIZES {
-            let m = measure_size(size, per_size, cpus, clock_overhead)
-                .map_err(|e| format!("{size}-byte SDUs: {e}"))?;
-            measured.push(m);
-        }
+        let measured =
+            measure_sizes(&SIZES, budget, cpus, clock_overhead).map_err(|e| e.to_string())?;
         Ok::<_, String>((measured, clock_overhead))
     })
     .join()
@@ -386,84 +383,117 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
-fn measure_size(
+/// One size's sending side, kept by the sending thread.
+struct TxSide {
     size: usize,
+    batch: usize,
+    sdu: Vec<u8>,
+    app: AppEnd,
+    driver: Driver<ShmLink>,
+    send_ns: Vec<f64>,
+    recv_ns: Vec<f64>,
+}
+
+/// Measures every size in rounds, one batch of each size per round in an order that
+/// rotates, until `budget` is spent (and at least the warm-up and [`MIN_BATCHES`] rounds
+/// are done): a change in the machine's load touches every size alike instead of bending
+/// the fit.
+fn measure_sizes(
+    sizes: &[usize],
     budget: Duration,
     cpus: Option<(usize, usize)>,
     clock_overhead: u64,
-) -> io::Result<Measured> {
-    let (a, b) = ShmLink::pair_with(RING_CELLS, ShmWait::BusyPoll).map_err(io::Error::other)?;
-    let (mut app_tx, mut tx) = side(size, a)?;
-    let (mut app_rx, mut rx) = side(size, b)?;
-    let batch = batch_for(size);
-    let (to_rx, batches) = mpsc::channel::<()>();
-    let (to_tx, received) = mpsc::channel::<io::Result<u64>>();
-    let receiver = thread::spawn(move || -> io::Result<()> {
-        pin(cpus.map(|c| c.1));
-        for b in 0..BUFFERS {
-            app_rx.post_rx(BufferId(b)).map_err(io::Error::other)?;
+) -> io::Result<Vec<Measured>> {
+    let mut txs = Vec::new();
+    let mut rxs = Vec::new();
+    for &size in sizes {
+        let (a, b) = ShmLink::pair_with(RING_CELLS, ShmWait::BusyPoll).map_err(io::Error::other)?;
+        let (app, driver) = side(size, a)?;
+        let (mut app_rx, rx) = side(size, b)?;
+        for buf in 0..BUFFERS {
+            app_rx.post_rx(BufferId(buf)).map_err(io::Error::other)?;
         }
-        let mut copy = vec![0u8; size];
-        while batches.recv().is_ok() {
-            let r = receive_batch(size, batch, &mut app_rx, &mut rx, &mut copy);
+        txs.push(TxSide {
+            size,
+            batch: batch_for(size),
+            sdu: (0..size).map(|i| (i % 251) as u8).collect(),
+            app,
+            driver,
+            send_ns: Vec::new(),
+            recv_ns: Vec::new(),
+        });
+        rxs.push((size, batch_for(size), app_rx, rx));
+    }
+    // The receiver takes the index of the size whose batch is on its link.
+    let (to_rx, batches) = mpsc::channel::<usize>();
+    let (to_tx, received) = mpsc::channel::<io::Result<u64>>();
+    let receiver = thread::spawn(move || {
+        pin(cpus.map(|c| c.1));
+        let mut copy = vec![0u8; rxs.iter().map(|r| r.0).max().unwrap_or(0)];
+        while let Ok(i) = batches.recv() {
+            let r = match rxs.get_mut(i) {
+                Some((size, batch, app, driver)) => {
+                    receive_batch(*size, *batch, app, driver, &mut copy[..*size])
+                }
+                None => Err(io::Error::other(format!("no size number {i}"))),
+            };
             let failed = r.is_err();
             if to_tx.send(r).is_err() || failed {
                 break;
             }
         }
-        Ok(())
     });
     pin(cpus.map(|c| c.0));
-    let sdu: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
-    let mut send_samples = Vec::new();
-    let mut recv_samples = Vec::new();
     let start = Instant::now();
+    let n = txs.len();
     let mut result = Ok(());
-    for n in 0.. {
-        if n >= WARMUP_BATCHES + MIN_BATCHES && start.elapsed() >= budget {
+    'rounds: for round in 0.. {
+        if round >= WARMUP_BATCHES + MIN_BATCHES && start.elapsed() >= budget {
             break;
         }
-        let sent = match send_batch(size, batch, &sdu, &mut app_tx, &mut tx) {
-            Ok(ns) => ns,
-            Err(e) => {
-                result = Err(e);
-                break;
+        for k in 0..n {
+            let i = (k + round) % n;
+            let t = &mut txs[i];
+            let sent = match send_batch(t.size, t.batch, &t.sdu, &mut t.app, &mut t.driver) {
+                Ok(ns) => ns,
+                Err(e) => {
+                    result = Err(e);
+                    break 'rounds;
+                }
+            };
+            let got = match to_rx.send(i).map(|()| received.recv()) {
+                Ok(Ok(Ok(ns))) => ns,
+                Ok(Ok(Err(e))) => {
+                    result = Err(e);
+                    break 'rounds;
+                }
+                Ok(Err(_)) | Err(_) => {
+                    result = Err(io::Error::other("the receiver thread ended"));
+                    break 'rounds;
+                }
+            };
+            if round >= WARMUP_BATCHES {
+                let per = |ns: u64| ns.saturating_sub(clock_overhead) as f64 / t.batch as f64;
+                t.send_ns.push(per(sent));
+                t.recv_ns.push(per(got));
             }
-        };
-        if to_rx.send(()).is_err() {
-            result = Err(io::Error::other("the receiver thread ended"));
-            break;
-        }
-        let got = match received.recv() {
-            Ok(Ok(ns)) => ns,
-            Ok(Err(e)) => {
-                result = Err(e);
-                break;
-            }
-            Err(_) => {
-                result = Err(io::Error::other("the receiver thread ended"));
-                break;
-            }
-        };
-        if n >= WARMUP_BATCHES {
-            let per = |ns: u64| ns.saturating_sub(clock_overhead) as f64 / batch as f64;
-            send_samples.push(per(sent));
-            recv_samples.push(per(got));
         }
     }
     drop(to_rx);
-    let joined = receiver
+    receiver
         .join()
         .map_err(|_| io::Error::other("the receiver thread panicked"))?;
     result?;
-    joined?;
-    Ok(Measured {
-        size,
-        batch,
-        batches: send_samples.len(),
-        send_ns: median(&mut send_samples),
-        recv_ns: median(&mut recv_samples),
-    })
+    Ok(txs
+        .into_iter()
+        .map(|mut t| Measured {
+            size: t.size,
+            batch: t.batch,
+            batches: t.send_ns.len(),
+            send_ns: median(&mut t.send_ns),
+            recv_ns: median(&mut t.recv_ns),
+        })
+        .collect())
 }
 
 /// Sends one batch; returns the sender's CPU time for it, ns.
