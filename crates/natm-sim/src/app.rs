@@ -78,7 +78,9 @@ impl AppIo {
 
     /// Call [`App::on_timer`] with `token` after `after`.
     pub fn timer_after(&mut self, now: Instant, after: Duration, token: u64) {
-        let at = now.checked_add(after).unwrap_or(Instant::from_nanos(u64::MAX));
+        let at = now
+            .checked_add(after)
+            .unwrap_or(Instant::from_nanos(u64::MAX));
         self.timers.push((at, token));
     }
 
