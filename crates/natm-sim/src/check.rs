@@ -79,7 +79,8 @@ pub fn serials_of(len: usize) -> u32 {
 }
 
 /// Writes SDU number `sdu` of `flow` into `buf` (its whole length): a tag per chunk with
-/// serials from `first_serial`, the SDU number and length after the first tag, and bytes
+/// serials from `first_serial`, the SDU number and its length (mixed with the flow and
+/// number) after the first tag, and bytes
 /// that are a function of (flow, SDU number, offset) elsewhere. `buf` is at least
 /// [`MIN_SDU`] bytes.
 pub fn build_sdu(flow: u32, sdu: u32, first_serial: u32, buf: &mut [u8]) {
@@ -93,7 +94,8 @@ pub fn build_sdu(flow: u32, sdu: u32, first_serial: u32, buf: &mut [u8]) {
     }
     if buf.len() >= MIN_SDU {
         buf[12..16].copy_from_slice(&sdu.to_le_bytes());
-        let len = buf.len() as u32;
+        // The length, mixed with the flow and number so that a damaged number shows too.
+        let len = buf.len() as u32 ^ (base >> 32) as u32;
         buf[16..20].copy_from_slice(&len.to_le_bytes());
     }
 }
@@ -257,7 +259,6 @@ impl Checker {
 
     pub(crate) fn cells_at_host(&mut self, h: u32, cells: &[[u8; 53]]) -> Result<(), String> {
         self.order(u64::from(h), cells)
-            .map_err(|e| format!("at host #{h}: {e}"))
     }
 
     pub(crate) fn leg_reset(&mut self, s: u32, conn: ConnId) {
@@ -517,19 +518,19 @@ impl Checker {
         let mut scratch = std::mem::take(&mut self.scratch);
         let r = verify_sdu(bytes, &mut scratch);
         self.scratch = scratch;
-        let (flow, sdu) = r.map_err(|e| format!("host #{h} VC {vc}: {e}"))?;
+        let (flow, sdu) = r.map_err(|e| format!("VC {vc}: {e}"))?;
         match self.flows.get(&flow) {
             Some(&(fh, fvc)) if (fh, fvc) == (h, vc) => {}
             _ => {
                 return Err(format!(
-                    "host #{h} VC {vc}: SDU {sdu} of flow {flow}, which is not this VC's"
+                    "VC {vc}: SDU {sdu} of flow {flow}, which is not this VC's"
                 ));
             }
         }
         let last = self.delivered.entry(flow).or_insert(sdu);
         if sdu < *last {
             return Err(format!(
-                "host #{h} VC {vc}: flow {flow} SDU {sdu} delivered after SDU {last}"
+                "VC {vc}: flow {flow} SDU {sdu} delivered after SDU {last}"
             ));
         }
         *last = sdu;

@@ -34,13 +34,19 @@ pub mod app;
 pub mod calib;
 pub mod check;
 pub mod eventbuilder;
+pub mod faults;
+pub mod load;
 #[cfg(feature = "mutants")]
 pub mod mutants;
 pub mod queue;
+pub mod scenario;
 pub mod seed;
+pub mod swarm;
 pub mod world;
 
 pub use app::{App, AppIo, HostCosts};
+pub use scenario::{DEFAULT_SCENARIO, RunReport, Scenario, ScenarioError, run};
+pub use swarm::{SeedOutcome, SwarmReport, swarm};
 pub use world::{
     Action, ConnId, Dirs, End, HostConfig, HostId, LinkConfig, LinkId, SimError, Stats, SwitchId,
     VcOptions, Violation, World,

@@ -51,7 +51,7 @@ use natm_adapter::{
 };
 use natm_core::{Duration, Instant, Qos, TrafficClass, VcId};
 use natm_netem::{Config as NetemConfig, Impairments, Netem, Rate};
-use natm_switch::{CrossConnect, PortConfig, PortId, PortRate, Switch, SwitchConfig};
+use natm_switch::{CrossConnect, Endpoint, PortConfig, PortId, PortRate, Switch, SwitchConfig};
 use natm_traffic::cac::{Cac, CacConfig};
 use natm_traffic::sched::VcSpec;
 
@@ -184,6 +184,8 @@ pub enum Action {
     Connect(SwitchId, CrossConnect),
     /// Remove a cross-connect.
     Disconnect(SwitchId, ConnId),
+    /// Remove the recorded cross-connect whose `a` end is this endpoint.
+    DisconnectEndpoint(SwitchId, Endpoint),
     /// Open a VC at a host.
     OpenVc(HostId, VcId, Qos, VcOptions),
     /// Close a VC at a host.
@@ -1113,7 +1115,8 @@ impl World {
         }
         self.stats.cell_events += cells.len() as u64;
         if let Err(detail) = self.check.cells_at_host(h, cells) {
-            self.violate("cell order per VC", detail);
+            let name = &self.hosts[h as usize].name;
+            self.violate("cell order per VC", format!("into host {name}: {detail}"));
         }
         let host = &mut self.hosts[h as usize];
         host.adapter.handle_cells(now, cells, &mut host.mem);
@@ -1327,7 +1330,8 @@ impl World {
                     .map(|b| &b[..len.min(b.len())])
                     .unwrap_or(&[]);
                 if let Err(detail) = self.check.sdu_delivered(h, vc, bytes) {
-                    self.violate("no bad frame delivered", detail);
+                    let name = &self.hosts[h as usize].name;
+                    self.violate("no bad frame delivered", format!("host {name} {detail}"));
                 }
                 self.stats.sdus_delivered += 1;
                 let host = &mut self.hosts[h as usize];
@@ -1605,6 +1609,19 @@ impl World {
             }
             Action::Connect(s, xc) => self.connect(s, &xc).map(|_| ()),
             Action::Disconnect(s, c) => self.disconnect(s, c),
+            Action::DisconnectEndpoint(s, e) => {
+                let node = self.switch_ref(s)?;
+                let id = node
+                    .xcs
+                    .iter()
+                    .find(|(_, r)| r.xc.a == e)
+                    .map(|(id, _)| *id)
+                    .ok_or_else(|| SimError::Switch {
+                        switch: node.name.clone(),
+                        reason: format!("no cross-connect from {e}"),
+                    })?;
+                self.disconnect(s, id)
+            }
             Action::OpenVc(h, vc, qos, options) => self.open_vc_with(h, vc, &qos, options),
             Action::CloseVc(h, vc) => self.close_vc(h, vc),
             Action::Impairments(l, dirs, imp) => {

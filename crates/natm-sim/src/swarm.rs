@@ -1,0 +1,104 @@
+//! Swarm: one scenario over many seeds, each an independent run, spread over the cores.
+//!
+//! Seeds `from..from + n` run on `std::thread::scope` workers taking the next seed from a
+//! shared counter; each run builds its own world in its thread, so the outcome of a seed
+//! does not depend on which thread ran it or what ran beside it. Outcomes come back in seed
+//! order. A failure's text names the seed, the invariant, the virtual time and the exact
+//! command that replays it.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::scenario::{RunReport, Scenario, run};
+use crate::world::Violation;
+
+/// What one seed did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeedOutcome {
+    /// The seed.
+    pub seed: u64,
+    /// Its report, or the invariant it broke.
+    pub result: Result<RunReport, Violation>,
+}
+
+impl SeedOutcome {
+    /// One line for a failure: seed, invariant, time, detail and the replay command.
+    pub fn failure_text(&self, scenario: &Scenario) -> Option<String> {
+        let v = self.result.as_ref().err()?;
+        Some(format!(
+            "seed {}: {} at {} ns: {} — replay: {}",
+            self.seed,
+            v.invariant,
+            v.at.as_nanos(),
+            v.detail,
+            scenario.replay(self.seed)
+        ))
+    }
+}
+
+/// A swarm's outcomes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SwarmReport {
+    /// One per seed run, in seed order.
+    pub outcomes: Vec<SeedOutcome>,
+    /// Wall-clock time of the whole swarm.
+    pub wall: std::time::Duration,
+}
+
+impl SwarmReport {
+    /// The failed seeds' outcomes.
+    pub fn failures(&self) -> impl Iterator<Item = &SeedOutcome> {
+        self.outcomes.iter().filter(|o| o.result.is_err())
+    }
+}
+
+/// Runs seeds `from..from + n` of `scenario` on up to `threads` threads (0: the cores
+/// available). With `stop_at_failure`, no new seed starts once one has failed (the
+/// outcomes then hold the seeds that ran).
+pub fn swarm(
+    scenario: &Scenario,
+    from: u64,
+    n: u64,
+    threads: usize,
+    stop_at_failure: bool,
+) -> SwarmReport {
+    let wall = std::time::Instant::now();
+    let threads = match threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        t => t,
+    }
+    .min(n.max(1) as usize);
+    let next = AtomicU64::new(from);
+    let failed = AtomicBool::new(false);
+    let end = from.saturating_add(n);
+    let out = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    if stop_at_failure && failed.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let seed = next.fetch_add(1, Ordering::Relaxed);
+                    if seed >= end {
+                        break;
+                    }
+                    let result = run(scenario, seed, None);
+                    if result.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    // A poisoned lock means another worker panicked; its panic is the news.
+                    if let Ok(mut o) = out.lock() {
+                        o.push(SeedOutcome { seed, result });
+                    }
+                }
+            });
+        }
+    });
+    let mut outcomes = out.into_inner().unwrap_or_default();
+    outcomes.sort_by_key(|o| o.seed);
+    SwarmReport {
+        outcomes,
+        wall: wall.elapsed(),
+    }
+}
