@@ -38,11 +38,16 @@ use std::fmt;
 use std::rc::Rc;
 
 use hdrhistogram::Histogram;
-use natm_core::{Duration, Instant, VcId, Vci};
+use natm_core::{Aal, Duration, Instant, Qos, TrafficClass, TrafficParams, VcId, Vci};
+use natm_netem::Rate;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::{Rng, SeedableRng};
+use serde::Serialize;
 
-use crate::app::{App, AppIo};
+use natm_switch::{CrossConnect, Endpoint, PortConfig, PortId, SwitchConfig};
+
+use crate::app::{App, AppIo, HostCosts};
+use crate::world::{Action, End, HostConfig, HostId, LinkConfig, World};
 
 /// The first VCI the event builder uses on every host link.
 pub const FIRST_VCI: u16 = 32;
@@ -575,6 +580,853 @@ impl App for Source {
     }
 }
 
+/// What an event-builder run is asked to do.
+#[derive(Clone, Debug)]
+pub struct EbConfig {
+    /// Sources (readout buffers), ≥ 1.
+    pub sources: usize,
+    /// Destinations (event-building nodes), ≥ 1.
+    pub destinations: usize,
+    /// Events assigned per second (finite, > 0).
+    pub rate_hz: f64,
+    /// Periodic or Poisson assignments.
+    pub arrivals: Arrivals,
+    /// How the supervisor picks a destination.
+    pub policy: Policy,
+    /// Bytes of each fragment ([`EVENT_BYTES`]..=65535).
+    pub fragment: usize,
+    /// The QoS of the data VCs (source ↔ destination); AAL5 is implied.
+    pub qos: Qos,
+    /// Every link's line rate.
+    pub link: Rate,
+    /// Per-message host overheads (from a calibration).
+    pub costs: HostCosts,
+    /// How long the supervisor assigns events; the run goes on for twice the timeout after
+    /// it so that every event is decided.
+    pub duration: Duration,
+    /// The seed of the whole run.
+    pub seed: u64,
+    /// An event not built this long after its assignment is lost.
+    pub timeout: Duration,
+    /// How often queues and links are sampled.
+    pub sample_interval: Duration,
+}
+
+impl EbConfig {
+    /// `sources` × `destinations` at `rate_hz` with `fragment`-byte fragments; UBR data VCs
+    /// on OC-3c links, free hosts, periodic round-robin assignment for 1 s, seed 1, 100 ms
+    /// timeout, 1 ms samples.
+    pub fn new(sources: usize, destinations: usize, rate_hz: f64, fragment: usize) -> EbConfig {
+        EbConfig {
+            sources,
+            destinations,
+            rate_hz,
+            arrivals: Arrivals::Periodic,
+            policy: Policy::RoundRobin,
+            fragment,
+            qos: Qos {
+                tx: TrafficParams {
+                    class: TrafficClass::Ubr,
+                    ..TrafficParams::default()
+                },
+                rx: TrafficParams {
+                    class: TrafficClass::Ubr,
+                    ..TrafficParams::default()
+                },
+                aal: Aal::Aal5,
+            },
+            link: Rate::default(),
+            costs: HostCosts::FREE,
+            duration: Duration::from_secs(1),
+            seed: 1,
+            timeout: Duration::from_millis(100),
+            sample_interval: Duration::from_millis(1),
+        }
+    }
+
+    /// Checks every constraint [`run`] relies on, naming the one that fails.
+    pub fn validate(&self) -> Result<(), EbError> {
+        if self.sources == 0 {
+            return Err(EbError::Config("sources must be at least 1".into()));
+        }
+        if self.destinations == 0 {
+            return Err(EbError::Config("destinations must be at least 1".into()));
+        }
+        // VCIs 32 + index on each host link; a port per host on one switch.
+        let max_peers = usize::from(u16::MAX) - usize::from(FIRST_VCI);
+        if self.sources > max_peers || self.destinations > max_peers {
+            return Err(EbError::Config(format!(
+                "at most {max_peers} sources and {max_peers} destinations: VCI 32 + peer index must fit 16 bits"
+            )));
+        }
+        if self.sources + self.destinations + 1 > usize::from(u16::MAX) {
+            return Err(EbError::Config(format!(
+                "sources + destinations + 1 = {} switch ports: at most 65535",
+                self.sources + self.destinations + 1
+            )));
+        }
+        if !(EVENT_BYTES..=65_535).contains(&self.fragment) {
+            return Err(EbError::Config(format!(
+                "fragment must be {EVENT_BYTES}..=65535 bytes (an AAL5 SDU that holds the 8-byte event number), not {}",
+                self.fragment
+            )));
+        }
+        if !(self.rate_hz.is_finite() && self.rate_hz > 0.0) {
+            return Err(EbError::Config(format!(
+                "rate must be a positive number of events per second, not {}",
+                self.rate_hz
+            )));
+        }
+        let events = self.rate_hz * self.duration.as_nanos() as f64 / 1e9;
+        if events > 1e9 {
+            return Err(EbError::Config(format!(
+                "rate × duration = {events:.0} events: at most 10^9 in one run"
+            )));
+        }
+        for (what, d) in [
+            ("duration", self.duration),
+            ("timeout", self.timeout),
+            ("sample interval", self.sample_interval),
+        ] {
+            if d == Duration::ZERO {
+                return Err(EbError::Config(format!("{what} must be more than 0")));
+            }
+        }
+        if self.qos.aal == Aal::Aal0 {
+            return Err(EbError::Config(
+                "qos: the event builder's VCs carry AAL5 SDUs, not aal0".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn echo(&self) -> ConfigEcho {
+        ConfigEcho {
+            sources: self.sources,
+            destinations: self.destinations,
+            rate_hz: self.rate_hz,
+            arrivals: self.arrivals.to_string(),
+            policy: self.policy.to_string(),
+            fragment: self.fragment,
+            qos: self.qos.to_string(),
+            link: self.link.to_string(),
+            costs_ns: CostsEcho {
+                send_fixed: self.costs.send_fixed.as_nanos(),
+                send_per_byte: self.costs.send_per_byte_ps as f64 / 1000.0,
+                recv_fixed: self.costs.recv_fixed.as_nanos(),
+                recv_per_byte: self.costs.recv_per_byte_ps as f64 / 1000.0,
+                wakeup: self.costs.wakeup.as_nanos(),
+            },
+            duration_s: secs(self.duration),
+            seed: self.seed,
+            timeout_s: secs(self.timeout),
+            sample_interval_s: secs(self.sample_interval),
+        }
+    }
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_nanos() as f64 / 1e9
+}
+
+/// Why an event-builder run could not be made or run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EbError {
+    /// A configuration value is out of range (the message names the constraint).
+    Config(String),
+    /// The network refused to be built: a port, a cross-connect (CAC names the binding
+    /// constraint) or a VC.
+    Network(String),
+    /// The simulator found a core breaking an invariant (a bug in natm, not in the input).
+    Invariant(String),
+}
+
+impl fmt::Display for EbError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EbError::Config(m) => write!(f, "event builder: {m}"),
+            EbError::Network(m) => write!(f, "event builder network: {m}"),
+            EbError::Invariant(m) => write!(f, "event builder: the simulator stopped: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for EbError {}
+
+/// [`EbConfig`] as the report repeats it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ConfigEcho {
+    /// Sources.
+    pub sources: usize,
+    /// Destinations.
+    pub destinations: usize,
+    /// Events assigned per second.
+    pub rate_hz: f64,
+    /// `periodic` or `poisson (seed N)`.
+    pub arrivals: String,
+    /// `round-robin` or `least-loaded`.
+    pub policy: String,
+    /// Fragment bytes.
+    pub fragment: usize,
+    /// The data VCs' QoS, linux-atm text.
+    pub qos: String,
+    /// Line rate of every link.
+    pub link: String,
+    /// Host costs in ns (per byte: ns per byte).
+    pub costs_ns: CostsEcho,
+    /// Seconds of assignments.
+    pub duration_s: f64,
+    /// The run's seed.
+    pub seed: u64,
+    /// Event timeout in seconds.
+    pub timeout_s: f64,
+    /// Sampling interval in seconds.
+    pub sample_interval_s: f64,
+}
+
+/// [`HostCosts`] in ns.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CostsEcho {
+    /// Fixed cost of a send.
+    pub send_fixed: u64,
+    /// Per byte sent.
+    pub send_per_byte: f64,
+    /// Fixed cost of a receive.
+    pub recv_fixed: u64,
+    /// Per byte received.
+    pub recv_per_byte: f64,
+    /// Wake-up of an idle host.
+    pub wakeup: u64,
+}
+
+/// What happened to the events.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EventCounts {
+    /// Assigned by the supervisor.
+    pub assigned: u64,
+    /// Built.
+    pub built: u64,
+    /// Lost: timed out plus unanswered.
+    pub lost: u64,
+    /// A destination gave up on them at the timeout.
+    pub timed_out: u64,
+    /// No destination decided them within twice the timeout (assignment lost).
+    pub unanswered: u64,
+    /// Not decided when the run stopped.
+    pub pending: u64,
+    /// Built per simulated second of assignments.
+    pub achieved_rate_hz: f64,
+    /// Fragments that came after their event was given up.
+    pub late_fragments: u64,
+    /// SDUs an app could not read.
+    pub malformed: u64,
+    /// Sends refused or aborted by a host.
+    pub send_failures: u64,
+    /// Fewest and most events one destination built.
+    pub built_per_destination_min_max: (u64, u64),
+}
+
+/// Event-building latency in µs; `None` when nothing was built.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Latency {
+    /// Smallest.
+    pub min_us: f64,
+    /// Mean.
+    pub mean_us: f64,
+    /// Median.
+    pub p50_us: f64,
+    /// 90th percentile.
+    pub p90_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// 99.9th percentile.
+    pub p999_us: f64,
+    /// Largest.
+    pub max_us: f64,
+    /// Histogram for the plot: (bucket's upper edge in µs, events), 60 equal buckets
+    /// from 0 to the largest latency.
+    pub histogram: Vec<(f64, u64)>,
+}
+
+impl Latency {
+    fn of(h: &Histogram<u64>) -> Option<Latency> {
+        if h.is_empty() {
+            return None;
+        }
+        let us = |ns: u64| ns as f64 / 1000.0;
+        let max = h.max();
+        const BUCKETS: u64 = 60;
+        let width = max.div_ceil(BUCKETS).max(1);
+        let mut histogram: Vec<(f64, u64)> = (1..=BUCKETS).map(|i| (us(i * width), 0)).collect();
+        for v in h.iter_recorded() {
+            let i = (v.value_iterated_to() / width).min(BUCKETS - 1) as usize;
+            histogram[i].1 += v.count_at_value();
+        }
+        Some(Latency {
+            min_us: us(h.min()),
+            mean_us: h.mean() / 1000.0,
+            p50_us: us(h.value_at_quantile(0.5)),
+            p90_us: us(h.value_at_quantile(0.9)),
+            p99_us: us(h.value_at_quantile(0.99)),
+            p999_us: us(h.value_at_quantile(0.999)),
+            max_us: us(max),
+            histogram,
+        })
+    }
+}
+
+/// Link occupancy: cells carried / cells the line could carry, per sample interval.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LinkOccupancy {
+    /// Mean over links and samples.
+    pub mean: f64,
+    /// Largest over links and samples.
+    pub max: f64,
+    /// The link with the largest mean, e.g. `s1→dst3`.
+    pub worst_link: String,
+    /// That link's mean.
+    pub worst_link_mean: f64,
+    /// That link's largest sample.
+    pub worst_link_max: f64,
+}
+
+/// One sample of the switch's output queues.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QueueSample {
+    /// Simulated time in seconds.
+    pub t_s: f64,
+    /// Cells queued at the fullest port.
+    pub max_cells: u32,
+    /// Mean cells queued over ports.
+    pub mean_cells: f64,
+}
+
+/// Switch output-queue occupancy over the run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QueueOccupancy {
+    /// The port whose queue held the most cells in any sample, e.g. `dst3`.
+    pub worst_port: String,
+    /// Those cells.
+    pub worst_port_max_cells: u32,
+    /// Mean over ports and samples.
+    pub mean_cells: f64,
+    /// One entry per sample.
+    pub samples: Vec<QueueSample>,
+}
+
+/// What was dropped at one place for one reason.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Drops {
+    /// Where, e.g. `s1 port 7 (dst3)`, `link src1→s1`, `host dst0 adapter`.
+    pub place: String,
+    /// Why: `output queue full`, `early packet discard`, `no receive buffer`, …
+    pub reason: String,
+    /// How many.
+    pub count: u64,
+    /// Of what: `cells`, `frames` or `SDUs`.
+    pub unit: String,
+}
+
+/// What an event-builder run measured.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EbReport {
+    /// The configuration.
+    pub config: ConfigEcho,
+    /// Event counts and rate.
+    pub events: EventCounts,
+    /// Latency; `None` if nothing was built.
+    pub latency: Option<Latency>,
+    /// Link occupancy; `None` on unlimited links.
+    pub links: Option<LinkOccupancy>,
+    /// Queue occupancy.
+    pub queues: QueueOccupancy,
+    /// Cells dropped, per place and reason (only where some were).
+    pub drops: Vec<Drops>,
+    /// Sum of the `drops` counted in cells.
+    pub cells_dropped: u64,
+    /// Simulated seconds run (assignments, then draining).
+    pub sim_seconds: f64,
+    /// Wall-clock seconds the run took (not deterministic).
+    pub wall_seconds: f64,
+    /// Cell events the engine processed.
+    pub cell_events: u64,
+    /// Cell events per wall-clock second (not deterministic).
+    pub cell_events_per_s: f64,
+    /// Peak resident memory of this process in bytes (`VmHWM`), if the system says.
+    pub peak_rss_bytes: Option<u64>,
+}
+
+impl EbReport {
+    /// The report without what differs between two runs of one seed (wall time, rate of
+    /// the engine, memory).
+    pub fn deterministic(&self) -> EbReport {
+        EbReport {
+            wall_seconds: 0.0,
+            cell_events_per_s: 0.0,
+            peak_rss_bytes: None,
+            ..self.clone()
+        }
+    }
+}
+
+/// This process's peak resident set (`VmHWM` of `/proc/self/status`), if readable.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line
+        .trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// The name of switch port `p` (1-based): `sup`, `src0`…, `dst0`….
+pub fn port_name(p: u16, sources: usize) -> String {
+    let i = usize::from(p);
+    match i {
+        0 => "none".into(),
+        1 => "sup".into(),
+        _ if i < 2 + sources => format!("src{}", i - 2),
+        _ => format!("dst{}", i - 2 - sources),
+    }
+}
+
+/// Switch port numbers: the supervisor's, source `s`'s, destination `d`'s.
+pub fn supervisor_port() -> u16 {
+    1
+}
+
+/// Switch port of source `s`.
+pub fn source_port(s: usize) -> u16 {
+    (2 + s) as u16
+}
+
+/// Switch port of destination `d`.
+pub fn destination_port(d: usize, sources: usize) -> u16 {
+    (2 + sources + d) as u16
+}
+
+/// Accumulates per-port samples into link and queue occupancy.
+struct Sampler {
+    /// Cells per second of each line; `None` when unlimited.
+    line_cps: Option<f64>,
+    ports: usize,
+    last_t: u64,
+    last_in: Vec<u64>,
+    last_out: Vec<u64>,
+    /// Per link (2 per port: in = host→switch, out = switch→host): sum and max occupancy.
+    occ_sum: Vec<f64>,
+    occ_max: Vec<f64>,
+    intervals: u64,
+    queue_max: Vec<u32>,
+    queue_sum: f64,
+    samples: Vec<QueueSample>,
+}
+
+impl Sampler {
+    fn new(ports: usize, line_cps: Option<f64>) -> Sampler {
+        Sampler {
+            line_cps,
+            ports,
+            last_t: 0,
+            last_in: vec![0; ports],
+            last_out: vec![0; ports],
+            occ_sum: vec![0.0; 2 * ports],
+            occ_max: vec![0.0; 2 * ports],
+            intervals: 0,
+            queue_max: vec![0; ports],
+            queue_sum: 0.0,
+            samples: Vec::new(),
+        }
+    }
+
+    /// One sample at `t_ns`: per port, cumulative cells in and out and cells queued. Link
+    /// occupancy counts only when `links` (the draining after the load is left out).
+    fn sample(&mut self, t_ns: u64, links: bool, ports: impl Iterator<Item = (u64, u64, u32)>) {
+        let dt = t_ns.saturating_sub(self.last_t);
+        let capacity = self
+            .line_cps
+            .filter(|_| links)
+            .map(|cps| cps * dt as f64 / 1e9);
+        let (mut qmax, mut qsum) = (0u32, 0u64);
+        for (i, (cin, cout, q)) in ports.enumerate().take(self.ports) {
+            if let Some(cap) = capacity.filter(|&c| c > 0.0) {
+                for (k, d) in [
+                    (2 * i, cin.saturating_sub(self.last_in[i])),
+                    (2 * i + 1, cout.saturating_sub(self.last_out[i])),
+                ] {
+                    let occ = d as f64 / cap;
+                    self.occ_sum[k] += occ;
+                    self.occ_max[k] = self.occ_max[k].max(occ);
+                }
+            }
+            self.last_in[i] = cin;
+            self.last_out[i] = cout;
+            self.queue_max[i] = self.queue_max[i].max(q);
+            qmax = qmax.max(q);
+            qsum += u64::from(q);
+        }
+        if dt > 0 && links {
+            self.intervals += 1;
+        }
+        self.last_t = t_ns;
+        let mean = qsum as f64 / self.ports.max(1) as f64;
+        self.queue_sum += mean;
+        self.samples.push(QueueSample {
+            t_s: t_ns as f64 / 1e9,
+            max_cells: qmax,
+            mean_cells: mean,
+        });
+    }
+
+    fn links(&self, sources: usize) -> Option<LinkOccupancy> {
+        self.line_cps?;
+        if self.intervals == 0 || self.ports == 0 {
+            return None;
+        }
+        let n = self.intervals as f64;
+        let means: Vec<f64> = self.occ_sum.iter().map(|s| s / n).collect();
+        let (worst, &worst_mean) = means
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(&a.0)))?;
+        let port = port_name((worst / 2 + 1) as u16, sources);
+        Some(LinkOccupancy {
+            mean: means.iter().sum::<f64>() / means.len() as f64,
+            max: self.occ_max.iter().copied().fold(0.0, f64::max),
+            worst_link: if worst % 2 == 0 {
+                format!("{port}→s1")
+            } else {
+                format!("s1→{port}")
+            },
+            worst_link_mean: worst_mean,
+            worst_link_max: self.occ_max[worst],
+        })
+    }
+
+    fn queues(self, sources: usize) -> QueueOccupancy {
+        let (worst, max) = self
+            .queue_max
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)))
+            .map_or((0, 0), |(i, &m)| (i, m));
+        QueueOccupancy {
+            worst_port: port_name((worst + 1) as u16, sources),
+            worst_port_max_cells: max,
+            mean_cells: self.queue_sum / self.samples.len().max(1) as f64,
+            samples: self.samples,
+        }
+    }
+}
+
+/// Buffer memory one host may reserve (its buffers are allocated zeroed, so only the ones
+/// used become resident).
+const HOST_BUFFER_BYTES: usize = 256 << 20;
+
+/// A host's make-up for `peers` VCs: buffers the size of the largest SDU it handles, four
+/// per VC each way (at least 32), within [`HOST_BUFFER_BYTES`].
+fn host_config(peers: usize, largest: usize, costs: HostCosts) -> HostConfig {
+    let per_side = (4 * peers).max(32);
+    let cap = (HOST_BUFFER_BYTES / largest.max(1) / 2).max(1);
+    let buffers = (2 * per_side.min(cap)) as u32;
+    let mut c = HostConfig::new(buffers, largest);
+    c.adapter.max_vcs = peers.max(1);
+    c.costs = costs;
+    c
+}
+
+fn network(e: impl fmt::Display) -> EbError {
+    EbError::Network(e.to_string())
+}
+
+/// Runs the event builder `config` describes and reports what it measured.
+///
+/// One switch `s1`; port 1 the supervisor's, ports 2.. the sources', then the
+/// destinations'; each host on its own link at `config.link`. Every VC is a PVC
+/// cross-connect: UBR for the supervisor's, `config.qos` for the data VCs (`tx` the
+/// fragments' direction, booked by CAC on the destination's port; `rx` the requests').
+/// The supervisor assigns events for `config.duration`; the run goes on for twice the
+/// timeout more so that every event is decided. Queues and links are sampled every
+/// `config.sample_interval`.
+pub fn run(config: &EbConfig) -> Result<EbReport, EbError> {
+    config.validate()?;
+    let wall = std::time::Instant::now();
+    let (ns, nd) = (config.sources, config.destinations);
+    let stats = EbStats::shared(nd);
+    let data_qos = Qos {
+        aal: Aal::Aal5,
+        ..config.qos
+    };
+    let ubr = TrafficParams {
+        class: TrafficClass::Ubr,
+        ..TrafficParams::default()
+    };
+    let control_qos = Qos {
+        tx: ubr,
+        rx: ubr,
+        aal: Aal::Aal5,
+    };
+    let swapped = |q: Qos| Qos {
+        tx: q.rx,
+        rx: q.tx,
+        aal: q.aal,
+    };
+
+    let mut world = World::new(config.seed);
+    let sw = world.add_switch(
+        "s1",
+        SwitchConfig {
+            max_connections: u32::try_from(ns * nd + nd)
+                .map_err(|_| EbError::Config("too many connections for one switch".into()))?,
+        },
+    );
+    let link = LinkConfig {
+        rate: config.link,
+        ..LinkConfig::default()
+    };
+    let largest = config.fragment.max(ASSIGNMENT_LEN);
+    let stop_at = Instant::ZERO
+        .checked_add(config.duration)
+        .ok_or_else(|| EbError::Config("duration too long".into()))?;
+    let mut hosts = Vec::with_capacity(1 + ns + nd);
+    let mut links = Vec::with_capacity(1 + ns + nd);
+    let mut add = |world: &mut World, name: String, port: u16, peers: usize, app: Box<dyn App>| {
+        let h = world
+            .add_host(&name, host_config(peers, largest, config.costs), app)
+            .map_err(network)?;
+        let l = world
+            .add_link(
+                End::Host(h),
+                End::Port(sw, PortId(port), PortConfig::default()),
+                link,
+            )
+            .map_err(network)?;
+        hosts.push(h);
+        links.push(l);
+        Ok::<HostId, EbError>(h)
+    };
+    let sup = add(
+        &mut world,
+        "sup".into(),
+        supervisor_port(),
+        nd,
+        Box::new(Supervisor::new(
+            nd,
+            config.rate_hz,
+            config.arrivals,
+            config.policy,
+            stop_at,
+            config.timeout,
+            stats.clone(),
+        )),
+    )?;
+    let mut srcs = Vec::with_capacity(ns);
+    for s in 0..ns {
+        let app = Box::new(Source::new(config.fragment, stats.clone()));
+        srcs.push(add(&mut world, format!("src{s}"), source_port(s), nd, app)?);
+    }
+    let mut dsts = Vec::with_capacity(nd);
+    for d in 0..nd {
+        let app = Box::new(Destination::new(d, ns, config.timeout, stats.clone()));
+        let port = destination_port(d, ns);
+        dsts.push(add(&mut world, format!("dst{d}"), port, ns + 1, app)?);
+    }
+
+    // Cross-connects: the world audits the whole switch after each one it makes, which is
+    // quadratic in their number (65,792 for 256 × 256). Made on a crashed switch they are
+    // only recorded; the restart makes them all and is audited once. One the switch
+    // refused (CAC) is missing after the restart: it is made again on the live switch to
+    // get the refusal's text.
+    let vci = |i: usize| FIRST_VCI + i as u16;
+    let mut xcs = Vec::with_capacity(nd + ns * nd);
+    for d in 0..nd {
+        let a = Endpoint::vc(supervisor_port(), 0, vci(d));
+        let b = Endpoint::vc(destination_port(d, ns), 0, vci(0));
+        xcs.push((
+            "sup".to_string(),
+            format!("dst{d}"),
+            CrossConnect::new(a, b, control_qos),
+        ));
+    }
+    for s in 0..ns {
+        for d in 0..nd {
+            let a = Endpoint::vc(source_port(s), 0, vci(d));
+            let b = Endpoint::vc(destination_port(d, ns), 0, vci(1 + s));
+            xcs.push((
+                format!("src{s}"),
+                format!("dst{d}"),
+                CrossConnect::new(a, b, data_qos),
+            ));
+        }
+    }
+    world.apply(Action::CrashSwitch(sw)).map_err(network)?;
+    for (_, _, xc) in &xcs {
+        world.connect(sw, xc).map_err(network)?;
+    }
+    world.apply(Action::RestartSwitch(sw)).map_err(network)?;
+    let made = world.connections(sw);
+    if made.len() != xcs.len() {
+        // The record keeps the order they were made in, less the refused ones.
+        let i = (0..xcs.len())
+            .find(|&i| made.get(i).map(|m| m.1) != Some(xcs[i].2))
+            .unwrap_or(0);
+        let (a, b, xc) = &xcs[i];
+        let why = match world.connect(sw, xc) {
+            Err(e) => e.to_string(),
+            Ok(_) => "refused when made with all the others".to_string(),
+        };
+        return Err(EbError::Network(format!(
+            "cross-connect {a} ↔ {b} ({} ↔ {}, qos {}): {why}",
+            xc.a, xc.b, xc.qos
+        )));
+    }
+    let name_of = |world: &World, h: HostId| world.host_name(h).to_string();
+    let open = |world: &mut World, h: HostId, vc: VcId, q: &Qos| {
+        world
+            .open_vc(h, vc, q)
+            .map_err(|e| EbError::Network(format!("VC {vc} at {}: {e}", name_of(world, h))))
+    };
+    for (d, &h) in dsts.iter().enumerate() {
+        open(&mut world, sup, to_destination(d), &control_qos)?;
+        open(&mut world, h, to_supervisor(), &control_qos)?;
+        for (s, &src) in srcs.iter().enumerate() {
+            open(&mut world, src, to_destination(d), &data_qos)?;
+            open(&mut world, h, to_source(s), &swapped(data_qos))?;
+        }
+    }
+
+    world.start();
+    let grace = Duration::from_nanos(config.timeout.as_nanos().saturating_mul(2));
+    let end = stop_at
+        .checked_add(grace)
+        .and_then(|t| t.checked_add(config.sample_interval))
+        .ok_or_else(|| EbError::Config("duration + twice the timeout is too long".into()))?;
+    let line_cps = config.link.exact().map(|(n, d)| n as f64 / d.max(1) as f64);
+    let mut sampler = Sampler::new(hosts.len(), line_cps);
+    let step = config.sample_interval.as_nanos();
+    let mut t = 0u64;
+    while t < end.as_nanos() {
+        t = t.saturating_add(step).min(end.as_nanos());
+        world
+            .run_until(Instant::from_nanos(t))
+            .map_err(|v| EbError::Invariant(v.to_string()))?;
+        let switch = world.switch(sw);
+        let ports = hosts.iter().zip(&links).enumerate().map(|(i, (_, &l))| {
+            let [up, down] = world.link_counters(l);
+            let q = switch
+                .port_counters(PortId(i as u16 + 1))
+                .map_or(0, |c| c.queued().min(u64::from(u32::MAX)) as u32);
+            (up.carried, down.carried, q)
+        });
+        sampler.sample(t, t <= stop_at.as_nanos(), ports);
+    }
+
+    let mut drops = Vec::new();
+    let mut add_drop = |place: &str, reason: &str, count: u64, unit: &str| {
+        if count > 0 {
+            drops.push(Drops {
+                place: place.to_string(),
+                reason: reason.to_string(),
+                count,
+                unit: unit.to_string(),
+            });
+        }
+    };
+    let switch = world.switch(sw);
+    for (i, (&h, &l)) in hosts.iter().zip(&links).enumerate() {
+        let name = world.host_name(h).to_string();
+        if let Some(c) = switch.port_counters(PortId(i as u16 + 1)) {
+            let place = format!("s1 port {} ({name})", i + 1);
+            for (reason, n) in [
+                ("output queue full", c.queue_full),
+                ("early packet discard", c.epd),
+                ("partial packet discard", c.ppd),
+                ("policed (input)", c.policed),
+                ("unknown VC (input)", c.unknown_vc),
+                ("header error (input)", c.hec_discarded),
+                ("port down", c.port_down),
+                ("flushed", c.flushed),
+            ] {
+                add_drop(&place, reason, n, "cells");
+            }
+        }
+        let [up, down] = world.link_counters(l);
+        for (dir, c) in [
+            (format!("link {name}→s1"), up),
+            (format!("link s1→{name}"), down),
+        ] {
+            add_drop(
+                &dir,
+                "line queue full",
+                c.queue_drops + c.overflow_drops,
+                "cells",
+            );
+            add_drop(
+                &dir,
+                "lost on the line",
+                c.lost_random + c.lost_burst,
+                "cells",
+            );
+        }
+        let a = world.adapter(h).counters();
+        let place = format!("host {name} adapter");
+        for (reason, n) in [
+            ("no receive buffer", a.no_buffer),
+            ("bad CRC", a.crc),
+            ("oversize", a.oversize),
+            ("bad length", a.length),
+            ("reassembly timeout", a.timeout),
+            ("transmit refused", a.tx_refused),
+        ] {
+            add_drop(&place, reason, n, "frames");
+        }
+    }
+    let ws = world.stats();
+    add_drop("hosts", "sends refused", ws.sends_refused, "SDUs");
+    let cells_dropped = drops
+        .iter()
+        .filter(|d| d.unit == "cells")
+        .map(|d| d.count)
+        .sum();
+
+    let st = stats.borrow();
+    let per_dest = &st.built_per_destination;
+    let wall_seconds = wall.elapsed().as_secs_f64();
+    Ok(EbReport {
+        config: config.echo(),
+        events: EventCounts {
+            assigned: st.assigned,
+            built: st.built,
+            lost: st.timed_out + st.unanswered,
+            timed_out: st.timed_out,
+            unanswered: st.unanswered,
+            pending: st.pending(),
+            achieved_rate_hz: st.built as f64 / secs(config.duration),
+            late_fragments: st.late_fragments,
+            malformed: st.malformed,
+            send_failures: st.send_failures,
+            built_per_destination_min_max: (
+                per_dest.iter().copied().min().unwrap_or(0),
+                per_dest.iter().copied().max().unwrap_or(0),
+            ),
+        },
+        latency: Latency::of(&st.latency),
+        links: sampler.links(ns),
+        queues: sampler.queues(ns),
+        drops,
+        cells_dropped,
+        sim_seconds: world.now().as_nanos() as f64 / 1e9,
+        wall_seconds,
+        cell_events: ws.cell_events,
+        cell_events_per_s: ws.cell_events as f64 / wall_seconds.max(1e-9),
+        peak_rss_bytes: peak_rss_bytes(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -892,5 +1744,66 @@ mod tests {
         assert_eq!(s.late_fragments, 3 * 32);
         assert_eq!(s.malformed, n - 5 - 3 * 32);
         assert_eq!((s.assigned, s.built), (0, 0));
+    }
+
+    #[test]
+    fn sampler_divides_cells_by_line_capacity_and_names_the_worst() {
+        // 2 ports at 1,000,000 cells/s, 1 ms samples: capacity 1000 cells per sample.
+        let mut sm = Sampler::new(2, Some(1e6));
+        sm.sample(MS, true, [(100, 500, 3), (0, 0, 0)].into_iter());
+        sm.sample(2 * MS, true, [(300, 1500, 9), (50, 0, 1)].into_iter());
+        let l = sm.links(0).unwrap();
+        // Port 1 out: 500 then 1000 cells of 1000.
+        assert_eq!(l.worst_link, "s1→sup");
+        assert!((l.worst_link_mean - 0.75).abs() < 1e-12);
+        assert!((l.worst_link_max - 1.0).abs() < 1e-12);
+        assert!((l.max - 1.0).abs() < 1e-12);
+        // (0.1 + 0.2) + (0.5 + 1.0) + 0 + 0.05, over 4 links × 2 samples.
+        assert!((l.mean - 1.85 / 8.0).abs() < 1e-12);
+        let q = sm.queues(0);
+        assert_eq!((q.worst_port.as_str(), q.worst_port_max_cells), ("sup", 9));
+        assert_eq!(q.samples.len(), 2);
+        assert_eq!(q.samples[1].max_cells, 9);
+        assert!((q.samples[1].mean_cells - 5.0).abs() < 1e-12);
+        assert!(Sampler::new(2, None).links(0).is_none());
+    }
+
+    #[test]
+    fn port_names_follow_the_layout() {
+        assert_eq!(port_name(supervisor_port(), 3), "sup");
+        assert_eq!(port_name(source_port(2), 3), "src2");
+        assert_eq!(port_name(destination_port(0, 3), 3), "dst0");
+    }
+
+    #[test]
+    fn latency_percentiles_and_histogram_count_every_event() {
+        let mut h = EbStats::new(1).latency;
+        for v in 1..=1000u64 {
+            h.record(v * 1000).unwrap();
+        }
+        let l = Latency::of(&h).unwrap();
+        assert!((l.p50_us - 500.0).abs() < 1.0, "{}", l.p50_us);
+        assert!((l.p99_us - 990.0).abs() < 1.0, "{}", l.p99_us);
+        assert!((l.max_us - 1000.0).abs() < 1.0);
+        assert_eq!(l.histogram.iter().map(|b| b.1).sum::<u64>(), 1000);
+        assert_eq!(l.histogram.len(), 60);
+        assert!(Latency::of(&EbStats::new(1).latency).is_none());
+    }
+
+    #[test]
+    fn validate_names_the_constraint() {
+        let ok = EbConfig::new(4, 4, 1000.0, 128);
+        assert_eq!(ok.validate(), Ok(()));
+        let msg = |c: EbConfig| c.validate().unwrap_err().to_string();
+        assert!(msg(EbConfig::new(0, 4, 1000.0, 128)).contains("sources"));
+        assert!(msg(EbConfig::new(4, 0, 1000.0, 128)).contains("destinations"));
+        assert!(msg(EbConfig::new(4, 4, 1000.0, 0)).contains("fragment"));
+        assert!(msg(EbConfig::new(4, 4, 1000.0, 65_536)).contains("fragment"));
+        assert!(msg(EbConfig::new(4, 4, 0.0, 128)).contains("rate"));
+        assert!(msg(EbConfig::new(4, 4, f64::NAN, 128)).contains("rate"));
+        assert!(msg(EbConfig::new(40_000, 40_000, 1.0, 128)).contains("ports"));
+        let mut c = ok.clone();
+        c.timeout = Duration::ZERO;
+        assert!(msg(c).contains("timeout"));
     }
 }
