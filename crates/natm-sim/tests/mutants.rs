@@ -28,6 +28,12 @@ fn every_mutant_is_caught_by_the_swarm_within_200_seeds() {
             other.first()
         );
         assert!(
+            caught
+                .iter()
+                .all(|t| t.contains("replay: natm sim run --seed")),
+            "{caught:?}"
+        );
+        assert!(
             !caught.is_empty(),
             "{m:?} was not caught by \"{want}\" in 200 seeds; failures: {other:?}"
         );

@@ -14,7 +14,7 @@ struct Pinger {
     len: usize,
     gap: Duration,
     sent: u32,
-    got: Rc<RefCell<Vec<(Instant, Vec<u8>)>>>,
+    got: Got,
 }
 
 impl App for Pinger {
