@@ -1,0 +1,614 @@
+//! `natm sim eventbuilder`: the ATLAS event builder on the simulator (issue 6, point 4).
+//!
+//! Reads the options into a [`natm_sim::eventbuilder::EbConfig`], runs it with
+//! [`natm_sim::eventbuilder::run`] and prints the report as a table or, with `--json`, as
+//! JSON; `--plot-dir DIR` also writes `DIR/latency.png` (event-building latency histogram)
+//! and `DIR/queues.png` (switch output-queue occupancy over time). Host costs come from a
+//! calibration file (`--calibration FILE`), natm-sim's builtin calibration by default, or
+//! none (`--calibration free`).
+//!
+//! This module parses, prints and draws; the model and every figure are natm-sim's. The
+//! plots use the 3×5 pixel font of `natm perf`'s plot module (plotters is built without a
+//! font feature), with the few letters it lacks added here.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use natm_core::{Aal, Duration, Qos};
+use natm_netem::Rate;
+use natm_sim::calib::Calibration;
+use natm_sim::eventbuilder::{self as eb, Arrivals, EbConfig, EbReport, Policy};
+use plotters::prelude::*;
+
+use crate::cmd::perf::plot::glyph as perf_glyph;
+
+/// `natm sim eventbuilder --sources S --destinations D --rate HZ --fragment BYTES …`
+#[derive(Args, Debug, Clone)]
+pub struct EventBuilderArgs {
+    /// Sources (readout buffers), each on its own link to the switch.
+    #[arg(long)]
+    pub sources: usize,
+    /// Destinations (event-building nodes), each on its own link to the switch.
+    #[arg(long)]
+    pub destinations: usize,
+    /// Events per second the supervisor assigns: a number, optionally with k or M (100k).
+    #[arg(long)]
+    pub rate: String,
+    /// Bytes of each source's fragment of an event (8..=65535).
+    #[arg(long)]
+    pub fragment: usize,
+    /// QoS of the data VCs, linux-atm qos(7) text (AAL5 implied).
+    #[arg(long, default_value = "ubr")]
+    pub qos: String,
+    /// Line rate of every link: oc3, oc12, 25m, ds3, unlimited or cells/s.
+    #[arg(long, default_value = "oc3")]
+    pub link: String,
+    /// Simulated time of assignments (then twice the timeout to drain): 1s, 20ms, …
+    #[arg(long, default_value = "1s")]
+    pub duration: String,
+    /// Seed of the whole run.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// An event not built this long after its assignment is lost.
+    #[arg(long, default_value = "100ms")]
+    pub timeout: String,
+    /// Interval between samples of queues and links.
+    #[arg(long, default_value = "1ms")]
+    pub sample: String,
+    /// Poisson assignments (seeded from --seed) instead of periodic ones.
+    #[arg(long)]
+    pub poisson: bool,
+    /// Assign each event to the destination with the fewest unfinished events instead of
+    /// event mod destinations.
+    #[arg(long)]
+    pub least_loaded: bool,
+    /// Host costs: a calibration file from `natm perf calibrate`, `builtin` (natm-sim's
+    /// own) or `free` (hosts cost nothing).
+    #[arg(long, default_value = "builtin")]
+    pub calibration: String,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Write latency.png and queues.png into this directory (made if missing).
+    #[arg(long)]
+    pub plot_dir: Option<PathBuf>,
+}
+
+/// Runs the event builder the options describe and prints (and draws) its report.
+pub fn run(args: EventBuilderArgs) -> Result<(), String> {
+    let (config, costs_from) = config(&args)?;
+    let report = eb::run(&config).map_err(|e| e.to_string())?;
+    let plots = match &args.plot_dir {
+        Some(dir) => write_plots(dir, &report)?,
+        None => Vec::new(),
+    };
+    if args.json {
+        let text = serde_json::to_string_pretty(&report).map_err(|e| format!("JSON: {e}"))?;
+        println!("{text}");
+    } else {
+        print!("{}", table(&report, &costs_from, &plots));
+    }
+    Ok(())
+}
+
+/// The run's configuration from the options, and where the host costs came from.
+pub fn config(args: &EventBuilderArgs) -> Result<(EbConfig, String), String> {
+    let rate_hz = parse_hz(&args.rate).map_err(|e| format!("--rate: {e}"))?;
+    let mut c = EbConfig::new(args.sources, args.destinations, rate_hz, args.fragment);
+    let mut qos: Qos = args
+        .qos
+        .parse()
+        .map_err(|e| format!("--qos {:?}: {e}", args.qos))?;
+    if qos.aal == Aal::None {
+        qos.aal = Aal::Aal5;
+    }
+    c.qos = qos;
+    c.link = args
+        .link
+        .parse::<Rate>()
+        .map_err(|e| format!("--link {:?}: {e}", args.link))?;
+    c.duration = parse_duration(&args.duration).map_err(|e| format!("--duration: {e}"))?;
+    c.timeout = parse_duration(&args.timeout).map_err(|e| format!("--timeout: {e}"))?;
+    c.sample_interval = parse_duration(&args.sample).map_err(|e| format!("--sample: {e}"))?;
+    c.seed = args.seed;
+    if args.poisson {
+        c.arrivals = Arrivals::Poisson { seed: args.seed };
+    }
+    if args.least_loaded {
+        c.policy = Policy::LeastLoaded;
+    }
+    let from = match args.calibration.as_str() {
+        "free" => "none (hosts cost nothing)".to_string(),
+        "builtin" => {
+            c.costs = Calibration::builtin().costs;
+            "natm-sim's builtin calibration".to_string()
+        }
+        file => {
+            let cal = Calibration::load(file).map_err(|e| format!("--calibration {file}: {e}"))?;
+            c.costs = cal.costs;
+            format!("calibration {file}")
+        }
+    };
+    c.validate().map_err(|e| e.to_string())?;
+    Ok((c, from))
+}
+
+/// A rate in Hz: a positive number, optionally followed by `k` (×1000) or `M` (×10⁶).
+pub fn parse_hz(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let (num, mult) = match t.strip_suffix('k') {
+        Some(n) => (n, 1e3),
+        None => match t.strip_suffix('M') {
+            Some(n) => (n, 1e6),
+            None => (t, 1.0),
+        },
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v * mult),
+        _ => Err(format!(
+            "{text:?} is not a positive number of events per second (e.g. 1000, 100k, 1.5M)"
+        )),
+    }
+}
+
+/// A duration: a non-negative decimal number and a unit, `ns`, `us`, `ms` or `s`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let bad = || format!("{text:?} is not a duration (a number and ns, us, ms or s: 20ms, 1.5s)");
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(bad)?;
+    let (num, unit) = t.split_at(split);
+    let scale = match unit.trim() {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return Err(bad()),
+    };
+    let v: f64 = num.parse().map_err(|_| bad())?;
+    let ns = (v * scale).round();
+    if !(ns.is_finite() && ns < u64::MAX as f64) {
+        return Err(format!("{text:?} is too long"));
+    }
+    Ok(Duration::from_nanos(ns as u64))
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1} %", x * 100.0)
+}
+
+/// The report as the table `natm sim eventbuilder` prints.
+pub fn table(r: &EbReport, costs_from: &str, plots: &[PathBuf]) -> String {
+    use std::fmt::Write as _;
+    let c = &r.config;
+    let e = &r.events;
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "event builder: {} sources × {} destinations, {} Hz {} {}, {}-byte fragments, qos {}, links {}, seed {}",
+        c.sources,
+        c.destinations,
+        c.rate_hz,
+        c.arrivals,
+        c.policy,
+        c.fragment,
+        c.qos,
+        c.link,
+        c.seed
+    );
+    let k = &c.costs_ns;
+    let _ = writeln!(
+        t,
+        "hosts:    {costs_from}: send {} ns + {} ns/B, receive {} ns + {} ns/B, wake-up {} ns",
+        k.send_fixed, k.send_per_byte, k.recv_fixed, k.recv_per_byte, k.wakeup
+    );
+    let _ = writeln!(
+        t,
+        "events:   {} assigned, {} built, {} lost ({} timed out, {} unanswered), {} pending",
+        e.assigned, e.built, e.lost, e.timed_out, e.unanswered, e.pending
+    );
+    let _ = writeln!(
+        t,
+        "rate:     {:.1} Hz built of {} Hz asked; per destination {}–{} events",
+        e.achieved_rate_hz,
+        c.rate_hz,
+        e.built_per_destination_min_max.0,
+        e.built_per_destination_min_max.1
+    );
+    if e.late_fragments + e.malformed + e.send_failures > 0 {
+        let _ = writeln!(
+            t,
+            "          {} late fragments, {} unreadable SDUs, {} failed sends",
+            e.late_fragments, e.malformed, e.send_failures
+        );
+    }
+    match &r.latency {
+        Some(l) => {
+            let _ = writeln!(
+                t,
+                "latency:  min {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}  mean {:.1} µs",
+                l.min_us, l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.max_us, l.mean_us
+            );
+        }
+        None => {
+            let _ = writeln!(t, "latency:  no event built");
+        }
+    }
+    match &r.links {
+        Some(l) => {
+            let _ = writeln!(
+                t,
+                "links:    occupancy mean {}, max {}; busiest {}: mean {}, max {}",
+                pct(l.mean),
+                pct(l.max),
+                l.worst_link,
+                pct(l.worst_link_mean),
+                pct(l.worst_link_max)
+            );
+        }
+        None => {
+            let _ = writeln!(t, "links:    unlimited rate: no occupancy");
+        }
+    }
+    let q = &r.queues;
+    if q.worst_port_max_cells == 0 {
+        let _ = writeln!(
+            t,
+            "queues:   switch output queues empty at all {} samples",
+            q.samples.len()
+        );
+    } else {
+        let _ = writeln!(
+            t,
+            "queues:   fullest port {}: {} cells; mean {:.2} cells per port over {} samples",
+            q.worst_port,
+            q.worst_port_max_cells,
+            q.mean_cells,
+            q.samples.len()
+        );
+    }
+    if r.drops.is_empty() {
+        let _ = writeln!(t, "drops:    none");
+    } else {
+        let _ = writeln!(t, "drops:    {} cells in all", r.cells_dropped);
+        for d in r.drops.iter().take(10) {
+            let _ = writeln!(
+                t,
+                "          {:>10} {:<6} {}: {}",
+                d.count, d.unit, d.place, d.reason
+            );
+        }
+        if r.drops.len() > 10 {
+            let _ = writeln!(
+                t,
+                "          … {} more places (--json lists all)",
+                r.drops.len() - 10
+            );
+        }
+    }
+    let rss = r.peak_rss_bytes.map_or("unknown".to_string(), |b| {
+        format!("{:.0} MiB", b as f64 / 1048576.0)
+    });
+    let _ = writeln!(
+        t,
+        "run:      {:.3} simulated s in {:.2} s wall; {} cell events ({:.2} M/s); peak RSS {rss}",
+        r.sim_seconds,
+        r.wall_seconds,
+        r.cell_events,
+        r.cell_events_per_s / 1e6
+    );
+    for p in plots {
+        let _ = writeln!(t, "plot:     {}", p.display());
+    }
+    t
+}
+
+/// Writes `latency.png` and `queues.png` into `dir`; returns their paths.
+pub fn write_plots(dir: &Path, r: &EbReport) -> Result<Vec<PathBuf>, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("--plot-dir {}: {e}", dir.display()))?;
+    let lat = dir.join("latency.png");
+    let hist: Vec<(f64, f64)> = match &r.latency {
+        Some(l) => l.histogram.iter().map(|&(x, n)| (x, n as f64)).collect(),
+        None => Vec::new(),
+    };
+    let width = hist.first().map_or(1.0, |b| b.0);
+    bars(&lat, &hist, width, "latency us", "events")
+        .map_err(|e| format!("{}: {e}", lat.display()))?;
+    let queues = dir.join("queues.png");
+    let max: Vec<(f64, f64)> = r
+        .queues
+        .samples
+        .iter()
+        .map(|s| (s.t_s * 1e3, f64::from(s.max_cells)))
+        .collect();
+    let mean: Vec<(f64, f64)> = r
+        .queues
+        .samples
+        .iter()
+        .map(|s| (s.t_s * 1e3, s.mean_cells))
+        .collect();
+    let series = [
+        Line {
+            name: "max port",
+            color: RED,
+            points: &max,
+        },
+        Line {
+            name: "mean",
+            color: BLUE,
+            points: &mean,
+        },
+    ];
+    lines(&queues, &series, "time ms", "cells")
+        .map_err(|e| format!("{}: {e}", queues.display()))?;
+    Ok(vec![lat, queues])
+}
+
+/// The glyph of `c`: `natm perf`'s font, plus the letters the event builder's labels need.
+fn glyph(c: char) -> Option<[u8; 5]> {
+    perf_glyph(c).or(match c {
+        'l' => Some([0b110, 0b010, 0b010, 0b010, 0b111]),
+        'o' => Some([0b000, 0b111, 0b101, 0b101, 0b111]),
+        'r' => Some([0b000, 0b101, 0b110, 0b100, 0b100]),
+        'v' => Some([0b000, 0b101, 0b101, 0b101, 0b010]),
+        '-' => Some([0b000, 0b000, 0b111, 0b000, 0b000]),
+        _ => None,
+    })
+}
+
+const WIDTH: u32 = 960;
+const HEIGHT: u32 = 600;
+const LEFT: i32 = 100;
+const RIGHT: i32 = 30;
+const TOP: i32 = 50;
+const BOTTOM: i32 = 70;
+const SCALE: i32 = 3;
+
+type Area<'a> = DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>;
+
+fn failed(e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+fn text_width(s: &str) -> i32 {
+    s.chars().count() as i32 * 4 * SCALE - SCALE
+}
+
+fn text(area: &Area<'_>, x: i32, y: i32, s: &str, c: RGBColor) -> io::Result<()> {
+    for (i, ch) in s.chars().enumerate() {
+        let rows = glyph(ch).ok_or_else(|| io::Error::other(format!("no glyph for {ch:?}")))?;
+        let gx = x + i as i32 * 4 * SCALE;
+        for (r, bits) in rows.iter().enumerate() {
+            for col in 0..3 {
+                if bits & (0b100 >> col) != 0 {
+                    let (px, py) = (gx + col * SCALE, y + r as i32 * SCALE);
+                    area.draw(&Rectangle::new(
+                        [(px, py), (px + SCALE, py + SCALE)],
+                        c.filled(),
+                    ))
+                    .map_err(failed)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A round step giving about five gridlines up to `max`.
+fn step(max: f64) -> f64 {
+    let raw = (max / 5.0).max(1e-9);
+    let decade = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * decade)
+        .find(|&s| s >= raw)
+        .unwrap_or(10.0 * decade)
+}
+
+fn label(v: f64) -> String {
+    if v != 0.0 && v.abs() < 10.0 && v.fract() != 0.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// Plot coordinates (0, 0)…(`xtop`, `ytop`) to pixels.
+#[derive(Clone, Copy)]
+struct Map {
+    xtop: f64,
+    ytop: f64,
+}
+
+impl Map {
+    fn at(self, x: f64, y: f64) -> (i32, i32) {
+        let (x0, x1) = (LEFT, WIDTH as i32 - RIGHT);
+        let (y0, y1) = (TOP, HEIGHT as i32 - BOTTOM);
+        (
+            x0 + (x / self.xtop * f64::from(x1 - x0)).round() as i32,
+            y1 - (y / self.ytop * f64::from(y1 - y0)).round() as i32,
+        )
+    }
+}
+
+/// One named line of a plot.
+struct Line<'a> {
+    name: &'a str,
+    color: RGBColor,
+    points: &'a [(f64, f64)],
+}
+
+/// The frame, gridlines and tick labels of a plot from (0, 0) to (`xmax`, `ymax`) rounded
+/// up to a tick; returns the pixel mapping.
+fn frame(area: &Area<'_>, xmax: f64, ymax: f64, xlabel: &str, ylabel: &str) -> io::Result<Map> {
+    area.fill(&WHITE).map_err(failed)?;
+    let (xs, ys) = (step(xmax.max(1e-9)), step(ymax.max(1.0)));
+    let m = Map {
+        xtop: (xmax.max(1e-9) / xs).ceil() * xs,
+        ytop: (ymax.max(1.0) / ys).ceil() * ys,
+    };
+    let (xtop, ytop) = (m.xtop, m.ytop);
+    let (x0, x1) = (LEFT, WIDTH as i32 - RIGHT);
+    let (y0, y1) = (TOP, HEIGHT as i32 - BOTTOM);
+    let map = |x: f64, y: f64| m.at(x, y);
+    let grid = RGBColor(220, 220, 220);
+    let ink = RGBColor(40, 40, 40);
+    let mut v = 0.0;
+    while v <= xtop + xs / 2.0 {
+        let (x, _) = map(v, 0.0);
+        area.draw(&PathElement::new(vec![(x, y0), (x, y1)], grid))
+            .map_err(failed)?;
+        let l = label(v);
+        text(area, x - text_width(&l) / 2, y1 + 8, &l, ink)?;
+        v += xs;
+    }
+    let mut v = 0.0;
+    while v <= ytop + ys / 2.0 {
+        let (_, y) = map(0.0, v);
+        area.draw(&PathElement::new(vec![(x0, y), (x1, y)], grid))
+            .map_err(failed)?;
+        let l = label(v);
+        text(area, x0 - 8 - text_width(&l), y - 2 * SCALE, &l, ink)?;
+        v += ys;
+    }
+    area.draw(&Rectangle::new([(x0, y0), (x1, y1)], ink))
+        .map_err(failed)?;
+    text(
+        area,
+        (x0 + x1 - text_width(xlabel)) / 2,
+        y1 + 35,
+        xlabel,
+        ink,
+    )?;
+    text(area, 10, 12, ylabel, ink)?;
+    Ok(m)
+}
+
+/// A histogram: bars of `width` ending at each point's x.
+fn bars(path: &Path, points: &[(f64, f64)], width: f64, xl: &str, yl: &str) -> io::Result<()> {
+    let area = BitMapBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
+    let xmax = points.iter().map(|p| p.0).fold(0.0, f64::max);
+    let ymax = points.iter().map(|p| p.1).fold(0.0, f64::max);
+    let m = frame(&area, xmax, ymax, xl, yl)?;
+    let fill = RGBColor(30, 60, 220);
+    for &(x, n) in points.iter().filter(|p| p.1 > 0.0) {
+        let (a, top) = m.at(x - width, n);
+        let (b, bottom) = m.at(x, 0.0);
+        area.draw(&Rectangle::new(
+            [(a, top), (b.max(a + 1), bottom)],
+            fill.filled(),
+        ))
+        .map_err(failed)?;
+    }
+    area.present().map_err(failed)
+}
+
+/// Lines, one per named series, with a legend.
+fn lines(path: &Path, series: &[Line<'_>], xl: &str, yl: &str) -> io::Result<()> {
+    let area = BitMapBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
+    let all = series.iter().flat_map(|s| s.points.iter());
+    let (xmax, ymax) = all.fold((0.0f64, 0.0f64), |(x, y), p| (x.max(p.0), y.max(p.1)));
+    let m = frame(&area, xmax, ymax, xl, yl)?;
+    let ink = RGBColor(40, 40, 40);
+    for (i, s) in series.iter().enumerate() {
+        let px: Vec<(i32, i32)> = s.points.iter().map(|&(x, y)| m.at(x, y)).collect();
+        area.draw(&PathElement::new(px, s.color.stroke_width(2)))
+            .map_err(failed)?;
+        let ly = TOP + 12 + i as i32 * 8 * SCALE;
+        area.draw(&Rectangle::new(
+            [(LEFT + 12, ly + SCALE), (LEFT + 40, ly + 3 * SCALE)],
+            s.color.filled(),
+        ))
+        .map_err(failed)?;
+        text(&area, LEFT + 48, ly, s.name, ink)?;
+    }
+    area.present().map_err(failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_label_has_a_glyph() {
+        for s in [
+            "latency us",
+            "events",
+            "time ms",
+            "cells",
+            "max port",
+            "mean",
+            "0123456789.",
+        ] {
+            assert!(s.chars().all(|c| glyph(c).is_some()), "{s}");
+        }
+    }
+
+    #[test]
+    fn rates_and_durations_parse_with_their_units() {
+        assert_eq!(parse_hz("100k"), Ok(100_000.0));
+        assert_eq!(parse_hz("1.5M"), Ok(1_500_000.0));
+        assert_eq!(parse_hz("250"), Ok(250.0));
+        for bad in ["0", "-3", "abc", "", "k", "inf", "NaN"] {
+            assert!(parse_hz(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_duration("20ms"), Ok(Duration::from_millis(20)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
+        assert_eq!(parse_duration("7ns"), Ok(Duration::from_nanos(7)));
+        for bad in ["", "5", "ms", "1h", "1e400s", "-1s", "1..2s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    fn args(s: usize, d: usize, rate: &str, frag: usize) -> EventBuilderArgs {
+        EventBuilderArgs {
+            sources: s,
+            destinations: d,
+            rate: rate.into(),
+            fragment: frag,
+            qos: "ubr".into(),
+            link: "oc3".into(),
+            duration: "20ms".into(),
+            seed: 1,
+            timeout: "100ms".into(),
+            sample: "1ms".into(),
+            poisson: false,
+            least_loaded: false,
+            calibration: "free".into(),
+            json: false,
+            plot_dir: None,
+        }
+    }
+
+    #[test]
+    fn options_make_the_config_and_bad_ones_name_the_option() {
+        let mut a = args(4, 3, "1k", 200);
+        a.poisson = true;
+        a.least_loaded = true;
+        a.qos = "cbr:pcr=1000".into();
+        let (c, _) = config(&a).unwrap();
+        assert_eq!((c.sources, c.destinations, c.fragment), (4, 3, 200));
+        assert_eq!(c.rate_hz, 1000.0);
+        assert_eq!(c.arrivals, Arrivals::Poisson { seed: 1 });
+        assert_eq!(c.policy, Policy::LeastLoaded);
+        assert_eq!(c.qos.aal, Aal::Aal5);
+        assert_eq!(c.duration, Duration::from_millis(20));
+        let err = |a: EventBuilderArgs| config(&a).unwrap_err();
+        assert!(err(args(0, 3, "1k", 200)).contains("sources"));
+        assert!(err(args(4, 3, "0", 200)).contains("--rate"));
+        assert!(err(args(4, 3, "1k", 0)).contains("fragment"));
+        assert!(err(args(4, 3, "1k", 70_000)).contains("fragment"));
+        let mut a = args(4, 3, "1k", 200);
+        a.qos = "cbr:pcr=foo".into();
+        assert!(err(a).contains("--qos"));
+        let mut a = args(4, 3, "1k", 200);
+        a.link = "oc7".into();
+        assert!(err(a).contains("--link"));
+        let mut a = args(4, 3, "1k", 200);
+        a.calibration = "/nonexistent/cal.toml".into();
+        assert!(err(a).contains("--calibration"));
+    }
+}
