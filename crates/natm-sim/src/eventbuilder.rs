@@ -692,6 +692,12 @@ impl EbConfig {
                 return Err(EbError::Config(format!("{what} must be more than 0")));
             }
         }
+        if self.qos.tx.class == TrafficClass::None || self.qos.rx.class == TrafficClass::None {
+            return Err(EbError::Config(
+                "qos: the data VCs carry fragments (tx) and requests (rx): neither may be none"
+                    .into(),
+            ));
+        }
         if self.qos.aal == Aal::Aal0 {
             return Err(EbError::Config(
                 "qos: the event builder's VCs carry AAL5 SDUs, not aal0".into(),
@@ -1805,5 +1811,11 @@ mod tests {
         let mut c = ok.clone();
         c.timeout = Duration::ZERO;
         assert!(msg(c).contains("timeout"));
+        let mut c = ok.clone();
+        c.qos = "ubr:tx:none".parse().unwrap();
+        assert!(msg(c).contains("neither may be none"));
+        let mut c = ok.clone();
+        c.qos = "aal0,ubr".parse().unwrap();
+        assert!(msg(c).contains("AAL5"));
     }
 }
