@@ -35,13 +35,12 @@ impl Target {
     }
 }
 
-/// One entry: 16 bytes of key, 4 of target. Ordered by time, then sequence.
+/// One entry, 16 bytes: time in the high 64 bits, then the low 32 bits of the sequence
+/// number, then the target. Ordered by time, then sequence (the target never decides:
+/// sequence numbers are unique until they wrap after 2³² pushes, and even then the order
+/// is a function of the pushes alone, so runs stay deterministic).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Entry {
-    /// (time ns << 0, seq) folded into one u128 compare: time high, seq low.
-    key: u128,
-    target: Target,
-}
+struct Entry(u128);
 
 /// A min-queue of (time, seq, target).
 #[derive(Debug, Default)]
@@ -60,23 +59,26 @@ impl EventQueue {
     pub fn push(&mut self, t: u64, target: Target) -> u64 {
         let seq = self.seq;
         self.seq += 1;
-        self.heap.push(Reverse(Entry {
-            key: u128::from(t) << 64 | u128::from(seq),
-            target,
-        }));
+        self.heap.push(Reverse(Entry(
+            u128::from(t) << 64 | u128::from(seq as u32) << 32 | u128::from(target.0),
+        )));
         seq
     }
 
     /// The earliest entry's time.
     pub fn peek_time(&self) -> Option<u64> {
-        self.heap.peek().map(|e| (e.0.key >> 64) as u64)
+        self.heap.peek().map(|e| (e.0.0 >> 64) as u64)
     }
 
-    /// Remove the earliest entry: (time, seq, target).
+    /// Remove the earliest entry: (time, the low 32 bits of its sequence number, target).
     pub fn pop(&mut self) -> Option<(u64, u64, Target)> {
-        self.heap
-            .pop()
-            .map(|Reverse(e)| ((e.key >> 64) as u64, e.key as u64, e.target))
+        self.heap.pop().map(|Reverse(Entry(k))| {
+            (
+                (k >> 64) as u64,
+                u64::from((k >> 32) as u32),
+                Target(k as u32),
+            )
+        })
     }
 
     /// Entries held (stale ones included).
