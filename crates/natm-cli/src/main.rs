@@ -85,6 +85,9 @@ enum Command {
     Switchd(cmd::daemon::DaemonArgs),
     /// The host daemon (adapter, channel manager), in the foreground.
     Hostd(cmd::daemon::DaemonArgs),
+    /// The deterministic simulator: scenarios, seeded fault swarms, the ATLAS event builder.
+    #[command(subcommand)]
+    Sim(cmd::sim::SimCommand),
 }
 
 fn main() -> ExitCode {
@@ -118,6 +121,7 @@ fn main() -> ExitCode {
         Command::Capture(a) => cmd::capture::run(a),
         Command::Switchd(a) => cmd::daemon::switchd(a),
         Command::Hostd(a) => cmd::daemon::hostd(a),
+        Command::Sim(c) => cmd::sim::run(c),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -13,4 +13,6 @@ pub mod perf;
 pub mod ping;
 pub mod qos;
 pub mod qos_check;
+pub mod sim;
+pub mod sim_eventbuilder;
 pub mod stat;

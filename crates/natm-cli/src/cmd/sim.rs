@@ -1,0 +1,219 @@
+//! `natm sim`: the deterministic simulator (natm-sim) from the command line.
+//!
+//! * `natm sim run [SCENARIO.toml] [--seed N] [--trace FILE] [--json]`: one run. The seed is
+//!   printed first (drawn from the clock when not given), so every run can be replayed.
+//!   With no file: natm-sim's default scenario, the default lab topology under a mixed
+//!   CBR/VBR/UBR load with faults drawn from the seed.
+//! * `natm sim swarm [SCENARIO.toml] [--seeds N] [--from S]`: seeds `S..S+N`, one line per
+//!   failing seed (with the command that replays it) and a total.
+//! * `natm sim eventbuilder …`: the ATLAS event builder (see `sim_eventbuilder`).
+//!
+//! Scenario files are `natm lab` topology files with an optional `[sim]` table. This module
+//! reads arguments and prints; the simulation is natm-sim's.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use natm_sim::{RunReport, Scenario};
+
+use super::sim_eventbuilder::{self, EventBuilderArgs};
+use crate::{CliError, CmdResult};
+
+/// `natm sim …`
+#[derive(Subcommand, Debug)]
+pub enum SimCommand {
+    /// Run one scenario with one seed: load and faults, then a drain with faults off; every
+    /// invariant is checked after every event.
+    Run(RunArgs),
+    /// Run one scenario over many seeds; print the failing ones with their replay command.
+    Swarm(SwarmArgs),
+    /// The ATLAS event builder: sources, destinations and a supervisor on one switch.
+    Eventbuilder(EventBuilderArgs),
+}
+
+/// `natm sim run`
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Scenario: a topology file (as `natm lab up` takes) with an optional [sim] table.
+    /// Without one: the default lab topology under a mixed load, faults from the seed.
+    pub scenario: Option<PathBuf>,
+    /// The seed of the whole run (default: drawn from the clock and printed).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Write every event as a line to this file (the same seed writes the same bytes).
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `natm sim swarm`
+#[derive(Args, Debug)]
+pub struct SwarmArgs {
+    /// Scenario file, as for `natm sim run` (default: the default scenario).
+    pub scenario: Option<PathBuf>,
+    /// How many seeds.
+    #[arg(long, default_value_t = 200)]
+    pub seeds: u64,
+    /// The first seed.
+    #[arg(long, default_value_t = 0)]
+    pub from: u64,
+    /// Worker threads (default: the CPUs available).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// Stop starting new seeds after the first failure.
+    #[arg(long)]
+    pub stop: bool,
+}
+
+/// Runs a `natm sim` subcommand.
+pub fn run(command: SimCommand) -> CmdResult {
+    match command {
+        SimCommand::Run(a) => run_one(a),
+        SimCommand::Swarm(a) => swarm(a),
+        SimCommand::Eventbuilder(a) => sim_eventbuilder::run(a).map_err(CliError::usage),
+    }
+}
+
+fn load(path: Option<&PathBuf>) -> Result<Scenario, CliError> {
+    let Some(path) = path else {
+        return Ok(Scenario::default_scenario());
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::usage(format!("cannot read {}: {e}", path.display())))?;
+    Scenario::parse(&text, Some(&path.to_string_lossy()))
+        .map_err(|e| CliError::usage(format!("{}: {}", path.display(), e.0)))
+}
+
+fn clock_seed() -> u64 {
+    // Outside the run: only picks which run to do, and is printed so it can be redone.
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64 % 1_000_000_000)
+}
+
+fn run_one(args: RunArgs) -> CmdResult {
+    let scenario = load(args.scenario.as_ref())?;
+    let seed = args.seed.unwrap_or_else(clock_seed);
+    if !args.json {
+        println!(
+            "natm sim: seed {seed}, scenario {}",
+            args.scenario
+                .as_ref()
+                .map_or("(default)".to_string(), |p| p.display().to_string())
+        );
+    }
+    let trace: Option<Box<dyn Write>> = match &args.trace {
+        Some(p) => Some(Box::new(BufWriter::new(File::create(p).map_err(|e| {
+            CliError::usage(format!("cannot create {}: {e}", p.display()))
+        })?))),
+        None => None,
+    };
+    match natm_sim::run(&scenario, seed, trace) {
+        Ok(r) => {
+            if args.json {
+                println!("{}", report_json(&r));
+            } else {
+                print_report(&r);
+            }
+            Ok(())
+        }
+        Err(v) => Err(CliError::failure(format!(
+            "seed {seed}: {v}\nreplay: {}",
+            scenario.replay(seed)
+        ))),
+    }
+}
+
+fn report_json(r: &RunReport) -> String {
+    let s = &r.stats;
+    serde_json::json!({
+        "seed": r.seed,
+        "ok": true,
+        "digest": format!("{:016x}", r.digest),
+        "virtual_ns": r.end.as_nanos(),
+        "wall_s": r.wall.as_secs_f64(),
+        "events": s.events,
+        "cell_events": s.cell_events,
+        "cell_events_per_s": r.cell_events_per_sec(),
+        "sdus_sent": s.sdus_sent,
+        "sdus_delivered": s.sdus_delivered,
+        "sends_refused": s.sends_refused,
+        "dropped_link_down": s.dropped_link_down,
+        "dropped_node_down": s.dropped_node_down,
+        "faults": r.faults,
+        "flows": r.flows,
+        "actions": s.actions,
+        "actions_refused": s.actions_refused,
+    })
+    .to_string()
+}
+
+fn print_report(r: &RunReport) {
+    let s = &r.stats;
+    println!(
+        "ok: every invariant held; {} faults planned, {} flows probed after the drain",
+        r.faults, r.flows
+    );
+    println!(
+        "virtual time {:.3} ms, {} events, {} cell events",
+        r.end.as_nanos() as f64 / 1e6,
+        s.events,
+        s.cell_events
+    );
+    println!(
+        "SDUs: {} sent, {} delivered, {} refused at the host; cells lost to down links {}, to down nodes {}",
+        s.sdus_sent, s.sdus_delivered, s.sends_refused, s.dropped_link_down, s.dropped_node_down
+    );
+    println!(
+        "actions: {} carried out, {} refused",
+        s.actions, s.actions_refused
+    );
+    println!("digest {:016x}", r.digest);
+    println!(
+        "wall {:.3} s: {:.2} M cell events/s",
+        r.wall.as_secs_f64(),
+        r.cell_events_per_sec() / 1e6
+    );
+}
+
+fn swarm(args: SwarmArgs) -> CmdResult {
+    if args.seeds == 0 {
+        return Err(CliError::usage("--seeds must be at least 1"));
+    }
+    let scenario = load(args.scenario.as_ref())?;
+    let report = natm_sim::swarm(&scenario, args.from, args.seeds, args.threads, args.stop);
+    let mut failed = 0u64;
+    let mut out = std::io::stdout().lock();
+    for o in report.failures() {
+        failed += 1;
+        if let Some(t) = o.failure_text(&scenario) {
+            let _ = writeln!(out, "{t}");
+        }
+    }
+    let ran = report.outcomes.len() as u64;
+    let events: u64 = report
+        .outcomes
+        .iter()
+        .filter_map(|o| o.result.as_ref().ok())
+        .map(|r| r.stats.cell_events)
+        .sum();
+    let _ = writeln!(
+        out,
+        "swarm: {ran} seeds from {} ({}), {failed} failed, {} passed; {:.1} s wall, {:.1} M cell events",
+        args.from,
+        args.scenario
+            .as_ref()
+            .map_or("default scenario".to_string(), |p| p.display().to_string()),
+        ran - failed,
+        report.wall.as_secs_f64(),
+        events as f64 / 1e6
+    );
+    if failed > 0 {
+        return Err(CliError::failure(format!("{failed} of {ran} seeds failed")));
+    }
+    Ok(())
+}
