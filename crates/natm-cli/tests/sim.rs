@@ -105,7 +105,7 @@ fn swarm_reports_a_total_and_a_failing_scenario_names_its_replay() {
     let o = sim(&["swarm", path, "--seeds", "2", "--from", "7"]);
     assert_eq!(o.status.code(), Some(1));
     let out = stdout(&o);
-    assert!(out.contains(&format!("seed 7: liveness")), "{out}");
+    assert!(out.contains("seed 7: liveness"), "{out}");
     assert!(
         out.contains(&format!("replay: natm sim run {path} --seed 8")),
         "{out}"
