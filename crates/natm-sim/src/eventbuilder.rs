@@ -849,9 +849,19 @@ pub struct Latency {
     pub p999_us: f64,
     /// Largest.
     pub max_us: f64,
-    /// Histogram for the plot: (bucket's upper edge in µs, events), 60 equal buckets
-    /// from 0 to the largest latency.
-    pub histogram: Vec<(f64, u64)>,
+    /// Histogram for the plot: 60 equal buckets from the smallest latency to the largest.
+    pub histogram: Vec<Bucket>,
+}
+
+/// One bar of the latency histogram.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Bucket {
+    /// Lower edge in µs (inclusive).
+    pub from_us: f64,
+    /// Upper edge in µs (exclusive).
+    pub to_us: f64,
+    /// Events built with a latency in the bucket.
+    pub events: u64,
 }
 
 impl Latency {
@@ -860,16 +870,23 @@ impl Latency {
             return None;
         }
         let us = |ns: u64| ns as f64 / 1000.0;
-        let max = h.max();
+        let (min, max) = (h.min(), h.max());
         const BUCKETS: u64 = 60;
-        let width = max.div_ceil(BUCKETS).max(1);
-        let mut histogram: Vec<(f64, u64)> = (1..=BUCKETS).map(|i| (us(i * width), 0)).collect();
+        let width = (max - min) / BUCKETS + 1;
+        let mut histogram: Vec<Bucket> = (0..BUCKETS)
+            .map(|i| Bucket {
+                from_us: us(min + i * width),
+                to_us: us(min + (i + 1) * width),
+                events: 0,
+            })
+            .collect();
         for v in h.iter_recorded() {
-            let i = (v.value_iterated_to() / width).min(BUCKETS - 1) as usize;
-            histogram[i].1 += v.count_at_value();
+            // hdrhistogram's bucket values may stray a little past the exact min and max.
+            let i = (v.value_iterated_to().clamp(min, max) - min) / width;
+            histogram[i.min(BUCKETS - 1) as usize].events += v.count_at_value();
         }
         Some(Latency {
-            min_us: us(h.min()),
+            min_us: us(min),
             mean_us: h.mean() / 1000.0,
             p50_us: us(h.value_at_quantile(0.5)),
             p90_us: us(h.value_at_quantile(0.9)),
@@ -1791,8 +1808,12 @@ mod tests {
         assert!((l.p50_us - 500.0).abs() < 1.0, "{}", l.p50_us);
         assert!((l.p99_us - 990.0).abs() < 1.0, "{}", l.p99_us);
         assert!((l.max_us - 1000.0).abs() < 1.0);
-        assert_eq!(l.histogram.iter().map(|b| b.1).sum::<u64>(), 1000);
+        assert_eq!(l.histogram.iter().map(|b| b.events).sum::<u64>(), 1000);
         assert_eq!(l.histogram.len(), 60);
+        assert_eq!(l.histogram[0].from_us, l.min_us);
+        assert!(l.histogram[59].to_us > l.max_us);
+        // Equal buckets over a uniform spread: about 1000 / 60 each.
+        assert!(l.histogram.iter().all(|b| (10..=25).contains(&b.events)));
         assert!(Latency::of(&EbStats::new(1).latency).is_none());
     }
 

@@ -38,7 +38,7 @@ fn a_small_run_builds_every_event_above_the_physical_floor() {
     assert!(l.min_us <= l.p50_us && l.p50_us <= l.p99_us && l.p99_us <= l.max_us);
     // An idle network: nothing waits long.
     assert!(l.max_us < 1000.0, "max {} µs", l.max_us);
-    assert_eq!(l.histogram.iter().map(|b| b.1).sum::<u64>(), 20);
+    assert_eq!(l.histogram.iter().map(|b| b.events).sum::<u64>(), 20);
 
     // A destination's downlink carries 250 events/s × (24 + 1) cells: 1.8 % of OC-3c;
     // a source's downlink 1000 request cells/s, 0.3 %.

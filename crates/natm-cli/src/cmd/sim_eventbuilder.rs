@@ -309,13 +309,15 @@ pub fn table(r: &EbReport, costs_from: &str, plots: &[PathBuf]) -> String {
 pub fn write_plots(dir: &Path, r: &EbReport) -> Result<Vec<PathBuf>, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("--plot-dir {}: {e}", dir.display()))?;
     let lat = dir.join("latency.png");
-    let hist: Vec<(f64, f64)> = match &r.latency {
-        Some(l) => l.histogram.iter().map(|&(x, n)| (x, n as f64)).collect(),
+    let hist: Vec<(f64, f64, f64)> = match &r.latency {
+        Some(l) => l
+            .histogram
+            .iter()
+            .map(|b| (b.from_us, b.to_us, b.events as f64))
+            .collect(),
         None => Vec::new(),
     };
-    let width = hist.first().map_or(1.0, |b| b.0);
-    bars(&lat, &hist, width, "latency us", "events")
-        .map_err(|e| format!("{}: {e}", lat.display()))?;
+    bars(&lat, &hist, "latency us", "events").map_err(|e| format!("{}: {e}", lat.display()))?;
     let queues = dir.join("queues.png");
     let max: Vec<(f64, f64)> = r
         .queues
@@ -415,9 +417,10 @@ fn label(v: f64) -> String {
     }
 }
 
-/// Plot coordinates (0, 0)…(`xtop`, `ytop`) to pixels.
+/// Plot coordinates (`xlo`, 0)…(`xtop`, `ytop`) to pixels.
 #[derive(Clone, Copy)]
 struct Map {
+    xlo: f64,
     xtop: f64,
     ytop: f64,
 }
@@ -427,7 +430,7 @@ impl Map {
         let (x0, x1) = (LEFT, WIDTH as i32 - RIGHT);
         let (y0, y1) = (TOP, HEIGHT as i32 - BOTTOM);
         (
-            x0 + (x / self.xtop * f64::from(x1 - x0)).round() as i32,
+            x0 + ((x - self.xlo) / (self.xtop - self.xlo) * f64::from(x1 - x0)).round() as i32,
             y1 - (y / self.ytop * f64::from(y1 - y0)).round() as i32,
         )
     }
@@ -440,14 +443,23 @@ struct Line<'a> {
     points: &'a [(f64, f64)],
 }
 
-/// The frame, gridlines and tick labels of a plot from (0, 0) to (`xmax`, `ymax`) rounded
-/// up to a tick; returns the pixel mapping.
-fn frame(area: &Area<'_>, xmax: f64, ymax: f64, xlabel: &str, ylabel: &str) -> io::Result<Map> {
+/// The frame, gridlines and tick labels of a plot from (`xmin`, 0) to (`xmax`, `ymax`),
+/// widened to whole ticks; returns the pixel mapping.
+fn frame(
+    area: &Area<'_>,
+    (xmin, xmax): (f64, f64),
+    ymax: f64,
+    xlabel: &str,
+    ylabel: &str,
+) -> io::Result<Map> {
     area.fill(&WHITE).map_err(failed)?;
-    let (xs, ys) = (step(xmax.max(1e-9)), step(ymax.max(1.0)));
+    let xmin = xmin.clamp(0.0, xmax);
+    let (xs, ys) = (step((xmax - xmin).max(1e-9)), step(ymax.max(5.0)));
+    let xlo = (xmin / xs).floor() * xs;
     let m = Map {
-        xtop: (xmax.max(1e-9) / xs).ceil() * xs,
-        ytop: (ymax.max(1.0) / ys).ceil() * ys,
+        xlo,
+        xtop: ((xmax / xs).ceil() * xs).max(xlo + xs),
+        ytop: (ymax.max(5.0) / ys).ceil() * ys,
     };
     let (xtop, ytop) = (m.xtop, m.ytop);
     let (x0, x1) = (LEFT, WIDTH as i32 - RIGHT);
@@ -455,7 +467,7 @@ fn frame(area: &Area<'_>, xmax: f64, ymax: f64, xlabel: &str, ylabel: &str) -> i
     let map = |x: f64, y: f64| m.at(x, y);
     let grid = RGBColor(220, 220, 220);
     let ink = RGBColor(40, 40, 40);
-    let mut v = 0.0;
+    let mut v = xlo;
     while v <= xtop + xs / 2.0 {
         let (x, _) = map(v, 0.0);
         area.draw(&PathElement::new(vec![(x, y0), (x, y1)], grid))
@@ -486,16 +498,17 @@ fn frame(area: &Area<'_>, xmax: f64, ymax: f64, xlabel: &str, ylabel: &str) -> i
     Ok(m)
 }
 
-/// A histogram: bars of `width` ending at each point's x.
-fn bars(path: &Path, points: &[(f64, f64)], width: f64, xl: &str, yl: &str) -> io::Result<()> {
+/// A histogram: one bar per (from, to, count).
+fn bars(path: &Path, buckets: &[(f64, f64, f64)], xl: &str, yl: &str) -> io::Result<()> {
     let area = BitMapBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
-    let xmax = points.iter().map(|p| p.0).fold(0.0, f64::max);
-    let ymax = points.iter().map(|p| p.1).fold(0.0, f64::max);
-    let m = frame(&area, xmax, ymax, xl, yl)?;
+    let xmin = buckets.iter().map(|b| b.0).fold(f64::MAX, f64::min);
+    let xmax = buckets.iter().map(|b| b.1).fold(0.0, f64::max);
+    let ymax = buckets.iter().map(|b| b.2).fold(0.0, f64::max);
+    let m = frame(&area, (xmin.min(xmax), xmax), ymax, xl, yl)?;
     let fill = RGBColor(30, 60, 220);
-    for &(x, n) in points.iter().filter(|p| p.1 > 0.0) {
-        let (a, top) = m.at(x - width, n);
-        let (b, bottom) = m.at(x, 0.0);
+    for &(from, to, n) in buckets.iter().filter(|b| b.2 > 0.0) {
+        let (a, top) = m.at(from, n);
+        let (b, bottom) = m.at(to, 0.0);
         area.draw(&Rectangle::new(
             [(a, top), (b.max(a + 1), bottom)],
             fill.filled(),
@@ -510,7 +523,7 @@ fn lines(path: &Path, series: &[Line<'_>], xl: &str, yl: &str) -> io::Result<()>
     let area = BitMapBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
     let all = series.iter().flat_map(|s| s.points.iter());
     let (xmax, ymax) = all.fold((0.0f64, 0.0f64), |(x, y), p| (x.max(p.0), y.max(p.1)));
-    let m = frame(&area, xmax, ymax, xl, yl)?;
+    let m = frame(&area, (0.0, xmax), ymax, xl, yl)?;
     let ink = RGBColor(40, 40, 40);
     for (i, s) in series.iter().enumerate() {
         let px: Vec<(i32, i32)> = s.points.iter().map(|&(x, y)| m.at(x, y)).collect();
