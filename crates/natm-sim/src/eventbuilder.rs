@@ -678,9 +678,10 @@ impl EbConfig {
             )));
         }
         let events = self.rate_hz * self.duration.as_nanos() as f64 / 1e9;
-        if events > 1e9 {
+        // One outcome byte per event is kept for the whole run.
+        if events > 1e8 {
             return Err(EbError::Config(format!(
-                "rate × duration = {events:.0} events: at most 10^9 in one run"
+                "rate × duration = {events:.0} events: at most 10^8 in one run"
             )));
         }
         for (what, d) in [
