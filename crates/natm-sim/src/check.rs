@@ -34,7 +34,8 @@
 //!    conservation identity holds (`Σ cells_in + Σ ais_sent = Σ cells_out + Σ dropped +
 //!    Σ queued`, and per connection direction).
 //! 6. **Liveness** (checked by [`crate::scenario`] at the end of a run): with faults off
-//!    and the load stopped, every queue drains and one probe SDU per flow arrives.
+//!    and the load stopped, every queue drains and each flow's probe arrives (the second
+//!    of two: see [`crate::load`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -448,10 +449,8 @@ impl Checker {
             let Some(leg) = sc.legs.get_mut(key) else {
                 continue;
             };
-            if c[3] & 0x08 != 0 {
-                // OAM and RM cells are not policed as user cells by every definition.
-                continue;
-            }
+            // Every cell of the leg counts, OAM included: the UPC polices F5 OAM cells with
+            // the user cells (an AIS from upstream may be non-conforming).
             leg.first.get_or_insert(t);
             if leg.checkable {
                 let tf = t as f64;

@@ -5,7 +5,7 @@
 //! ```toml
 //! [sim]
 //! duration = "50ms"     # the load and fault phase (virtual time)
-//! drain = "200ms"       # the liveness phase: every queue empties, every probe arrives
+//! drain = "100ms"       # the liveness phase: every queue empties, every probe arrives
 //! faults = "swarm"      # swarm (drawn from the seed) | none | listed ([[sim.fault]])
 //! ubr_load = 0.3        # UBR load per host link, fraction of its rate, split over flows
 //! sdu = [20, 4000]      # SDU sizes, bytes (at least 20: the checkable load's header)
@@ -27,9 +27,10 @@
 //! 90 % of their contract (PCR; SCR for VBR) times `greedy`. A run: build the world, start
 //! the load at 0, the faults as planned; at `duration` every fault is cleared (links up and
 //! unimpaired, crashed nodes restarted, ports unclogged) and the load stops; 15 ms later (past
-//! the hosts' 10 ms reassembly timeout, so no partial frame a fault left swallows it) one
-//! probe SDU per flow is sent; at `duration + drain` every queue must be empty and every
-//! probe delivered (invariant 6 of [`crate::check`]).
+//! the hosts' 10 ms reassembly timeout) one probe SDU per flow is sent, and a second one
+//! 12 ms after (the first may end a frame whose end cell a fault lost: AAL5 knows no
+//! other boundary); at `duration + drain` every queue must be empty and every
+//! flow's second probe delivered (invariant 6 of [`crate::check`]).
 //!
 //! The scenario's errors name the entry: `sim.fault 2: target "h9": no such host`.
 
@@ -104,10 +105,10 @@ qos = "cbr:pcr=8000"
 upc = "tag"
 
 [sim]
-duration = "40ms"
+duration = "100ms"
 drain = "100ms"
 faults = "swarm"
-ubr_load = 0.3
+ubr_load = 0.5
 sdu = [20, 3000]
 churn = true
 
@@ -120,8 +121,7 @@ greedy = 2.0
 /// this long (the next frame on the VC merges with it and fails its CRC meanwhile).
 pub const REASSEMBLY_TIMEOUT: Duration = Duration::from_millis(10);
 
-/// When the probes are sent after the load phase: past the reassembly timeout, so no
-/// partial frame left by a fault can swallow a probe.
+/// When the first probes are sent after the load phase: past the reassembly timeout.
 pub const PROBE_DELAY: Duration = Duration::from_millis(15);
 
 /// What is wrong with a scenario; the text names the entry.
@@ -265,11 +265,12 @@ impl Scenario {
         if duration == Duration::ZERO {
             return bad("sim.duration: must be above 0");
         }
-        if drain.as_nanos() < 2 * PROBE_DELAY.as_nanos() {
+        let last_probe = PROBE_DELAY.as_nanos() + crate::load::PROBE_GAP.as_nanos();
+        if drain.as_nanos() < 2 * last_probe {
             return bad(format!(
-                "sim.drain: at least {} ms (the probes leave {} ms into it)",
-                2 * PROBE_DELAY.as_nanos() / 1_000_000,
-                PROBE_DELAY.as_nanos() / 1_000_000
+                "sim.drain: at least {} ms (the last probes leave {} ms into it)",
+                2 * last_probe / 1_000_000,
+                last_probe / 1_000_000
             ));
         }
         let ubr_load = t.ubr_load.unwrap_or(0.3);
@@ -768,6 +769,44 @@ impl Built {
         }
     }
 
+    /// Where a flow's cells went: its path's counters, for a liveness failure's text.
+    fn describe_flow(&self, flow: u32) -> String {
+        let pvc = (flow / 2) as usize;
+        let Some(&(ha, hb, vc, _, _)) = self.pvc_vcs.get(pvc) else {
+            return String::new();
+        };
+        let (from, to) = if flow.is_multiple_of(2) {
+            (ha, hb)
+        } else {
+            (hb, ha)
+        };
+        let w = &self.world;
+        let vcc = |h: HostId| {
+            w.hosts[h.0 as usize]
+                .vcs
+                .get(&vc)
+                .and_then(|r| r.handle)
+                .and_then(|hd| w.adapter(h).vc_counters(hd))
+        };
+        let mut text = format!(
+            "{} → {} on {vc}: sender {:?}; receiver {:?}",
+            w.host_name(from),
+            w.host_name(to),
+            vcc(from),
+            vcc(to)
+        );
+        for (s, xc) in &self.pvc_xcs[pvc] {
+            let live = w.switches[s.0 as usize]
+                .xcs
+                .values()
+                .find(|r| r.xc.a == xc.a)
+                .and_then(|r| r.live)
+                .and_then(|id| w.switch(*s).connection(id));
+            text += &format!("; {} {:?}", w.switch_name(*s), live.map(|(_, c)| c));
+        }
+        text
+    }
+
     /// At the end of the fault phase: every fault cleared, whatever the plan left.
     fn clear_all(&mut self) {
         let w = &mut self.world;
@@ -851,7 +890,9 @@ fn run_inner(
         let got = b.world.check.delivered(flow);
         if got.is_none_or(|g| g < probe) {
             return Err(fail(format!(
-                "flow {flow}: probe SDU {probe} not delivered within the drain bound (last delivered: {got:?})"
+                "flow {flow}: probe SDU {probe} not delivered within the drain bound (last \
+                 delivered: {got:?}); {}",
+                b.describe_flow(flow)
             )));
         }
     }
