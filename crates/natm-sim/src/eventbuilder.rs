@@ -263,7 +263,13 @@ impl Supervisor {
         };
         Supervisor {
             destinations,
-            gap_ns: 1e9 / rate_hz,
+            // A rate that is not a positive number assigns nothing (an infinite gap); at
+            // most one event per ns, so the assignments always reach `stop_at`.
+            gap_ns: if rate_hz.is_finite() && rate_hz > 0.0 {
+                (1e9 / rate_hz).max(1.0)
+            } else {
+                f64::INFINITY
+            },
             arrivals,
             policy,
             stop_at,
@@ -284,10 +290,22 @@ impl Supervisor {
     }
 
     fn schedule(&mut self, io: &mut AppIo) {
+        if !self.next_offset_ns.is_finite() || self.destinations == 0 {
+            return;
+        }
         let at = self.next_at();
         if at < self.stop_at {
             io.timer(at, TICK);
         }
+    }
+
+    /// The first assignment: at the start, or never when the rate assigns nothing.
+    fn advance_first(&mut self) {
+        self.next_offset_ns = if self.gap_ns.is_finite() {
+            0.0
+        } else {
+            f64::INFINITY
+        };
     }
 
     fn advance(&mut self) {
@@ -331,12 +349,10 @@ impl App for Supervisor {
         // A restart forgets what was outstanding: those events end unanswered or decided
         // by their destination, as the shared outcomes say.
         self.start = now;
-        self.next_offset_ns = 0.0;
         self.load.iter_mut().for_each(|l| *l = 0);
         self.outstanding.clear();
-        if self.destinations > 0 {
-            self.schedule(io);
-        }
+        self.advance_first();
+        self.schedule(io);
     }
 
     fn on_sdu(&mut self, _now: Instant, _vc: VcId, sdu: &[u8], _io: &mut AppIo) {
@@ -359,6 +375,10 @@ impl App for Supervisor {
                     stats.unanswered += 1;
                 }
             }
+            return;
+        }
+        if self.destinations == 0 || !self.next_offset_ns.is_finite() {
+            // No destination, or a rate that assigns nothing: no tick was asked for.
             return;
         }
         let event = self.next_event;
@@ -1839,5 +1859,33 @@ mod tests {
         let mut c = ok.clone();
         c.qos = "aal0,ubr".parse().unwrap();
         assert!(msg(c).contains("AAL5"));
+    }
+
+    #[test]
+    fn a_rate_that_is_not_a_positive_number_or_no_destination_assigns_nothing() {
+        for (d, rate) in [
+            (2, f64::NAN),
+            (2, 0.0),
+            (2, -5.0),
+            (2, f64::INFINITY),
+            (0, 1e3),
+        ] {
+            let stats = EbStats::shared(d);
+            let mut sup = Supervisor::new(
+                d,
+                rate,
+                Arrivals::Periodic,
+                Policy::RoundRobin,
+                at(10 * MS),
+                Duration::from_millis(1),
+                stats.clone(),
+            );
+            let mut io = AppIo::new();
+            sup.start(Instant::ZERO, &mut io);
+            // A stray tick does nothing either.
+            sup.on_timer(at(1), TICK, &mut io);
+            assert!(io.is_empty(), "{d} {rate}");
+            assert_eq!(stats.borrow().assigned, 0);
+        }
     }
 }
