@@ -34,6 +34,12 @@ fn a_swarm_of_200_seeds_on_the_default_scenario_passes_within_3_minutes() {
         .count();
     assert!(faulty > 150, "{faulty} of 200 seeds had two faults or more");
     eprintln!("200 seeds in {:?}", rep.wall);
+    // A seed's run does not depend on the thread or on what ran beside it.
+    for o in rep.outcomes.iter().step_by(40) {
+        let alone = run(&sc, o.seed, None).unwrap();
+        let swarmed = o.result.as_ref().unwrap();
+        assert_eq!((alone.digest, alone.stats), (swarmed.digest, swarmed.stats));
+    }
 }
 
 #[test]
