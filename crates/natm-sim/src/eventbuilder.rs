@@ -12,7 +12,8 @@
 //!
 //! It is not a model of the ATLAS trigger/DAQ software: there is no credit-based flow
 //! control (least-loaded assignment is the only feedback) and no retransmission: an event
-//! that misses a fragment is lost after the timeout, as in the 1990s native-ATM test beds.
+//! that misses a fragment is lost after the timeout. Host CPU time per message is the
+//! simulator's ([`HostCosts`], from a calibration), not the apps'.
 //!
 //! VCs (VPI 0 everywhere; VCI 32 + the peer's index on each host link):
 //! - supervisor: `0.(32+d)` to destination `d`;
