@@ -607,7 +607,9 @@ impl Built {
                 probe_at,
                 probes.clone(),
             );
-            let mut config = HostConfig::new(256, buffer_size);
+            // 256 buffers, fewer for large SDUs: at most 4 MiB a host.
+            let buffers = (4 << 20) / buffer_size;
+            let mut config = HostConfig::new(buffers.clamp(16, 256) as u32, buffer_size);
             config.adapter.reassembly_timeout = Some(REASSEMBLY_TIMEOUT);
             let id = world
                 .add_host(name, config, Box::new(app))

@@ -313,6 +313,8 @@ const BATCH: usize = 32;
 /// A core that reports a timeout at or before the instant it was just drained at (a
 /// clogged port's due cell) is looked at again this much later, not in a loop.
 const RETRY_NS: u64 = 1_000;
+/// Events between two whole-world audits (besides those after every action).
+const AUDIT_EVERY: u64 = 1 << 14;
 /// The CDVT a switch port tolerates unless its config gives one (switchd's default).
 pub const DEFAULT_CDVT: Duration = Duration::from_millis(1);
 
@@ -916,6 +918,11 @@ impl World {
             self.stats.events += 1;
             let count = self.dispatch(target);
             self.record(when, seq, target, count);
+            if self.stats.events % AUDIT_EVERY == 0 {
+                // The whole-world audits also run now and then between actions, so a leak
+                // shows near where it happened.
+                self.audit();
+            }
             if let Some(v) = self.violation.take() {
                 return Err(v);
             }
