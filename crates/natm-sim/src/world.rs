@@ -918,7 +918,7 @@ impl World {
             self.stats.events += 1;
             let count = self.dispatch(target);
             self.record(when, seq, target, count);
-            if self.stats.events % AUDIT_EVERY == 0 {
+            if self.stats.events.is_multiple_of(AUDIT_EVERY) {
                 // The whole-world audits also run now and then between actions, so a leak
                 // shows near where it happened.
                 self.audit();
