@@ -42,7 +42,7 @@
 //!    and the load stopped, every queue drains and each flow's probe arrives (the second
 //!    of two: see [`crate::load`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use natm_core::{Instant, TrafficClass, VcId};
@@ -202,7 +202,7 @@ struct Leg {
 #[derive(Clone, Debug, Default)]
 struct SwitchCheck {
     dirty: bool,
-    reset: Vec<ConnId>,
+    reset: BTreeSet<ConnId>,
     legs: BTreeMap<(ConnId, u8), Leg>,
     by_in: FastMap<(u16, u32), (ConnId, u8)>,
     by_out: FastMap<(u16, u32), (ConnId, u8)>,
@@ -312,7 +312,7 @@ impl Checker {
     pub(crate) fn leg_reset(&mut self, s: u32, conn: ConnId) {
         let sc = self.switch(s);
         sc.dirty = true;
-        sc.reset.push(conn);
+        sc.reset.insert(conn);
     }
 
     fn switch(&mut self, s: u32) -> &mut SwitchCheck {
@@ -629,6 +629,16 @@ pub(crate) fn audit_switch(node: &SwitchNode) -> Result<(), (&'static str, Strin
         ));
     }
     let books = |c: TrafficClass| matches!(c, TrafficClass::Cbr | TrafficClass::Vbr);
+    // Reservations expected per output port, in one pass over the record.
+    let mut expect: BTreeMap<u16, usize> = BTreeMap::new();
+    for r in node.xcs.values().filter(|r| r.live.is_some()) {
+        if books(r.xc.qos.tx.class) {
+            *expect.entry(r.xc.b.port.0).or_default() += 1;
+        }
+        if books(r.xc.qos.rx.class) {
+            *expect.entry(r.xc.a.port.0).or_default() += 1;
+        }
+    }
     let (mut sum_in, mut sum_out) = (0u64, 0u64);
     for p in &node.ports {
         let Some(cac) = sw.port_cac(p.id) else {
@@ -643,15 +653,7 @@ pub(crate) fn audit_switch(node: &SwitchNode) -> Result<(), (&'static str, Strin
                 _ => ubr += 1,
             }
         }
-        let expected = node
-            .xcs
-            .values()
-            .filter(|r| r.live.is_some())
-            .map(|r| {
-                usize::from(r.xc.b.port == p.id && books(r.xc.qos.tx.class))
-                    + usize::from(r.xc.a.port == p.id && books(r.xc.qos.rx.class))
-            })
-            .sum::<usize>();
+        let expected = expect.get(&p.id.0).copied().unwrap_or(0);
         if cac.reserved_cbr() != cbr
             || cac.reserved_vbr() != vbr
             || cac.ubr_count() != ubr

@@ -422,9 +422,12 @@ pub(crate) struct SwitchNode {
     pub(crate) ports: Vec<PortRec>,
     pub(crate) xcs: BTreeMap<ConnId, XcRec>,
     armed: u64,
-    /// (input port, VPI << 16 | VCI, or VPI << 16 | 0xFFFF_0000 for a VP) → output port,
-    /// from the record: which ports a cell's arrival can give output to.
-    route: FastMap<(u16, u32), u16>,
+    /// (input port, VPI << 16 | VCI, or VPI << 16 | 0xFFFF_0000 for a VP) → the output
+    /// port's index in `ports`, from the record: which ports a cell's arrival can give
+    /// output to.
+    route: FastMap<(u16, u32), u32>,
+    /// Port number → index in `ports`.
+    port_ix: FastMap<u16, u32>,
     route_dirty: bool,
     /// The last instant some ports were left unpolled after an input.
     skipped_at: u64,
@@ -443,16 +446,18 @@ impl SwitchNode {
                     Some(vci) => u32::from(from.vpi) << 16 | u32::from(vci),
                     None => u32::from(from.vpi) << 16 | VP_MARK,
                 };
-                self.route.insert((from.port.0, key), to.port.0);
+                if let Some(&i) = self.port_ix.get(&to.port.0) {
+                    self.route.insert((from.port.0, key), i);
+                }
             }
         }
         self.route_dirty = false;
     }
 
-    /// The output ports `cells` arriving at `port` may go to, into `out`; `false` if that
-    /// cannot be told from their headers (damaged, OAM, unknown) and every port must be
-    /// polled.
-    fn outputs(&mut self, port: PortId, cells: &[[u8; 53]], out: &mut Vec<u16>) -> bool {
+    /// The output ports (indices in `ports`) `cells` arriving at `port` may go to, into
+    /// `out`; `false` if that cannot be told from their headers (damaged, OAM, unknown) and
+    /// every port must be polled.
+    fn outputs(&mut self, port: PortId, cells: &[[u8; 53]], out: &mut Vec<u32>) -> bool {
         if self.route_dirty {
             self.rebuild_route();
         }
@@ -504,8 +509,8 @@ pub struct World {
     cells: Vec<[u8; 53]>,
     /// Output batch for the cores' poll_transmit, kept to spare a 1.7 KB memset per drain.
     out: Vec<[u8; 53]>,
-    /// Output ports of a switch input, kept between calls.
-    outs: Vec<u16>,
+    /// Output ports (indices) of a switch input, kept between calls.
+    outs: Vec<u32>,
     poll_all_ports: bool,
 }
 
@@ -586,6 +591,7 @@ impl World {
             xcs: BTreeMap::new(),
             armed: IDLE,
             route: FastMap::default(),
+            port_ix: FastMap::default(),
             route_dirty: true,
             skipped_at: 0,
         });
@@ -692,6 +698,7 @@ impl World {
                         switch: sw.name.clone(),
                         reason: e.to_string(),
                     })?;
+                    sw.port_ix.insert(p.0, sw.ports.len() as u32);
                     sw.ports.push(PortRec {
                         id: p,
                         config: pc,
@@ -1227,8 +1234,9 @@ impl World {
         let selective = !self.poll_all_ports && node.outputs(p, cells, &mut outs);
         if selective {
             let skipped = node.skipped_at;
-            for r in node.ports.iter_mut() {
-                if outs.contains(&r.id.0) && r.polled_at < skipped && !r.clogged {
+            for &i in &outs {
+                let r = &mut node.ports[i as usize];
+                if r.polled_at < skipped && !r.clogged {
                     node.sw
                         .poll_transmit(Instant::from_nanos(skipped), r.id, &mut []);
                     r.polled_at = skipped;
@@ -1243,7 +1251,7 @@ impl World {
             self.violate("conforming traffic never policed", detail);
         }
         if selective {
-            self.drain_ports(s, &outs);
+            self.drain_ports(s, outs.iter().copied());
             let node = &mut self.switches[s as usize];
             if outs.len() < node.ports.len() {
                 node.skipped_at = now.as_nanos();
@@ -1272,15 +1280,12 @@ impl World {
 
     /// The switch's drain rule: every unclogged port until it gives less than asked.
     fn drain_switch(&mut self, s: u32) -> u64 {
-        self.drain_ports_where(s, |_| true)
+        let n = self.switches[s as usize].ports.len() as u32;
+        self.drain_ports(s, 0..n)
     }
 
-    /// The drain rule on the ports in `only`.
-    fn drain_ports(&mut self, s: u32, only: &[u16]) -> u64 {
-        self.drain_ports_where(s, |p| only.contains(&p.0))
-    }
-
-    fn drain_ports_where(&mut self, s: u32, pick: impl Fn(PortId) -> bool) -> u64 {
+    /// The drain rule on the ports of these indices.
+    fn drain_ports(&mut self, s: u32, ports: impl IntoIterator<Item = u32>) -> u64 {
         let now = self.now;
         let mut total = 0u64;
         if !self.switches[s as usize].up {
@@ -1288,10 +1293,11 @@ impl World {
         }
         let mut out = std::mem::take(&mut self.out);
         out.resize(BATCH, [0; 53]);
-        for pi in 0..self.switches[s as usize].ports.len() {
+        for pi in ports {
+            let pi = pi as usize;
             let node = &mut self.switches[s as usize];
             let port = &node.ports[pi];
-            if port.clogged || !pick(port.id) {
+            if port.clogged {
                 continue;
             }
             node.ports[pi].polled_at = now.as_nanos();

@@ -68,3 +68,34 @@ fn a_failure_names_seed_invariant_time_and_the_replay_command() {
             .ends_with("replay: natm sim run examples/sim/two-switches.toml --seed 42")
     );
 }
+
+/// A switch of 32 ports, each host sending to the next: the run is as cheap per cell as
+/// on two ports (only the ports a cell goes to are polled).
+#[test]
+fn a_wide_switch_runs_clean() {
+    let n = 32;
+    let mut text = String::from("[[switch]]\nname = \"s1\"\n");
+    for i in 0..n {
+        text += &format!(
+            "[[host]]\nname = \"h{i}\"\n[[link]]\na = \"h{i}\"\nb = \"s1\"\nrate = \"oc3\"\n"
+        );
+    }
+    for i in 0..n {
+        text += &format!(
+            "[[pvc]]\na = \"h{i}\"\nb = \"h{}\"\nvc = \"0.{}\"\nqos = \"ubr\"\n",
+            (i + 1) % n,
+            100 + i
+        );
+    }
+    text += "[sim]\nduration = \"20ms\"\nfaults = \"none\"\nubr_load = 0.5\n";
+    let sc = Scenario::parse(&text, None).unwrap();
+    let r = run(&sc, 5, None).unwrap_or_else(|v| panic!("{v}"));
+    assert_eq!(r.flows, 2 * n);
+    assert_eq!(r.stats.sdus_delivered, r.stats.sdus_sent);
+    eprintln!(
+        "32 ports: {} cell events in {:?} ({:.1} M/s)",
+        r.stats.cell_events,
+        r.wall,
+        r.cell_events_per_sec() / 1e6
+    );
+}
