@@ -376,6 +376,8 @@ pub(crate) struct HostNode {
     rx_free: Vec<BufferId>,
     tx_free: Vec<BufferId>,
     pub(crate) bufs: Vec<Buf>,
+    /// Per transmit buffer: the VC and length of the send it holds.
+    tx_meta: Vec<(VcId, usize)>,
     cpu: VecDeque<Job>,
     cpu_busy: bool,
     timers: BinaryHeap<Reverse<(u64, u64, u64)>>,
@@ -629,6 +631,7 @@ impl World {
             rx_free: (0..rx).rev().map(BufferId).collect(),
             tx_free: (rx..n).rev().map(BufferId).collect(),
             bufs: vec![Buf::Free; n as usize],
+            tx_meta: vec![(VcId::default(), 0); n as usize],
             cpu: VecDeque::new(),
             cpu_busy: false,
             timers: BinaryHeap::new(),
@@ -851,9 +854,11 @@ impl World {
             let _ = host.cac.release(c);
         }
         if let Some(handle) = rec.handle {
-            host.by_handle.remove(&handle);
             let _ = host.adapter.close_vc(handle);
+            // Drained while the handle still names the VC, so the app hears of its
+            // aborted sends.
             self.drain_host(h.0);
+            self.hosts[h.0 as usize].by_handle.remove(&handle);
             let host = &self.hosts[h.0 as usize];
             if let Some(i) = host
                 .bufs
@@ -1560,6 +1565,7 @@ impl World {
                         b[..sdu.len()].copy_from_slice(sdu);
                     }
                     host.bufs[buf.0 as usize] = Buf::Cpu;
+                    host.tx_meta[buf.0 as usize] = (vc, sdu.len());
                     self.cpu_push(
                         h,
                         Job::Send {
@@ -1670,10 +1676,18 @@ impl World {
                 let host = &mut self.hosts[h.0 as usize];
                 if host.up {
                     host.up = false;
+                    // Sends the crash took (waiting for the CPU or in the adapter): the
+                    // app hears of them when it is back, before it starts again.
+                    host.notices.clear();
+                    for (i, b) in host.bufs.iter().enumerate() {
+                        if matches!(b, Buf::Cpu | Buf::Adapter(Some(_))) {
+                            let (vc, len) = host.tx_meta[i];
+                            host.notices.push_back((vc, len, false));
+                        }
+                    }
                     host.cpu.clear();
                     host.cpu_busy = false;
                     host.timers.clear();
-                    host.notices.clear();
                     host.armed = [IDLE; 3];
                     host.by_handle.clear();
                     for r in host.vcs.values_mut() {
@@ -1715,6 +1729,7 @@ impl World {
                     host.vcs.insert(vc, rec);
                 }
                 self.drain_host(h.0);
+                self.pump_notices(h.0);
                 self.call_app(h.0, |app, now, io| app.start(now, io));
                 self.hosts[h.0 as usize].started = true;
                 Ok(())

@@ -175,3 +175,82 @@ impl App for NoApp {
     fn on_sdu(&mut self, _: Instant, _: VcId, _: &[u8], _: &mut AppIo) {}
     fn on_timer(&mut self, _: Instant, _: u64, _: &mut AppIo) {}
 }
+
+/// Sends a burst of `n` SDUs at start and counts what `on_sent` says.
+struct Burst {
+    vc: VcId,
+    n: usize,
+    sent: Rc<RefCell<(u32, u32, u32)>>,
+}
+
+impl App for Burst {
+    fn start(&mut self, _: Instant, io: &mut AppIo) {
+        self.sent.borrow_mut().2 += 1;
+        for _ in 0..self.n {
+            io.send(self.vc, &[7u8; 9000]);
+        }
+    }
+    fn on_sdu(&mut self, _: Instant, _: VcId, _: &[u8], _: &mut AppIo) {}
+    fn on_timer(&mut self, _: Instant, _: u64, _: &mut AppIo) {}
+    fn on_sent(&mut self, _: Instant, _: VcId, _: usize, ok: bool, _: &mut AppIo) {
+        let mut s = self.sent.borrow_mut();
+        if ok {
+            s.0 += 1;
+        } else {
+            s.1 += 1;
+        }
+    }
+}
+
+#[test]
+fn sends_lost_to_a_crash_or_a_close_are_told_to_the_app_and_no_buffer_leaks() {
+    let vc = VcId::uni(0, 100).unwrap();
+    for close in [false, true] {
+        let sent = Rc::new(RefCell::new((0, 0, 0)));
+        let mut w = World::new(3);
+        let s1 = w.add_switch("s1", SwitchConfig::default());
+        let hc = HostConfig::new(64, 9216);
+        let app = Burst {
+            vc,
+            n: 20,
+            sent: sent.clone(),
+        };
+        let h1 = w.add_host("h1", hc, Box::new(app)).unwrap();
+        let h2 = w.add_host("h2", hc, Box::new(NoApp)).unwrap();
+        for (h, p) in [(h1, 1), (h2, 2)] {
+            w.add_link(
+                End::Host(h),
+                End::Port(s1, PortId(p), PortConfig::default()),
+                LinkConfig::default(),
+            )
+            .unwrap();
+        }
+        let qos: Qos = "ubr".parse().unwrap();
+        let xc = CrossConnect::new("1:0.100".parse().unwrap(), "2:0.100".parse().unwrap(), qos);
+        w.connect(s1, &xc).unwrap();
+        w.open_vc(h1, vc, &qos).unwrap();
+        w.open_vc(h2, vc, &qos).unwrap();
+        w.start();
+        // 20 SDUs of 188 cells take 10.6 ms on OC-3c: act after 2 ms.
+        let t = Instant::from_nanos(2_000_000);
+        if close {
+            w.schedule(t, Action::CloseVc(h1, vc));
+        } else {
+            w.schedule(t, Action::CrashHost(h1));
+            w.schedule(Instant::from_nanos(3_000_000), Action::RestartHost(h1));
+        }
+        w.run_until(Instant::from_nanos(60_000_000)).unwrap();
+        w.audit_all().unwrap();
+        let (ok, failed, starts) = *sent.borrow();
+        if close {
+            assert_eq!((ok + failed, starts), (20, 1), "ok {ok} failed {failed}");
+            assert!(failed > 10 && ok >= 1, "ok {ok} failed {failed}");
+        } else {
+            // Started again after the restart, sending 20 more.
+            assert_eq!(starts, 2);
+            assert_eq!(ok + failed, 40, "ok {ok} failed {failed}");
+            assert!(failed > 10, "ok {ok} failed {failed}");
+        }
+        assert!(w.busy().is_none());
+    }
+}
