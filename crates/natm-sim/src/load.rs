@@ -1,7 +1,7 @@
 //! The scenarios' traffic: an [`App`] per host that sends tagged, checkable SDUs on its
 //! flows until the load phase ends, then one probe SDU per flow.
 //!
-//! Every SDU is [`check::build_sdu`]'s: a tag per 48-byte chunk (flow, cell serial, check),
+//! Every SDU is [`build_sdu`]'s: a tag per 48-byte chunk (flow, cell serial, check),
 //! the SDU number and length, and bytes that are a function of (flow, SDU number, offset),
 //! so the checker can verify cell order at every hop and every SDU delivered byte for byte.
 //! A flow is one direction of one PVC. Its SDU sizes and gaps come from its own seeded
