@@ -4,8 +4,10 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use natm_core::{Duration, Instant, Qos, VcId};
-use natm_sim::{Action, App, AppIo, End, HostConfig, HostCosts, LinkConfig, SimError, World};
-use natm_switch::{CrossConnect, PortConfig, PortId, SwitchConfig};
+use natm_sim::{
+    Action, App, AppIo, End, HostConfig, HostCosts, LinkConfig, SimError, VcOptions, World,
+};
+use natm_switch::{CrossConnect, PortConfig, PortId, SwitchConfig, Upc};
 
 /// Sends `count` SDUs of `len` bytes, one every `gap`, and records what it receives.
 struct Pinger {
@@ -252,5 +254,66 @@ fn sends_lost_to_a_crash_or_a_close_are_told_to_the_app_and_no_buffer_leaks() {
             assert!(failed > 10, "ok {ok} failed {failed}");
         }
         assert!(w.busy().is_none());
+    }
+}
+
+/// A source shaped at twice its CBR contract: the switch tags the excess, and the
+/// policing checks (the bound on untagged cells, conforming traffic never policed) hold.
+#[test]
+fn a_greedy_source_is_policed_and_the_policing_checks_hold() {
+    let vc = VcId::uni(0, 100).unwrap();
+    for (upc, greedy) in [(Upc::Tag, 2.0), (Upc::Discard, 3.0), (Upc::Tag, 1.0)] {
+        let mut w = World::new(4);
+        let s1 = w.add_switch("s1", SwitchConfig::default());
+        let sender = Pinger {
+            vc,
+            count: 400,
+            len: 480,
+            // 11 cells per SDU: 110,000 cells/s, or 36,667 within the 50,000 contract.
+            gap: Duration::from_micros(if greedy > 1.0 { 100 } else { 300 }),
+            sent: 0,
+            got: Rc::default(),
+        };
+        let got: Got = Rc::default();
+        let receiver = Pinger {
+            vc,
+            count: 0,
+            len: 0,
+            gap: Duration::ZERO,
+            sent: 0,
+            got: got.clone(),
+        };
+        let hc = HostConfig::new(512, 2048);
+        let h1 = w.add_host("h1", hc, Box::new(sender)).unwrap();
+        let h2 = w.add_host("h2", hc, Box::new(receiver)).unwrap();
+        let port = PortConfig {
+            cdvt: Duration::from_millis(1),
+            ..PortConfig::default()
+        };
+        for (h, p) in [(h1, 1), (h2, 2)] {
+            w.add_link(
+                End::Host(h),
+                End::Port(s1, PortId(p), port),
+                LinkConfig::default(),
+            )
+            .unwrap();
+        }
+        let qos: Qos = "cbr:pcr=50000".parse().unwrap();
+        let mut xc = CrossConnect::new("1:0.100".parse().unwrap(), "2:0.100".parse().unwrap(), qos);
+        xc.upc = upc;
+        w.connect(s1, &xc).unwrap();
+        w.open_vc_with(h1, vc, &qos, VcOptions { greedy }).unwrap();
+        w.open_vc(h2, vc, &qos).unwrap();
+        w.start();
+        w.run_until(Instant::from_nanos(150_000_000))
+            .unwrap_or_else(|v| panic!("{upc} ×{greedy}: {v}"));
+        let c = w.switch(s1).port_counters(PortId(1)).unwrap();
+        if greedy > 1.0 {
+            assert!(c.tagged + c.policed > 100, "{upc} ×{greedy}: {c:?}");
+        } else {
+            // Within contract: nothing policed, every SDU through.
+            assert_eq!((c.tagged, c.policed), (0, 0), "{c:?}");
+            assert_eq!(got.borrow().len(), 400);
+        }
     }
 }
