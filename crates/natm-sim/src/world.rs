@@ -753,7 +753,7 @@ impl World {
         node.xcs.insert(id, XcRec { xc: *xc, live });
         node.route_dirty = true;
         self.check.leg_reset(s.0, id);
-        self.audit_switch(s.0);
+        self.audit_switch_ports(s.0, Some([xc.a.port, xc.b.port]));
         Ok(id)
     }
 
@@ -777,7 +777,7 @@ impl World {
         }
         self.check.leg_reset(s.0, conn);
         self.drain_switch(s.0);
-        self.audit_switch(s.0);
+        self.audit_switch_ports(s.0, Some([rec.xc.a.port, rec.xc.b.port]));
         Ok(())
     }
 
@@ -1866,8 +1866,12 @@ impl World {
     }
 
     fn audit_switch(&mut self, s: u32) {
+        self.audit_switch_ports(s, None);
+    }
+
+    fn audit_switch_ports(&mut self, s: u32, only: Option<[PortId; 2]>) {
         let node = &self.switches[s as usize];
-        if let Err((inv, detail)) = crate::check::audit_switch(node) {
+        if let Err((inv, detail)) = crate::check::audit_switch(node, only) {
             self.violate(inv, detail);
         }
     }
