@@ -94,9 +94,15 @@ pub fn serials_of(len: usize) -> u32 {
 /// [`MIN_SDU`] bytes.
 pub fn build_sdu(flow: u32, sdu: u32, first_serial: u32, buf: &mut [u8]) {
     let base = splitmix64(u64::from(flow) << 32 | u64::from(sdu));
-    for (j, w) in buf.chunks_mut(8).enumerate() {
-        let x = splitmix64(base ^ j as u64).to_le_bytes();
-        w.copy_from_slice(&x[..w.len()]);
+    // A 64-bit LCG from the (flow, number) hash: one multiply per 8 bytes, and every
+    // word depends on the SDU and its offset.
+    let mut x = base;
+    for w in buf.chunks_mut(8) {
+        x = x
+            .wrapping_mul(0x5851_F42D_4C95_7F2D)
+            .wrapping_add(0x1405_7B7E_F767_814F);
+        let b = (x ^ x >> 29).to_le_bytes();
+        w.copy_from_slice(&b[..w.len()]);
     }
     for (k, chunk) in buf.chunks_mut(48).enumerate() {
         write_tag(chunk, flow, first_serial.wrapping_add(k as u32));
