@@ -99,6 +99,89 @@ fn pure_crates_reach_no_io_crate() {
     }
 }
 
+/// Whether `root`'s normal dependencies reach `target`, directly or not.
+fn reaches(meta: &serde_json::Value, root: &str, target: &str) -> bool {
+    let names: BTreeMap<&str, &str> = meta["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .map(|p| {
+            (
+                p["id"].as_str().expect("id"),
+                p["name"].as_str().expect("name"),
+            )
+        })
+        .collect();
+    let mut edges: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for node in meta["resolve"]["nodes"].as_array().expect("resolve nodes") {
+        for dep in node["deps"].as_array().expect("deps") {
+            if dep["dep_kinds"]
+                .as_array()
+                .expect("dep_kinds")
+                .iter()
+                .any(|k| k["kind"].is_null())
+            {
+                edges
+                    .entry(node["id"].as_str().expect("node id"))
+                    .or_default()
+                    .push(dep["pkg"].as_str().expect("pkg"));
+            }
+        }
+    }
+    let start = names
+        .iter()
+        .find(|(_, n)| **n == root)
+        .map(|(id, _)| *id)
+        .unwrap_or_else(|| panic!("{root} is in the workspace"));
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![start];
+    while let Some(id) = stack.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        if names[id] == target {
+            return true;
+        }
+        stack.extend(edges.get(id).into_iter().flatten());
+    }
+    false
+}
+
+/// Issue 6: the simulator drives the very cores the daemons run (one package each, so no
+/// simulator-only copy), and reaches no I/O crate and no source of OS randomness.
+#[test]
+fn the_simulator_runs_the_daemons_cores_and_no_io() {
+    let meta = metadata();
+    for (core, daemon) in [
+        ("natm-switch", "natm-switchd"),
+        ("natm-adapter", "natm-host"),
+        ("natm-netem", "natm-link"),
+    ] {
+        assert!(
+            reaches(&meta, "natm-sim", core),
+            "natm-sim must drive {core}"
+        );
+        assert!(reaches(&meta, daemon, core), "{daemon} must run {core}");
+    }
+    for banned in [
+        "natm-nic",
+        "natm-link",
+        "natm-host",
+        "natm-switchd",
+        "natm",
+        "rustix",
+        "nix",
+        "tokio",
+        "getrandom",
+        "rand",
+    ] {
+        assert!(
+            !reaches(&meta, "natm-sim", banned),
+            "natm-sim depends on {banned}"
+        );
+    }
+}
+
 #[test]
 fn pure_crates_forbid_unsafe_and_std() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
