@@ -431,13 +431,67 @@ pub(crate) struct SwitchNode {
     /// Port number → index in `ports`.
     port_ix: FastMap<u16, u32>,
     route_dirty: bool,
-    /// The last instant some ports were left unpolled after an input.
+    /// The last instant some ports were left unpolled after an input or a timeout.
     skipped_at: u64,
+    /// Per port (index in `ports`): the switch's `port_timeout` in ns as last read, or
+    /// `IDLE` (none, or taken off `due` to be polled). Not `IDLE` means in `due`.
+    port_due: Vec<u64>,
+    /// The ports' timeouts, earliest first; an entry that is not its port's `port_due` is
+    /// stale and skipped. A timeout then polls the due ports only, not all of them.
+    due: BinaryHeap<Reverse<(u64, u32)>>,
 }
 
 impl SwitchNode {
     pub(crate) fn port(&self, id: PortId) -> Option<&PortRec> {
         self.ports.iter().find(|p| p.id == id)
+    }
+
+    /// Re-reads port `i`'s timeout from the switch after something may have changed it.
+    fn refresh_due(&mut self, i: u32) {
+        let t = self
+            .sw
+            .port_timeout(self.ports[i as usize].id)
+            .map_or(IDLE, |t| t.as_nanos());
+        let slot = &mut self.port_due[i as usize];
+        if t != *slot {
+            *slot = t;
+            if t != IDLE {
+                self.due.push(Reverse((t, i)));
+            }
+        }
+    }
+
+    /// The ports due at or before `now` into `out` (ascending, each once), taken off `due`.
+    fn take_due(&mut self, now: u64, out: &mut Vec<u32>) {
+        while let Some(&Reverse((t, i))) = self.due.peek() {
+            if t > now {
+                break;
+            }
+            self.due.pop();
+            if self.port_due[i as usize] == t {
+                self.port_due[i as usize] = IDLE;
+                out.push(i);
+            }
+        }
+        out.sort_unstable();
+    }
+
+    /// The earliest port timeout: the switch's `poll_timeout`, without a pass over the
+    /// ports.
+    fn next_due(&mut self) -> Option<Instant> {
+        while let Some(&Reverse((t, i))) = self.due.peek() {
+            if self.port_due[i as usize] == t {
+                return Some(Instant::from_nanos(t));
+            }
+            self.due.pop();
+        }
+        None
+    }
+
+    /// Forgets every port timeout (the switch was replaced).
+    fn clear_due(&mut self) {
+        self.due.clear();
+        self.port_due.fill(IDLE);
     }
 
     fn rebuild_route(&mut self) {
@@ -596,6 +650,8 @@ impl World {
             port_ix: FastMap::default(),
             route_dirty: true,
             skipped_at: 0,
+            port_due: Vec::new(),
+            due: BinaryHeap::new(),
         });
         SwitchId(self.switches.len() as u32 - 1)
     }
@@ -702,6 +758,7 @@ impl World {
                         reason: e.to_string(),
                     })?;
                     sw.port_ix.insert(p.0, sw.ports.len() as u32);
+                    sw.port_due.push(IDLE);
                     sw.ports.push(PortRec {
                         id: p,
                         config: pc,
@@ -1173,7 +1230,22 @@ impl World {
                     return 0;
                 }
                 node.sw.handle_timeout(now);
-                self.drain_switch(i)
+                if self.poll_all_ports {
+                    return self.drain_switch(i);
+                }
+                // Only due ports have output; the others are polled late, as after an
+                // input (see `cells_to_switch`).
+                let mut outs = std::mem::take(&mut self.outs);
+                outs.clear();
+                node.take_due(now.as_nanos(), &mut outs);
+                self.catch_up(i, &outs);
+                let n = self.drain_ports(i, outs.iter().copied());
+                let node = &mut self.switches[i as usize];
+                if outs.len() < node.ports.len() {
+                    node.skipped_at = now.as_nanos();
+                }
+                self.outs = outs;
+                n
             }
             kind::CPU => self.cpu_done(i),
             kind::TIMER => self.timers_due(i),
@@ -1238,16 +1310,9 @@ impl World {
         let node = &mut self.switches[s as usize];
         let selective = !self.poll_all_ports && node.outputs(p, cells, &mut outs);
         if selective {
-            let skipped = node.skipped_at;
-            for &i in &outs {
-                let r = &mut node.ports[i as usize];
-                if r.polled_at < skipped && !r.clogged {
-                    node.sw
-                        .poll_transmit(Instant::from_nanos(skipped), r.id, &mut []);
-                    r.polled_at = skipped;
-                }
-            }
+            self.catch_up(s, &outs);
         }
+        let node = &mut self.switches[s as usize];
         node.sw.handle_cells(now, p, cells);
         if let Err(detail) = self
             .check
@@ -1265,6 +1330,21 @@ impl World {
             self.drain_switch(s);
         }
         self.outs = outs;
+    }
+
+    /// Polls each of these ports empty at the last instant ports were skipped, unless it
+    /// was polled since: what polling all ports there would have done to them.
+    fn catch_up(&mut self, s: u32, ports: &[u32]) {
+        let node = &mut self.switches[s as usize];
+        let skipped = node.skipped_at;
+        for &i in ports {
+            let r = &mut node.ports[i as usize];
+            if r.polled_at < skipped && !r.clogged {
+                node.sw
+                    .poll_transmit(Instant::from_nanos(skipped), r.id, &mut []);
+                r.polled_at = skipped;
+            }
+        }
     }
 
     /// Offer cells to a link direction (dropped if the link is down).
@@ -1303,6 +1383,8 @@ impl World {
             let node = &mut self.switches[s as usize];
             let port = &node.ports[pi];
             if port.clogged {
+                // Its cells wait, and so may its timeout.
+                node.refresh_due(pi as u32);
                 continue;
             }
             node.ports[pi].polled_at = now.as_nanos();
@@ -1328,9 +1410,17 @@ impl World {
                     break;
                 }
             }
+            self.switches[s as usize].refresh_due(pi as u32);
         }
         self.out = out;
-        let timeout = self.switches[s as usize].sw.poll_timeout();
+        let node = &mut self.switches[s as usize];
+        let timeout = node.next_due();
+        debug_assert_eq!(
+            timeout,
+            node.sw.poll_timeout(),
+            "{}: port timeouts",
+            node.name
+        );
         self.arm_at(Target::new(kind::SWITCH, s), timeout);
         total
     }
@@ -1659,6 +1749,7 @@ impl World {
                 if node.up {
                     node.up = false;
                     node.sw = Switch::new(node.config);
+                    node.clear_due();
                     for r in node.xcs.values_mut() {
                         r.live = None;
                     }
@@ -1800,6 +1891,7 @@ impl World {
         }
         node.up = true;
         node.sw = Switch::new(node.config);
+        node.clear_due();
         let mut notes = Vec::new();
         for p in &node.ports {
             if let Err(e) = node.sw.add_port(p.id, p.config) {

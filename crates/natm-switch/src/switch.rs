@@ -306,6 +306,19 @@ struct Port {
 }
 
 impl Port {
+    /// The next instant this port has something to do without input: its next slot while
+    /// it is up with cells queued (rated ports only), or its next AIS cell.
+    fn timeout(&self) -> Option<Instant> {
+        let slot = match &self.pacer {
+            Some(pacer) if self.up && self.counters.queue_depth != [0; 4] => Some(pacer.slot()),
+            _ => None,
+        };
+        match (self.next_ais, slot) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     fn vpi_mask(&self) -> u32 {
         u32::from(self.config.format.max_vpi())
     }
@@ -1150,20 +1163,16 @@ impl Switch {
     /// The next instant at which something happens without input: a rated port's next
     /// slot while it has cells queued, or the next AIS cell of a down port.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let mut next: Option<Instant> = None;
-        let mut consider = |t: Instant| next = Some(next.map_or(t, |n| n.min(t)));
-        for p in self.ports.iter().flatten() {
-            if let Some(t) = p.next_ais {
-                consider(t);
-            }
-            if let Some(pacer) = &p.pacer
-                && p.up
-                && p.counters.queue_depth != [0; 4]
-            {
-                consider(pacer.slot());
-            }
-        }
-        next
+        self.ports.iter().flatten().filter_map(Port::timeout).min()
+    }
+
+    /// [`poll_timeout`](Self::poll_timeout) of one port (`None` also for an unknown port):
+    /// the minimum of these over the ports is the switch's, so a driver of many ports can
+    /// keep them in its own timer queue and poll only the ports that are due.
+    pub fn port_timeout(&self, port: PortId) -> Option<Instant> {
+        self.ports[usize::from(self.slot(port).ok()?)]
+            .as_ref()?
+            .timeout()
     }
 
     /// Does what is due at `now`: AIS cells of down ports. (Rated ports' slots are used by

@@ -101,6 +101,9 @@ proptest! {
                 }
             }
             fixture::assert_conserved(&sw);
+            // The per-port timeouts a driver may queue give the switch's.
+            let per_port = (0..8).filter_map(|p| sw.port_timeout(PortId(p))).min();
+            prop_assert_eq!(per_port, sw.poll_timeout());
         }
     }
 }
