@@ -3,8 +3,9 @@
 //!
 //! When: 1–3 on every batch of cells a switch port or adapter takes in or a switch port
 //! sends, and on every SDU delivered; 4 and 5 on the whole world after every action and
-//! command, every 16,384 events and at the end, and a VC's buffers when it closes; 6 at
-//! the end of a scenario run.
+//! command, every 16,384 events (or 4 events per cross-connect, port and host buffer if
+//! that is more) and at the end, and a VC's buffers when it closes; 6 at the end of a
+//! scenario run.
 //!
 //! These are oracles: they decode what the load wrote into its cells and SDUs and bound
 //! what the cores may do, but they never do the cores' work (no reassembly, no policing,

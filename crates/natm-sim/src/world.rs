@@ -313,8 +313,12 @@ const BATCH: usize = 32;
 /// A core that reports a timeout at or before the instant it was just drained at (a
 /// clogged port's due cell) is looked at again this much later, not in a loop.
 const RETRY_NS: u64 = 1_000;
-/// Events between two whole-world audits (besides those after every action).
+/// Events between two whole-world audits (besides those after every action), at least.
 const AUDIT_EVERY: u64 = 1 << 14;
+/// A whole-world audit costs about one pass over the state; it runs at most once per this
+/// many events per item of state (cross-connect, port, host buffer), so that in a large
+/// world it stays a small share of the run rather than growing with the world.
+const AUDIT_EVENTS_PER_ITEM: u64 = 4;
 /// The CDVT a switch port tolerates unless its config gives one (switchd's default).
 pub const DEFAULT_CDVT: Duration = Duration::from_millis(1);
 
@@ -568,6 +572,8 @@ pub struct World {
     /// Output ports (indices) of a switch input, kept between calls.
     outs: Vec<u32>,
     poll_all_ports: bool,
+    /// The event count at which the next periodic audit runs.
+    next_audit: u64,
 }
 
 impl World {
@@ -594,6 +600,7 @@ impl World {
             out: vec![[0; 53]; BATCH],
             outs: Vec::new(),
             poll_all_ports: false,
+            next_audit: AUDIT_EVERY,
         }
     }
 
@@ -987,10 +994,11 @@ impl World {
             self.stats.events += 1;
             let count = self.dispatch(target);
             self.record(when, seq, target, count);
-            if self.stats.events.is_multiple_of(AUDIT_EVERY) {
+            if self.stats.events >= self.next_audit {
                 // The whole-world audits also run now and then between actions, so a leak
                 // shows near where it happened.
                 self.audit();
+                self.next_audit = self.stats.events + self.audit_period();
             }
             if let Some(v) = self.violation.take() {
                 return Err(v);
@@ -1928,6 +1936,18 @@ impl World {
             self.trace_note(&n);
         }
         self.drain_switch(s);
+    }
+
+    /// Events until the next periodic audit: [`AUDIT_EVERY`], or more in a world so large
+    /// that an audit every [`AUDIT_EVERY`] events would be a large share of the run.
+    fn audit_period(&self) -> u64 {
+        let switches: usize = self
+            .switches
+            .iter()
+            .map(|s| s.xcs.len() + s.ports.len())
+            .sum();
+        let hosts: usize = self.hosts.iter().map(|h| h.bufs.len()).sum();
+        AUDIT_EVERY.max(AUDIT_EVENTS_PER_ITEM * (switches + hosts) as u64)
     }
 
     /// The audits that hold at any instant: CAC books, connection counts, cell
