@@ -1237,15 +1237,24 @@ impl World {
                 if !node.up {
                     return 0;
                 }
-                node.sw.handle_timeout(now);
-                if self.poll_all_ports {
+                let mut outs = std::mem::take(&mut self.outs);
+                outs.clear();
+                node.take_due(now.as_nanos(), &mut outs);
+                // A down port's only timeout is its AIS, which queues cells on the output
+                // ports of its connections, not due ones: then every port is polled. What
+                // else `handle_timeout` does is nothing (it sends AIS only). A port is
+                // down exactly while its link is (`apply_inner`, `restart_switch`).
+                let links = &self.links;
+                let ais = outs
+                    .iter()
+                    .any(|&p| !links[node.ports[p as usize].link as usize].up);
+                if self.poll_all_ports || ais {
+                    node.sw.handle_timeout(now);
+                    self.outs = outs;
                     return self.drain_switch(i);
                 }
                 // Only due ports have output; the others are polled late, as after an
                 // input (see `cells_to_switch`).
-                let mut outs = std::mem::take(&mut self.outs);
-                outs.clear();
-                node.take_due(now.as_nanos(), &mut outs);
                 self.catch_up(i, &outs);
                 let n = self.drain_ports(i, outs.iter().copied());
                 let node = &mut self.switches[i as usize];

@@ -317,3 +317,28 @@ fn a_greedy_source_is_policed_and_the_policing_checks_hold() {
         }
     }
 }
+
+#[test]
+fn a_port_down_for_seconds_sends_ais_each_second_and_every_cell_leaves() {
+    // The switch's timeouts poll only its due ports; a down input port's AIS is a timeout
+    // that queues cells on another port, which must go out too, as when all are polled.
+    let run = |poll_all: bool| {
+        let (mut w, got, l1) = net(3, HostCosts::FREE, 5);
+        w.set_poll_all_ports(poll_all);
+        w.schedule(Instant::from_nanos(1_000_000), Action::LinkUp(l1, false));
+        w.schedule(Instant::from_nanos(2_500_000_000), Action::LinkUp(l1, true));
+        w.run_until(Instant::from_nanos(2_600_000_000)).unwrap();
+        let out = w
+            .switch(natm_sim::SwitchId(0))
+            .port_counters(PortId(2))
+            .unwrap();
+        // At 1 ms, 1.001 s and 2.001 s, on the one connection from port 1.
+        assert_eq!(out.ais_sent, 3);
+        assert_eq!(out.queued(), 0);
+        assert!(w.busy().is_none(), "{:?}", w.busy());
+        w.audit_all().unwrap();
+        assert_eq!(got.borrow().len(), 5);
+        (w.stats(), out)
+    };
+    assert_eq!(run(false), run(true));
+}
