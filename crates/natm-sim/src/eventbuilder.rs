@@ -48,7 +48,7 @@ use serde::Serialize;
 use natm_switch::{CrossConnect, Endpoint, PortConfig, PortId, SwitchConfig};
 
 use crate::app::{App, AppIo, HostCosts};
-use crate::world::{Action, End, HostConfig, HostId, LinkConfig, World};
+use crate::world::{End, HostConfig, HostId, LinkConfig, World};
 
 /// The first VCI the event builder uses on every host link.
 pub const FIRST_VCI: u16 = 32;
@@ -1281,11 +1281,8 @@ pub fn run(config: &EbConfig) -> Result<EbReport, EbError> {
         dsts.push(add(&mut world, format!("dst{d}"), port, ns + 1, app)?);
     }
 
-    // Cross-connects: the world audits the whole switch after each one it makes, which is
-    // quadratic in their number (65,792 for 256 × 256). Made on a crashed switch they are
-    // only recorded; the restart makes them all and is audited once. One the switch
-    // refused (CAC) is missing after the restart: it is made again on the live switch to
-    // get the refusal's text.
+    // Cross-connects, made together and audited once; a refusal (CAC) names the pair and
+    // the binding constraint.
     let vci = |i: usize| FIRST_VCI + i as u16;
     let mut xcs = Vec::with_capacity(nd + ns * nd);
     for d in 0..nd {
@@ -1308,27 +1305,14 @@ pub fn run(config: &EbConfig) -> Result<EbReport, EbError> {
             ));
         }
     }
-    world.apply(Action::CrashSwitch(sw)).map_err(network)?;
-    for (_, _, xc) in &xcs {
-        world.connect(sw, xc).map_err(network)?;
-    }
-    world.apply(Action::RestartSwitch(sw)).map_err(network)?;
-    let made = world.connections(sw);
-    if made.len() != xcs.len() {
-        // The record keeps the order they were made in, less the refused ones.
-        let i = (0..xcs.len())
-            .find(|&i| made.get(i).map(|m| m.1) != Some(xcs[i].2))
-            .unwrap_or(0);
+    let all: Vec<CrossConnect> = xcs.iter().map(|(_, _, xc)| *xc).collect();
+    world.connect_all(sw, &all).map_err(|(i, e)| {
         let (a, b, xc) = &xcs[i];
-        let why = match world.connect(sw, xc) {
-            Err(e) => e.to_string(),
-            Ok(_) => "refused when made with all the others".to_string(),
-        };
-        return Err(EbError::Network(format!(
-            "cross-connect {a} ↔ {b} ({} ↔ {}, qos {}): {why}",
+        EbError::Network(format!(
+            "cross-connect {a} ↔ {b} ({} ↔ {}, qos {}): {e}",
             xc.a, xc.b, xc.qos
-        )));
-    }
+        ))
+    })?;
     let name_of = |world: &World, h: HostId| world.host_name(h).to_string();
     let open = |world: &mut World, h: HostId, vc: VcId, q: &Qos| {
         world

@@ -801,6 +801,37 @@ impl World {
 
     /// Makes a cross-connect on switch `s` now (recorded, so a restart remakes it).
     pub fn connect(&mut self, s: SwitchId, xc: &CrossConnect) -> Result<ConnId, SimError> {
+        let id = self.connect_unaudited(s, xc)?;
+        self.audit_switch_ports(s.0, Some([xc.a.port, xc.b.port]));
+        Ok(id)
+    }
+
+    /// Makes many cross-connects on switch `s` now, then audits the switch once (each
+    /// audit walks the switch's record, so one per connect is quadratic in their number).
+    /// Stops at the first refusal; those made before it stay made, as with `connect`.
+    pub fn connect_all(
+        &mut self,
+        s: SwitchId,
+        xcs: &[CrossConnect],
+    ) -> Result<Vec<ConnId>, (usize, SimError)> {
+        let mut ids = Vec::with_capacity(xcs.len());
+        let mut result = Ok(());
+        for (i, xc) in xcs.iter().enumerate() {
+            match self.connect_unaudited(s, xc) {
+                Ok(id) => ids.push(id),
+                Err(e) => {
+                    result = Err((i, e));
+                    break;
+                }
+            }
+        }
+        if self.switch_ref(s).is_ok() {
+            self.audit_switch_ports(s.0, None);
+        }
+        result.map(|()| ids)
+    }
+
+    fn connect_unaudited(&mut self, s: SwitchId, xc: &CrossConnect) -> Result<ConnId, SimError> {
         self.switch_ref(s)?;
         let now = self.now;
         let node = &mut self.switches[s.0 as usize];
@@ -817,7 +848,6 @@ impl World {
         node.xcs.insert(id, XcRec { xc: *xc, live });
         node.route_dirty = true;
         self.check.leg_reset(s.0, id);
-        self.audit_switch_ports(s.0, Some([xc.a.port, xc.b.port]));
         Ok(id)
     }
 

@@ -342,3 +342,53 @@ fn a_port_down_for_seconds_sends_ais_each_second_and_every_cell_leaves() {
     };
     assert_eq!(run(false), run(true));
 }
+
+#[test]
+fn connect_all_makes_every_cross_connect_and_stops_at_a_refusal() {
+    let mut w = World::new(1);
+    let s1 = w.add_switch("s1", SwitchConfig::default());
+    let port = PortConfig::default();
+    for p in 1..=2 {
+        let h = w
+            .add_host(&format!("h{p}"), HostConfig::new(8, 2048), Box::new(Idle))
+            .unwrap();
+        w.add_link(
+            End::Host(h),
+            End::Port(s1, PortId(p), port),
+            LinkConfig::default(),
+        )
+        .unwrap();
+    }
+    let xc = |vci: u16, qos: &str| {
+        CrossConnect::new(
+            format!("1:0.{vci}").parse().unwrap(),
+            format!("2:0.{vci}").parse().unwrap(),
+            qos.parse().unwrap(),
+        )
+    };
+    let ids = w
+        .connect_all(s1, &[xc(100, "ubr"), xc(101, "cbr:pcr=1000")])
+        .unwrap();
+    assert_eq!(ids.len(), 2);
+    assert_eq!(w.switch(s1).connection_count(), 2);
+    // The second asks more than the link has: refused by index, the first stays made.
+    let err = w
+        .connect_all(
+            s1,
+            &[xc(102, "ubr"), xc(103, "cbr:pcr=900000000"), xc(104, "ubr")],
+        )
+        .unwrap_err();
+    assert_eq!(err.0, 1, "{}", err.1);
+    assert_eq!(w.switch(s1).connection_count(), 3);
+    w.start();
+    w.run_until(Instant::from_nanos(1_000_000)).unwrap();
+}
+
+/// An application that does nothing.
+struct Idle;
+
+impl App for Idle {
+    fn start(&mut self, _now: Instant, _io: &mut AppIo) {}
+    fn on_sdu(&mut self, _now: Instant, _vc: VcId, _sdu: &[u8], _io: &mut AppIo) {}
+    fn on_timer(&mut self, _now: Instant, _token: u64, _io: &mut AppIo) {}
+}
