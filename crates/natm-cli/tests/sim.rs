@@ -90,7 +90,7 @@ fn swarm_reports_a_total_and_a_failing_scenario_names_its_replay() {
         "switch = [{ name = \"s1\" }]\nhost = [{ name = \"h1\" }, { name = \"h2\" }]\n\
          link = [{ a = \"h1\", b = \"s1\", impair = \"delay=500ms\" }, { a = \"h2\", b = \"s1\" }]\n\
          pvc = [{ a = \"h1\", b = \"h2\", vc = \"0.100\" }]\n\
-         [sim]\nduration = \"20ms\"\ndrain = \"30ms\"\nfaults = \"none\"\n",
+         [sim]\nduration = \"20ms\"\ndrain = \"60ms\"\nfaults = \"none\"\n",
     )
     .unwrap();
     let path = f.to_str().unwrap();
