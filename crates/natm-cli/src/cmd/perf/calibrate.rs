@@ -34,34 +34,29 @@
 
 use std::io;
 use std::process::Command;
-use std::sync::Arc;
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
-use natm_adapter::{Adapter, AdapterConfig, RxVcConfig, Status};
-use natm_core::VcId;
+use natm_adapter::Status;
 use natm_host::driver::{Driver, status_from_code};
 use natm_link::shm::{ShmLink, ShmWait};
-use natm_nic::channel::{AppEnd, BufferId, Channel, ChannelConfig};
-use natm_nic::memfd::MemfdMem;
+use natm_nic::channel::{AppEnd, BufferId};
 use natm_sim::app::HostCosts;
 use natm_sim::calib::{Calibration, FitPoint, fit};
-use natm_traffic::sched::VcSpec;
 use serde::Serialize;
 
 use super::pin;
+// The channel set-up is `natm perf link`'s: BUFFERS buffers (also the largest batch), VC
+// handle HANDLE.
+use super::link::{BUFFERS, HANDLE};
 use crate::{CliError, CmdResult};
 
 /// SDU sizes measured, bytes.
 pub const SIZES: [usize; 10] = [40, 100, 256, 512, 1024, 1500, 2048, 4096, 8192, 16_384];
-/// Buffers in each channel, and the largest batch.
-const BUFFERS: u32 = 32;
 /// Cells of each link ring; a batch's cells must all fit.
 const RING_CELLS: u32 = 4096;
-/// The VC handle the measurement runs on.
-const HANDLE: u32 = 1;
 /// Rounds (batches per size) at the least, however short `--seconds` is.
 pub const MIN_BATCHES: usize = 5;
 /// Rounds thrown away first (cold caches, first-touch page faults).
@@ -334,37 +329,6 @@ fn batch_for(size: usize) -> usize {
     (RING_CELLS as usize / cells_for(size)).clamp(1, BUFFERS as usize)
 }
 
-/// One application's channel, adapter and driver over `link`.
-fn side(size: usize, link: ShmLink) -> io::Result<(AppEnd, Driver<ShmLink>)> {
-    let buffer_size = size.div_ceil(64) * 64;
-    let cfg = ChannelConfig {
-        tx_entries: BUFFERS,
-        rx_entries: BUFFERS,
-        completion_entries: 2 * BUFFERS,
-        buffer_size: buffer_size as u32,
-        buffer_count: BUFFERS,
-    };
-    let layout = cfg.layout().map_err(io::Error::other)?;
-    let mem =
-        MemfdMem::create("natm-perf-calibrate", layout.region_size).map_err(io::Error::other)?;
-    let ch = Channel::create(Arc::new(mem), &cfg).map_err(io::Error::other)?;
-    let app = ch.app().map_err(io::Error::other)?;
-    let end = ch.adapter().map_err(io::Error::other)?;
-    let mut config = AdapterConfig::new(BUFFERS, buffer_size);
-    config.max_tx_queued = BUFFERS as usize;
-    let mut adapter = Adapter::new(config).map_err(|e| io::Error::other(e.to_string()))?;
-    adapter
-        .open_vc(
-            HANDLE,
-            VcId::uni(0, 100).map_err(|e| io::Error::other(e.to_string()))?,
-            // The ring is the only limit, as in `natm perf link`.
-            VcSpec::ubr(1_000_000_000, 1),
-            RxVcConfig::aal5(size),
-        )
-        .map_err(|e| io::Error::other(e.to_string()))?;
-    Ok((app, Driver::new(adapter, end, link)))
-}
-
 /// One size's figures.
 struct Measured {
     size: usize,
@@ -408,8 +372,8 @@ fn measure_sizes(
     let mut rxs = Vec::new();
     for &size in sizes {
         let (a, b) = ShmLink::pair_with(RING_CELLS, ShmWait::BusyPoll).map_err(io::Error::other)?;
-        let (app, driver) = side(size, a)?;
-        let (mut app_rx, rx) = side(size, b)?;
+        let (app, driver) = super::link::side(size, a)?;
+        let (mut app_rx, rx) = super::link::side(size, b)?;
         for buf in 0..BUFFERS {
             app_rx.post_rx(BufferId(buf)).map_err(io::Error::other)?;
         }

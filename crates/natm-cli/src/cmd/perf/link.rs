@@ -66,9 +66,9 @@ use crate::{CliError, CmdResult};
 /// The largest AAL5 SDU.
 const MAX_SDU: usize = 65_535;
 /// Buffers in each channel: enough to keep the link busy while completions come back.
-const BUFFERS: u32 = 32;
+pub(crate) const BUFFERS: u32 = 32;
 /// The VC the measurement runs on.
-const HANDLE: u32 = 1;
+pub(crate) const HANDLE: u32 = 1;
 /// Cells of transmit queue in an emulated line.
 const EMULATED_QUEUE: u32 = 16_384;
 /// How long the receiver waits for the last SDUs after the sender stopped.
@@ -417,8 +417,10 @@ fn with_line<L: CellLink + Send + 'static>(
     adapter_run(size, plan.run_time, cpus, Emulated::new(tx, &config), rx)
 }
 
-/// One side's channel, adapter and driver.
-fn side<L: CellLink>(size: usize, link: L) -> io::Result<(AppEnd, Driver<L>)> {
+/// One side's channel, adapter and driver: `BUFFERS` buffers of `size` bytes (rounded up
+/// to 64) and one UBR VC, 0.100 as handle `HANDLE`, that only the link limits. Also
+/// `natm perf calibrate`'s measuring set-up.
+pub(crate) fn side<L: CellLink>(size: usize, link: L) -> io::Result<(AppEnd, Driver<L>)> {
     let buffer_size = size.div_ceil(64) * 64;
     let cfg = ChannelConfig {
         tx_entries: BUFFERS,
