@@ -275,7 +275,7 @@ impl Scenario {
         }
         let ubr_load = t.ubr_load.unwrap_or(0.3);
         if !(0.0..=1.0).contains(&ubr_load) {
-            return bad(format!("sim.ubr_load {ubr_load}: a fraction in 0..=1"));
+            return bad(format!("sim.ubr_load {ubr_load:?}: a fraction in 0..=1"));
         }
         let sdu = t.sdu.map(|[a, b]| (a, b)).unwrap_or((20, 3000));
         if sdu.0 < crate::check::MIN_SDU || sdu.1 < sdu.0 || sdu.1 > 65535 {
@@ -303,7 +303,7 @@ impl Scenario {
             }
             let g = f.greedy.unwrap_or(1.0);
             if !(g.is_finite() && (0.01..=100.0).contains(&g)) {
-                return bad(format!("{what}: greedy {g}: a factor in 0.01..=100"));
+                return bad(format!("{what}: greedy {g:?}: a factor in 0.01..=100"));
             }
             for i in idx {
                 greedy.insert(i, g);
