@@ -140,16 +140,6 @@ impl Flight {
         }
     }
 
-    fn push(&mut self, e: Entry) {
-        match self {
-            Flight::Fifo(q) => {
-                debug_assert!(q.back().is_none_or(|b| b.departure <= e.departure));
-                q.push_back(e);
-            }
-            Flight::Heap(h) => h.push(Reverse(e)),
-        }
-    }
-
     fn first(&self) -> Option<&Entry> {
         match self {
             Flight::Fifo(q) => q.front(),
@@ -161,6 +151,17 @@ impl Flight {
         match self {
             Flight::Fifo(q) => q.pop_front(),
             Flight::Heap(h) => h.pop().map(|r| r.0),
+        }
+    }
+
+    fn discard_first(&mut self) {
+        match self {
+            Flight::Fifo(q) => {
+                q.pop_front();
+            }
+            Flight::Heap(h) => {
+                h.pop();
+            }
         }
     }
 }
@@ -392,6 +393,17 @@ impl Netem {
     /// the counters and, unless it is dropped or lost, in a later
     /// [`poll_transmit`](Netem::poll_transmit).
     pub fn handle_cell(&mut self, now: Instant, cell: [u8; CELL_LEN]) {
+        self.offer(now, &cell);
+    }
+
+    /// Offers `cells` at `now`, in order: [`handle_cell`](Netem::handle_cell) for each.
+    pub fn handle_cells(&mut self, now: Instant, cells: &[[u8; CELL_LEN]]) {
+        for cell in cells {
+            self.offer(now, cell);
+        }
+    }
+
+    fn offer(&mut self, now: Instant, cell: &[u8; CELL_LEN]) {
         let now = self.advance(now);
         self.counters.offered += 1;
         if self.flight.len() >= self.in_flight_cells {
@@ -417,28 +429,48 @@ impl Netem {
         }
         // The VC as offered: a header error must not let a cell escape its VC's order.
         let vc = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]) >> 4;
-        let mut cell = cell;
-        self.corrupt(&mut cell);
+        // Each draw has its own stream, so drawing the delay before the bit errors changes
+        // no outcome.
         let delay = self.draw_delay();
         if delay > 0 {
             self.counters.delayed += 1;
         }
         let mut departure = off_line + Duration::from_nanos(delay);
-        if matches!(self.flight, Flight::Heap(_)) {
-            let last = self.last_departure.entry(vc).or_insert(departure);
-            if *last > departure {
-                departure = *last;
-                self.counters.held_for_order += 1;
-            }
-            *last = departure;
-        }
-        self.flight.push(Entry {
-            departure,
-            seq: self.seq,
-            vc,
-            cell,
-        });
+        let seq = self.seq;
         self.seq += 1;
+        match &mut self.flight {
+            Flight::Fifo(q) => {
+                debug_assert!(q.back().is_none_or(|b| b.departure <= departure));
+                // The cell is copied once, straight into its place, and damaged there: a
+                // 53-byte value passed through temporaries costs store-forwarding stalls
+                // on the simulator's hottest path.
+                q.push_back(Entry {
+                    departure,
+                    seq,
+                    vc,
+                    cell: *cell,
+                });
+                if let Some(e) = q.back_mut() {
+                    corrupt(&mut self.draws, &mut self.counters, &mut e.cell);
+                }
+            }
+            Flight::Heap(h) => {
+                let last = self.last_departure.entry(vc).or_insert(departure);
+                if *last > departure {
+                    departure = *last;
+                    self.counters.held_for_order += 1;
+                }
+                *last = departure;
+                let mut cell = *cell;
+                corrupt(&mut self.draws, &mut self.counters, &mut cell);
+                h.push(Reverse(Entry {
+                    departure,
+                    seq,
+                    vc,
+                    cell,
+                }));
+            }
+        }
     }
 
     /// Hands out the next cell whose departure is at or before `now`, with its departure
@@ -449,15 +481,42 @@ impl Netem {
             return None;
         }
         let e = self.flight.pop()?;
-        // Once a VC's latest cell has left, any later cell departs after `now` anyway.
-        if self.last_departure.get(&e.vc) == Some(&e.departure) {
-            self.last_departure.remove(&e.vc);
-        }
-        self.counters.delivered += 1;
+        self.delivered(e.vc, e.departure);
         Some(Transmit {
             at: e.departure,
             cell: e.cell,
         })
+    }
+
+    /// Copies the cells due at `now` into `out`, up to its length, in the order
+    /// [`poll_transmit`](Netem::poll_transmit) would hand them out (without their departure
+    /// instants); returns how many. Fewer than `out.len()` means none is left due.
+    pub fn poll_transmit_cells(&mut self, now: Instant, out: &mut [[u8; CELL_LEN]]) -> usize {
+        let now = self.advance(now);
+        let mut n = 0;
+        while n < out.len() {
+            let Some(e) = self.flight.first() else {
+                break;
+            };
+            if e.departure > now {
+                break;
+            }
+            // From the entry in place to `out`: one copy, no temporaries.
+            out[n] = e.cell;
+            n += 1;
+            let (vc, departure) = (e.vc, e.departure);
+            self.flight.discard_first();
+            self.delivered(vc, departure);
+        }
+        n
+    }
+
+    fn delivered(&mut self, vc: u32, departure: Instant) {
+        // Once a VC's latest cell has left, any later cell departs after `now` anyway.
+        if self.last_departure.get(&vc) == Some(&departure) {
+            self.last_departure.remove(&vc);
+        }
+        self.counters.delivered += 1;
     }
 
     /// The next departure, if any cell is in flight.
@@ -490,39 +549,6 @@ impl Netem {
         burst || random
     }
 
-    /// Header and payload bit errors.
-    fn corrupt(&mut self, cell: &mut [u8; CELL_LEN]) {
-        let d = &mut self.draws;
-        if d.hec_any > 0.0 {
-            let u = d.hec_rng.unit();
-            if u < d.hec_single {
-                let bit = d.hec_rng.below(HEADER_BITS);
-                flip(cell, bit);
-                self.counters.header_single += 1;
-                self.counters.header_bits_flipped += 1;
-            } else if u < d.hec_any {
-                // Two distinct bits: the HEC (distance 4) detects every double error and
-                // corrects none, so I.432's receiver discards the cell.
-                let a = d.hec_rng.below(HEADER_BITS);
-                let mut b = d.hec_rng.below(HEADER_BITS - 1);
-                if b >= a {
-                    b += 1;
-                }
-                flip(cell, a);
-                flip(cell, b);
-                self.counters.header_multi += 1;
-                self.counters.header_bits_flipped += 2;
-            }
-        }
-        if let Some(ber) = &d.ber {
-            let n = ber.apply(&mut d.ber_rng, &mut cell[HEADER_LEN..]);
-            if n > 0 {
-                self.counters.payload_errored += 1;
-                self.counters.payload_bits_flipped += u64::from(n);
-            }
-        }
-    }
-
     /// This cell's delay in ns: fixed plus jitter.
     fn draw_delay(&mut self) -> u64 {
         let d = &mut self.draws;
@@ -543,6 +569,38 @@ impl Netem {
                 // `as` saturates: a draw beyond u64 ns is the end of time.
                 d.delay.saturating_add(extra as u64)
             }
+        }
+    }
+}
+
+/// Header and payload bit errors, drawn from `d`.
+fn corrupt(d: &mut Draws, counters: &mut Counters, cell: &mut [u8; CELL_LEN]) {
+    if d.hec_any > 0.0 {
+        let u = d.hec_rng.unit();
+        if u < d.hec_single {
+            let bit = d.hec_rng.below(HEADER_BITS);
+            flip(cell, bit);
+            counters.header_single += 1;
+            counters.header_bits_flipped += 1;
+        } else if u < d.hec_any {
+            // Two distinct bits: the HEC (distance 4) detects every double error and
+            // corrects none, so I.432's receiver discards the cell.
+            let a = d.hec_rng.below(HEADER_BITS);
+            let mut b = d.hec_rng.below(HEADER_BITS - 1);
+            if b >= a {
+                b += 1;
+            }
+            flip(cell, a);
+            flip(cell, b);
+            counters.header_multi += 1;
+            counters.header_bits_flipped += 2;
+        }
+    }
+    if let Some(ber) = &d.ber {
+        let n = ber.apply(&mut d.ber_rng, &mut cell[HEADER_LEN..]);
+        if n > 0 {
+            counters.payload_errored += 1;
+            counters.payload_bits_flipped += u64::from(n);
         }
     }
 }
@@ -632,6 +690,49 @@ mod tests {
     }
 
     // ---- state × event, in virtual time ----
+
+    #[test]
+    fn batch_calls_give_what_single_calls_give() {
+        // Jitter (the heap), loss and bit errors (damage in place), a slow line and an
+        // unlimited one: offering a batch and polling into a short buffer must hand out
+        // the same cells in the same order, and count the same, as one call per cell.
+        for (rate, imp) in [
+            (OC3, "loss=0.1,ber=1e-3,hec=0.05,seed=7"),
+            (Rate::Unlimited, "jitter=20us,delay=50us,loss=0.05,seed=3"),
+            (OC3, "jitter=5us:exp,ber=1e-4,seed=11"),
+        ] {
+            let mut one = netem(rate, imp);
+            let mut batch = netem(rate, imp);
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            let mut out = [[0u8; CELL_LEN]; 3];
+            for step in 0..200u32 {
+                let now = ns(u64::from(step) * 7_000);
+                let cells: Vec<_> = (0..5).map(|k| cell(k % 3, step * 5 + k)).collect();
+                for c in &cells {
+                    one.handle_cell(now, *c);
+                }
+                batch.handle_cells(now, &cells);
+                while let Some(tx) = one.poll_transmit(now) {
+                    a.push(tx.cell);
+                }
+                loop {
+                    let n = batch.poll_transmit_cells(now, &mut out);
+                    b.extend_from_slice(&out[..n]);
+                    if n < out.len() {
+                        break;
+                    }
+                }
+            }
+            a.extend(drain(&mut one).into_iter().map(|tx| tx.cell));
+            while let Some(t) = batch.poll_timeout() {
+                let n = batch.poll_transmit_cells(t, &mut out);
+                b.extend_from_slice(&out[..n]);
+            }
+            assert!(a.len() > 500, "{imp}: too few cells to compare");
+            assert_eq!(a, b, "{imp}");
+            assert_eq!(one.counters(), batch.counters(), "{imp}");
+        }
+    }
 
     #[test]
     fn set_impairments_applies_from_now_and_keeps_order_per_vc() {

@@ -1303,18 +1303,27 @@ impl World {
 
     fn link_event(&mut self, l: u32, d: usize) -> u64 {
         let now = self.now;
+        // `cells` keeps its length between events (clearing would write it whole): only
+        // what is polled into it is read.
         let mut cells = std::mem::take(&mut self.cells);
-        cells.clear();
         let link = &mut self.links[l as usize];
-        while let Some(tx) = link.dirs[d].poll_transmit(now) {
-            cells.push(tx.cell);
+        let mut len = 0;
+        loop {
+            if cells.len() < len + BATCH {
+                cells.resize(len + BATCH, [0; 53]);
+            }
+            let n = link.dirs[d].poll_transmit_cells(now, &mut cells[len..len + BATCH]);
+            len += n;
+            if n < BATCH {
+                break;
+            }
         }
         let to = link.ends[1 - d];
         let timeout = link.dirs[d].poll_timeout();
-        let n = cells.len() as u64;
+        let n = len as u64;
         match to {
-            EndRec::Host(h) => self.cells_to_host(h, &cells),
-            EndRec::Port(s, p) => self.cells_to_switch(s, p, &cells),
+            EndRec::Host(h) => self.cells_to_host(h, &cells[..len]),
+            EndRec::Port(s, p) => self.cells_to_switch(s, p, &cells[..len]),
         }
         self.cells = cells;
         self.arm_at(Target::new(kind::LINK, l * 2 + d as u32), timeout);
@@ -1403,9 +1412,7 @@ impl World {
             return;
         }
         self.stats.cell_events += cells.len() as u64;
-        for c in cells {
-            link.dirs[d].handle_cell(now, *c);
-        }
+        link.dirs[d].handle_cells(now, cells);
         let timeout = link.dirs[d].poll_timeout();
         self.arm_at(Target::new(kind::LINK, l * 2 + d as u32), timeout);
     }

@@ -366,6 +366,9 @@ pub struct Switch {
     /// CAC handles of connections that booked bandwidth (CBR, VBR): slot → per direction.
     reservations: BTreeMap<u32, [Option<(u16, Handle)>; 2]>,
     pool: Pool,
+    /// Scratch for [`handle_cells`](Self::handle_cells), kept so that a call for one cell
+    /// does not write a whole chunk's worth of it first.
+    found: Vec<Found>,
 }
 
 impl Switch {
@@ -384,6 +387,7 @@ impl Switch {
             free_policers: Vec::new(),
             reservations: BTreeMap::new(),
             pool: Pool::new(),
+            found: Vec::new(),
         }
     }
 
@@ -930,19 +934,20 @@ impl Switch {
         // Two passes per chunk: the first checks headers and finds each cell's leg (short
         // iterations, so the table and leg loads of many cells are in flight at once), the
         // second polices and queues.
-        const CHUNK: usize = 32;
-        let mut found = [Found::default(); CHUNK];
+        let mut found = core::mem::take(&mut self.found);
+        found.resize(CHUNK, Found::default());
         for chunk in cells.chunks(CHUNK) {
             let n = self.classify(in_slot, chunk, &mut found);
             self.forward(now, in_slot, chunk, &found[..n]);
         }
+        self.found = found;
     }
 
     /// Pass one of [`handle_cells`](Self::handle_cells): counts every cell in, handles the
     /// ones that end here (bad HEC, idle, unknown, segment OAM) and writes the others to
     /// `found`; returns how many.
     #[inline]
-    fn classify(&mut self, in_slot: u16, chunk: &[[u8; 53]], found: &mut [Found; 32]) -> usize {
+    fn classify(&mut self, in_slot: u16, chunk: &[[u8; 53]], found: &mut [Found]) -> usize {
         let Switch {
             ports, legs, pool, ..
         } = self;
@@ -1282,6 +1287,9 @@ impl Switch {
             + SLOTMAP_BUCKET * MIN_LOAD_INVERSE
     }
 }
+
+/// Cells per pass of [`Switch::handle_cells`].
+const CHUNK: usize = 32;
 
 /// A cell of a chunk that has a leg: its index, the leg, its (corrected) header word and
 /// the leg's flags.
