@@ -183,8 +183,19 @@ impl Line {
     /// waiting: the busy period is back to back up to `free_at`, so the cells not yet
     /// finished are ⌈backlog/slot⌉, all but one of them waiting.
     fn has_room(&self, t: u128, queue: u128) -> bool {
-        let backlog = self.free_at.saturating_sub(t);
-        backlog == 0 || backlog.div_ceil(self.slot) - 1 < queue
+        // ⌈backlog/slot⌉ − 1 < queue, without the division (a u128 one is a library call).
+        self.free_at.saturating_sub(t) <= queue.saturating_mul(self.slot)
+    }
+
+    /// `ticks` in whole ns, rounded up (saturating at the end of time).
+    fn ceil_ns(&self, ticks: u128) -> Instant {
+        // A u64 division while the values fit: the u128 one is a library call, several
+        // times slower, and this runs per cell.
+        let ns = match (u64::try_from(ticks), u64::try_from(self.num)) {
+            (Ok(t), Ok(n)) => t.div_ceil(n),
+            _ => u64::try_from(ticks.div_ceil(self.num)).unwrap_or(u64::MAX),
+        };
+        Instant::from_nanos(ns)
     }
 }
 
@@ -383,10 +394,9 @@ impl Netem {
     /// The first instant from which [`has_room`](Netem::has_room) holds (until the next
     /// cell offered); `None` at an unlimited rate.
     pub fn room_at(&self) -> Option<Instant> {
-        self.line.as_ref().map(|l| {
-            let ticks = l.free_at.saturating_sub(self.queue_cells * l.slot);
-            Instant::from_nanos(u64::try_from(ticks.div_ceil(l.num)).unwrap_or(u64::MAX))
-        })
+        self.line
+            .as_ref()
+            .map(|l| l.ceil_ns(l.free_at.saturating_sub(self.queue_cells * l.slot)))
     }
 
     /// Offers `cell` to the line at `now`. Never panics; what happens to the cell shows in
@@ -419,8 +429,7 @@ impl Netem {
                     return;
                 }
                 line.free_at = line.free_at.max(t) + line.slot;
-                let ns = line.free_at.div_ceil(line.num);
-                Instant::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+                line.ceil_ns(line.free_at)
             }
         };
         self.counters.carried += 1;

@@ -173,6 +173,9 @@ impl Hasher for MixHasher {
     fn write_u32(&mut self, x: u32) {
         self.0 = self.0.rotate_left(32) ^ u64::from(x);
     }
+    fn write_u16(&mut self, x: u16) {
+        self.write_u32(u32::from(x));
+    }
 }
 
 pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<MixHasher>>;
@@ -224,13 +227,16 @@ struct SwitchCheck {
     policed_ports: Vec<u16>,
     /// Input ports with a leg the strict oracle no longer follows.
     bad_ports: Vec<u16>,
+    /// Port number → its order-check point (index into `Checker::last_small`).
+    points: Vec<u32>,
 }
 
 /// The invariant checker's state.
 #[derive(Default)]
 pub struct Checker {
-    /// Point (a host, or a switch port) → its index in `last_small`.
-    points: FastMap<u64, u32>,
+    /// Host → its order-check point (index into `last_small`); switch ports have theirs
+    /// in [`SwitchCheck::points`]. Dense vectors: the lookup is per batch of cells.
+    host_points: Vec<u32>,
     /// Last serial per point and flow, for flows below [`SMALL_FLOWS`].
     last_small: Vec<Vec<u32>>,
     /// Last serial per (point, flow) for larger flow numbers.
@@ -282,12 +288,20 @@ impl Checker {
         self.delivered.get(&flow).copied()
     }
 
-    fn order(&mut self, point: u64, cells: &[[u8; 53]]) -> Result<(), String> {
-        let next = self.points.len() as u32;
-        let pi = *self.points.entry(point).or_insert(next) as usize;
-        if pi == self.last_small.len() {
-            self.last_small.push(Vec::new());
+    /// The point in slot `i` of `slots`, made if new.
+    fn point(slots: &mut Vec<u32>, i: usize, last_small: &mut Vec<Vec<u32>>) -> usize {
+        if slots.len() <= i {
+            slots.resize(i + 1, u32::MAX);
         }
+        if slots[i] == u32::MAX {
+            slots[i] = last_small.len() as u32;
+            last_small.push(Vec::new());
+        }
+        slots[i] as usize
+    }
+
+    fn order(&mut self, pi: usize, cells: &[[u8; 53]]) -> Result<(), String> {
+        let point = pi as u64;
         for c in cells {
             let Some((flow, serial)) = read_tag(&c[5..]) else {
                 continue;
@@ -318,7 +332,8 @@ impl Checker {
         if !self.enabled {
             return Ok(());
         }
-        self.order(u64::from(h), cells)
+        let pi = Self::point(&mut self.host_points, h as usize, &mut self.last_small);
+        self.order(pi, cells)
     }
 
     pub(crate) fn leg_reset(&mut self, s: u32, conn: ConnId) {
@@ -439,8 +454,10 @@ impl Checker {
         if !self.enabled {
             return Ok(());
         }
-        let point = 1u64 << 31 | u64::from(s) << 16 | u64::from(p.0);
-        self.order(point, cells).map_err(|e| {
+        self.switch(s);
+        let points = &mut self.switches[s as usize].points;
+        let pi = Self::point(points, usize::from(p.0), &mut self.last_small);
+        self.order(pi, cells).map_err(|e| {
             (
                 "cell order per VC",
                 format!("into switch {} port {p}: {e}", node.name),
