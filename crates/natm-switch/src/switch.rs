@@ -352,6 +352,9 @@ impl XcSlot {
 pub struct Switch {
     config: SwitchConfig,
     port_index: BTreeMap<PortId, u16>,
+    /// The same as `port_index`, indexed by port number (`NONE` where none) up to the
+    /// highest port: the lookup is per call on the cell path, a tree walk is not.
+    slot_of: Vec<u32>,
     ports: Vec<Option<Port>>,
     /// Leg `2·slot + 0` is a→b, `2·slot + 1` is b→a.
     legs: Vec<Leg>,
@@ -366,9 +369,11 @@ pub struct Switch {
     /// CAC handles of connections that booked bandwidth (CBR, VBR): slot → per direction.
     reservations: BTreeMap<u32, [Option<(u16, Handle)>; 2]>,
     pool: Pool,
-    /// Scratch for [`handle_cells`](Self::handle_cells), kept so that a call for one cell
-    /// does not write a whole chunk's worth of it first.
+    /// Scratch for [`handle_cells`](Self::handle_cells) and
+    /// [`poll_transmit`](Self::poll_transmit), kept so that a call for one cell does not
+    /// write a whole chunk's worth of it first.
     found: Vec<Found>,
+    taken: Vec<u32>,
 }
 
 impl Switch {
@@ -377,6 +382,7 @@ impl Switch {
         Switch {
             config,
             port_index: BTreeMap::new(),
+            slot_of: Vec::new(),
             ports: Vec::new(),
             legs: Vec::new(),
             xcs: Vec::new(),
@@ -388,6 +394,7 @@ impl Switch {
             reservations: BTreeMap::new(),
             pool: Pool::new(),
             found: Vec::new(),
+            taken: Vec::new(),
         }
     }
 
@@ -397,10 +404,10 @@ impl Switch {
     }
 
     fn slot(&self, port: PortId) -> Result<u16, SwitchError> {
-        self.port_index
-            .get(&port)
-            .copied()
-            .ok_or(SwitchError::UnknownPort(port))
+        match self.slot_of.get(usize::from(port.0)) {
+            Some(&slot) if slot != NONE => Ok(slot as u16),
+            _ => Err(SwitchError::UnknownPort(port)),
+        }
     }
 
     fn port(&self, slot: u16) -> &Port {
@@ -486,6 +493,11 @@ impl Switch {
         };
         // At most 65,536 ports exist, one per PortId.
         self.port_index.insert(port, slot as u16);
+        let i = usize::from(port.0);
+        if self.slot_of.len() <= i {
+            self.slot_of.resize(i + 1, NONE);
+        }
+        self.slot_of[i] = slot as u32;
         Ok(())
     }
 
@@ -507,6 +519,7 @@ impl Switch {
         self.flush_port(slot, false);
         self.ports[usize::from(slot)] = None;
         self.port_index.remove(&port);
+        self.slot_of[usize::from(port.0)] = NONE;
         Ok(())
     }
 
@@ -1097,6 +1110,7 @@ impl Switch {
             legs,
             pool,
             xcs,
+            taken,
             ..
         } = self;
         let Some(p) = ports[usize::from(slot)].as_mut() else {
@@ -1130,7 +1144,8 @@ impl Switch {
         // Two passes per chunk: take the cells off the queues (a chain of dependent loads),
         // then write them out.
         const CHUNK: usize = 64;
-        let mut taken = [0u32; CHUNK];
+        // Scratch kept in the switch, not zeroed per call: most calls take one cell.
+        taken.resize(CHUNK, 0);
         let mut n = 0;
         while n < budget {
             let want = (budget - n).min(CHUNK);
