@@ -3,7 +3,7 @@
 //!
 //! * `memcpy/N`: copy N bytes between two buffers that stay in cache: the floor.
 //! * `memcpy_cold/N`: the same copy between buffers that are not in any cache.
-//! * `crc32/N`: CRC-32/BZIP2 of N bytes (carry-less multiply above 128 bytes).
+//! * `crc32/N`: CRC-32/BZIP2 of N bytes (carry-less multiply from 512 bytes).
 //! * `segment/N`: an N-byte SDU into N/48 cells (header, payload copy, trailer, CRC).
 //! * `segment_reassemble/N`: the same, then every cell through a `Reassembler` (a second
 //!   copy and a second CRC), the whole AAL5 path of one SDU.

@@ -2,7 +2,9 @@
 //! 0xFFFFFFFF, no reflection. Not the Ethernet/zlib CRC, which is the reflected variant.
 //!
 //! Long inputs go through `crc-fast` (carry-less multiplication, 20+ GB/s here) when the `std`
-//! feature is on; short ones through a slice-by-16 table, which wins below about 128 bytes.
+//! feature is on; short ones through a slice-by-16 table, which wins below about 400 bytes
+//! (measured: 384 B table 99 ns, carry-less 114 ns; 768 B 248 ns and 119 ns: the carry-less
+//! call has a fixed cost of some 35 ns).
 //! Both continue the same raw register, so an update may mix them.
 
 // A `static`: a `const` table (16 KiB) may be rebuilt at every use site.
@@ -11,7 +13,7 @@ static TABLE: crc::Crc<u32, crc::Table<16>> =
 
 /// At or above this many bytes an update uses carry-less multiplication.
 #[cfg(feature = "std")]
-const CLMUL_MIN: usize = 128;
+const CLMUL_MIN: usize = 512;
 
 /// What a good PDU gives when the CRC register runs over the PDU *including* its CRC field
 /// (the residue of CRC-32/MPEG-2, which is CRC-32/BZIP2 without the final XOR).
@@ -91,7 +93,7 @@ mod tests {
             .collect();
         let whole = TABLE.checksum(&data);
         assert_eq!(crc32(&data), whole);
-        for split in [0, 1, 47, 127, 128, 129, 1000, 1999, 2000] {
+        for split in [0, 1, 47, 511, 512, 513, 1000, 1487, 1488, 1489, 1999, 2000] {
             let mut c = Crc32::new();
             c.update(&data[..split]);
             c.update(&data[split..]);
