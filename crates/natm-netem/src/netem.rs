@@ -55,7 +55,7 @@ impl Default for Config {
 /// `delivered`; the rest are in flight.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
-    /// Cells given to [`Netem::handle_cell`].
+    /// Cells given to [`Netem::handle_cell`] or [`Netem::handle_cells`].
     pub offered: u64,
     /// Cells refused because the transmit queue was full (tail drop).
     pub queue_drops: u64,
@@ -81,7 +81,7 @@ pub struct Counters {
     pub delayed: u64,
     /// Cells held later than their drawn delay so as not to pass an earlier cell of their VC.
     pub held_for_order: u64,
-    /// Cells handed out by [`Netem::poll_transmit`].
+    /// Cells handed out by [`Netem::poll_transmit`] or [`Netem::poll_transmit_cells`].
     pub delivered: u64,
     /// Calls whose `now` was earlier than an earlier call's (clamped to it).
     pub clamped: u64,
