@@ -9,7 +9,7 @@
 //!
 //! This module parses, prints and draws; the model and every figure are natm-sim's. The
 //! plots use the 3×5 pixel font of `natm perf`'s plot module (plotters is built without a
-//! font feature), with the few letters it lacks added here.
+//! font feature).
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -21,7 +21,7 @@ use natm_sim::calib::Calibration;
 use natm_sim::eventbuilder::{self as eb, Arrivals, EbConfig, EbReport, Policy};
 use plotters::prelude::*;
 
-use crate::cmd::perf::plot::glyph as perf_glyph;
+use crate::cmd::perf::plot::{Area, SCALE, failed, step, text, text_width};
 
 /// `natm sim eventbuilder --sources S --destinations D --rate HZ --fragment BYTES …`
 #[derive(Args, Debug, Clone)]
@@ -348,73 +348,22 @@ pub fn write_plots(dir: &Path, r: &EbReport) -> Result<Vec<PathBuf>, String> {
     Ok(vec![lat, queues])
 }
 
-/// The glyph of `c`: `natm perf`'s font, plus the letters the event builder's labels need.
-fn glyph(c: char) -> Option<[u8; 5]> {
-    perf_glyph(c).or(match c {
-        'l' => Some([0b110, 0b010, 0b010, 0b010, 0b111]),
-        'o' => Some([0b000, 0b111, 0b101, 0b101, 0b111]),
-        'r' => Some([0b000, 0b101, 0b110, 0b100, 0b100]),
-        'v' => Some([0b000, 0b101, 0b101, 0b101, 0b010]),
-        '-' => Some([0b000, 0b000, 0b111, 0b000, 0b000]),
-        _ => None,
-    })
-}
-
 const WIDTH: u32 = 960;
 const HEIGHT: u32 = 600;
 const LEFT: i32 = 100;
 const RIGHT: i32 = 30;
 const TOP: i32 = 50;
 const BOTTOM: i32 = 70;
-const SCALE: i32 = 3;
 
-type Area<'a> = DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>;
-
-fn failed(e: impl std::fmt::Display) -> io::Error {
-    io::Error::other(e.to_string())
-}
-
-fn text_width(s: &str) -> i32 {
-    s.chars().count() as i32 * 4 * SCALE - SCALE
-}
-
-fn text(area: &Area<'_>, x: i32, y: i32, s: &str, c: RGBColor) -> io::Result<()> {
-    for (i, ch) in s.chars().enumerate() {
-        let rows = glyph(ch).ok_or_else(|| io::Error::other(format!("no glyph for {ch:?}")))?;
-        let gx = x + i as i32 * 4 * SCALE;
-        for (r, bits) in rows.iter().enumerate() {
-            for col in 0..3 {
-                if bits & (0b100 >> col) != 0 {
-                    let (px, py) = (gx + col * SCALE, y + r as i32 * SCALE);
-                    area.draw(&Rectangle::new(
-                        [(px, py), (px + SCALE, py + SCALE)],
-                        c.filled(),
-                    ))
-                    .map_err(failed)?;
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// A round step giving about five gridlines up to `max`.
-fn step(max: f64) -> f64 {
-    let raw = (max / 5.0).max(1e-9);
-    let decade = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .map(|m| m * decade)
-        .find(|&s| s >= raw)
-        .unwrap_or(10.0 * decade)
-}
-
-fn label(v: f64) -> String {
-    if v != 0.0 && v.abs() < 10.0 && v.fract() != 0.0 {
-        format!("{v:.1}")
+/// A tick label at `v` with as many decimals as the tick `step` needs to tell neighbours
+/// apart (a narrow axis, e.g. every event taking the same time, has steps below 1).
+fn label(v: f64, step: f64) -> String {
+    let decimals = if step >= 1.0 {
+        0
     } else {
-        format!("{v:.0}")
-    }
+        (-step.log10().floor()).clamp(0.0, 6.0) as usize
+    };
+    format!("{v:.decimals$}")
 }
 
 /// Plot coordinates (`xlo`, 0)…(`xtop`, `ytop`) to pixels.
@@ -472,8 +421,10 @@ fn frame(
         let (x, _) = map(v, 0.0);
         area.draw(&PathElement::new(vec![(x, y0), (x, y1)], grid))
             .map_err(failed)?;
-        let l = label(v);
-        text(area, x - text_width(&l) / 2, y1 + 8, &l, ink)?;
+        let l = label(v, xs);
+        // Centred under its tick, but kept inside the picture at the right edge.
+        let lx = (x - text_width(&l) / 2).min(WIDTH as i32 - 2 - text_width(&l));
+        text(area, lx, y1 + 8, &l, ink)?;
         v += xs;
     }
     let mut v = 0.0;
@@ -481,7 +432,7 @@ fn frame(
         let (_, y) = map(0.0, v);
         area.draw(&PathElement::new(vec![(x0, y), (x1, y)], grid))
             .map_err(failed)?;
-        let l = label(v);
+        let l = label(v, ys);
         text(area, x0 - 8 - text_width(&l), y - 2 * SCALE, &l, ink)?;
         v += ys;
     }
@@ -545,6 +496,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn tick_labels_tell_neighbouring_ticks_apart() {
+        assert_eq!(label(600.0, 200.0), "600");
+        assert_eq!(label(2.5, 0.5), "2.5");
+        assert_eq!(label(124.002, 0.002), "124.002");
+        assert_ne!(label(124.002, 0.002), label(124.004, 0.002));
+    }
+
+    #[test]
     fn every_label_has_a_glyph() {
         for s in [
             "latency us",
@@ -555,7 +514,11 @@ mod tests {
             "mean",
             "0123456789.",
         ] {
-            assert!(s.chars().all(|c| glyph(c).is_some()), "{s}");
+            assert!(
+                s.chars()
+                    .all(|c| crate::cmd::perf::plot::glyph(c).is_some()),
+                "{s}"
+            );
         }
     }
 

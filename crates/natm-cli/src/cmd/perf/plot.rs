@@ -3,9 +3,9 @@
 //! backend.
 //!
 //! natm builds plotters without a font feature (a TrueType font would need a system font
-//! library or a font file in the repository), so the few labels the plot needs, digits and
-//! a dozen lower-case letters, are drawn from a 3×5 pixel font defined here ([`glyph`]),
-//! scaled up. Tick labels: every power of two on the size axis (`1k` = 1024), a round
+//! library or a font file in the repository), so the few labels natm's plots need, digits
+//! and some lower-case letters, are drawn from a 3×5 pixel font defined here ([`glyph`],
+//! [`text`]), scaled up; `natm sim eventbuilder`'s plots use it too. Tick labels: every power of two on the size axis (`1k` = 1024), a round
 //! step on the goodput axis; a legend names each line.
 //!
 //! This module only draws; the figures come from [`stream`](super::stream).
@@ -36,7 +36,7 @@ const RIGHT: i32 = 30;
 const TOP: i32 = 50;
 const BOTTOM: i32 = 70;
 /// Pixels per font dot.
-const SCALE: i32 = 3;
+pub const SCALE: i32 = 3;
 
 fn color(kind: Kind) -> RGBColor {
     match kind {
@@ -69,34 +69,42 @@ pub fn glyph(c: char) -> Option<[u8; 5]> {
         'e' => [0b010, 0b101, 0b111, 0b100, 0b011],
         'i' => [0b010, 0b000, 0b010, 0b010, 0b010],
         'k' => [0b100, 0b101, 0b110, 0b101, 0b101],
+        'l' => [0b110, 0b010, 0b010, 0b010, 0b111],
         'm' => [0b000, 0b110, 0b111, 0b101, 0b101],
         'n' => [0b000, 0b110, 0b101, 0b101, 0b101],
+        'o' => [0b000, 0b111, 0b101, 0b101, 0b111],
         'p' => [0b000, 0b110, 0b101, 0b110, 0b100],
+        'r' => [0b000, 0b101, 0b110, 0b100, 0b100],
         's' => [0b000, 0b011, 0b110, 0b001, 0b110],
         't' => [0b010, 0b111, 0b010, 0b010, 0b001],
         'u' => [0b000, 0b101, 0b101, 0b101, 0b011],
+        'v' => [0b000, 0b101, 0b101, 0b101, 0b010],
         'x' => [0b000, 0b101, 0b010, 0b010, 0b101],
         'y' => [0b000, 0b101, 0b011, 0b001, 0b110],
         '/' => [0b001, 0b001, 0b010, 0b100, 0b100],
         '.' => [0b000, 0b000, 0b000, 0b000, 0b010],
+        '-' => [0b000, 0b000, 0b111, 0b000, 0b000],
         ' ' => [0; 5],
         _ => return None,
     })
 }
 
 /// Width in pixels of `text` in the plot's font.
-fn text_width(text: &str) -> i32 {
+pub fn text_width(text: &str) -> i32 {
     text.chars().count() as i32 * 4 * SCALE - SCALE
 }
 
-type Area<'a> = DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>;
+/// A plotters bitmap drawing area.
+pub type Area<'a> = DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>;
 
-fn failed(e: impl std::fmt::Display) -> io::Error {
+/// A plotters error as an I/O error.
+pub fn failed(e: impl std::fmt::Display) -> io::Error {
     io::Error::other(e.to_string())
 }
 
-/// Writes `text` with its top-left corner at `(x, y)`.
-fn text(area: &Area<'_>, x: i32, y: i32, text: &str, c: RGBColor) -> io::Result<()> {
+/// Writes `text` with its top-left corner at `(x, y)`; an error names a character the font
+/// lacks.
+pub fn text(area: &Area<'_>, x: i32, y: i32, text: &str, c: RGBColor) -> io::Result<()> {
     for (i, ch) in text.chars().enumerate() {
         let Some(rows) = glyph(ch) else {
             return Err(io::Error::other(format!("no glyph for {ch:?}")));
@@ -128,8 +136,8 @@ fn size_label(bytes: u64) -> String {
     }
 }
 
-/// A round step giving about five gridlines up to `max`.
-fn y_step(max: f64) -> f64 {
+/// A round step (1, 2 or 5 × a power of ten) giving about five gridlines up to `max`.
+pub fn step(max: f64) -> f64 {
     let raw = (max / 5.0).max(1e-9);
     let decade = 10f64.powf(raw.log10().floor());
     [1.0, 2.0, 5.0, 10.0]
@@ -156,7 +164,7 @@ pub fn goodput(path: &Path, series: &[Series]) -> io::Result<()> {
     }
     // Whole powers of two at both ends, at least one apart.
     let (lo, hi) = (lo.floor(), hi.ceil().max(lo.floor() + 1.0));
-    let step = y_step(top.max(1.0));
+    let step = step(top.max(1.0));
     let top = (top.max(1.0) / step).ceil() * step;
 
     let area = BitMapBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
@@ -253,8 +261,8 @@ mod tests {
         assert_eq!(size_label(40), "40");
         assert_eq!(size_label(1024), "1k");
         assert_eq!(size_label(65_536), "64k");
-        assert_eq!(y_step(1000.0), 200.0);
-        assert_eq!(y_step(37_000.0), 10_000.0);
-        assert_eq!(y_step(3.0), 1.0);
+        assert_eq!(step(1000.0), 200.0);
+        assert_eq!(step(37_000.0), 10_000.0);
+        assert_eq!(step(3.0), 1.0);
     }
 }
