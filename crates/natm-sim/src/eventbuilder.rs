@@ -54,6 +54,8 @@ use crate::world::{End, HostConfig, HostId, LinkConfig, World};
 pub const FIRST_VCI: u16 = 32;
 /// Bytes of the event number at the start of every message.
 pub const EVENT_BYTES: usize = 8;
+/// Source–destination pairs (PVCs) one run may have: 1024 × 1024.
+pub const MAX_PAIRS: usize = 1 << 20;
 /// Length of an assignment SDU.
 pub const ASSIGNMENT_LEN: usize = 16;
 /// Length of a request SDU.
@@ -666,6 +668,8 @@ impl EbConfig {
     }
 
     /// Checks every constraint [`run`] relies on, naming the one that fails.
+    ///
+    /// At most [`MAX_PAIRS`] source–destination pairs, 65,535 switch ports, 10⁸ events.
     pub fn validate(&self) -> Result<(), EbError> {
         if self.sources == 0 {
             return Err(EbError::Config("sources must be at least 1".into()));
@@ -684,6 +688,16 @@ impl EbConfig {
             return Err(EbError::Config(format!(
                 "sources + destinations + 1 = {} switch ports: at most 65535",
                 self.sources + self.destinations + 1
+            )));
+        }
+        // Each source–destination pair is a PVC with its state in both adapters and the
+        // switch (about 6.5 KiB in all: 421 MiB at 256 × 256); larger runs would exhaust
+        // memory long after starting instead of being refused here.
+        let pairs = self.sources * self.destinations;
+        if pairs > MAX_PAIRS {
+            return Err(EbError::Config(format!(
+                "sources × destinations = {pairs} connections: at most {MAX_PAIRS} \
+                 (1024 × 1024; each holds about 6.5 KiB of simulator state)"
             )));
         }
         if !(EVENT_BYTES..=65_535).contains(&self.fragment) {
@@ -1835,6 +1849,8 @@ mod tests {
         assert!(msg(EbConfig::new(4, 4, 0.0, 128)).contains("rate"));
         assert!(msg(EbConfig::new(4, 4, f64::NAN, 128)).contains("rate"));
         assert!(msg(EbConfig::new(40_000, 40_000, 1.0, 128)).contains("ports"));
+        assert!(msg(EbConfig::new(1025, 1024, 1.0, 128)).contains("at most 1048576"));
+        assert_eq!(EbConfig::new(1024, 1024, 1.0, 128).validate(), Ok(()));
         let mut c = ok.clone();
         c.timeout = Duration::ZERO;
         assert!(msg(c).contains("timeout"));
