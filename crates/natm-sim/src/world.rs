@@ -1441,11 +1441,11 @@ impl World {
                 node.refresh_due(pi as u32);
                 continue;
             }
+            let (id, link, out_dir) = (port.id, port.link, port.out_dir);
             node.ports[pi].polled_at = now.as_nanos();
-            let port = node.ports[pi].clone();
             loop {
                 let node = &mut self.switches[s as usize];
-                let n = node.sw.poll_transmit(now, port.id, &mut out);
+                let n = node.sw.poll_transmit(now, id, &mut out);
                 if n == 0 {
                     break;
                 }
@@ -1453,13 +1453,13 @@ impl World {
                 if let Err(detail) = self.check.cells_out_of_switch(
                     s,
                     &self.switches[s as usize],
-                    port.id,
+                    id,
                     &out[..n],
                     now,
                 ) {
                     self.violate("policing bound", detail);
                 }
-                self.offer(port.link, port.out_dir, &out[..n]);
+                self.offer(link, out_dir, &out[..n]);
                 if n < BATCH {
                     break;
                 }
