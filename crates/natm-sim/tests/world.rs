@@ -40,11 +40,55 @@ impl App for Pinger {
 
 type Got = Rc<RefCell<Vec<(Instant, Vec<u8>)>>>;
 
+/// h1 — s1 — h2 (ports 1 and 2, both with `port`, OC-3c links) running `apps`, and VC 0.100
+/// between them under `qos`, policed with `upc`, h1 shaping at `greedy` times its contract.
+/// Not started. Returns s1, h1 and h1's link.
+fn h1_s1_h2(
+    w: &mut World,
+    hc: HostConfig,
+    apps: [Box<dyn App>; 2],
+    port: PortConfig,
+    (qos, upc, greedy): (&str, Upc, f64),
+) -> (natm_sim::SwitchId, natm_sim::HostId, natm_sim::LinkId) {
+    let vc = VcId::uni(0, 100).unwrap();
+    let s1 = w.add_switch("s1", SwitchConfig::default());
+    let [a, b] = apps;
+    let h1 = w.add_host("h1", hc, a).unwrap();
+    let h2 = w.add_host("h2", hc, b).unwrap();
+    let l1 = w
+        .add_link(
+            End::Host(h1),
+            End::Port(s1, PortId(1), port),
+            LinkConfig::default(),
+        )
+        .unwrap();
+    w.add_link(
+        End::Host(h2),
+        End::Port(s1, PortId(2), port),
+        LinkConfig::default(),
+    )
+    .unwrap();
+    let qos: Qos = qos.parse().unwrap();
+    let mut xc = CrossConnect::new("1:0.100".parse().unwrap(), "2:0.100".parse().unwrap(), qos);
+    xc.upc = upc;
+    w.connect(s1, &xc).unwrap();
+    w.open_vc_with(h1, vc, &qos, VcOptions { greedy }).unwrap();
+    w.open_vc(h2, vc, &qos).unwrap();
+    (s1, h1, l1)
+}
+
+/// A port with a 1 ms CDVT (cells shaped exactly to a PCR still bunch in batches).
+fn cdvt_1ms() -> PortConfig {
+    PortConfig {
+        cdvt: Duration::from_millis(1),
+        ..PortConfig::default()
+    }
+}
+
 fn net(seed: u64, costs: HostCosts, count: u32) -> (World, Got, natm_sim::LinkId) {
     let vc = VcId::uni(0, 100).unwrap();
     let got: Got = Rc::default();
     let mut w = World::new(seed);
-    let s1 = w.add_switch("s1", SwitchConfig::default());
     let mut hc = HostConfig::new(64, 2048);
     hc.costs = costs;
     let sender = Pinger {
@@ -63,30 +107,13 @@ fn net(seed: u64, costs: HostCosts, count: u32) -> (World, Got, natm_sim::LinkId
         sent: 0,
         got: got.clone(),
     };
-    let h1 = w.add_host("h1", hc, Box::new(sender)).unwrap();
-    let h2 = w.add_host("h2", hc, Box::new(receiver)).unwrap();
-    let port = PortConfig {
-        cdvt: Duration::from_millis(1),
-        ..PortConfig::default()
-    };
-    let l1 = w
-        .add_link(
-            End::Host(h1),
-            End::Port(s1, PortId(1), port),
-            LinkConfig::default(),
-        )
-        .unwrap();
-    w.add_link(
-        End::Host(h2),
-        End::Port(s1, PortId(2), port),
-        LinkConfig::default(),
-    )
-    .unwrap();
-    let qos: Qos = "ubr".parse().unwrap();
-    let xc = CrossConnect::new("1:0.100".parse().unwrap(), "2:0.100".parse().unwrap(), qos);
-    w.connect(s1, &xc).unwrap();
-    w.open_vc(h1, vc, &qos).unwrap();
-    w.open_vc(h2, vc, &qos).unwrap();
+    let (_, _, l1) = h1_s1_h2(
+        &mut w,
+        hc,
+        [Box::new(sender), Box::new(receiver)],
+        cdvt_1ms(),
+        ("ubr", Upc::Off, 1.0),
+    );
     w.start();
     (w, got, l1)
 }
@@ -210,28 +237,18 @@ fn sends_lost_to_a_crash_or_a_close_are_told_to_the_app_and_no_buffer_leaks() {
     for close in [false, true] {
         let sent = Rc::new(RefCell::new((0, 0, 0)));
         let mut w = World::new(3);
-        let s1 = w.add_switch("s1", SwitchConfig::default());
-        let hc = HostConfig::new(64, 9216);
         let app = Burst {
             vc,
             n: 20,
             sent: sent.clone(),
         };
-        let h1 = w.add_host("h1", hc, Box::new(app)).unwrap();
-        let h2 = w.add_host("h2", hc, Box::new(NoApp)).unwrap();
-        for (h, p) in [(h1, 1), (h2, 2)] {
-            w.add_link(
-                End::Host(h),
-                End::Port(s1, PortId(p), PortConfig::default()),
-                LinkConfig::default(),
-            )
-            .unwrap();
-        }
-        let qos: Qos = "ubr".parse().unwrap();
-        let xc = CrossConnect::new("1:0.100".parse().unwrap(), "2:0.100".parse().unwrap(), qos);
-        w.connect(s1, &xc).unwrap();
-        w.open_vc(h1, vc, &qos).unwrap();
-        w.open_vc(h2, vc, &qos).unwrap();
+        let (_, h1, _) = h1_s1_h2(
+            &mut w,
+            HostConfig::new(64, 9216),
+            [Box::new(app), Box::new(NoApp)],
+            PortConfig::default(),
+            ("ubr", Upc::Off, 1.0),
+        );
         w.start();
         // 20 SDUs of 188 cells take 10.6 ms on OC-3c: act after 2 ms.
         let t = Instant::from_nanos(2_000_000);
@@ -264,7 +281,6 @@ fn a_greedy_source_is_policed_and_the_policing_checks_hold() {
     let vc = VcId::uni(0, 100).unwrap();
     for (upc, greedy) in [(Upc::Tag, 2.0), (Upc::Discard, 3.0), (Upc::Tag, 1.0)] {
         let mut w = World::new(4);
-        let s1 = w.add_switch("s1", SwitchConfig::default());
         let sender = Pinger {
             vc,
             count: 400,
@@ -283,27 +299,13 @@ fn a_greedy_source_is_policed_and_the_policing_checks_hold() {
             sent: 0,
             got: got.clone(),
         };
-        let hc = HostConfig::new(512, 2048);
-        let h1 = w.add_host("h1", hc, Box::new(sender)).unwrap();
-        let h2 = w.add_host("h2", hc, Box::new(receiver)).unwrap();
-        let port = PortConfig {
-            cdvt: Duration::from_millis(1),
-            ..PortConfig::default()
-        };
-        for (h, p) in [(h1, 1), (h2, 2)] {
-            w.add_link(
-                End::Host(h),
-                End::Port(s1, PortId(p), port),
-                LinkConfig::default(),
-            )
-            .unwrap();
-        }
-        let qos: Qos = "cbr:pcr=50000".parse().unwrap();
-        let mut xc = CrossConnect::new("1:0.100".parse().unwrap(), "2:0.100".parse().unwrap(), qos);
-        xc.upc = upc;
-        w.connect(s1, &xc).unwrap();
-        w.open_vc_with(h1, vc, &qos, VcOptions { greedy }).unwrap();
-        w.open_vc(h2, vc, &qos).unwrap();
+        let (s1, _, _) = h1_s1_h2(
+            &mut w,
+            HostConfig::new(512, 2048),
+            [Box::new(sender), Box::new(receiver)],
+            cdvt_1ms(),
+            ("cbr:pcr=50000", upc, greedy),
+        );
         w.start();
         w.run_until(Instant::from_nanos(150_000_000))
             .unwrap_or_else(|v| panic!("{upc} ×{greedy}: {v}"));
