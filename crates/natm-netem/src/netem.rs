@@ -153,17 +153,6 @@ impl Flight {
             Flight::Heap(h) => h.pop().map(|r| r.0),
         }
     }
-
-    fn discard_first(&mut self) {
-        match self {
-            Flight::Fifo(q) => {
-                q.pop_front();
-            }
-            Flight::Heap(h) => {
-                h.pop();
-            }
-        }
-    }
 }
 
 /// The serialiser: cells at an exact rational rate. Time here is in ticks of 1/`num` ns,
@@ -514,7 +503,7 @@ impl Netem {
             out[n] = e.cell;
             n += 1;
             let (vc, departure) = (e.vc, e.departure);
-            self.flight.discard_first();
+            self.flight.pop();
             self.delivered(vc, departure);
         }
         n
