@@ -5,8 +5,11 @@
 //! * `memcpy_cold/N`: the same copy between buffers that are not in any cache.
 //! * `crc32/N`: CRC-32/BZIP2 of N bytes (carry-less multiply from 512 bytes).
 //! * `segment/N`: an N-byte SDU into N/48 cells (header, payload copy, trailer, CRC).
-//! * `segment_reassemble/N`: the same, then every cell through a `Reassembler` (a second
-//!   copy and a second CRC), the whole AAL5 path of one SDU.
+//! * `segment_reassemble/N`: the same, then the cells through a `Reassembler` as one run
+//!   (`push_cells`: a second copy with the second CRC folded into it), the whole AAL5 path
+//!   of one SDU.
+//! * `segment_reassemble_cellwise/N`: the same with `push_cell` per cell (a receiver
+//!   interleaving VCs), the CRC computed once the frame is in.
 //!
 //! Run: `cargo bench -p natm-wire --bench wire`; `scripts/bench-table` turns the results
 //! into the README table.
@@ -82,18 +85,33 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 let mut seg = Segmenter::uni(vc, black_box(d)).expect("valid SDU");
                 let written = seg.write_cells(&mut cells);
-                let mut done = 0;
-                for cell in cells[..written * natm_wire::CELL_LEN].chunks_exact(natm_wire::CELL_LEN)
-                {
-                    let cell: &[u8; natm_wire::CELL_LEN] = cell.try_into().expect("chunk of 53");
-                    if let Reassembly::Complete(len) = rx.push_cell(cell) {
-                        done = len;
-                    }
-                }
-                assert_eq!(done, d.len());
+                let (taken, outcome) = rx.push_cells(&cells[..written * natm_wire::CELL_LEN]);
+                assert_eq!((taken, outcome), (written, Reassembly::Complete(d.len())));
                 black_box(rx.sdu());
             })
         });
+        g.bench_with_input(
+            BenchmarkId::new("segment_reassemble_cellwise", n),
+            &data,
+            |b, d| {
+                b.iter(|| {
+                    let mut seg = Segmenter::uni(vc, black_box(d)).expect("valid SDU");
+                    let written = seg.write_cells(&mut cells);
+                    let mut done = 0;
+                    for cell in
+                        cells[..written * natm_wire::CELL_LEN].chunks_exact(natm_wire::CELL_LEN)
+                    {
+                        let cell: &[u8; natm_wire::CELL_LEN] =
+                            cell.try_into().expect("chunk of 53");
+                        if let Reassembly::Complete(len) = rx.push_cell(cell) {
+                            done = len;
+                        }
+                    }
+                    assert_eq!(done, d.len());
+                    black_box(rx.sdu());
+                })
+            },
+        );
         g.finish();
     }
 }
