@@ -8,8 +8,9 @@
 //! 32 bits of data; the last 128 bits `V` leave as `V·x^32 mod P`, which is what a table
 //! CRC computes from a zero register over `V`'s 16 bytes.
 //!
-//! Measured on the project's Zen 4 machine: VPCLMULQDQ on 512 bits issues one per two
-//! cycles, so folding is bounded at 16 bytes a cycle (two products per 16-byte lane).
+//! On the project's Zen 4 machine the fold runs at about 16 bytes a cycle (9,216 bytes in
+//! 185 ns at 2.6-3 GHz): one 512-bit VPCLMULQDQ every two cycles, two per 64 bytes, which
+//! is the bound; loads, shuffles and XORs fit beside it.
 
 use core::arch::x86_64::*;
 use std::sync::OnceLock;

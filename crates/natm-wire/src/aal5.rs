@@ -611,14 +611,20 @@ impl Reassembler {
         self.crc_len = 0;
     }
 
-    /// Before a cell: forget the SDU the last push completed; whether the cell is to be
-    /// dropped because a discarded PDU is still arriving.
+    /// A new cell is in: the SDU the last push completed is forgotten.
     #[inline]
-    fn begin_cell(&mut self, end_of_frame: bool) -> bool {
+    fn forget_delivered(&mut self) {
         if self.sdu_len != 0 {
             self.restart();
             self.sdu_len = 0;
         }
+    }
+
+    /// Before a cell: [`forget_delivered`](Self::forget_delivered); whether the cell is to
+    /// be dropped because a discarded PDU is still arriving.
+    #[inline]
+    fn begin_cell(&mut self, end_of_frame: bool) -> bool {
+        self.forget_delivered();
         if self.discarding {
             if end_of_frame {
                 self.discarding = false;
@@ -729,10 +735,7 @@ impl Reassembler {
                 taken += 1;
                 continue;
             }
-            if self.sdu_len != 0 {
-                self.restart();
-                self.sdu_len = 0;
-            }
+            self.forget_delivered();
             if self.discarding {
                 // The rest of a discarded PDU: dropped up to its end of frame.
                 self.discarding = !end_of_frame;
