@@ -16,7 +16,7 @@
 //!
 //! Why a crate of its own, with `unsafe`: the pure protocol crates forbid `unsafe`, and
 //! SIMD loads and stores need it. `crc-fast` (used here for CPUs without AVX-512) reaches
-//! about 30 GB/s at 9,180 bytes on the project's machine; the fold below about 40 GB/s,
+//! about 30 GB/s at 9,180 bytes on the project's machine; the fold below about 42 GB/s,
 //! and only a kernel of our own can fold the CRC into the reassembly copy. The method is
 //! the carry-less-multiply folding of Gopal et al., "Fast CRC Computation for Generic
 //! Polynomials Using PCLMULQDQ Instruction" (Intel, 2009), over 512-bit registers.
