@@ -329,7 +329,7 @@ impl OamRepr {
             }));
         }
         if !cell.verify_crc10() {
-            let mut zeroed: [u8; PAYLOAD_LEN] = cell.bytes().to_owned();
+            let mut zeroed: [u8; PAYLOAD_LEN] = *cell.bytes();
             zeroed[46] = 0;
             zeroed[47] = 0;
             return Err(OamError::Crc10 {
