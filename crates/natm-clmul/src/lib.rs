@@ -55,26 +55,6 @@ pub const INIT: u32 = 0xFFFF_FFFF;
 /// The raw register after a whole good PDU, CRC field included (CRC-32/MPEG-2's residue).
 pub const RESIDUE: u32 = 0xC704_DD7B;
 
-/// Which kernels the calls of this process run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kernel {
-    /// 512-bit carry-less multiplication (AVX-512 F, BW, VL and VPCLMULQDQ).
-    Avx512,
-    /// [`portable`]: `crc-fast` for long CRC runs (with `std`), a table otherwise.
-    Portable,
-}
-
-impl Kernel {
-    /// The kernels this CPU runs (detected once).
-    pub fn detect() -> Kernel {
-        #[cfg(all(feature = "std", target_arch = "x86_64"))]
-        if avx512::Avx512::detect().is_some() {
-            return Kernel::Avx512;
-        }
-        Kernel::Portable
-    }
-}
-
 /// Continue the raw CRC-32/BZIP2 register `register` over `data`.
 #[inline]
 pub fn crc32_update(register: u32, data: &[u8]) -> u32 {

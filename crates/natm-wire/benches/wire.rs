@@ -3,7 +3,8 @@
 //!
 //! * `memcpy/N`: copy N bytes between two buffers that stay in cache: the floor.
 //! * `memcpy_cold/N`: the same copy between buffers that are not in any cache.
-//! * `crc32/N`: CRC-32/BZIP2 of N bytes (carry-less multiply from 512 bytes).
+//! * `crc32/N`: CRC-32/BZIP2 of N bytes (natm-clmul: carry-less multiply from 256 bytes
+//!   with AVX-512, from 512 through crc-fast without; a table below).
 //! * `segment/N`: an N-byte SDU into N/48 cells (header, payload copy, trailer, CRC).
 //! * `segment_reassemble/N`: the same, then the cells through a `Reassembler` as one run
 //!   (`push_cells`: a second copy with the second CRC folded into it), the whole AAL5 path

@@ -646,10 +646,16 @@ impl Reassembler {
                 max_sdu: self.max_sdu,
             }));
         }
+        self.allocate();
+        Ok(())
+    }
+
+    /// The buffer at its full size, made when the first cell arrives.
+    #[inline]
+    fn allocate(&mut self) {
         if self.buf.len() < self.limit {
             self.buf.resize(self.limit, 0);
         }
-        Ok(())
     }
 
     /// The end-of-frame cell is in: check the PDU.
@@ -755,9 +761,7 @@ impl Reassembler {
                 }
                 continue;
             }
-            if self.buf.len() < self.limit {
-                self.buf.resize(self.limit, 0);
-            }
+            self.allocate();
             let start = self.len;
             let end = start + run * PAYLOAD_LEN;
             // Bring the CRC up to the copy (single pushes before this run leave it behind),
