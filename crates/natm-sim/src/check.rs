@@ -350,6 +350,17 @@ impl Checker {
         &mut self.switches[i]
     }
 
+    /// Switch `s`'s policing state with its legs current; `None` when policing is not
+    /// checked or the switch polices no leg.
+    fn policed(&mut self, s: u32, node: &SwitchNode) -> Option<&mut SwitchCheck> {
+        if !(self.policing && self.enabled) {
+            return None;
+        }
+        self.refresh(s, node);
+        let sc = &mut self.switches[s as usize];
+        (!sc.legs.is_empty()).then_some(sc)
+    }
+
     /// Rebuilds the leg maps from the world's record, keeping the state of legs not reset.
     fn refresh(&mut self, s: u32, node: &SwitchNode) {
         let sc = self.switch(s);
@@ -463,14 +474,9 @@ impl Checker {
                 format!("into switch {} port {p}: {e}", node.name),
             )
         })?;
-        if !(self.policing && self.enabled) {
+        let Some(sc) = self.policed(s, node) else {
             return Ok(());
-        }
-        self.refresh(s, node);
-        let sc = &mut self.switches[s as usize];
-        if sc.legs.is_empty() {
-            return Ok(());
-        }
+        };
         let t = now.as_nanos();
         for c in cells {
             let hdr = [c[0], c[1], c[2], c[3]];
@@ -560,14 +566,9 @@ impl Checker {
         cells: &[[u8; 53]],
         now: Instant,
     ) -> Result<(), String> {
-        if !(self.policing && self.enabled) {
+        let Some(sc) = self.policed(s, node) else {
             return Ok(());
-        }
-        self.refresh(s, node);
-        let sc = &mut self.switches[s as usize];
-        if sc.legs.is_empty() {
-            return Ok(());
-        }
+        };
         let t = now.as_nanos();
         for c in cells {
             // User data (PTI 0xx) with CLP 0.
