@@ -593,6 +593,30 @@ impl LinkListener {
         }
     }
 
+    /// For a shared-memory port that already has its link: the next connection, not
+    /// answered, to be read as a [lane request](crate::lane) (`None` when nobody is
+    /// waiting, or for other kinds). The stream is non-blocking.
+    pub fn accept_lane(&mut self) -> io::Result<Option<UnixStream>> {
+        let Listener::Shm { listener, .. } = &self.inner else {
+            return Ok(None);
+        };
+        loop {
+            match listener.accept() {
+                Ok((s, _)) => {
+                    s.set_nonblocking(true)?;
+                    return Ok(Some(s));
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::ConnectionAborted | io::ErrorKind::Interrupted
+                    ) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// Returns a link when a peer has connected (`None` when `timeout` passes first;
     /// `None` for no limit). udp: the link is ready at once (a later call binds `local`
     /// again, which fails while the earlier link is alive).

@@ -23,6 +23,7 @@ pub mod cell;
 pub mod clock;
 pub mod emulated;
 pub mod endpoint;
+pub mod lane;
 pub mod shm;
 pub mod tcpcell;
 pub mod udp;

@@ -300,6 +300,47 @@ impl ShmLink {
         Ok((ShmLink::assemble(&rings, Side::A, ea, eb, wait)?, handover))
     }
 
+    /// Creates a region with rings of `entries` cells and two eventfds, and maps none of
+    /// it: what side A and side B each need, for a process that only brokers the link
+    /// (hostd makes a lane between an application and the switch this way).
+    pub fn create_detached(entries: u32) -> Result<(ShmHandover, ShmHandover), ShmError> {
+        let bytes =
+            Rings::region_bytes(entries).map_err(|e| ShmError::Rings(CellLinkError::Layout(e)))?;
+        let mem = MemfdMem::create("natm-shm-lane", bytes)?;
+        let region = dup(mem.fd())?;
+        // Writes the header; dropped (unmapped) at the end of this function.
+        Rings::create(Arc::new(mem), entries)?;
+        let (ea, eb) = (new_eventfd()?, new_eventfd()?);
+        let b = ShmHandover {
+            region: dup(region.as_fd())?,
+            wait: dup(eb.as_fd())?,
+            kick: dup(ea.as_fd())?,
+        };
+        let a = ShmHandover {
+            region,
+            wait: ea,
+            kick: eb,
+        };
+        Ok((a, b))
+    }
+
+    /// Side A of a link from the first handover of [`ShmLink::create_detached`]; validates
+    /// it as [`ShmLink::open`] does.
+    pub fn open_a(handover: ShmHandover, wait: ShmWait) -> Result<ShmLink, ShmError> {
+        let mem = MemfdMem::map(handover.region)?;
+        let rings = Rings::open(Arc::new(mem))?;
+        ShmLink::assemble(&rings, Side::A, handover.wait, handover.kick, wait)
+    }
+
+    /// A copy of the handover (every descriptor duplicated), to hand over again later.
+    pub fn dup_handover(h: &ShmHandover) -> Result<ShmHandover, ShmError> {
+        Ok(ShmHandover {
+            region: dup(h.region.as_fd())?,
+            wait: dup(h.wait.as_fd())?,
+            kick: dup(h.kick.as_fd())?,
+        })
+    }
+
     /// Side B of a link another process created, from its handover. Validates the region
     /// and both eventfds (see the module documentation); never panics on what it is given.
     pub fn open(handover: ShmHandover, wait: ShmWait) -> Result<ShmLink, ShmError> {

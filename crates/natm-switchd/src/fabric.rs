@@ -18,7 +18,9 @@ use std::time::Instant as StdInstant;
 
 use natm_core::Instant;
 use natm_link::clock::Epoch;
+use natm_core::HeaderFormat;
 use natm_link::endpoint::{EndpointLink, is_peer_gone};
+use natm_link::lane::LaneVc;
 use natm_link::{CELL_LEN, Cell};
 use natm_switch::{PortConfig, PortId, Switch, SwitchConfig, SwitchError};
 
@@ -36,6 +38,84 @@ pub struct PortStats {
     pub tx_lost: u64,
     /// The last link error, as text.
     pub last_error: Option<String>,
+    /// Lanes attached so far.
+    pub lanes_attached: u64,
+    /// Lanes removed (their requester went away, or the lane failed).
+    pub lanes_removed: u64,
+    /// Cells received on a lane for a VC that is not the lane's: dropped.
+    pub lane_refused: u64,
+}
+
+/// The most cells a lane keeps that its ring refused.
+pub const LANE_HOLD: usize = 8192;
+
+/// What the daemon counts per lane.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LaneStats {
+    /// Cells received from the lane and handed to the switch.
+    pub rx: u64,
+    /// Cells the lane's ring accepted.
+    pub tx: u64,
+    /// Cells for the lane dropped because it already held [`LANE_HOLD`].
+    pub dropped: u64,
+}
+
+/// An application's lane on a port (see the [module documentation](self)).
+pub struct Lane {
+    /// The lane's rings (side B of a [`natm_link::lane`] handover).
+    pub link: Box<dyn EndpointLink>,
+    /// The VCs it carries, sorted.
+    pub vcs: Vec<LaneVc>,
+    keys: Vec<u32>,
+    out: Vec<Cell>,
+    out_from: usize,
+    /// Counters.
+    pub stats: LaneStats,
+}
+
+impl Lane {
+    /// Cells held for the lane's ring.
+    pub fn held(&self) -> usize {
+        self.out.len() - self.out_from
+    }
+
+    /// Queues a cell for the lane, or counts it dropped.
+    fn queue(&mut self, cell: &Cell) {
+        if self.held() >= LANE_HOLD {
+            self.stats.dropped += 1;
+        } else {
+            self.out.push(*cell);
+        }
+    }
+
+    /// Sends what it holds; the cells the ring took.
+    fn flush(&mut self) -> std::io::Result<usize> {
+        if self.held() == 0 {
+            return Ok(0);
+        }
+        let k = self.link.send_cells(&self.out[self.out_from..])?;
+        self.out_from += k;
+        self.stats.tx += k as u64;
+        if self.out_from == self.out.len() {
+            self.out.clear();
+            self.out_from = 0;
+        }
+        Ok(k)
+    }
+}
+
+/// A cell's VPI and VCI as one number, `vpi << 16 | vci`, at a port of `format`.
+#[inline]
+fn vc_key(cell: &Cell, format: HeaderFormat) -> u32 {
+    let w = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]) >> 4;
+    match format {
+        HeaderFormat::Uni => w & 0x00ff_ffff,
+        HeaderFormat::Nni => w & 0x0fff_ffff,
+    }
+}
+
+fn lane_key(v: LaneVc) -> u32 {
+    (u32::from(v.vpi) << 16) | u32::from(v.vci)
 }
 
 /// One port's link state.
@@ -49,12 +129,82 @@ pub struct PortLink {
     held_from: usize,
     /// Counters.
     pub stats: PortStats,
+    /// The port's header format (how a cell's VPI/VCI is read for the lanes).
+    pub format: HeaderFormat,
+    /// Lanes, while their requesters keep them.
+    pub lanes: Vec<Lane>,
+    /// `(vc key, lane index)`, sorted by key: which lane a VC's cells go to.
+    lane_of: Vec<(u32, usize)>,
 }
 
 impl PortLink {
     /// Cells held for the link.
     pub fn held(&self) -> usize {
         self.held.len() - self.held_from
+    }
+
+    /// Adds a lane carrying `vcs`; refused, with the reason, when the port has no link or
+    /// another lane has one of the VCs (or a VC does not fit the port's header).
+    pub fn add_lane(&mut self, vcs: Vec<LaneVc>, link: Box<dyn EndpointLink>) -> Result<(), String> {
+        if self.link.is_none() {
+            return Err(format!("port {} has no link", self.id.0));
+        }
+        if let Some(v) = vcs
+            .iter()
+            .find(|v| self.format == HeaderFormat::Uni && v.vpi > 255 || v.vpi > 4095)
+        {
+            return Err(format!("VPI {} does not fit port {}'s header", v.vpi, self.id.0));
+        }
+        if let Some(v) = vcs
+            .iter()
+            .find(|v| self.lane_of.binary_search_by_key(&lane_key(**v), |e| e.0).is_ok())
+        {
+            return Err(format!(
+                "VC {}.{} is carried by another lane of port {}",
+                v.vpi, v.vci, self.id.0
+            ));
+        }
+        let mut keys: Vec<u32> = vcs.iter().map(|v| lane_key(*v)).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        self.lanes.push(Lane {
+            link,
+            vcs,
+            keys,
+            out: Vec::new(),
+            out_from: 0,
+            stats: LaneStats::default(),
+        });
+        self.stats.lanes_attached += 1;
+        self.index_lanes();
+        Ok(())
+    }
+
+    fn remove_lane(&mut self, i: usize) {
+        self.lanes.remove(i);
+        self.stats.lanes_removed += 1;
+        self.index_lanes();
+    }
+
+    fn index_lanes(&mut self) {
+        self.lane_of.clear();
+        for (i, l) in self.lanes.iter().enumerate() {
+            self.lane_of.extend(l.keys.iter().map(|&k| (k, i)));
+        }
+        self.lane_of.sort_unstable();
+    }
+
+    /// The lane a cell sent out of the port goes to: user data (PTI 0–3) of a lane's VC.
+    #[inline]
+    fn lane_for(&self, cell: &Cell) -> Option<usize> {
+        if cell[3] & 0x08 != 0 {
+            return None;
+        }
+        let k = vc_key(cell, self.format);
+        self.lane_of
+            .binary_search_by_key(&k, |e| e.0)
+            .ok()
+            .map(|i| self.lane_of[i].1)
     }
 }
 
@@ -142,6 +292,9 @@ impl Fabric {
             held: Vec::new(),
             held_from: 0,
             stats: PortStats::default(),
+            format: config.format,
+            lanes: Vec::new(),
+            lane_of: Vec::new(),
         });
         Ok(())
     }
@@ -171,6 +324,10 @@ impl Fabric {
         p.held.clear();
         p.held_from = 0;
         p.stats.last_error = Some(why);
+        // Lanes ride on the port's link: the host asks for them again when it reconnects.
+        p.stats.lanes_removed += p.lanes.len() as u64;
+        p.lanes.clear();
+        p.lane_of.clear();
         let _ = self.switch.set_port_up(now, p.id, false);
     }
 
@@ -213,6 +370,9 @@ impl Fabric {
                 }
                 Err(e) => failed.push((i, link_error(&e))),
             }
+            if !p.lanes.is_empty() {
+                step.received += self.receive_lanes(i, now);
+            }
         }
         for (i, why) in failed.drain(..) {
             self.detach(i, why);
@@ -222,6 +382,9 @@ impl Fabric {
         }
         for i in 0..self.ports.len() {
             let p = &mut self.ports[i];
+            if p.link.is_some() && !p.lanes.is_empty() {
+                step.sent += Self::flush_lanes(p);
+            }
             let Some(link) = p.link.as_mut() else {
                 continue;
             };
@@ -245,8 +408,16 @@ impl Fabric {
                 }
             }
             let id = p.id;
-            let n = self.switch.poll_transmit(now, id, &mut self.buf);
+            let mut n = self.switch.poll_transmit(now, id, &mut self.buf);
+            if n > 0 && self.tap_ports.contains(&id) {
+                let (tapped, overflow) = (&mut self.tapped, &mut self.tap_overflow);
+                Self::tap(tapped, overflow, (id, true, now), &self.buf[..n]);
+            }
             let p = &mut self.ports[i];
+            if !p.lanes.is_empty() {
+                n = Self::split_to_lanes(p, &mut self.buf[..n]);
+                step.sent += Self::flush_lanes(p);
+            }
             let Some(link) = p.link.as_mut() else {
                 continue;
             };
@@ -272,15 +443,88 @@ impl Fabric {
                     failed.push((i, link_error(&e)));
                 }
             }
-            if n > 0 && self.tap_ports.contains(&id) {
-                let (tapped, overflow) = (&mut self.tapped, &mut self.tap_overflow);
-                Self::tap(tapped, overflow, (id, true, now), &self.buf[..n]);
-            }
         }
         for (i, why) in failed {
             self.detach(i, why);
         }
         step
+    }
+}
+
+impl Fabric {
+    /// Receives one batch from each of port `i`'s lanes and hands the cells on the lane's
+    /// own VCs to the switch; removes lanes that failed. The cells taken.
+    fn receive_lanes(&mut self, i: usize, now: Instant) -> usize {
+        let p = &mut self.ports[i];
+        let (id, format) = (p.id, p.format);
+        let mut total = 0;
+        let mut l = 0;
+        while l < p.lanes.len() {
+            let lane = &mut p.lanes[l];
+            let n = match lane.link.recv_cells(&mut self.buf) {
+                Ok(n) => n,
+                Err(_) => {
+                    p.remove_lane(l);
+                    continue;
+                }
+            };
+            l += 1;
+            if n == 0 {
+                continue;
+            }
+            let mut kept = 0;
+            for j in 0..n {
+                let c = self.buf[j];
+                if lane.keys.binary_search(&vc_key(&c, format)).is_ok() {
+                    self.buf[kept] = c;
+                    kept += 1;
+                }
+            }
+            p.stats.lane_refused += (n - kept) as u64;
+            lane.stats.rx += kept as u64;
+            total += kept;
+            if kept > 0 {
+                self.switch.handle_cells(now, id, &self.buf[..kept]);
+                if self.tap_ports.contains(&id) {
+                    let (tapped, overflow) = (&mut self.tapped, &mut self.tap_overflow);
+                    Self::tap(tapped, overflow, (id, false, now), &self.buf[..kept]);
+                }
+            }
+        }
+        total
+    }
+
+    /// Moves the cells of `cells` that belong to a lane of `p` into that lane's queue and
+    /// packs the rest (the main link's) at the front, in order; how many are left there.
+    fn split_to_lanes(p: &mut PortLink, cells: &mut [Cell]) -> usize {
+        let mut kept = 0;
+        for j in 0..cells.len() {
+            let c = cells[j];
+            match p.lane_for(&c) {
+                Some(l) => p.lanes[l].queue(&c),
+                None => {
+                    cells[kept] = c;
+                    kept += 1;
+                }
+            }
+        }
+        kept
+    }
+
+    /// Sends what every lane of `p` holds; removes lanes that failed. The cells sent.
+    fn flush_lanes(p: &mut PortLink) -> usize {
+        let mut sent = 0;
+        let mut l = 0;
+        while l < p.lanes.len() {
+            match p.lanes[l].flush() {
+                Ok(k) => {
+                    sent += k;
+                    l += 1;
+                }
+                Err(_) => p.remove_lane(l),
+            }
+        }
+        sent
     }
 }
 

@@ -19,6 +19,11 @@
 //! switch's next timer (a paced port's next slot, the next AIS cell), a link's
 //! [`next_due`](natm_link::endpoint::EndpointLink::next_due), or [`MAX_SLEEP`] (so a
 //! shared-memory peer's death, which no descriptor reports, is noticed within it).
+//! A port's listener stays open after its host attached: a later connection to it is a
+//! [lane request](natm_link::lane) (an application's own rings for some of the port's
+//! VCs, asked for by the host's daemon), answered within the next loop pass; one that
+//! sends nothing within a second is closed.
+//!
 //! `wait = "poll"` at the top level of the configuration never sleeps. `run` returns when
 //! the stop flag is set (by [`install_signal_stop`]'s SIGTERM/SIGINT handler or a
 //! `shutdown` request) and removes its socket files.
@@ -35,7 +40,8 @@
 //!   (its description), `up`, `attached`, `counters` (the switch's per-port counters by
 //!   name, with `dropped`), `queue_depth` (`{"cbr","rt-vbr","nrt-vbr","ubr"}`),
 //!   `link_counters` (or null), `held` (cells the link refused so far), `connects`,
-//!   `disconnects`, `tx_lost`, `last_error`. A connection: `id` (`"SLOT.GENERATION"`),
+//!   `disconnects`, `tx_lost`, `last_error`, `lanes` (each `{"vcs","rx","tx","dropped",
+//!   "held"}`), `lanes_attached`, `lanes_removed`, `lane_refused`. A connection: `id` (`"SLOT.GENERATION"`),
 //!   `a`, `b`, `qos` (qos(7) text), `category`, `upc`, `aal5`, `weight`, and `a_to_b` /
 //!   `b_to_a` each `{"cells_in","cells_out","dropped","tagged","queued"}`.
 //! * `{"op":"connect","a":"1:0.101","b":"2:0.101","qos":"cbr:pcr=1000"}`, optionally
@@ -61,12 +67,14 @@ pub mod config;
 pub mod fabric;
 pub mod mgmt;
 
+use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant as StdInstant};
 
 use natm_link::endpoint::{EndpointLink, LinkConfig, LinkListener, LinkSetupError};
+use natm_link::lane;
 use natm_switch::{PortId, SwitchConfig, SwitchError};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
@@ -213,6 +221,7 @@ fn serve(
         stop,
     };
     let mut idle = IdleGate::new(StdInstant::now());
+    let mut pending_lanes: Vec<PendingLane> = Vec::new();
     let mut last_maintenance: Option<StdInstant> = None;
     while !stop.load(Ordering::Acquire) {
         let now = fabric.now();
@@ -223,6 +232,7 @@ fn serve(
         if last_maintenance.is_none_or(|t| wall.saturating_duration_since(t) >= MAINTENANCE) {
             last_maintenance = Some(wall);
             let mut busy = attach_new_links(&mut fabric, &mut sources, halt);
+            busy |= attach_new_lanes(&mut fabric, &mut sources, &mut pending_lanes);
             busy |= mgmt.service(&mut fabric, &info);
             if busy {
                 idle.stepped(true, StdInstant::now());
@@ -235,7 +245,7 @@ fn serve(
         if config.wait == IdleWait::Poll || !idle.may_sleep(StdInstant::now()) {
             continue;
         }
-        sleep(&fabric, &sources, &mgmt, holding).map_err(SwitchdError::Poll)?;
+        sleep(&fabric, &sources, &mgmt, &pending_lanes, holding).map_err(SwitchdError::Poll)?;
         // Whatever woke us, look at everything once.
         last_maintenance = None;
     }
@@ -278,6 +288,82 @@ impl IdleGate {
     pub fn may_sleep(&self, now: StdInstant) -> bool {
         self.last_step_idle && now.saturating_duration_since(self.last_busy) >= SPIN
     }
+}
+
+/// How long a connection to a port that has its link may take to send its lane request.
+const LANE_REQUEST_WAIT: Duration = Duration::from_secs(1);
+
+/// A connection to a port with a link, expected to send a lane request.
+struct PendingLane {
+    port: usize,
+    stream: UnixStream,
+    since: StdInstant,
+}
+
+/// Takes lane requests: accepts connections on the listeners of ports that have their
+/// link, reads each one's request, and attaches the lane or answers why not. A
+/// connection that sends nothing within [`LANE_REQUEST_WAIT`] is closed. Whether
+/// anything happened.
+fn attach_new_lanes(
+    fabric: &mut Fabric,
+    sources: &mut [Source],
+    pending: &mut Vec<PendingLane>,
+) -> bool {
+    let mut any = false;
+    for (i, source) in sources.iter_mut().enumerate() {
+        let Source::Listen(l) = source else { continue };
+        if fabric.ports[i].link.is_none() {
+            continue;
+        }
+        while let Ok(Some(stream)) = l.accept_lane() {
+            any = true;
+            pending.push(PendingLane {
+                port: i,
+                stream,
+                since: StdInstant::now(),
+            });
+        }
+    }
+    let mut k = 0;
+    while k < pending.len() {
+        let pl = &pending[k];
+        let got = lane::try_recv_request(&pl.stream);
+        let expired = pl.since.elapsed() >= LANE_REQUEST_WAIT;
+        match got {
+            Ok(None) if !expired => {
+                k += 1;
+                continue;
+            }
+            Ok(None) => {}
+            Ok(Some(req)) => {
+                any = true;
+                let pl = pending.swap_remove(k);
+                let answer = take_lane(fabric, pl.port, req, &pl.stream);
+                let _ = lane::send_reply(&pl.stream, answer.as_ref().map(|_| ()).map_err(|e| e.as_str()));
+                if let Err(why) = answer {
+                    fabric.ports[pl.port].stats.last_error = Some(format!("lane refused: {why}"));
+                }
+                continue;
+            }
+            Err(e) => {
+                let _ = lane::send_reply(&pl.stream, Err(&e.to_string()));
+            }
+        }
+        pending.swap_remove(k);
+    }
+    any
+}
+
+/// Opens and attaches one requested lane; the refusal's reason.
+fn take_lane(
+    fabric: &mut Fabric,
+    port: usize,
+    req: lane::LaneRequest,
+    stream: &UnixStream,
+) -> Result<(), String> {
+    let watch = stream.try_clone().map_err(|e| format!("dup: {e}"))?;
+    let (vcs, link) = req.open(watch).map_err(|e| e.to_string())?;
+    fabric.ports[port].add_lane(vcs, Box::new(link))
 }
 
 /// Takes links from listeners and dialers for ports without one; whether any came.
@@ -323,6 +409,7 @@ fn sleep(
     fabric: &Fabric,
     sources: &[Source],
     mgmt: &Management,
+    pending_lanes: &[PendingLane],
     holding: bool,
 ) -> std::io::Result<()> {
     let now = StdInstant::now();
@@ -345,6 +432,19 @@ fn sleep(
                     Some(fd) => fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN)),
                     None => cap(now + SHORT_SLEEP),
                 }
+                // Lanes: cells from their applications, or room they made.
+                for lane in &p.lanes {
+                    match lane.link.poll_fd() {
+                        Some(fd) => fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN)),
+                        None => cap(now + SHORT_SLEEP),
+                    }
+                }
+                // A lane request may come on the port's listener.
+                if let Source::Listen(l) = source
+                    && let Some(fd) = l.poll_fd()
+                {
+                    fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN));
+                }
             }
             (None, Source::Listen(l)) => match l.poll_fd() {
                 Some(fd) => fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN)),
@@ -352,6 +452,10 @@ fn sleep(
             },
             (None, Source::Dial { .. }) => cap(now + MAINTENANCE * 5),
         }
+    }
+    for pl in pending_lanes {
+        fds.push(PollFd::new(&pl.stream, PollFlags::IN));
+        cap(pl.since + LANE_REQUEST_WAIT);
     }
     for fd in mgmt.poll_fds() {
         fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN));

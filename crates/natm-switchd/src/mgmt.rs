@@ -485,6 +485,14 @@ fn status(fabric: &Fabric, info: &DaemonInfo<'_>) -> Value {
                 "disconnects": p.stats.disconnects,
                 "tx_lost": p.stats.tx_lost,
                 "last_error": p.stats.last_error,
+                "lanes": p.lanes.iter().map(|l| json!({
+                    "vcs": l.vcs.iter().map(|v| format!("{}.{}", v.vpi, v.vci)).collect::<Vec<_>>(),
+                    "rx": l.stats.rx, "tx": l.stats.tx, "dropped": l.stats.dropped,
+                    "held": l.held(),
+                })).collect::<Vec<_>>(),
+                "lanes_attached": p.stats.lanes_attached,
+                "lanes_removed": p.stats.lanes_removed,
+                "lane_refused": p.stats.lane_refused,
             })
         })
         .collect();

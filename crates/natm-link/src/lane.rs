@@ -1,0 +1,430 @@
+//! Lanes: extra ring pairs on a shared-memory port, each carrying a fixed set of VCs
+//! straight between one application and the switch (issue 5's user-level data path, as
+//! U-Net gives an endpoint its own queues on the network interface).
+//!
+//! ```text
+//!  application ══ lane (shm rings) ══════════════╗
+//!  hostd ══ main link (shm rings) ═══════════════╬══ switch port
+//!        └─ lane request on the port's socket ───╜   (demultiplexed by VPI/VCI)
+//! ```
+//!
+//! hostd owns the host's port. When an application opens a VC on the lane path, hostd
+//! makes a ring pair with [`ShmLink::create_detached`], connects to the port's Unix socket
+//! once more and sends a [`LaneRequest`] naming the VCs the lane may carry with side B's
+//! descriptors; the switch answers with [`send_reply`] and from then on takes the lane's
+//! cells as cells received on the port (only on those VCs: a cell on any other is
+//! refused and counted), and sends the port's user-data cells of those VCs into the lane
+//! instead of the main link. OAM and resource-management cells (PTI 4–7) still go to the
+//! main link: hostd stays the VC's OAM end point. hostd hands side A to the application.
+//!
+//! The lane lives as long as hostd keeps the request's socket open: hostd closes it when
+//! the application closes the VC or dies, and the switch drops the lane when it sees the
+//! socket close. A switch that restarts gets the same request again on the new socket
+//! (hostd keeps side B's descriptors), so the application's mapping stays valid.
+//!
+//! Wire format (all little-endian), one `sendmsg` each way:
+//!
+//! * request: `b"NATMLAN\x01"`, VC count (u16, 1..=[`MAX_LANE_VCS`]), then per VC its
+//!   VPI (u16) and VCI (u16); side B's region, wait and kick descriptors (SCM_RIGHTS).
+//! * reply: `b"NATMLAR\x01"`, status (u8: 0 taken, 1 refused), text length (u16), text
+//!   (UTF-8, the reason of a refusal).
+//!
+//! Who may ask: whoever can connect to the port's socket, which is the host's (mode 0600
+//! under the lab's directory). The switch checks the request's shape, that the
+//! descriptors are a valid ring region and eventfds, that the port has a main link, and
+//! that no other lane of the port has any of the VCs.
+
+use std::io::{self, IoSlice, IoSliceMut};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+use rustix::net::{
+    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags, recvmsg, sendmsg,
+};
+
+use crate::shm::{ShmHandover, ShmLink};
+
+/// The most VCs one lane carries.
+pub const MAX_LANE_VCS: usize = 64;
+/// Cells per ring of a lane.
+pub const LANE_RING_CELLS: u32 = 4096;
+
+const REQUEST_MAGIC: [u8; 8] = *b"NATMLAN\x01";
+const REPLY_MAGIC: [u8; 8] = *b"NATMLAR\x01";
+const MAX_REQUEST: usize = 8 + 2 + 4 * MAX_LANE_VCS;
+const MAX_REASON: usize = 512;
+
+/// A VC a lane carries, as the cell header has it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LaneVc {
+    /// VPI.
+    pub vpi: u16,
+    /// VCI.
+    pub vci: u16,
+}
+
+/// What went wrong with a lane request or reply.
+#[derive(Debug, thiserror::Error)]
+pub enum LaneError {
+    /// The bytes or descriptors were not a lane message.
+    #[error("lane message: {0}")]
+    Malformed(String),
+    /// The switch refused the lane.
+    #[error("the switch refused the lane: {0}")]
+    Refused(String),
+    /// No answer in time.
+    #[error("the switch did not answer the lane request in time")]
+    Timeout,
+    /// The peer closed the socket.
+    #[error("the socket closed")]
+    Closed,
+    /// A system call failed.
+    #[error("{call}: {source}")]
+    Os {
+        /// The call.
+        call: &'static str,
+        /// What the kernel said.
+        source: io::Error,
+    },
+}
+
+fn os(call: &'static str) -> impl FnOnce(rustix::io::Errno) -> LaneError {
+    move |e| LaneError::Os {
+        call,
+        source: e.into(),
+    }
+}
+
+/// A lane request as the switch receives it.
+#[derive(Debug)]
+pub struct LaneRequest {
+    /// The VCs the lane carries (no repeats).
+    pub vcs: Vec<LaneVc>,
+    /// Side B of the lane's rings.
+    pub handover: ShmHandover,
+}
+
+impl LaneRequest {
+    /// Opens side B of the lane (validating region and eventfds, never panicking), waiting
+    /// in eventfd mode, watching `sock` for the requester's end.
+    pub fn open(self, sock: UnixStream) -> Result<(Vec<LaneVc>, ShmLink), LaneError> {
+        let mut link = ShmLink::open(self.handover, crate::shm::ShmWait::EventFd)
+            .map_err(|e| LaneError::Malformed(e.to_string()))?;
+        link.watch_peer(sock)
+            .map_err(|e| LaneError::Malformed(e.to_string()))?;
+        Ok((self.vcs, link))
+    }
+}
+
+/// Encodes a request's bytes; the VCs are checked as [`decode_request`] checks them.
+pub fn encode_request(vcs: &[LaneVc]) -> Result<Vec<u8>, LaneError> {
+    if vcs.is_empty() || vcs.len() > MAX_LANE_VCS {
+        return Err(LaneError::Malformed(format!(
+            "a lane carries 1..={MAX_LANE_VCS} VCs, not {}",
+            vcs.len()
+        )));
+    }
+    let mut b = Vec::with_capacity(10 + 4 * vcs.len());
+    b.extend_from_slice(&REQUEST_MAGIC);
+    b.extend_from_slice(&(vcs.len() as u16).to_le_bytes());
+    for v in vcs {
+        b.extend_from_slice(&v.vpi.to_le_bytes());
+        b.extend_from_slice(&v.vci.to_le_bytes());
+    }
+    decode_request(&b)?;
+    Ok(b)
+}
+
+/// Decodes a request's bytes: the magic, a count in 1..=[`MAX_LANE_VCS`], exactly that
+/// many VCs, none repeated, none with a VCI below 32 (those are signalling's, OAM's and
+/// ILMI's).
+pub fn decode_request(b: &[u8]) -> Result<Vec<LaneVc>, LaneError> {
+    let bad = |m: String| Err(LaneError::Malformed(m));
+    if b.len() < 10 || b[..8] != REQUEST_MAGIC {
+        return bad("not a natm lane request".into());
+    }
+    let n = usize::from(u16::from_le_bytes([b[8], b[9]]));
+    if n == 0 || n > MAX_LANE_VCS {
+        return bad(format!("{n} VCs: a lane carries 1..={MAX_LANE_VCS}"));
+    }
+    if b.len() != 10 + 4 * n {
+        return bad(format!(
+            "{} bytes for {n} VCs: expected {}",
+            b.len(),
+            10 + 4 * n
+        ));
+    }
+    let mut vcs: Vec<LaneVc> = b[10..]
+        .chunks_exact(4)
+        .map(|c| LaneVc {
+            vpi: u16::from_le_bytes([c[0], c[1]]),
+            vci: u16::from_le_bytes([c[2], c[3]]),
+        })
+        .collect();
+    if let Some(v) = vcs.iter().find(|v| v.vci < 32) {
+        return bad(format!(
+            "VC {}.{}: VCIs below 32 are reserved",
+            v.vpi, v.vci
+        ));
+    }
+    vcs.sort_unstable();
+    if let Some(w) = vcs.windows(2).find(|w| w[0] == w[1]) {
+        return bad(format!("VC {}.{} named twice", w[0].vpi, w[0].vci));
+    }
+    Ok(vcs)
+}
+
+/// Sends a request for a lane carrying `vcs` with side B's descriptors.
+pub fn send_request(
+    sock: &UnixStream,
+    vcs: &[LaneVc],
+    side_b: &ShmHandover,
+) -> Result<(), LaneError> {
+    let bytes = encode_request(vcs)?;
+    let fds = [
+        side_b.region.as_fd(),
+        side_b.wait.as_fd(),
+        side_b.kick.as_fd(),
+    ];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
+        return Err(LaneError::Malformed("no room for three descriptors".into()));
+    }
+    let sent = sendmsg(
+        sock,
+        &[IoSlice::new(&bytes)],
+        &mut control,
+        SendFlags::NOSIGNAL,
+    )
+    .map_err(os("sendmsg"))?;
+    if sent != bytes.len() {
+        return Err(LaneError::Malformed("sent short".into()));
+    }
+    Ok(())
+}
+
+/// Receives a lane request without waiting: `Ok(None)` if none is there yet. A message
+/// that is not a request, or has other than three descriptors, is an error (descriptors
+/// that came with it are closed).
+pub fn try_recv_request(sock: &UnixStream) -> Result<Option<LaneRequest>, LaneError> {
+    let mut buf = [0u8; MAX_REQUEST + 1];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(8))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let got = match recvmsg(
+        sock,
+        &mut [IoSliceMut::new(&mut buf)],
+        &mut control,
+        RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT,
+    ) {
+        Ok(m) => m,
+        Err(rustix::io::Errno::AGAIN) => return Ok(None),
+        Err(e) => return Err(os("recvmsg")(e)),
+    };
+    let mut fds: Vec<OwnedFd> = Vec::new();
+    let mut other = false;
+    for msg in control.drain() {
+        match msg {
+            RecvAncillaryMessage::ScmRights(it) => fds.extend(it),
+            _ => other = true,
+        }
+    }
+    if got.bytes == 0 {
+        return Err(LaneError::Closed);
+    }
+    if other || got.flags.contains(rustix::net::ReturnFlags::CTRUNC) {
+        return Err(LaneError::Malformed("unexpected ancillary data".into()));
+    }
+    let vcs = decode_request(&buf[..got.bytes])?;
+    let mut fds = fds.into_iter();
+    match (fds.next(), fds.next(), fds.next(), fds.next()) {
+        (Some(region), Some(wait), Some(kick), None) => Ok(Some(LaneRequest {
+            vcs,
+            handover: ShmHandover { region, wait, kick },
+        })),
+        _ => Err(LaneError::Malformed(
+            "a lane request carries exactly three descriptors".into(),
+        )),
+    }
+}
+
+/// Encodes a reply: taken, or refused with a reason (cut to 512 bytes at a character).
+pub fn encode_reply(result: Result<(), &str>) -> Vec<u8> {
+    let (status, text) = match result {
+        Ok(()) => (0u8, ""),
+        Err(t) => {
+            let mut end = t.len().min(MAX_REASON);
+            while !t.is_char_boundary(end) {
+                end -= 1;
+            }
+            (1u8, &t[..end])
+        }
+    };
+    let mut b = Vec::with_capacity(11 + text.len());
+    b.extend_from_slice(&REPLY_MAGIC);
+    b.push(status);
+    b.extend_from_slice(&(text.len() as u16).to_le_bytes());
+    b.extend_from_slice(text.as_bytes());
+    b
+}
+
+/// Decodes a reply: `Ok(())` if the lane was taken, [`LaneError::Refused`] with the
+/// switch's reason, [`LaneError::Malformed`] for anything else.
+pub fn decode_reply(b: &[u8]) -> Result<(), LaneError> {
+    if b.len() < 11 || b[..8] != REPLY_MAGIC {
+        return Err(LaneError::Malformed("not a natm lane reply".into()));
+    }
+    let len = usize::from(u16::from_le_bytes([b[9], b[10]]));
+    if len > MAX_REASON || b.len() != 11 + len {
+        return Err(LaneError::Malformed(format!(
+            "a reply of {} bytes with a {len}-byte reason",
+            b.len()
+        )));
+    }
+    let text = std::str::from_utf8(&b[11..])
+        .map_err(|_| LaneError::Malformed("the reason is not UTF-8".into()))?;
+    match b[8] {
+        0 if text.is_empty() => Ok(()),
+        1 => Err(LaneError::Refused(text.to_string())),
+        s => Err(LaneError::Malformed(format!("reply status {s}"))),
+    }
+}
+
+/// Sends the switch's reply (the socket may be non-blocking: the reply is small).
+pub fn send_reply(sock: &UnixStream, result: Result<(), &str>) -> Result<(), LaneError> {
+    let bytes = encode_reply(result);
+    let sent = rustix::net::send(sock, &bytes, SendFlags::NOSIGNAL | SendFlags::DONTWAIT)
+        .map_err(os("send"))?;
+    if sent != bytes.len() {
+        return Err(LaneError::Malformed("sent short".into()));
+    }
+    Ok(())
+}
+
+/// Waits at most `timeout` for the switch's reply.
+pub fn recv_reply(sock: &UnixStream, timeout: Duration) -> Result<(), LaneError> {
+    let io = |call| move |e: io::Error| LaneError::Os { call, source: e };
+    sock.set_read_timeout(Some(timeout.max(Duration::from_millis(1))))
+        .map_err(io("SO_RCVTIMEO"))?;
+    let mut buf = [0u8; 11 + MAX_REASON + 1];
+    let got = rustix::net::recv(sock, &mut buf, RecvFlags::empty());
+    sock.set_read_timeout(None).map_err(io("SO_RCVTIMEO"))?;
+    match got {
+        Ok((0, _)) => Err(LaneError::Closed),
+        Ok((n, _)) => decode_reply(&buf[..n.min(buf.len())]),
+        Err(rustix::io::Errno::AGAIN) => Err(LaneError::Timeout),
+        Err(e) => Err(os("recv")(e)),
+    }
+}
+
+/// Asks the switch at the port socket `sock` (connected, blocking) for a lane carrying
+/// `vcs` over side B's rings, and waits at most `timeout` for the answer.
+pub fn request(
+    sock: &UnixStream,
+    vcs: &[LaneVc],
+    side_b: &ShmHandover,
+    timeout: Duration,
+) -> Result<(), LaneError> {
+    send_request(sock, vcs, side_b)?;
+    recv_reply(sock, timeout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cell::CellLink;
+    use crate::shm::ShmWait;
+
+    fn vc(vpi: u16, vci: u16) -> LaneVc {
+        LaneVc { vpi, vci }
+    }
+
+    #[test]
+    fn requests_round_trip_and_bad_ones_are_named() {
+        let vcs = vec![vc(0, 100), vc(1, 40)];
+        let b = encode_request(&vcs).unwrap();
+        let mut sorted = vcs.clone();
+        sorted.sort();
+        assert_eq!(decode_request(&b).unwrap(), sorted);
+        let err = |b: &[u8]| decode_request(b).unwrap_err().to_string();
+        assert!(err(b"HELLO").contains("not a natm lane request"));
+        assert!(err(&b[..b.len() - 1]).contains("expected 18"));
+        assert!(encode_request(&[]).unwrap_err().to_string().contains("1..=64"));
+        assert!(encode_request(&[vc(0, 5)]).unwrap_err().to_string().contains("reserved"));
+        assert!(
+            encode_request(&[vc(0, 40), vc(0, 40)])
+                .unwrap_err()
+                .to_string()
+                .contains("named twice")
+        );
+        let mut many = REQUEST_MAGIC.to_vec();
+        many.extend_from_slice(&65u16.to_le_bytes());
+        assert!(err(&many).contains("65 VCs"));
+    }
+
+    #[test]
+    fn replies_round_trip() {
+        decode_reply(&encode_reply(Ok(()))).unwrap();
+        let e = decode_reply(&encode_reply(Err("VC 0.100 is another lane's"))).unwrap_err();
+        assert!(matches!(e, LaneError::Refused(ref t) if t == "VC 0.100 is another lane's"));
+        let long = "é".repeat(400);
+        let b = encode_reply(Err(&long));
+        assert!(b.len() <= 11 + MAX_REASON);
+        assert!(matches!(decode_reply(&b), Err(LaneError::Refused(_))));
+        let mut bad = encode_reply(Ok(()));
+        bad[8] = 7;
+        assert!(decode_reply(&bad).unwrap_err().to_string().contains("status 7"));
+        assert!(decode_reply(b"NATMLAR\x01\x00\x05\x00ab").is_err());
+    }
+
+    #[test]
+    fn a_lane_handed_over_a_socket_carries_cells_both_ways() {
+        let (a, b) = ShmLink::create_detached(64).unwrap();
+        let (host, switch) = UnixStream::pair().unwrap();
+        send_request(&host, &[vc(0, 100)], &b).unwrap();
+        drop(b);
+        let req = try_recv_request(&switch).unwrap().unwrap();
+        assert_eq!(req.vcs, vec![vc(0, 100)]);
+        let watch = switch.try_clone().unwrap();
+        let (_, mut sw) = req.open(watch).unwrap();
+        send_reply(&switch, Ok(())).unwrap();
+        recv_reply(&host, Duration::from_secs(1)).unwrap();
+        let mut app = ShmLink::open_a(a, ShmWait::EventFd).unwrap();
+        let cell = [7u8; 53];
+        assert_eq!(app.send_cells(&[cell]).unwrap(), 1);
+        let mut got = [[0u8; 53]; 4];
+        assert_eq!(sw.recv_cells(&mut got).unwrap(), 1);
+        assert_eq!(got[0], cell);
+        assert_eq!(sw.send_cells(&[[9u8; 53]]).unwrap(), 1);
+        assert_eq!(app.recv_cells(&mut got).unwrap(), 1);
+        assert_eq!(got[0], [9u8; 53]);
+        // The requester's end closing is the lane's end.
+        drop(host);
+        drop(switch);
+        std::thread::sleep(crate::shm::PEER_POLL * 2);
+        assert!(sw.recv_cells(&mut got).is_err());
+    }
+
+    #[test]
+    fn nothing_yet_is_none_and_a_stranger_is_refused() {
+        let (host, switch) = UnixStream::pair().unwrap();
+        assert!(try_recv_request(&switch).unwrap().is_none());
+        rustix::net::send(&host, b"GET / HTTP/1.0\r\n\r\n", SendFlags::empty()).unwrap();
+        let e = try_recv_request(&switch).unwrap_err();
+        assert!(e.to_string().contains("not a natm lane request"), "{e}");
+        drop(host);
+        assert!(matches!(try_recv_request(&switch), Err(LaneError::Closed)));
+        let (host, switch) = UnixStream::pair().unwrap();
+        rustix::net::send(&host, &encode_request(&[vc(0, 40)]).unwrap(), SendFlags::empty())
+            .unwrap();
+        let e = try_recv_request(&switch).unwrap_err();
+        assert!(e.to_string().contains("three descriptors"), "{e}");
+        assert!(matches!(
+            recv_reply(&host, Duration::from_millis(5)),
+            Err(LaneError::Timeout)
+        ));
+    }
+}
