@@ -152,11 +152,17 @@ pub struct HostdOptions {
     pub link_description: String,
     /// The link's rate, cells/s (`None`: unlimited, admitted as [`NOMINAL_RATE`]).
     pub link_rate: Option<u32>,
+    /// The switch port's socket, where lanes are asked for ([`natm_link::lane`]); `None`:
+    /// no lane path (the link is not shared memory).
+    pub lanes: Option<PathBuf>,
 }
 
 /// Makes (or remakes) the link: called at start and every [`RECONNECT`] while it is down.
 /// It should not block for long: the loop serves nobody while it runs.
 pub type Connector = Box<dyn FnMut() -> io::Result<Box<dyn EndpointLink>> + Send>;
+
+/// How long hostd waits for the switch's answer to a lane request.
+const LANE_REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// How long [`run`] lets the link's connect wait for the switch each time.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(20);
@@ -234,6 +240,10 @@ impl HostdConfig {
                 .rate
                 .exact()
                 .map(|(n, d)| (n / d.max(1)).clamp(1, u64::from(u32::MAX)) as u32),
+            lanes: match &self.link.kind {
+                LinkKind::Shm { path } if !self.link.is_emulated() => Some(path.clone()),
+                _ => None,
+            },
         }
     }
 
@@ -371,6 +381,54 @@ enum PortMem {
         bufs: VecBuffers,
         free_tx: Vec<u32>,
     },
+    /// The application runs the adapter on its own lane; hostd keeps the channel's
+    /// state word and the lane's grant.
+    Lane {
+        /// For the state word only: hostd never services the channel's rings.
+        end: AdapterEnd,
+        /// The application's wake eventfd, written on every state change.
+        app_wake: OwnedFd,
+        /// Side B of the lane's rings, handed to the switch again after a reconnect.
+        side_b: natm_link::shm::ShmHandover,
+        /// The lane request's socket while the switch has the lane: closing it ends it.
+        switch: Option<UnixStream>,
+        _region: Arc<MemfdMem>,
+    },
+}
+
+impl PortMem {
+    /// Sets a channel's state word, waking the application.
+    fn set_state(&mut self, state: ChannelState) {
+        match self {
+            PortMem::Direct { end, .. } => end.set_state(state),
+            PortMem::Lane { end, app_wake, .. } => {
+                end.set_state(state);
+                // Whatever the application sleeps on, it also polls this eventfd.
+                let _ = rustix::io::write(&*app_wake, &1u64.to_ne_bytes());
+            }
+            PortMem::Daemon { .. } => {}
+        }
+    }
+}
+
+/// Asks the switch at `socket` for a lane carrying `vc` over `side_b`'s rings; the
+/// socket that keeps it, or why not.
+fn request_lane(
+    socket: &Path,
+    vc: VcId,
+    side_b: &natm_link::shm::ShmHandover,
+) -> Result<UnixStream, String> {
+    let sock =
+        UnixStream::connect(socket).map_err(|e| format!("{}: {e}", socket.display()))?;
+    let handover = natm_link::shm::ShmLink::dup_handover(side_b).map_err(|e| e.to_string())?;
+    let lane_vc = natm_link::lane::LaneVc {
+        vpi: vc.vpi.get(),
+        vci: vc.vci.get(),
+    };
+    natm_link::lane::request(&sock, &[lane_vc], &handover, LANE_REQUEST_TIMEOUT)
+        .map_err(|e| e.to_string())?;
+    sock.set_nonblocking(true).map_err(|e| e.to_string())?;
+    Ok(sock)
 }
 
 struct Port {
@@ -971,6 +1029,7 @@ impl Hostd {
             PathKind::Direct => {
                 make_channel(buffers, buffer_size, notify, signal_target, owner_pid)
             }
+            PathKind::Lane => self.make_lane(vc, buffers, buffer_size, notify),
             PathKind::Daemon => {
                 let bufs = VecBuffers::new(buffers, buffer_size as usize);
                 let rx_count = buffers / 2;
@@ -1021,10 +1080,8 @@ impl Hostd {
             tx_failed: 0,
             client_drops: 0,
         };
-        if self.link.is_none()
-            && let PortMem::Direct { end, .. } = &mut port.mem
-        {
-            end.set_state(ChannelState::LinkDown);
+        if self.link.is_none() {
+            port.mem.set_state(ChannelState::LinkDown);
         }
         self.by_vc.insert(vc_key(vc), handle);
         self.ports.insert(handle, port);
@@ -1042,14 +1099,68 @@ impl Hostd {
         ))
     }
 
+    /// A lane-path channel: the channel region (the application takes both its ends;
+    /// hostd keeps the state word) and a lane the switch has attached, when the link is
+    /// up (else it is asked for when the link comes up).
+    fn make_lane(
+        &mut self,
+        vc: VcId,
+        buffers: u32,
+        buffer_size: u32,
+        notify: NotifyMode,
+    ) -> Result<(PortMem, Vec<OwnedFd>), (ErrorKind, String)> {
+        let Some(socket) = self.opts.lanes.clone() else {
+            return Err((
+                ErrorKind::Refused,
+                format!(
+                    "the lane path needs an unlimited shared-memory link to the switch; this host's is {}",
+                    self.opts.link_description
+                ),
+            ));
+        };
+        if notify == NotifyMode::Signal {
+            return Err((
+                ErrorKind::BadRequest,
+                "a lane-path application waits by polling or on eventfds, not for signals".into(),
+            ));
+        }
+        let internal =
+            |what: &str, e: &dyn std::fmt::Display| (ErrorKind::Internal, format!("{what}: {e}"));
+        // hostd writes no completions on this channel: no waker.
+        let (mem, mut fds) = make_channel(buffers, buffer_size, NotifyMode::Poll, None, 0)?;
+        let PortMem::Direct { end, _region, .. } = mem else {
+            return Err(internal("channel", &"not a shared-memory channel"));
+        };
+        let app_wake = fds[1].try_clone().map_err(|e| internal("dup", &e))?;
+        let (a, b) = natm_link::shm::ShmLink::create_detached(natm_link::lane::LANE_RING_CELLS)
+            .map_err(|e| internal("lane rings", &e))?;
+        let switch = match self.link {
+            Some(_) => Some(
+                request_lane(&socket, vc, &b)
+                    .map_err(|e| (ErrorKind::Refused, format!("lane for VC {vc}: {e}")))?,
+            ),
+            None => None,
+        };
+        fds.extend([a.region, a.wait, a.kick]);
+        Ok((
+            PortMem::Lane {
+                end,
+                app_wake,
+                side_b: b,
+                switch,
+                _region,
+            },
+            fds,
+        ))
+    }
+
     fn close_port(&mut self, handle: u32) {
         let Some(mut p) = self.ports.remove(&handle) else {
             return;
         };
         self.by_vc.remove(&vc_key(p.vc));
-        if let PortMem::Direct { end, .. } = &mut p.mem {
-            end.set_state(ChannelState::Revoked);
-        }
+        // A lane's socket closes with `p`: the switch drops the lane.
+        p.mem.set_state(ChannelState::Revoked);
         let _ = self.cac.release(p.reservation);
         // The adapter, its buffers and the mapping go with `p`.
     }
@@ -1190,6 +1301,7 @@ impl Hostd {
                     path: match p.mem {
                         PortMem::Direct { .. } => PathKind::Direct,
                         PortMem::Daemon { .. } => PathKind::Daemon,
+                        PortMem::Lane { .. } => PathKind::Lane,
                     },
                     counters: VcStats {
                         sdus_sent: c.frames_out,
@@ -1269,9 +1381,17 @@ impl Hostd {
     fn link_up(&mut self) {
         self.hec = HecReceiver::new();
         for p in self.ports.values_mut() {
-            if let PortMem::Direct { end, .. } = &mut p.mem {
-                end.set_state(ChannelState::Live);
+            if let PortMem::Lane { switch, side_b, .. } = &mut p.mem {
+                // The switch lost its lanes with the link (or is a new one): ask again.
+                match self.opts.lanes.as_deref().map(|s| request_lane(s, p.vc, side_b)) {
+                    Some(Ok(sock)) => *switch = Some(sock),
+                    _ => {
+                        self.stats.lane_failures += 1;
+                        continue;
+                    }
+                }
             }
+            p.mem.set_state(ChannelState::Live);
         }
         self.notify_daemon_clients(&Response::LinkUp);
     }
@@ -1310,9 +1430,10 @@ impl Hostd {
             // Flush the adapter: queued descriptors come back (as link-down failures).
             let _ = p.adapter.close_vc(p.handle);
             let _ = p.adapter.open_vc(p.handle, p.vc, p.spec, p.rx);
-            if let PortMem::Direct { end, .. } = &mut p.mem {
-                end.set_state(ChannelState::LinkDown);
+            if let PortMem::Lane { switch, .. } = &mut p.mem {
+                *switch = None;
             }
+            p.mem.set_state(ChannelState::LinkDown);
         }
         for ping in std::mem::take(&mut self.pings) {
             if let Some(c) = self.conns.get_mut(&ping.conn) {
@@ -1432,6 +1553,9 @@ impl Hostd {
                 p.adapter.handle_cells(now, cells, bufs);
                 complete_port(p, &mut self.conns, link_down);
             }
+            // The switch sends a lane's user data into the lane: cells here came before
+            // the lane was attached, and go nowhere.
+            PortMem::Lane { .. } => self.stats.rx_unknown_vc += (end - start) as u64,
         }
     }
 
@@ -1531,6 +1655,7 @@ impl Hostd {
                         PortMem::Daemon { bufs, .. } => {
                             p.adapter.poll_transmit(now, &*bufs, &mut p.out[..])
                         }
+                        PortMem::Lane { .. } => 0,
                     };
                     p.sent = 0;
                 }
@@ -1802,6 +1927,7 @@ fn complete_port(p: &mut Port, conns: &mut BTreeMap<u64, Conn>, link_down: bool)
                     }
                 }
             },
+            PortMem::Lane { .. } => {}
         }
     }
     progress

@@ -63,6 +63,11 @@ pub const KIND_CONTROL: u8 = 0;
 pub const KIND_DATA: u8 = 1;
 /// Descriptors an [`Response::Opened`] for a direct-path channel carries.
 pub const OPEN_FDS: usize = 3;
+/// Descriptors an [`Response::Opened`] for a lane-path channel carries: the channel's
+/// three, then the lane's side A (region, the eventfd the application sleeps on, the one
+/// it writes to wake the switch). hostd also writes the channel's wake eventfd (the
+/// second) whenever it changes the channel's state.
+pub const LANE_OPEN_FDS: usize = 6;
 
 /// A completion status hostd writes when it fails a transmit descriptor because the link
 /// is down (the adapter's own codes are `natm_host::driver::status_code`, 0..=7).
@@ -90,6 +95,10 @@ pub enum PathKind {
     Direct,
     /// Through the socket: one message and a copy per SDU each way.
     Daemon,
+    /// The application's own lane to the switch ([`natm_link::lane`]): it runs the
+    /// adapter itself and moves cells on its own ring pair; hostd only admits the VC,
+    /// brokers the lane and reports the link's state in the channel.
+    Lane,
 }
 
 /// Where hostd sends the signal of a [`NotifyMode::Signal`] channel.
@@ -250,6 +259,10 @@ pub struct LinkStatus {
     pub loopbacks_answered: u64,
     /// Cells lost because the link failed under them.
     pub lost_on_failure: u64,
+    /// Lane requests the switch refused or did not answer after the link came back (the
+    /// channel stays link-down).
+    #[serde(default)]
+    pub lane_failures: u64,
 }
 
 /// The link's admission books.

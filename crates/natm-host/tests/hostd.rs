@@ -37,6 +37,7 @@ fn options(socket: &Path) -> HostdOptions {
         wait: WaitMode::Adaptive,
         link_description: "loopback".into(),
         link_rate: None,
+        lanes: None,
     }
 }
 

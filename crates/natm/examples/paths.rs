@@ -34,6 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 wait: WaitMode::Adaptive,
                 link_description: "shm pair".into(),
                 link_rate: None,
+                lanes: None,
             },
             Box::new(move || {
                 slot.lock()

@@ -45,6 +45,7 @@
 //!     wait: WaitMode::Adaptive,
 //!     link_description: "loopback".into(),
 //!     link_rate: None,
+//!     lanes: None,
 //! };
 //! let hostd = HostdThread::spawn(opts, Box::new(|| Ok(Box::new(LoopLink::new(4096)) as _)))?;
 //!

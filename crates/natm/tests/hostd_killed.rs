@@ -27,6 +27,7 @@ fn child_runs_hostd() {
             wait: WaitMode::Adaptive,
             link_description: "loopback".into(),
             link_rate: None,
+            lanes: None,
         },
         Box::new(|| Ok(Box::new(LoopLink::new(1024)) as _)),
     )

@@ -25,6 +25,7 @@ impl Lab {
                 wait: WaitMode::Adaptive,
                 link_description: "shm pair".into(),
                 link_rate: None,
+                lanes: None,
             };
             let connector = Box::new(move || {
                 link.take()

@@ -118,6 +118,7 @@ impl TwoHosts {
                 wait,
                 link_description: "shm pair".into(),
                 link_rate,
+                lanes: None,
             };
             HostdThread::spawn(
                 opts,
