@@ -418,8 +418,7 @@ fn request_lane(
     vc: VcId,
     side_b: &natm_link::shm::ShmHandover,
 ) -> Result<UnixStream, String> {
-    let sock =
-        UnixStream::connect(socket).map_err(|e| format!("{}: {e}", socket.display()))?;
+    let sock = UnixStream::connect(socket).map_err(|e| format!("{}: {e}", socket.display()))?;
     let handover = natm_link::shm::ShmLink::dup_handover(side_b).map_err(|e| e.to_string())?;
     let lane_vc = natm_link::lane::LaneVc {
         vpi: vc.vpi.get(),
@@ -1094,6 +1093,7 @@ impl Hostd {
                 buffer_size,
                 max_sdu: max_sdu as u32,
                 link_up: self.link.is_some(),
+                lane: (path == PathKind::Lane).then(|| proto::LaneShape::from_spec(&spec)),
             },
             fds,
         ))
@@ -1303,21 +1303,7 @@ impl Hostd {
                         PortMem::Daemon { .. } => PathKind::Daemon,
                         PortMem::Lane { .. } => PathKind::Lane,
                     },
-                    counters: VcStats {
-                        sdus_sent: c.frames_out,
-                        bytes_sent: c.bytes_out,
-                        sdus_received: c.frames_in,
-                        bytes_received: c.bytes_in,
-                        cells_sent: c.cells_out,
-                        cells_received: c.cells_in,
-                        drops_no_buffer: c.no_buffer + p.client_drops,
-                        drops_crc: c.crc,
-                        drops_length: c.length + c.aborted,
-                        drops_oversize: c.oversize,
-                        drops_timeout: c.timeout,
-                        drops_policed: c.policed,
-                        tx_failed: c.tx_refused + p.tx_failed,
-                    },
+                    counters: VcStats::from_adapter(&c, p.client_drops, p.tx_failed),
                     tx_queued: p.adapter.tx_queued() as u64,
                     rx_free: p.adapter.free_rx_buffers() as u64,
                 }
@@ -1383,7 +1369,12 @@ impl Hostd {
         for p in self.ports.values_mut() {
             if let PortMem::Lane { switch, side_b, .. } = &mut p.mem {
                 // The switch lost its lanes with the link (or is a new one): ask again.
-                match self.opts.lanes.as_deref().map(|s| request_lane(s, p.vc, side_b)) {
+                match self
+                    .opts
+                    .lanes
+                    .as_deref()
+                    .map(|s| request_lane(s, p.vc, side_b))
+                {
                     Some(Ok(sock)) => *switch = Some(sock),
                     _ => {
                         self.stats.lane_failures += 1;

@@ -33,6 +33,8 @@ use std::mem::MaybeUninit;
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 
+use natm_adapter::{Counters as AdapterCounters, UBR_UNSHAPED_PCR};
+use natm_traffic::sched::{Category, VcSpec};
 use rustix::net::{
     RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
     SendAncillaryMessage, SendFlags, recvmsg, sendmsg,
@@ -174,6 +176,9 @@ pub enum Response {
         max_sdu: u32,
         /// Whether the link is up now.
         link_up: bool,
+        /// Lane path only: how the application's own adapter shapes the VC, as admitted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lane: Option<LaneShape>,
     },
     /// The VC is closed.
     Closed {
@@ -330,6 +335,87 @@ pub struct VcStats {
     pub drops_policed: u64,
     /// Transmissions refused or failed (queue full, link down…).
     pub tx_failed: u64,
+}
+
+/// How a lane-path application shapes its VC: the contract hostd admitted (cells/s and
+/// cells; a UBR VC with no rate of its own on an unlimited link has `pcr` 0, unshaped).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaneShape {
+    /// `"cbr"`, `"rt-vbr"`, `"nrt-vbr"` or `"ubr"`.
+    pub category: LaneCategory,
+    /// Peak cell rate.
+    pub pcr: u32,
+    /// Sustainable cell rate (VBR).
+    pub scr: u32,
+    /// Maximum burst size (VBR).
+    pub mbs: u32,
+}
+
+/// A service category on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LaneCategory {
+    /// CBR.
+    Cbr,
+    /// rt-VBR.
+    RtVbr,
+    /// nrt-VBR.
+    NrtVbr,
+    /// UBR.
+    Ubr,
+}
+
+impl LaneShape {
+    /// The shape of a scheduler spec (`UBR_UNSHAPED_PCR` becomes 0).
+    pub fn from_spec(spec: &VcSpec) -> LaneShape {
+        LaneShape {
+            category: match spec.category {
+                Category::Cbr => LaneCategory::Cbr,
+                Category::RtVbr => LaneCategory::RtVbr,
+                Category::NrtVbr => LaneCategory::NrtVbr,
+                Category::Ubr => LaneCategory::Ubr,
+            },
+            pcr: if spec.pcr == UBR_UNSHAPED_PCR {
+                0
+            } else {
+                spec.pcr
+            },
+            scr: spec.scr,
+            mbs: spec.mbs,
+        }
+    }
+
+    /// The scheduler spec it stands for.
+    pub fn spec(&self) -> VcSpec {
+        match self.category {
+            LaneCategory::Cbr => VcSpec::cbr(self.pcr),
+            LaneCategory::RtVbr => VcSpec::rt_vbr(self.pcr, self.scr, self.mbs),
+            LaneCategory::NrtVbr => VcSpec::nrt_vbr(self.pcr, self.scr, self.mbs),
+            LaneCategory::Ubr if self.pcr == 0 => VcSpec::ubr(UBR_UNSHAPED_PCR, 1),
+            LaneCategory::Ubr => VcSpec::ubr(self.pcr, 1),
+        }
+    }
+}
+
+impl VcStats {
+    /// An adapter's counters for its one VC, plus drops and failures counted outside it.
+    pub fn from_adapter(c: &AdapterCounters, extra_drops: u64, extra_failed: u64) -> VcStats {
+        VcStats {
+            sdus_sent: c.frames_out,
+            bytes_sent: c.bytes_out,
+            sdus_received: c.frames_in,
+            bytes_received: c.bytes_in,
+            cells_sent: c.cells_out,
+            cells_received: c.cells_in,
+            drops_no_buffer: c.no_buffer + extra_drops,
+            drops_crc: c.crc,
+            drops_length: c.length + c.aborted,
+            drops_oversize: c.oversize,
+            drops_timeout: c.timeout,
+            drops_policed: c.policed,
+            tx_failed: c.tx_refused + extra_failed,
+        }
+    }
 }
 
 /// Why a frame could not be read.

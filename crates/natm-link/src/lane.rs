@@ -352,8 +352,18 @@ mod tests {
         let err = |b: &[u8]| decode_request(b).unwrap_err().to_string();
         assert!(err(b"HELLO").contains("not a natm lane request"));
         assert!(err(&b[..b.len() - 1]).contains("expected 18"));
-        assert!(encode_request(&[]).unwrap_err().to_string().contains("1..=64"));
-        assert!(encode_request(&[vc(0, 5)]).unwrap_err().to_string().contains("reserved"));
+        assert!(
+            encode_request(&[])
+                .unwrap_err()
+                .to_string()
+                .contains("1..=64")
+        );
+        assert!(
+            encode_request(&[vc(0, 5)])
+                .unwrap_err()
+                .to_string()
+                .contains("reserved")
+        );
         assert!(
             encode_request(&[vc(0, 40), vc(0, 40)])
                 .unwrap_err()
@@ -376,7 +386,12 @@ mod tests {
         assert!(matches!(decode_reply(&b), Err(LaneError::Refused(_))));
         let mut bad = encode_reply(Ok(()));
         bad[8] = 7;
-        assert!(decode_reply(&bad).unwrap_err().to_string().contains("status 7"));
+        assert!(
+            decode_reply(&bad)
+                .unwrap_err()
+                .to_string()
+                .contains("status 7")
+        );
         assert!(decode_reply(b"NATMLAR\x01\x00\x05\x00ab").is_err());
     }
 
@@ -418,8 +433,12 @@ mod tests {
         drop(host);
         assert!(matches!(try_recv_request(&switch), Err(LaneError::Closed)));
         let (host, switch) = UnixStream::pair().unwrap();
-        rustix::net::send(&host, &encode_request(&[vc(0, 40)]).unwrap(), SendFlags::empty())
-            .unwrap();
+        rustix::net::send(
+            &host,
+            &encode_request(&[vc(0, 40)]).unwrap(),
+            SendFlags::empty(),
+        )
+        .unwrap();
         let e = try_recv_request(&switch).unwrap_err();
         assert!(e.to_string().contains("three descriptors"), "{e}");
         assert!(matches!(

@@ -16,9 +16,9 @@
 
 use std::time::Instant as StdInstant;
 
+use natm_core::HeaderFormat;
 use natm_core::Instant;
 use natm_link::clock::Epoch;
-use natm_core::HeaderFormat;
 use natm_link::endpoint::{EndpointLink, is_peer_gone};
 use natm_link::lane::LaneVc;
 use natm_link::{CELL_LEN, Cell};
@@ -145,7 +145,11 @@ impl PortLink {
 
     /// Adds a lane carrying `vcs`; refused, with the reason, when the port has no link or
     /// another lane has one of the VCs (or a VC does not fit the port's header).
-    pub fn add_lane(&mut self, vcs: Vec<LaneVc>, link: Box<dyn EndpointLink>) -> Result<(), String> {
+    pub fn add_lane(
+        &mut self,
+        vcs: Vec<LaneVc>,
+        link: Box<dyn EndpointLink>,
+    ) -> Result<(), String> {
         if self.link.is_none() {
             return Err(format!("port {} has no link", self.id.0));
         }
@@ -153,12 +157,16 @@ impl PortLink {
             .iter()
             .find(|v| self.format == HeaderFormat::Uni && v.vpi > 255 || v.vpi > 4095)
         {
-            return Err(format!("VPI {} does not fit port {}'s header", v.vpi, self.id.0));
+            return Err(format!(
+                "VPI {} does not fit port {}'s header",
+                v.vpi, self.id.0
+            ));
         }
-        if let Some(v) = vcs
-            .iter()
-            .find(|v| self.lane_of.binary_search_by_key(&lane_key(**v), |e| e.0).is_ok())
-        {
+        if let Some(v) = vcs.iter().find(|v| {
+            self.lane_of
+                .binary_search_by_key(&lane_key(**v), |e| e.0)
+                .is_ok()
+        }) {
             return Err(format!(
                 "VC {}.{} is carried by another lane of port {}",
                 v.vpi, v.vci, self.id.0

@@ -339,7 +339,10 @@ fn attach_new_lanes(
                 any = true;
                 let pl = pending.swap_remove(k);
                 let answer = take_lane(fabric, pl.port, req, &pl.stream);
-                let _ = lane::send_reply(&pl.stream, answer.as_ref().map(|_| ()).map_err(|e| e.as_str()));
+                let _ = lane::send_reply(
+                    &pl.stream,
+                    answer.as_ref().map(|_| ()).map_err(|e| e.as_str()),
+                );
                 if let Err(why) = answer {
                     fabric.ports[pl.port].stats.last_error = Some(format!("lane refused: {why}"));
                 }

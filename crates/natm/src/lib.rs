@@ -100,15 +100,20 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use natm_adapter::{Adapter, AdapterConfig, HecCheck, LinkRate, RxVcConfig};
+use natm_host::driver::Driver;
 use natm_host::proto::{
     self, ErrorKind, Frame, FrameError, NotifyMode, PathKind, Request, Response, SignalTarget,
 };
+use natm_link::CellLink;
+use natm_link::shm::{ShmHandover, ShmLink, ShmWait};
 use natm_nic::channel::{AppEnd, BufferId, Channel, ChannelState, PollError};
 use natm_nic::memfd::MemfdMem;
 use natm_nic::notify::{AdaptivePolicy, WaitOutcome, Waiter, check_eventfd};
 use natm_nic::signal;
 use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, recvmsg};
 
+use natm_core::Sel;
 pub use natm_core::{PvcAddr, Qos, VcId};
 pub use natm_host::proto::{HostStatus, VcStats};
 
@@ -187,6 +192,9 @@ pub enum DataPath {
     Direct,
     /// The daemon's socket, one message and a copy per SDU.
     Daemon,
+    /// The application's own lane to the switch: it runs the adapter itself, in its own
+    /// calls, and no daemon is on the data path (needs an unlimited shared-memory link).
+    Lane,
 }
 
 /// Which OAM F5 loopback: answered by the segment end point (the switch) or the far end.
@@ -502,6 +510,7 @@ impl Host {
             path: match opts.path {
                 DataPath::Direct => PathKind::Direct,
                 DataPath::Daemon => PathKind::Daemon,
+                DataPath::Lane => PathKind::Lane,
             },
             notify: match opts.notify {
                 Notify::Poll => NotifyMode::Poll,
@@ -529,6 +538,7 @@ impl Host {
             cookie,
             max_sdu,
             buffers,
+            lane,
             ..
         } = answer
         else {
@@ -545,6 +555,26 @@ impl Host {
             // From here on, a failure closes the VC again (Vc's Drop).
             let daemon = lock(&self.conn).stream.try_clone()?;
             vc.direct = Some(Direct::attach(daemon, fds, opts.notify, receiver, buffers)?);
+        } else if opts.path == DataPath::Lane {
+            let daemon = lock(&self.conn).stream.try_clone()?;
+            let shape = lane.ok_or_else(|| protocol("hostd's lane answer has no shape"))?;
+            let vc_id = match (opts.addr.vpi, opts.addr.vci) {
+                (Sel::Is(vpi), Sel::Is(vci)) => VcId::new(vpi, vci),
+                _ => return Err(protocol("hostd opened a VC with no VPI or VCI")),
+            };
+            let setup = LaneSetup {
+                handle,
+                vc: vc_id,
+                max_sdu: max_sdu as usize,
+                shape,
+            };
+            vc.direct = Some(Direct::attach_lane(
+                daemon,
+                fds,
+                opts.notify,
+                buffers,
+                setup,
+            )?);
         }
         Ok(vc)
     }
@@ -594,6 +624,93 @@ struct Direct {
     /// The connection to hostd, watched while waiting: if hostd dies it cannot mark the
     /// channel revoked, but its end of the socket closes.
     daemon: UnixStream,
+    /// Lane path: the adapter this process runs.
+    lane: Option<Box<LaneEngine>>,
+}
+
+/// What hostd's answer says about a lane-path VC.
+struct LaneSetup {
+    handle: u32,
+    vc: VcId,
+    max_sdu: usize,
+    shape: proto::LaneShape,
+}
+
+/// How long an adaptive lane-path wait spins before it sleeps.
+const LANE_SPIN: Duration = Duration::from_micros(30);
+
+/// The lane path's engine: the adapter that hostd's loop runs on the direct path, here
+/// driven by the application's own calls, between its channel and its lane.
+struct LaneEngine {
+    driver: Driver<ShmLink>,
+    notify: Notify,
+    /// hostd writes it when it changes the channel's state (link down, revoked).
+    state_fd: OwnedFd,
+}
+
+impl LaneEngine {
+    /// Moves what can move now; whether anything did.
+    fn pump(&mut self) -> Result<bool, Error> {
+        match self.driver.poll() {
+            Ok(p) => Ok(p.any()),
+            Err(e) => Err(protocol(format!("lane: {e}"))),
+        }
+    }
+
+    /// Waits at most `left` for anything to move (or the state to change): pumping
+    /// between yields (poll), spinning then sleeping (adaptive) or sleeping at once
+    /// (eventfd) on the lane's eventfd and the state eventfd. False if nothing came.
+    fn wait(&mut self, left: Duration) -> Result<bool, Error> {
+        let start = Instant::now();
+        let spin = match self.notify {
+            Notify::Poll => left,
+            Notify::Adaptive => LANE_SPIN.min(left),
+            _ => Duration::ZERO,
+        };
+        loop {
+            if self.pump()? {
+                return Ok(true);
+            }
+            let spent = start.elapsed();
+            if spent >= left {
+                return Ok(false);
+            }
+            if spent < spin {
+                // Another poller (the peer application, the switch) may need this CPU.
+                std::thread::yield_now();
+                continue;
+            }
+            // The pump's receive found the lane empty, which asked the switch to kick the
+            // lane's eventfd with its next cells (and a full ring, to kick with room).
+            let mut until = start + left;
+            if let Some(t) = self.driver.poll_timeout() {
+                until = until.min(t);
+            }
+            let sleep = until.saturating_duration_since(Instant::now());
+            let ts = rustix::event::Timespec::try_from(sleep).ok();
+            let link_fd = self.driver.link().poll_fd();
+            let mut fds = vec![rustix::event::PollFd::new(
+                &self.state_fd,
+                rustix::event::PollFlags::IN,
+            )];
+            if let Some(fd) = link_fd {
+                fds.push(rustix::event::PollFd::from_borrowed_fd(
+                    fd,
+                    rustix::event::PollFlags::IN,
+                ));
+            }
+            match rustix::event::poll(&mut fds, ts.as_ref()) {
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(Error::Io(e.into())),
+            }
+            let mut b = [0u8; 8];
+            let _ = rustix::io::read(&self.state_fd, &mut b);
+            if let Some(fd) = self.driver.link().poll_fd() {
+                let _ = rustix::io::read(fd, &mut b);
+            }
+            return Ok(true);
+        }
+    }
 }
 
 impl Direct {
@@ -646,7 +763,96 @@ impl Direct {
             ready: VecDeque::new(),
             tx_link_down: false,
             daemon,
+            lane: None,
         })
+    }
+
+    /// The lane path: the channel's both ends, an adapter for the one VC as hostd
+    /// admitted it, and the lane's side A.
+    fn attach_lane(
+        daemon: UnixStream,
+        fds: Vec<OwnedFd>,
+        notify: Notify,
+        buffers: u32,
+        setup: LaneSetup,
+    ) -> Result<Direct, Error> {
+        let fds: [OwnedFd; proto::LANE_OPEN_FDS] = fds.try_into().map_err(|v: Vec<OwnedFd>| {
+            protocol(format!(
+                "hostd's lane answer carried {} descriptors, not {}",
+                v.len(),
+                proto::LANE_OPEN_FDS
+            ))
+        })?;
+        let [region, state_fd, _kick, lane_region, lane_wait, lane_kick] = fds;
+        check_eventfd(&state_fd).map_err(|e| protocol(format!("eventfd: {e}")))?;
+        let mem = MemfdMem::map(region).map_err(|e| protocol(format!("channel region: {e}")))?;
+        let ch = Channel::open(Arc::new(mem)).map_err(|e| protocol(format!("channel: {e}")))?;
+        let mut app = ch.app().map_err(|e| protocol(format!("channel: {e}")))?;
+        let end = ch
+            .adapter()
+            .map_err(|e| protocol(format!("channel: {e}")))?;
+        let geom = ch
+            .layout()
+            .buffers
+            .ok_or_else(|| protocol("channel has no buffers"))?;
+        let count = geom.count.min(buffers);
+        let mut config = AdapterConfig::new(count, geom.size as usize);
+        config.link = LinkRate::Unlimited;
+        // The switch writes every header it sends: its HEC is checked there, not here.
+        config.hec = HecCheck::Off;
+        config.max_vcs = 1;
+        config.max_tx_queued = count as usize;
+        config.event_queue_max = 64;
+        let mut adapter =
+            Adapter::new(config).map_err(|e| protocol(format!("lane adapter: {e}")))?;
+        adapter
+            .open_vc(
+                setup.handle,
+                setup.vc,
+                setup.shape.spec(),
+                RxVcConfig::aal5(setup.max_sdu),
+            )
+            .map_err(|e| protocol(format!("lane adapter: {e}")))?;
+        let wait = match notify {
+            Notify::Poll => ShmWait::BusyPoll,
+            _ => ShmWait::EventFd,
+        };
+        let link = ShmLink::open_a(
+            ShmHandover {
+                region: lane_region,
+                wait: lane_wait,
+                kick: lane_kick,
+            },
+            wait,
+        )
+        .map_err(|e| protocol(format!("lane: {e}")))?;
+        let rx = count / 2;
+        for b in 0..rx {
+            app.post_rx(BufferId(b))
+                .map_err(|e| protocol(format!("posting a receive buffer: {e}")))?;
+        }
+        Ok(Direct {
+            app,
+            waiter: Waiter::BusyPoll,
+            buffer_size: geom.size as usize,
+            free_tx: (rx..count).rev().map(BufferId).collect(),
+            ready: VecDeque::new(),
+            tx_link_down: false,
+            daemon,
+            lane: Some(Box::new(LaneEngine {
+                driver: Driver::new(adapter, end, link),
+                notify,
+                state_fd,
+            })),
+        })
+    }
+
+    /// Lane path: moves what can move now (cells out after a post, cells in).
+    fn pump(&mut self) -> Result<(), Error> {
+        if let Some(l) = &mut self.lane {
+            l.pump()?;
+        }
+        Ok(())
     }
 
     /// Whether hostd's end of the socket is closed (hostd exited or was killed).
@@ -671,6 +877,7 @@ impl Direct {
 
     /// Takes every completion.
     fn drain(&mut self) -> Result<(), Error> {
+        self.pump()?;
         loop {
             match self.app.poll_completion() {
                 Ok(Some(c)) if c.rx => {
@@ -707,7 +914,16 @@ impl Direct {
             None => DAEMON_CHECK,
         };
         // In slices: between them, a hostd that died without revoking is noticed.
-        let out = self.waiter.wait(&mut self.app, left.min(DAEMON_CHECK))?;
+        let out = match &mut self.lane {
+            Some(l) => {
+                if l.wait(left.min(DAEMON_CHECK))? {
+                    WaitOutcome::Ready
+                } else {
+                    WaitOutcome::TimedOut
+                }
+            }
+            None => self.waiter.wait(&mut self.app, left.min(DAEMON_CHECK))?,
+        };
         if out == WaitOutcome::TimedOut && self.daemon_gone() {
             return Err(Error::Revoked);
         }
@@ -807,7 +1023,7 @@ impl Vc {
                 d.app
                     .post_tx(b, sdu.len() as u32, handle, 0)
                     .map_err(|e| protocol(format!("transmit ring: {e}")))?;
-                Ok(())
+                d.pump()
             }
             None => {
                 let mut c = lock(&self.conn);
@@ -964,8 +1180,13 @@ impl Vc {
         Ok(RxSdu { d, id, len })
     }
 
-    /// The VC's counters as hostd's adapter keeps them.
+    /// The VC's counters as its adapter keeps them (hostd's, or on the lane path this
+    /// process's own).
     pub fn counters(&self) -> Result<VcStats, Error> {
+        if let Some(l) = self.direct.as_ref().and_then(|d| d.lane.as_ref()) {
+            let c = l.driver.adapter().counters();
+            return Ok(VcStats::from_adapter(&c, 0, l.driver.counters().refused));
+        }
         let status = lock(&self.conn).status()?;
         status
             .channels
@@ -1014,7 +1235,7 @@ impl TxBuffer<'_> {
             .post_tx(self.id, len as u32, self.handle, 0)
             .map_err(|e| protocol(format!("transmit ring: {e}")))?;
         self.sent = true;
-        Ok(())
+        self.d.pump()
     }
 }
 

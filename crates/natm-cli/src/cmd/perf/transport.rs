@@ -234,7 +234,8 @@ pub struct TargetArgs {
     /// How the natm application waits: poll, adaptive, eventfd or signal.
     #[arg(long, default_value = "adaptive")]
     mode: String,
-    /// natm's data path: direct (application ↔ adapter) or daemon (through the host daemon).
+    /// natm's data path: direct (application ↔ adapter in hostd), daemon (through the host
+    /// daemon's socket) or lane (the application's own rings to the switch; unlimited shm links).
     #[arg(long, default_value = "direct")]
     path: String,
     /// The natm client's host: a host name (its daemon's default socket) or a socket path.
@@ -267,6 +268,8 @@ pub enum DataPath {
     Direct,
     /// Through the host daemon.
     Daemon,
+    /// The application's own lane to the switch, no daemon on the way.
+    Lane,
 }
 
 /// The natm side of a run, checked.
@@ -328,9 +331,10 @@ impl TargetArgs {
         let path = match self.path.as_str() {
             "direct" => DataPath::Direct,
             "daemon" => DataPath::Daemon,
+            "lane" => DataPath::Lane,
             p => {
                 return Err(CliError::usage(format!(
-                    "--path {p:?}: expected direct or daemon"
+                    "--path {p:?}: expected direct, daemon or lane"
                 )));
             }
         };
@@ -408,6 +412,7 @@ impl NatmTransport {
             .path(match target.path {
                 DataPath::Direct => natm::DataPath::Direct,
                 DataPath::Daemon => natm::DataPath::Daemon,
+                DataPath::Lane => natm::DataPath::Lane,
             });
         Ok(NatmTransport {
             host: h,
