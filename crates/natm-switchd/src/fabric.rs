@@ -44,10 +44,17 @@ pub struct PortStats {
     pub lanes_removed: u64,
     /// Cells received on a lane for a VC that is not the lane's: dropped.
     pub lane_refused: u64,
+    /// Cells for the port's lanes dropped because the lane held [`LANE_HOLD`] (a lane
+    /// fed from a main link, which is never paused).
+    pub lane_dropped: u64,
 }
 
 /// The most cells a lane keeps that its ring refused.
 pub const LANE_HOLD: usize = 8192;
+/// A lane holding more than this many cells pauses the lanes that feed it.
+pub const LANE_PAUSE: usize = 2048;
+/// Steps between two recomputations of which lanes feed which, while nothing changed.
+const ROUTE_REFRESH: u64 = 4096;
 
 /// What the daemon counts per lane.
 #[derive(Clone, Copy, Debug, Default)]
@@ -58,6 +65,8 @@ pub struct LaneStats {
     pub tx: u64,
     /// Cells for the lane dropped because it already held [`LANE_HOLD`].
     pub dropped: u64,
+    /// Steps in which the lane was not read because a lane it feeds was congested.
+    pub paused: u64,
 }
 
 /// An application's lane on a port (see the [module documentation](self)).
@@ -69,6 +78,10 @@ pub struct Lane {
     keys: Vec<u32>,
     out: Vec<Cell>,
     out_from: usize,
+    /// The lanes its VCs are cross-connected to: `(port index, lane index)`.
+    feeds: Vec<(usize, usize)>,
+    /// Not read this step: a lane it feeds holds more than [`LANE_PAUSE`].
+    paused: bool,
     /// Counters.
     pub stats: LaneStats,
 }
@@ -80,9 +93,10 @@ impl Lane {
     }
 
     /// Queues a cell for the lane, or counts it dropped.
-    fn queue(&mut self, cell: &Cell) {
+    fn queue(&mut self, cell: &Cell, port: &mut PortStats) {
         if self.held() >= LANE_HOLD {
             self.stats.dropped += 1;
+            port.lane_dropped += 1;
         } else {
             self.out.push(*cell);
         }
@@ -181,6 +195,8 @@ impl PortLink {
             keys,
             out: Vec::new(),
             out_from: 0,
+            feeds: Vec::new(),
+            paused: false,
             stats: LaneStats::default(),
         });
         self.stats.lanes_attached += 1;
@@ -247,6 +263,9 @@ pub struct Fabric {
     pub tapped: Vec<Tapped>,
     /// Captured cells not kept for want of room.
     pub tap_overflow: u64,
+    /// What the lane routes were computed from (lane changes, connections), and when.
+    routes_seen: (u64, u32),
+    routes_age: u64,
 }
 
 /// What a step did.
@@ -276,6 +295,8 @@ impl Fabric {
             tap_ports: Vec::new(),
             tapped: Vec::new(),
             tap_overflow: 0,
+            routes_seen: (0, 0),
+            routes_age: 0,
         }
     }
 
@@ -360,6 +381,7 @@ impl Fabric {
     pub fn step(&mut self, now: Instant) -> Step {
         let mut step = Step::default();
         let mut failed: Vec<(usize, String)> = Vec::new();
+        self.pause_lanes();
         for i in 0..self.ports.len() {
             let p = &mut self.ports[i];
             let Some(link) = p.link.as_mut() else {
@@ -469,6 +491,11 @@ impl Fabric {
         let mut l = 0;
         while l < p.lanes.len() {
             let lane = &mut p.lanes[l];
+            if lane.paused {
+                lane.stats.paused += 1;
+                l += 1;
+                continue;
+            }
             let n = match lane.link.recv_cells(&mut self.buf) {
                 Ok(n) => n,
                 Err(_) => {
@@ -502,6 +529,93 @@ impl Fabric {
         total
     }
 
+    /// Lane-to-lane flow control: marks paused every lane that feeds a lane holding more
+    /// than [`LANE_PAUSE`] cells, so a slow receiving application slows its senders down
+    /// (their rings fill, their sends wait) instead of losing their cells at
+    /// [`LANE_HOLD`]. Lanes fed from a main link are not protected: the host daemons'
+    /// links are never paused, as a switch never stops reading a line.
+    fn pause_lanes(&mut self) {
+        if self.ports.iter().all(|p| p.lanes.is_empty()) {
+            return;
+        }
+        let seen = (
+            self.ports
+                .iter()
+                .map(|p| p.stats.lanes_attached + p.stats.lanes_removed + p.stats.disconnects)
+                .sum(),
+            self.switch.connection_count(),
+        );
+        self.routes_age += 1;
+        if seen != self.routes_seen || self.routes_age >= ROUTE_REFRESH {
+            self.routes_seen = seen;
+            self.routes_age = 0;
+            self.route_lanes();
+        }
+        let congested: Vec<Vec<bool>> = self
+            .ports
+            .iter()
+            .map(|p| p.lanes.iter().map(|l| l.held() > LANE_PAUSE).collect())
+            .collect();
+        for p in &mut self.ports {
+            for l in &mut p.lanes {
+                l.paused = l
+                    .feeds
+                    .iter()
+                    .any(|&(q, k)| congested.get(q).and_then(|c| c.get(k)) == Some(&true));
+            }
+        }
+    }
+
+    /// Finds, for every lane, the lanes its VCs are cross-connected to.
+    fn route_lanes(&mut self) {
+        let mut at: std::collections::HashMap<(u16, u32), (usize, usize)> =
+            std::collections::HashMap::new();
+        for (pi, p) in self.ports.iter_mut().enumerate() {
+            for (li, l) in p.lanes.iter_mut().enumerate() {
+                l.feeds.clear();
+                for &k in &l.keys {
+                    at.insert((p.id.0, k), (pi, li));
+                }
+            }
+        }
+        let mut feeds: Vec<((usize, usize), (usize, usize))> = Vec::new();
+        for (_, xc) in self.switch.connections() {
+            for (from, to) in [(xc.a, xc.b), (xc.b, xc.a)] {
+                let mut link = |vci_in: u16, vci_out: u16| {
+                    let kin = (u32::from(from.vpi) << 16) | u32::from(vci_in);
+                    let kout = (u32::from(to.vpi) << 16) | u32::from(vci_out);
+                    if let (Some(&src), Some(&dst)) =
+                        (at.get(&(from.port.0, kin)), at.get(&(to.port.0, kout)))
+                    {
+                        feeds.push((src, dst));
+                    }
+                };
+                match (from.vci, to.vci) {
+                    (Some(a), Some(b)) => link(a, b),
+                    // A VP cross-connect carries every VCI of the VP unchanged.
+                    _ => {
+                        let vcis: Vec<u16> = at
+                            .keys()
+                            .filter(|(port, k)| {
+                                *port == from.port.0 && k >> 16 == u32::from(from.vpi)
+                            })
+                            .map(|(_, k)| (k & 0xffff) as u16)
+                            .collect();
+                        for v in vcis {
+                            link(v, v);
+                        }
+                    }
+                }
+            }
+        }
+        for ((sp, sl), dst) in feeds {
+            let f = &mut self.ports[sp].lanes[sl].feeds;
+            if !f.contains(&dst) {
+                f.push(dst);
+            }
+        }
+    }
+
     /// Moves the cells of `cells` that belong to a lane of `p` into that lane's queue and
     /// packs the rest (the main link's) at the front, in order; how many are left there.
     fn split_to_lanes(p: &mut PortLink, cells: &mut [Cell]) -> usize {
@@ -509,7 +623,7 @@ impl Fabric {
         for j in 0..cells.len() {
             let c = cells[j];
             match p.lane_for(&c) {
-                Some(l) => p.lanes[l].queue(&c),
+                Some(l) => p.lanes[l].queue(&c, &mut p.stats),
                 None => {
                     cells[kept] = c;
                     kept += 1;

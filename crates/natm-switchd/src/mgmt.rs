@@ -488,11 +488,13 @@ fn status(fabric: &Fabric, info: &DaemonInfo<'_>) -> Value {
                 "lanes": p.lanes.iter().map(|l| json!({
                     "vcs": l.vcs.iter().map(|v| format!("{}.{}", v.vpi, v.vci)).collect::<Vec<_>>(),
                     "rx": l.stats.rx, "tx": l.stats.tx, "dropped": l.stats.dropped,
+                    "paused": l.stats.paused,
                     "held": l.held(),
                 })).collect::<Vec<_>>(),
                 "lanes_attached": p.stats.lanes_attached,
                 "lanes_removed": p.stats.lanes_removed,
                 "lane_refused": p.stats.lane_refused,
+                "lane_dropped": p.stats.lane_dropped,
             })
         })
         .collect();
