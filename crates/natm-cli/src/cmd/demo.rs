@@ -342,11 +342,18 @@ fn network(args: &DemoArgs) -> CmdResult {
     }
     check(&stop)?;
 
+    // On unlimited links the applications take their own lanes to the switch and sleep on
+    // eventfds; a paced link is hostd's to pace, so there they use its direct path.
+    let (path, mode) = if args.rate == "unlimited" {
+        (DataPath::Lane, WaitMode::Eventfd)
+    } else {
+        (DataPath::Direct, WaitMode::Adaptive)
+    };
     let target = |vc: PvcAddr, qos: Qos| NatmTarget {
         vc,
         qos,
-        mode: WaitMode::Adaptive,
-        path: DataPath::Direct,
+        mode,
+        path,
         client_host: h1.display().to_string(),
         server_host: h2.display().to_string(),
     };
@@ -362,6 +369,10 @@ fn network(args: &DemoArgs) -> CmdResult {
         "5. Request/response, {RR_SIZE}-byte requests and responses, {} transactions each (after {RR_WARMUP} unrecorded), h1 -> h2 and back; the kernel's UDP and TCP loopback take turns with natm",
         args.rr_count
     ));
+    say.line(&match path {
+        DataPath::Lane => "   natm's applications on their own lanes to s1 (no daemon on the data path), sleeping on eventfds".to_string(),
+        _ => "   natm's applications on hostd's direct path, adaptive wait".to_string(),
+    });
     rr_step(&say, &mut rows, [&ubr, &cbr], args.rr_count, &stop)?;
     let captured = capture.finish()?;
     say.line(&format!(
