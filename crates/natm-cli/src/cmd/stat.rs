@@ -136,6 +136,23 @@ fn print_switch(name: &str, v: &Value) {
             q.join("/"),
             p["link"].as_str().unwrap_or("-")
         );
+        for l in p["lanes"].as_array().into_iter().flatten() {
+            let vcs: Vec<&str> = l["vcs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            println!(
+                "        lane {}: {} cells in, {} out, {} held, {} dropped, {} steps paused",
+                vcs.join(","),
+                n(&l["rx"]),
+                n(&l["tx"]),
+                n(&l["held"]),
+                n(&l["dropped"]),
+                n(&l["paused"])
+            );
+        }
     }
     let xcs = v["connections"].as_array().cloned().unwrap_or_default();
     if !xcs.is_empty() {
@@ -198,6 +215,23 @@ fn print_host(name: &str, v: &Value) {
                     .sum()
             })
             .unwrap_or(0);
+        if c["path"].as_str() == Some("lane") {
+            // The adapter runs in the application: hostd has no data counters for it.
+            println!(
+                "  {:<6} {:<8} {:<22} {:>8} {:<9} {:<7} {:>10} {:>10} {:>8} {:>8}",
+                n(&c["handle"]),
+                c["vc"].as_str().unwrap_or("?"),
+                c["qos"].as_str().unwrap_or("?"),
+                c["owner_pid"].as_i64().unwrap_or(0),
+                c["notify"].as_str().unwrap_or("?"),
+                "lane",
+                "(in app)",
+                "-",
+                "-",
+                "-"
+            );
+            continue;
+        }
         println!(
             "  {:<6} {:<8} {:<22} {:>8} {:<9} {:<7} {:>10} {:>10} {:>8} {:>8}",
             n(&c["handle"]),
