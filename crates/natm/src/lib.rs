@@ -617,6 +617,8 @@ struct Direct {
     waiter: Waiter,
     buffer_size: usize,
     free_tx: Vec<BufferId>,
+    /// Transmit buffers in all: when `free_tx` has them all, nothing is queued.
+    tx_total: usize,
     /// Received SDUs not yet taken: buffer and length.
     ready: VecDeque<(BufferId, usize)>,
     /// A transmission failed because the link was down; reported by the next send.
@@ -635,6 +637,9 @@ struct LaneSetup {
     max_sdu: usize,
     shape: proto::LaneShape,
 }
+
+/// How long dropping a lane-path VC keeps sending what it had queued.
+const LANE_LINGER: Duration = Duration::from_secs(1);
 
 /// How long an adaptive lane-path wait spins before it sleeps.
 const LANE_SPIN: Duration = Duration::from_micros(30);
@@ -760,6 +765,7 @@ impl Direct {
             waiter,
             buffer_size: geom.size as usize,
             free_tx: (rx..count).rev().map(BufferId).collect(),
+            tx_total: (count - rx) as usize,
             ready: VecDeque::new(),
             tx_link_down: false,
             daemon,
@@ -836,6 +842,7 @@ impl Direct {
             waiter: Waiter::BusyPoll,
             buffer_size: geom.size as usize,
             free_tx: (rx..count).rev().map(BufferId).collect(),
+            tx_total: (count - rx) as usize,
             ready: VecDeque::new(),
             tx_link_down: false,
             daemon,
@@ -946,6 +953,21 @@ impl Direct {
                 } else {
                     Error::Timeout
                 });
+            }
+        }
+    }
+
+    /// Waits until every transmit buffer is back: every SDU sent has left the adapter.
+    fn flush(&mut self, deadline: Instant) -> Result<(), Error> {
+        loop {
+            self.drain()?;
+            self.state()?;
+            let backlog = self.lane.as_ref().map_or(0, |l| l.driver.link_backlog());
+            if self.free_tx.len() >= self.tx_total && backlog == 0 {
+                return Ok(());
+            }
+            if !self.wait(Some(deadline))? {
+                return Err(Error::Timeout);
             }
         }
     }
@@ -1132,6 +1154,18 @@ impl Vc {
         }
     }
 
+    /// Waits at most `timeout` until every SDU sent so far has been handed to the link
+    /// ([`Error::Timeout`] if not). On the lane path the application itself moves its
+    /// cells, in its calls into this crate: an application that sends and then stops
+    /// calling (or exits) should flush first. Dropping a lane-path [`Vc`] flushes for up
+    /// to a second. On the daemon path the SDU was handed over when `send` returned.
+    pub fn flush(&mut self, timeout: Duration) -> Result<(), Error> {
+        match &mut self.direct {
+            Some(d) => d.flush(Instant::now() + timeout),
+            None => Ok(()),
+        }
+    }
+
     /// Receives one SDU into `buf`, waiting for it; its length. An SDU longer than `buf`
     /// is [`Error::TooLong`] and stays queued.
     pub fn recv(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
@@ -1199,6 +1233,12 @@ impl Vc {
 
 impl Drop for Vc {
     fn drop(&mut self) {
+        if let Some(d) = &mut self.direct
+            && d.lane.is_some()
+        {
+            // Nobody else moves a lane's cells: send what is queued, within a bound.
+            let _ = d.flush(Instant::now() + LANE_LINGER);
+        }
         let mut c = lock(&self.conn);
         if !c.closed && !c.revoked.contains(&self.handle) {
             // Bounded: a hung daemon must not hang the application's drop.

@@ -435,11 +435,15 @@ impl NatmTransport {
     }
 }
 
+/// How long a natm sender's end marker waits for its queued SDUs to leave.
+const FLUSH: Duration = Duration::from_secs(5);
+
 impl Transport for NatmTransport {
     fn send(&mut self, msg: &[u8]) -> io::Result<()> {
         if msg.is_empty() {
-            // The end marker: AAL5 has no empty SDU (see the module doc).
-            return Ok(());
+            // The end marker: AAL5 has no empty SDU (see the module doc). What is queued
+            // still goes out (on the lane path only the application's calls move it).
+            return self.vc()?.flush(FLUSH).map_err(natm_error);
         }
         self.vc()?.send(msg).map_err(natm_error)
     }
