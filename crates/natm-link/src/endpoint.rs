@@ -76,6 +76,13 @@ pub trait EndpointLink: CellLink + Send {
     /// nothing is readable: the link holds cells or bytes that leave by then. `None`:
     /// nothing held.
     fn next_due(&self) -> Option<Instant>;
+
+    /// The caller spins now (`true`) or is about to sleep on `poll_fd` (`false`): a
+    /// shared-memory link stops or resumes announcing its sleeps
+    /// ([`ShmLink::set_spinning`]). Other links ignore it.
+    fn set_spinning(&mut self, on: bool) {
+        let _ = on;
+    }
 }
 
 /// How long a caller may leave a TCP link with unwritten bytes before trying again.
@@ -84,6 +91,10 @@ const TCP_RETRY: Duration = Duration::from_micros(200);
 impl EndpointLink for ShmLink {
     fn next_due(&self) -> Option<Instant> {
         None
+    }
+
+    fn set_spinning(&mut self, on: bool) {
+        ShmLink::set_spinning(self, on);
     }
 }
 

@@ -36,7 +36,9 @@
 //! the fd must therefore have seen `recv_cells` return 0 (and, to wait for room, a short
 //! `send_cells`) since it last moved cells: a sleep after a pass that received cells is
 //! announced to nobody and ends only at its timeout. The modes of the two sides are
-//! independent.
+//! independent. A caller that spins between its sleeps can stop the announcements while
+//! it spins ([`ShmLink::set_spinning`]): each one costs the peer an eventfd write on its
+//! next publish.
 //!
 //! # When the peer dies
 //!
@@ -232,6 +234,8 @@ pub struct ShmLink {
     peer_checked: Option<Instant>,
     /// `send_cells` found the ring full and announced a wait for room (eventfd mode).
     space_armed: bool,
+    /// The caller is spinning: `recv_cells` and `send_cells` announce no sleep.
+    spinning: bool,
     counters: ShmCounters,
 }
 
@@ -371,6 +375,14 @@ impl ShmLink {
         Ok(link)
     }
 
+    /// Eventfd mode: while `on`, `recv_cells` on an empty ring and `send_cells` on a full
+    /// one announce nothing, so the peer publishes and pops without a system call for a
+    /// caller that is spinning anyway. A caller that means to sleep on `poll_fd` turns it
+    /// off and calls them once more first (the announcement is made by that call).
+    pub fn set_spinning(&mut self, on: bool) {
+        self.spinning = on;
+    }
+
     /// Keeps `sock`, a Unix socket whose other end the peer holds, to tell when the peer
     /// is gone: once it is closed, a wait on an empty (or full) ring fails with
     /// `ConnectionAborted`. The peer is not expected to send anything on it; bytes that
@@ -414,6 +426,7 @@ impl ShmLink {
             peer_gone: false,
             peer_checked: None,
             space_armed: false,
+            spinning: false,
             counters: ShmCounters::default(),
         })
     }
@@ -579,7 +592,11 @@ impl CellLink for ShmLink {
             return Ok(0);
         }
         let mut n = self.tx.push_batch(cells);
-        if n < cells.len() && self.tx.fault().is_none() && self.mode == ShmWait::EventFd {
+        if n < cells.len()
+            && self.tx.fault().is_none()
+            && self.mode == ShmWait::EventFd
+            && !self.spinning
+        {
             // Full: announce that this side waits for room, so the peer's next pop kicks
             // the eventfd and a caller sleeping on poll_fd wakes when room comes. If room
             // came meanwhile, the announcement is withdrawn and the rest is pushed now.
@@ -615,6 +632,7 @@ impl CellLink for ShmLink {
             // every later poll return at once.
             let room_kicked = self.space_armed && self.tx.space().waiting_flag().load(relaxed) == 0;
             if self.mode == ShmWait::EventFd
+                && !self.spinning
                 && (room_kicked || self.rx.waiting_flag().load(relaxed) == 0)
             {
                 // Arm the eventfd for a caller that sleeps on poll_fd: drain any earlier

@@ -53,7 +53,8 @@ pub struct PortStats {
 pub const LANE_HOLD: usize = 8192;
 /// A lane holding more than this many cells pauses the lanes that feed it.
 pub const LANE_PAUSE: usize = 2048;
-/// Steps between two recomputations of which lanes feed which, while nothing changed.
+/// Congested steps between two recomputations of which lanes feed which, while nothing
+/// changed.
 const ROUTE_REFRESH: u64 = 4096;
 
 /// What the daemon counts per lane.
@@ -266,6 +267,8 @@ pub struct Fabric {
     /// What the lane routes were computed from (lane changes, connections), and when.
     routes_seen: (u64, u32),
     routes_age: u64,
+    /// Some lane may be marked paused.
+    lanes_paused: bool,
 }
 
 /// What a step did.
@@ -297,6 +300,7 @@ impl Fabric {
             tap_overflow: 0,
             routes_seen: (0, 0),
             routes_age: 0,
+            lanes_paused: false,
         }
     }
 
@@ -375,6 +379,20 @@ impl Fabric {
             cell,
         }));
         *overflow += (cells.len() - room) as u64;
+    }
+
+    /// Tells every link and lane whether the loop spins (`true`: no sleep announcements,
+    /// so peers publish without kicking) or is about to sleep (`false`: the next step
+    /// announces on every empty ring).
+    pub fn set_spinning(&mut self, on: bool) {
+        for p in &mut self.ports {
+            if let Some(l) = p.link.as_mut() {
+                l.set_spinning(on);
+            }
+            for lane in &mut p.lanes {
+                lane.link.set_spinning(on);
+            }
+        }
     }
 
     /// One step at `now`: receive from every link, run the switch, send to every link.
@@ -535,9 +553,21 @@ impl Fabric {
     /// [`LANE_HOLD`]. Lanes fed from a main link are not protected: the host daemons'
     /// links are never paused, as a switch never stops reading a line.
     fn pause_lanes(&mut self) {
-        if self.ports.iter().all(|p| p.lanes.is_empty()) {
+        let congested = self
+            .ports
+            .iter()
+            .any(|p| p.lanes.iter().any(|l| l.held() > LANE_PAUSE));
+        if !congested {
+            // The common case, once per step: no allocation, no routes.
+            if self.lanes_paused {
+                self.lanes_paused = false;
+                for l in self.ports.iter_mut().flat_map(|p| p.lanes.iter_mut()) {
+                    l.paused = false;
+                }
+            }
             return;
         }
+        self.lanes_paused = true;
         let seen = (
             self.ports
                 .iter()

@@ -13,7 +13,9 @@
 //! goes away; the next peer to connect brings it up again.
 //!
 //! When nothing moves, the loop spins for [`SPIN`] and then, after a step that moved
-//! nothing (so every shared-memory peer knows to kick, see [`IdleGate`]), sleeps in
+//! nothing (so every shared-memory peer knows to kick, see [`IdleGate`]) and one more with
+//! the links announcing the sleep (while it spins they announce nothing, so a busy peer
+//! publishes without an eventfd write), sleeps in
 //! `poll(2)` on the
 //! links' descriptors, the listeners and the management socket, at most until the
 //! switch's next timer (a paced port's next slot, the next AIS cell), a link's
@@ -222,6 +224,8 @@ fn serve(
     };
     let mut idle = IdleGate::new(StdInstant::now());
     let mut pending_lanes: Vec<PendingLane> = Vec::new();
+    // Links announce a sleep only in the step before one (see below).
+    fabric.set_spinning(true);
     let mut last_maintenance: Option<StdInstant> = None;
     while !stop.load(Ordering::Acquire) {
         let now = fabric.now();
@@ -245,7 +249,24 @@ fn serve(
         if config.wait == IdleWait::Poll || !idle.may_sleep(StdInstant::now()) {
             continue;
         }
-        sleep(&fabric, &sources, &mgmt, &pending_lanes, holding).map_err(SwitchdError::Poll)?;
+        // One more step with the links announcing: only it tells the peers to kick.
+        fabric.set_spinning(false);
+        let now = fabric.now();
+        let arming = fabric.step(now);
+        if arming.received + arming.sent > 0 {
+            fabric.set_spinning(true);
+            idle.stepped(true, StdInstant::now());
+            continue;
+        }
+        sleep(
+            &fabric,
+            &sources,
+            &mgmt,
+            &pending_lanes,
+            holding || arming.holding,
+        )
+        .map_err(SwitchdError::Poll)?;
+        fabric.set_spinning(true);
         // Whatever woke us, look at everything once.
         last_maintenance = None;
     }
