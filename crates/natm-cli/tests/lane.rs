@@ -1,0 +1,391 @@
+//! The lane path in the lab with its real daemons (`natm lab up`): two applications on
+//! their own lanes to the switch exchange SDUs byte-exact, `natm stat` shows the lanes on
+//! both host ports and the channels' path, OAM still goes through hostd, a lane VC that
+//! would wait for signals is refused, closing the VCs takes the lanes away, and a lab
+//! whose links are paced refuses the lane path.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::{natm, stderr, stdout};
+use natm::{DataPath, Error, Host, Notify, OamScope, VcOptions};
+use serde_json::Value;
+
+struct Lab(PathBuf);
+
+impl Lab {
+    fn up(tag: &str, rate: &str) -> Lab {
+        let dir = std::env::temp_dir().join(format!("natm-lane-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let lab = Lab(dir);
+        let o = natm(&["lab", "up", "--rate", rate, "--dir", lab.arg()]);
+        assert!(o.status.success(), "lab up: {}", stderr(&o));
+        lab
+    }
+    fn arg(&self) -> &str {
+        self.0.to_str().expect("utf-8 temp dir")
+    }
+    fn socket(&self, name: &str) -> PathBuf {
+        self.0.join(format!("{name}.sock"))
+    }
+    fn host(&self, name: &str) -> Host {
+        Host::connect_path(self.socket(name)).expect("host answers")
+    }
+    fn stat(&self) -> Value {
+        let o = natm(&["stat", "--json", "--dir", self.arg()]);
+        assert!(o.status.success(), "stat: {}", stderr(&o));
+        serde_json::from_str(&stdout(&o)).expect("stat JSON")
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = natm(&["lab", "down", "--dir", self.arg()]);
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn lane_options(vc: &str, notify: Notify) -> VcOptions {
+    VcOptions::new(vc.parse().expect("vc"))
+        .qos("ubr".parse().expect("qos"))
+        .notify(notify)
+        .path(DataPath::Lane)
+}
+
+/// A deterministic SDU of `n` bytes, different for every (n, seed).
+fn sdu(n: usize, seed: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[1] ^ seed)
+        .collect()
+}
+
+fn exchange(a: &mut natm::Vc, b: &mut natm::Vc) {
+    let mut buf = vec![0u8; 65_535];
+    for (k, n) in [1, 40, 48, 49, 1500, 9180, 65_535].into_iter().enumerate() {
+        let m = sdu(n, k as u8);
+        a.send(&m).expect("send a→b");
+        let got = b
+            .recv_timeout(&mut buf, Duration::from_secs(5))
+            .unwrap_or_else(|e| panic!("{n} bytes a→b: {e}"));
+        assert_eq!(got, n, "{n} bytes a→b: length");
+        assert!(buf[..got] == m[..], "{n} bytes a→b differ");
+        let back = sdu(n, !(k as u8));
+        b.send(&back).expect("send b→a");
+        let got = a
+            .recv_timeout(&mut buf, Duration::from_secs(5))
+            .unwrap_or_else(|e| panic!("{n} bytes b→a: {e}"));
+        assert_eq!(got, n, "{n} bytes b→a: length");
+        assert!(buf[..got] == back[..], "{n} bytes b→a differ");
+    }
+}
+
+/// The switch's ports that have lanes: each one's lanes' VC lists.
+fn switch_lanes(stat: &Value) -> Vec<Vec<Vec<String>>> {
+    let ports = stat["switches"][0]["status"]["ports"]
+        .as_array()
+        .unwrap_or_else(|| panic!("switch ports in {stat}"));
+    ports
+        .iter()
+        .map(|p| {
+            p["lanes"]
+                .as_array()
+                .unwrap_or_else(|| panic!("lanes of port {p}"))
+                .iter()
+                .map(|l| {
+                    l["vcs"]
+                        .as_array()
+                        .expect("a lane's vcs")
+                        .iter()
+                        .map(|v| v.as_str().expect("VC text").to_string())
+                        .collect()
+                })
+                .collect::<Vec<Vec<String>>>()
+        })
+        .filter(|lanes| !lanes.is_empty())
+        .collect()
+}
+
+#[test]
+fn applications_on_their_own_lanes_exchange_sdus_and_oam_still_goes_through_hostd() {
+    let lab = Lab::up("default", "unlimited");
+    let (h1, h2) = (lab.host("h1"), lab.host("h2"));
+    let mut a = h1
+        .open(lane_options("0.100", Notify::EventFd))
+        .expect("open a lane VC on h1");
+    let mut b = h2
+        .open(lane_options("0.100", Notify::EventFd))
+        .expect("open a lane VC on h2");
+    exchange(&mut a, &mut b);
+
+    // The switch has a lane for 0.100 on both host ports; the hosts' channels are lanes.
+    let stat = lab.stat();
+    assert_eq!(
+        switch_lanes(&stat),
+        vec![vec![vec!["0.100".to_string()]]; 2],
+        "{stat}"
+    );
+    let ports = stat["switches"][0]["status"]["ports"].as_array().unwrap();
+    for p in ports
+        .iter()
+        .filter(|p| p["lanes_attached"].as_u64() > Some(0))
+    {
+        let lane = &p["lanes"][0];
+        assert!(lane["rx"].as_u64() > Some(0), "cells came in: {p}");
+        assert!(lane["tx"].as_u64() > Some(0), "cells went out: {p}");
+        assert_eq!(p["lane_refused"].as_u64(), Some(0), "{p}");
+    }
+    let hosts = stat["hosts"].as_array().expect("hosts");
+    assert_eq!(hosts.len(), 2, "{stat}");
+    for h in hosts {
+        let channels = h["status"]["channels"].as_array().expect("channels");
+        assert_eq!(channels.len(), 1, "{h}");
+        assert_eq!(channels[0]["vc"].as_str(), Some("0.100"), "{h}");
+        assert_eq!(channels[0]["path"].as_str(), Some("lane"), "{h}");
+    }
+
+    // OAM on the VC goes through hostd (the main link) while the lanes carry its data.
+    let o = natm(&[
+        "ping",
+        "--dir",
+        lab.arg(),
+        "-c",
+        "3",
+        "-i",
+        "0.05",
+        "--json",
+        "0.100",
+    ]);
+    assert!(o.status.success(), "ping: {}{}", stdout(&o), stderr(&o));
+    let ping: Value = serde_json::from_str(&stdout(&o)).expect("ping JSON");
+    assert_eq!(ping["received"].as_u64(), Some(3), "{ping}");
+    h2.ping(
+        "0.100".parse().unwrap(),
+        OamScope::EndToEnd,
+        Duration::from_secs(2),
+    )
+    .expect("an end-to-end loopback from h2 is answered by h1's hostd");
+    h1.ping(
+        "0.100".parse().unwrap(),
+        OamScope::Segment,
+        Duration::from_secs(2),
+    )
+    .expect("a segment loopback is answered by the switch");
+    // And the data path still works after the OAM.
+    exchange(&mut a, &mut b);
+
+    // A lane VC cannot wait for hostd's signals: refused, not a hang.
+    let (tx, rx) = mpsc::channel();
+    let socket = lab.socket("h1");
+    std::thread::spawn(move || {
+        let h = Host::connect_path(socket).expect("host answers");
+        let _ = tx.send(h.open(lane_options("0.101", Notify::Signal)).map(|_| ()));
+    });
+    let got = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the open returned");
+    match got {
+        Err(Error::Refused(why)) => assert!(why.contains("signal"), "{why}"),
+        other => panic!("a lane VC with Notify::Signal: {other:?}"),
+    }
+    assert_eq!(
+        h1.status().expect("status").channels.len(),
+        1,
+        "nothing left of the refused VC"
+    );
+
+    // Closing the VCs takes the lanes away.
+    drop(a);
+    drop(b);
+    let closed = Instant::now();
+    loop {
+        let stat = lab.stat();
+        if switch_lanes(&stat).is_empty() {
+            let ports = stat["switches"][0]["status"]["ports"].as_array().unwrap();
+            let removed: u64 = ports
+                .iter()
+                .map(|p| p["lanes_removed"].as_u64().unwrap_or(0))
+                .sum();
+            assert_eq!(removed, 2, "{stat}");
+            break;
+        }
+        assert!(
+            closed.elapsed() < Duration::from_secs(1),
+            "lanes still there a second after the VCs closed: {stat}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for h in [&h1, &h2] {
+        assert!(h.status().expect("status").channels.is_empty());
+    }
+    // The VC can be had on the lane path again.
+    let mut a = h1
+        .open(lane_options("0.100", Notify::EventFd))
+        .expect("reopen on h1");
+    let mut b = h2
+        .open(lane_options("0.100", Notify::EventFd))
+        .expect("reopen on h2");
+    exchange(&mut a, &mut b);
+}
+
+#[test]
+fn a_lab_with_paced_links_refuses_the_lane_path() {
+    let lab = Lab::up("oc3", "oc3");
+    let h1 = lab.host("h1");
+    match h1.open(lane_options("0.100", Notify::EventFd)) {
+        Err(e) => {
+            let text = e.to_string();
+            assert!(text.contains("unlimited shared-memory link"), "{text}");
+        }
+        Ok(_) => panic!("a lane on a paced OC-3 link"),
+    }
+    assert!(h1.status().expect("status").channels.is_empty());
+    // The direct path is fine there.
+    let _vc = h1
+        .open(
+            VcOptions::new("0.100".parse().unwrap())
+                .qos("ubr".parse().unwrap())
+                .notify(Notify::EventFd)
+                .path(DataPath::Direct),
+        )
+        .expect("a direct-path VC");
+}
+
+#[test]
+fn lanes_come_back_after_a_switch_restart() {
+    let lab = Lab::up("restart", "unlimited");
+    let (h1, h2) = (lab.host("h1"), lab.host("h2"));
+    let mut a = h1
+        .open(lane_options("0.100", Notify::EventFd))
+        .expect("open on h1");
+    let mut b = h2
+        .open(lane_options("0.100", Notify::EventFd))
+        .expect("open on h2");
+    exchange(&mut a, &mut b);
+    let o = natm(&[
+        "lab",
+        "restart",
+        "s1",
+        "--kill",
+        "--pause-ms",
+        "300",
+        "--dir",
+        lab.arg(),
+    ]);
+    assert!(o.status.success(), "lab restart: {}", stderr(&o));
+    let mut buf = [0u8; 100];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let _ = a.send(b"after");
+        match b.recv_timeout(&mut buf, Duration::from_millis(200)) {
+            Ok(n) => {
+                assert_eq!(&buf[..n], b"after");
+                break;
+            }
+            Err(e) => assert!(
+                Instant::now() < deadline,
+                "no data after the restart: {e}; {}",
+                lab.stat()
+            ),
+        }
+    }
+    // Drain what else came, then exchange again both ways.
+    while b.recv_timeout(&mut buf, Duration::from_millis(100)).is_ok() {}
+    exchange(&mut a, &mut b);
+    assert_eq!(
+        switch_lanes(&lab.stat()),
+        vec![vec![vec!["0.100".to_string()]]; 2]
+    );
+}
+
+/// Not a test on its own: the application the next test kills (run as a child process).
+#[test]
+fn child_lane_application() {
+    let Ok(socket) = std::env::var("NATM_TEST_LANE_APP_SOCKET") else {
+        return;
+    };
+    let host = Host::connect_path(socket).expect("hostd");
+    let mut vc = host
+        .open(lane_options("0.100", Notify::EventFd))
+        .expect("open a lane VC");
+    println!("ready {}", vc.handle());
+    let m = vec![7u8; 9000];
+    loop {
+        let _ = vc.send(&m);
+    }
+}
+
+#[test]
+fn an_application_killed_on_its_lane_leaves_no_lane_behind() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let lab = Lab::up("kill", "unlimited");
+    let (h1, h2) = (lab.host("h1"), lab.host("h2"));
+    let mut b = h2
+        .open(lane_options("0.100", Notify::EventFd))
+        .expect("open on h2");
+    let mut child = Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "child_lane_application",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env("NATM_TEST_LANE_APP_SOCKET", lab.socket("h1"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("child runs");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    lines
+        .find_map(|l| l.ok().filter(|l| l.contains("ready ")))
+        .expect("the child opened its VC");
+    let mut buf = vec![0u8; 65_535];
+    let n = b
+        .recv_timeout(&mut buf, Duration::from_secs(5))
+        .expect("the child's SDUs arrive on h2's lane");
+    assert_eq!(n, 9000);
+
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    let killed = Instant::now();
+    loop {
+        let stat = lab.stat();
+        let port1 = &stat["switches"][0]["status"]["ports"][0];
+        if port1["lanes"].as_array().is_some_and(Vec::is_empty)
+            && h1.status().expect("status").channels.is_empty()
+        {
+            assert_eq!(port1["lanes_removed"].as_u64(), Some(1), "{port1}");
+            break;
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(1),
+            "the killed application's lane is still there: {stat}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // h2's lane is untouched, and another application can have 0.100 on h1.
+    assert_eq!(
+        switch_lanes(&lab.stat()),
+        vec![vec![vec!["0.100".to_string()]]]
+    );
+    let mut a = h1
+        .open(lane_options("0.100", Notify::EventFd))
+        .expect("reopen on h1");
+    // The child may have died in the middle of an SDU: h2's reassembly drops the frame
+    // the next cells complete, so the first SDUs may be lost.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        a.send(b"again").expect("send");
+        match b.recv_timeout(&mut buf, Duration::from_millis(200)) {
+            Ok(n) if buf[..n] == b"again"[..] => break,
+            Ok(_) => {}
+            Err(e) => assert!(Instant::now() < deadline, "nothing from the new VC: {e}"),
+        }
+    }
+    while b.recv_timeout(&mut buf, Duration::from_millis(50)).is_ok() {}
+    exchange(&mut a, &mut b);
+}

@@ -1,0 +1,395 @@
+//! Lanes through the pure [`Fabric`]: an application's own rings on a port carry the
+//! user data of its VCs both ways, cells on any other VC are refused and counted, OAM
+//! stays on the main link (hostd is the OAM end point), a lane that fails or whose port
+//! loses its main link is removed, and the port's traffic falls back to the main link.
+//!
+//! Two UNI ports, 1:0.100 ↔ 2:0.100 and 1:0.101 ↔ 2:0.101 (UBR), shared-memory main
+//! links whose host ends the test keeps, and a lane for 0.100 on each port.
+
+use std::os::unix::net::UnixStream;
+
+use natm_core::{HeaderFormat, VcId};
+use natm_link::lane::LaneVc;
+use natm_link::shm::{PEER_POLL, ShmLink};
+use natm_link::{CELL_LEN, Cell, CellLink};
+use natm_switch::{CrossConnect, PortConfig, PortId, SwitchConfig};
+use natm_switchd::fabric::Fabric;
+use natm_wire::cell::{Cell as CellView, CellHeader, Pti};
+use natm_wire::oam::{Loopback, OamFlow, OamRepr};
+
+const RING: u32 = 64;
+
+fn vc(vci: u32) -> VcId {
+    VcId::uni(0, vci).expect("a UNI VC")
+}
+
+fn lane_vc(vci: u16) -> LaneVc {
+    LaneVc { vpi: 0, vci }
+}
+
+/// An AAL5 user-data cell on 0.`vci` (end of frame), its payload marked with `tag`.
+fn data_cell(vci: u32, tag: u8) -> Cell {
+    let mut c = [0u8; CELL_LEN];
+    CellHeader::data(vc(vci), true)
+        .emit(&mut CellView::new_unchecked(&mut c[..]), HeaderFormat::Uni)
+        .expect("a UNI header");
+    c[5..].fill(tag);
+    c
+}
+
+/// An F5 OAM loopback request on 0.`vci` (PTI 5 end to end, PTI 4 segment).
+fn oam_cell(vci: u32, flow: OamFlow, tag: u32) -> Cell {
+    OamRepr::Loopback(Loopback::request(tag)).to_cell(flow, vc(vci))
+}
+
+fn header(c: &Cell) -> CellHeader {
+    CellHeader::parse(&CellView::new_unchecked(&c[..]), HeaderFormat::Uni)
+        .expect("a cell the switch sent has a good HEC")
+}
+
+/// Everything waiting on `link` now.
+fn drain(link: &mut ShmLink) -> Vec<Cell> {
+    let mut out = Vec::new();
+    let mut buf = [[0u8; CELL_LEN]; 32];
+    loop {
+        let n = link.recv_cells(&mut buf).expect("recv");
+        if n == 0 {
+            return out;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// User-data cells only (a port going down makes the switch send AIS, PTI 5).
+fn user_data(cells: Vec<Cell>) -> Vec<Cell> {
+    cells
+        .into_iter()
+        .filter(|c| header(c).pti.is_user_data())
+        .collect()
+}
+
+fn steps(fabric: &mut Fabric, n: usize) {
+    for _ in 0..n {
+        let now = fabric.now();
+        fabric.step(now);
+    }
+}
+
+fn send(link: &mut ShmLink, cells: &[Cell]) {
+    assert_eq!(link.send_cells(cells).expect("send"), cells.len());
+}
+
+/// The fabric with its two ports' main links attached; the host ends of the main links.
+fn fabric() -> (Fabric, ShmLink, ShmLink) {
+    let mut f = Fabric::new(SwitchConfig::default());
+    f.add_port(PortId(1), PortConfig::default()).unwrap();
+    f.add_port(PortId(2), PortConfig::default()).unwrap();
+    let (sw1, h1) = ShmLink::pair(RING).unwrap();
+    let (sw2, h2) = ShmLink::pair(RING).unwrap();
+    f.attach(0, Box::new(sw1));
+    f.attach(1, Box::new(sw2));
+    let now = f.now();
+    for (a, b) in [("1:0.100", "2:0.100"), ("1:0.101", "2:0.101")] {
+        let xc = CrossConnect::new(
+            a.parse().unwrap(),
+            b.parse().unwrap(),
+            "ubr".parse().unwrap(),
+        );
+        f.switch.connect(now, &xc).unwrap();
+    }
+    (f, h1, h2)
+}
+
+/// A lane for `vcs` on port index `i`; the application's end.
+fn lane(f: &mut Fabric, i: usize, vcs: &[u16]) -> ShmLink {
+    let (sw, app) = ShmLink::pair(RING).unwrap();
+    f.ports[i]
+        .add_lane(vcs.iter().map(|&v| lane_vc(v)).collect(), Box::new(sw))
+        .expect("lane taken");
+    app
+}
+
+/// A lane whose switch side watches a socket: dropping the returned socket is the
+/// application's end going away.
+fn watched_lane(f: &mut Fabric, i: usize, vcs: &[u16]) -> (ShmLink, UnixStream) {
+    let (sw_sock, app_sock) = UnixStream::pair().unwrap();
+    let (mut sw, app) = ShmLink::pair(RING).unwrap();
+    sw.watch_peer(sw_sock).unwrap();
+    f.ports[i]
+        .add_lane(vcs.iter().map(|&v| lane_vc(v)).collect(), Box::new(sw))
+        .expect("lane taken");
+    (app, app_sock)
+}
+
+#[test]
+fn user_data_goes_lane_to_lane_and_other_vcs_stay_on_the_main_links() {
+    let (mut f, mut h1, mut h2) = fabric();
+    let mut l1 = lane(&mut f, 0, &[100]);
+    let mut l2 = lane(&mut f, 1, &[100]);
+    assert_eq!(f.ports[0].stats.lanes_attached, 1);
+    assert_eq!(f.ports[0].lanes[0].vcs, vec![lane_vc(100)]);
+
+    // (a) Lane to lane, both ways; nothing on the main links.
+    send(&mut l1, &[data_cell(100, 1), data_cell(100, 2)]);
+    steps(&mut f, 3);
+    let got = drain(&mut l2);
+    assert_eq!(got.len(), 2, "port 2's lane has both cells");
+    for (c, tag) in got.iter().zip([1u8, 2]) {
+        let h = header(c);
+        assert_eq!(h.vc, vc(100), "as cross-connected");
+        assert!(h.pti.is_user_data() && h.pti.is_end_of_frame());
+        assert!(c[5..].iter().all(|&b| b == tag), "payload kept, in order");
+    }
+    assert!(drain(&mut h2).is_empty(), "not on port 2's main link");
+    send(&mut l2, &[data_cell(100, 3)]);
+    steps(&mut f, 3);
+    let got = drain(&mut l1);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0][5], 3);
+    assert!(drain(&mut h1).is_empty(), "not on port 1's main link");
+    assert_eq!(f.ports[0].lanes[0].stats.rx, 2);
+    assert_eq!(f.ports[0].lanes[0].stats.tx, 1);
+    assert_eq!(f.ports[1].lanes[0].stats.rx, 1);
+    assert_eq!(f.ports[1].lanes[0].stats.tx, 2);
+
+    // From hostd's main link into the far application's lane as well.
+    send(&mut h1, &[data_cell(100, 4)]);
+    steps(&mut f, 3);
+    let got = drain(&mut l2);
+    assert_eq!(got.len(), 1, "main link → lane");
+    assert_eq!(got[0][5], 4);
+    assert!(drain(&mut h2).is_empty());
+
+    // 0.101 has no lane: it stays on the main links.
+    send(&mut h1, &[data_cell(101, 5)]);
+    steps(&mut f, 3);
+    let got = user_data(drain(&mut h2));
+    assert_eq!(got.len(), 1);
+    assert_eq!(header(&got[0]).vc, vc(101));
+    assert!(drain(&mut l2).is_empty(), "0.101 is not the lane's");
+
+    // (b) A lane may only send on its own VCs: a cell on 0.101 (cross-connected, so it
+    // would come out of port 2 if taken) is refused and counted.
+    send(&mut l1, &[data_cell(101, 6), data_cell(100, 7)]);
+    steps(&mut f, 3);
+    assert_eq!(f.ports[0].stats.lane_refused, 1);
+    assert_eq!(f.ports[1].stats.lane_refused, 0);
+    assert!(
+        drain(&mut h2).is_empty(),
+        "the refused cell was not forwarded"
+    );
+    let got = drain(&mut l2);
+    assert_eq!(got.len(), 1, "the lane's own cell still went");
+    assert_eq!(got[0][5], 7);
+    assert_eq!(f.ports[0].lanes[0].stats.rx, 3, "refused cells are not rx");
+}
+
+#[test]
+fn oam_cells_go_to_the_main_link() {
+    let (mut f, mut h1, mut h2) = fabric();
+    let mut l1 = lane(&mut f, 0, &[100]);
+    let mut l2 = lane(&mut f, 1, &[100]);
+
+    // (c) An F5 end-to-end cell (PTI 5) on 0.100 from port 1 leaves port 2 by its main
+    // link: hostd is the VC's OAM end point. Both from hostd's link and from the lane.
+    for (from, tag) in [(&mut h1, 0x11), (&mut l1, 0x22)] {
+        send(from, &[oam_cell(100, OamFlow::F5EndToEnd, tag)]);
+        steps(&mut f, 3);
+        let got = drain(&mut h2);
+        assert_eq!(got.len(), 1, "on port 2's main link");
+        let h = header(&got[0]);
+        assert_eq!((h.vc, h.pti), (vc(100), Pti::EndToEndF5));
+        assert_eq!(
+            OamRepr::parse_unverified(got[0][5..].try_into().unwrap()),
+            OamRepr::Loopback(Loopback::request(tag))
+        );
+        assert!(drain(&mut l2).is_empty(), "not into port 2's lane");
+    }
+
+    // A segment loopback (PTI 4) sent into a lane is answered by the switch port, and the
+    // answer goes out of the main link, not the lane.
+    send(&mut l1, &[oam_cell(100, OamFlow::F5Segment, 0x33)]);
+    steps(&mut f, 3);
+    let got = drain(&mut h1);
+    assert_eq!(got.len(), 1, "the switch's answer is on port 1's main link");
+    assert_eq!(header(&got[0]).pti, Pti::SegmentF5);
+    assert_eq!(
+        OamRepr::parse_unverified(got[0][5..].try_into().unwrap()),
+        OamRepr::Loopback(Loopback::request(0x33).reply())
+    );
+    assert!(drain(&mut l1).is_empty());
+    assert!(
+        drain(&mut h2).is_empty(),
+        "a segment flow ends at the switch"
+    );
+
+    // User data still takes the lane.
+    send(&mut h1, &[data_cell(100, 9)]);
+    steps(&mut f, 3);
+    assert_eq!(drain(&mut l2).len(), 1);
+    assert!(drain(&mut h2).is_empty());
+}
+
+#[test]
+fn lanes_that_cannot_be_are_refused_with_the_reason() {
+    let (mut f, _h1, _h2) = fabric();
+    f.add_port(PortId(3), PortConfig::default()).unwrap();
+    let _l1 = lane(&mut f, 0, &[100, 200]);
+
+    // (d) A VC another lane of the port has.
+    let (sw, _app) = ShmLink::pair(RING).unwrap();
+    let e = f.ports[0]
+        .add_lane(vec![lane_vc(300), lane_vc(200)], Box::new(sw))
+        .unwrap_err();
+    assert!(e.contains("0.200"), "names the VC: {e}");
+    assert!(!e.contains("0.300"), "only the one taken: {e}");
+    // The same VC on the other port is fine: lanes are per port.
+    let _l2 = lane(&mut f, 1, &[200]);
+
+    // A port with no link.
+    let (sw, _app) = ShmLink::pair(RING).unwrap();
+    let e = f.ports[2]
+        .add_lane(vec![lane_vc(100)], Box::new(sw))
+        .unwrap_err();
+    assert!(e.contains("no link"), "{e}");
+    assert!(f.ports[2].lanes.is_empty());
+
+    // A VPI that a UNI header cannot carry.
+    let (sw, _app) = ShmLink::pair(RING).unwrap();
+    let e = f.ports[0]
+        .add_lane(vec![LaneVc { vpi: 256, vci: 100 }], Box::new(sw))
+        .unwrap_err();
+    assert!(e.contains("VPI 256"), "{e}");
+
+    // Nothing refused was attached.
+    assert_eq!(f.ports[0].lanes.len(), 1);
+    assert_eq!(f.ports[0].stats.lanes_attached, 1);
+    assert_eq!(f.ports[1].stats.lanes_attached, 1);
+    assert_eq!(f.ports[2].stats.lanes_attached, 0);
+}
+
+#[test]
+fn a_lane_whose_application_left_is_removed_and_the_main_link_carries_its_vcs() {
+    let (mut f, mut h1, mut h2) = fabric();
+    let mut l1 = lane(&mut f, 0, &[100]);
+    let (mut l2, app_sock) = watched_lane(&mut f, 1, &[100]);
+    send(&mut l1, &[data_cell(100, 1)]);
+    steps(&mut f, 3);
+    assert_eq!(drain(&mut l2).len(), 1, "the lane works first");
+
+    // (e) The application's end goes away.
+    drop(app_sock);
+    drop(l2);
+    std::thread::sleep(PEER_POLL * 5);
+    steps(&mut f, 3);
+    assert!(f.ports[1].lanes.is_empty(), "the lane was removed");
+    assert_eq!(f.ports[1].stats.lanes_removed, 1);
+    assert_eq!(f.ports[0].lanes.len(), 1, "the other port's lane stays");
+    assert_eq!(f.ports[0].stats.lanes_removed, 0);
+    assert!(f.ports[1].link.is_some(), "the main link stays");
+
+    // 0.100's cells for port 2 take the main link again, from the lane and from hostd.
+    send(&mut l1, &[data_cell(100, 2)]);
+    send(&mut h1, &[data_cell(100, 3)]);
+    steps(&mut f, 3);
+    let got = user_data(drain(&mut h2));
+    let mut tags: Vec<u8> = got.iter().map(|c| c[5]).collect();
+    // A step reads the main link before the lanes.
+    tags.sort_unstable();
+    assert_eq!(tags, [2, 3], "on port 2's main link");
+    // And the way back reaches the application still on port 1's lane.
+    send(&mut h2, &[data_cell(100, 4)]);
+    steps(&mut f, 3);
+    let got = drain(&mut l1);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0][5], 4);
+
+    // The VC is free for a new lane on the port.
+    let mut l2 = lane(&mut f, 1, &[100]);
+    send(&mut l1, &[data_cell(100, 5)]);
+    steps(&mut f, 3);
+    assert_eq!(drain(&mut l2).len(), 1);
+    assert!(drain(&mut h2).is_empty());
+}
+
+#[test]
+fn a_lane_that_fails_while_cells_wait_for_it_is_removed() {
+    let (mut f, mut h1, _h2) = fabric();
+    let (l2, app_sock) = watched_lane(&mut f, 1, &[100]);
+    // Fill the lane's ring (nobody reads it), then more: the fabric holds the rest.
+    let cells: Vec<Cell> = (0..2 * RING as u8).map(|k| data_cell(100, k)).collect();
+    for chunk in cells.chunks(16) {
+        send(&mut h1, chunk);
+        steps(&mut f, 2);
+    }
+    assert!(f.ports[1].lanes[0].held() > 0, "cells wait for the lane");
+    drop(app_sock);
+    drop(l2);
+    std::thread::sleep(PEER_POLL * 5);
+    steps(&mut f, 3);
+    assert!(
+        f.ports[1].lanes.is_empty(),
+        "a full lane's failure is seen too"
+    );
+    assert_eq!(f.ports[1].stats.lanes_removed, 1);
+}
+
+#[test]
+fn detaching_the_main_link_removes_the_ports_lanes() {
+    let (mut f, mut h1, h2) = fabric();
+    let mut l1 = lane(&mut f, 0, &[100]);
+    let _l2a = lane(&mut f, 1, &[100]);
+    let _l2b = lane(&mut f, 1, &[101]);
+    assert_eq!(f.ports[1].lanes.len(), 2);
+
+    // (f) The port's main link goes: its lanes go with it.
+    f.detach(1, "test".into());
+    assert!(f.ports[1].lanes.is_empty());
+    assert_eq!(f.ports[1].stats.lanes_removed, 2);
+    assert_eq!(f.ports[0].lanes.len(), 1, "port 1 keeps its lane");
+    steps(&mut f, 3);
+    // A lane cannot be added until a link is back.
+    let (sw, _app) = ShmLink::pair(RING).unwrap();
+    assert!(
+        f.ports[1]
+            .add_lane(vec![lane_vc(100)], Box::new(sw))
+            .is_err()
+    );
+
+    // A new main link: 0.100's cells from the lane on port 1 reach it (no lane now).
+    drop(h2);
+    let (sw2, mut h2) = ShmLink::pair(RING).unwrap();
+    f.attach(1, Box::new(sw2));
+    steps(&mut f, 3);
+    drain(&mut h2);
+    send(&mut l1, &[data_cell(100, 8)]);
+    steps(&mut f, 3);
+    let got = user_data(drain(&mut h2));
+    assert_eq!(got.len(), 1, "on port 2's new main link");
+    assert_eq!(got[0][5], 8);
+    // And a lane can be asked for again.
+    let mut l2 = lane(&mut f, 1, &[100]);
+    send(&mut h1, &[data_cell(100, 9)]);
+    steps(&mut f, 3);
+    assert_eq!(drain(&mut l2).len(), 1);
+
+    // A main link that fails (its host's end dropped, peer watched) takes the lanes too.
+    f.detach(1, "test".into());
+    drop((h2, l2));
+    let (sock_sw, sock_host) = UnixStream::pair().unwrap();
+    let (mut sw2, h2b) = ShmLink::pair(RING).unwrap();
+    sw2.watch_peer(sock_sw).unwrap();
+    f.attach(1, Box::new(sw2));
+    let _l2 = lane(&mut f, 1, &[100]);
+    let removed = f.ports[1].stats.lanes_removed;
+    drop(sock_host);
+    drop(h2b);
+    std::thread::sleep(PEER_POLL * 5);
+    steps(&mut f, 3);
+    assert!(
+        f.ports[1].link.is_none(),
+        "the failed main link was detached"
+    );
+    assert!(f.ports[1].lanes.is_empty());
+    assert!(f.ports[1].stats.lanes_removed > removed);
+}
