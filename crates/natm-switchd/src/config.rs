@@ -4,6 +4,7 @@
 //! name = "s1"
 //! management = "/run/natm/s1.sock"   # Unix socket for the JSON-lines management protocol
 //! wait = "adaptive"                  # or "poll": never sleep; "yield": never sleep, yield when idle
+//! cpu = 1                            # optional: pin the daemon to this CPU
 //!
 //! [[port]]
 //! id = 1
@@ -115,6 +116,9 @@ pub struct SwitchdConfig {
     pub management: PathBuf,
     /// Idle behaviour.
     pub wait: IdleWait,
+    /// The CPU the daemon pins itself to (`cpu = 1`), if any: a polling switch beside
+    /// polling applications wants a CPU of its own, which the scheduler does not keep for it.
+    pub cpu: Option<usize>,
     /// The ports, in file order.
     pub ports: Vec<PortEntry>,
     /// Cross-connects made at start, in file order.
@@ -128,6 +132,8 @@ struct RawConfig {
     management: PathBuf,
     #[serde(default)]
     wait: IdleWait,
+    #[serde(default)]
+    cpu: Option<usize>,
     #[serde(default)]
     port: Vec<RawPort>,
     #[serde(default)]
@@ -406,6 +412,7 @@ impl SwitchdConfig {
             name: raw.name,
             management: raw.management,
             wait: raw.wait,
+            cpu: raw.cpu,
             ports,
             xcs,
         })

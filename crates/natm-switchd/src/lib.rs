@@ -126,6 +126,9 @@ pub enum SwitchdError {
         /// Why.
         source: SwitchError,
     },
+    /// `cpu = N` could not be applied.
+    #[error("cpu = {0}: cannot pin the switch there: {1}")]
+    Cpu(usize, String),
     /// The management socket could not be opened.
     #[error(transparent)]
     Management(#[from] MgmtError),
@@ -183,6 +186,18 @@ fn serve(
     halt: &Arc<AtomicBool>,
     started: StdInstant,
 ) -> Result<(), SwitchdError> {
+    if let Some(cpu) = config.cpu {
+        let mut set = rustix::thread::CpuSet::new();
+        if cpu >= rustix::thread::CpuSet::MAX_CPU {
+            return Err(SwitchdError::Cpu(
+                cpu,
+                "beyond the largest CPU number".into(),
+            ));
+        }
+        set.set(cpu);
+        rustix::thread::sched_setaffinity(None, &set)
+            .map_err(|e| SwitchdError::Cpu(cpu, e.to_string()))?;
+    }
     let mut fabric = Fabric::new(SwitchConfig::default());
     let mut sources = Vec::new();
     let mut links = Vec::new();

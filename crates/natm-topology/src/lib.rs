@@ -3,6 +3,7 @@
 //!
 //! ```toml
 //! wait = "adaptive"   # optional, every daemon: adaptive (spin, then sleep), poll or yield
+//! switch_cpu = 1      # optional: every switch daemon pins itself to this CPU
 //!
 //! [[switch]]
 //! name = "s1"
@@ -80,6 +81,8 @@ qos = "ubr"
 struct File {
     #[serde(default)]
     wait: Option<String>,
+    #[serde(default)]
+    switch_cpu: Option<usize>,
     #[serde(default)]
     switch: Vec<NodeDecl>,
     #[serde(default)]
@@ -207,6 +210,8 @@ pub struct Topology {
     /// How every daemon waits when idle: `adaptive` (spin briefly, then sleep) or `poll`
     /// (never sleep: lowest latency, one CPU per daemon); `None` is the daemons' default.
     pub wait: Option<String>,
+    /// The CPU every switch daemon pins itself to, if any.
+    pub switch_cpu: Option<usize>,
 }
 
 /// What is wrong with a topology; the text names the entry.
@@ -373,6 +378,7 @@ impl Topology {
             links,
             pvcs,
             wait: file.wait.clone(),
+            switch_cpu: file.switch_cpu,
         };
         for p in &topo.pvcs {
             if topo.route(&p.a, &p.b).is_none() {

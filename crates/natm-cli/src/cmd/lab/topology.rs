@@ -72,6 +72,9 @@ pub fn switch_config(topo: &Topology, sw: &str, dir: &Path, addrs: &Addresses) -
     if let Some(w) = &topo.wait {
         let _ = writeln!(s, "wait = {}", toml_str(w));
     }
+    if let Some(cpu) = topo.switch_cpu {
+        let _ = writeln!(s, "cpu = {cpu}");
+    }
     let _ = writeln!(
         s,
         "management = {}",
