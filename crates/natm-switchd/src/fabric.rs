@@ -47,6 +47,9 @@ pub struct PortStats {
     /// Cells for the port's lanes dropped because the lane held [`LANE_HOLD`] (a lane
     /// fed from a main link, which is never paused).
     pub lane_dropped: u64,
+    /// Cells for the main link dropped because it held [`LANE_HOLD`] while the switch
+    /// went on serving the port's lanes.
+    pub held_dropped: u64,
 }
 
 /// The most cells a lane keeps that its ring refused.
@@ -206,6 +209,8 @@ impl PortLink {
     }
 
     fn remove_lane(&mut self, i: usize) {
+        // Cells held for a lane that went away are lost with it, counted as a link's are.
+        self.stats.tx_lost += self.lanes[i].held() as u64;
         self.lanes.remove(i);
         self.stats.lanes_removed += 1;
         self.index_lanes();
@@ -359,6 +364,7 @@ impl Fabric {
         p.stats.last_error = Some(why);
         // Lanes ride on the port's link: the host asks for them again when it reconnects.
         p.stats.lanes_removed += p.lanes.len() as u64;
+        p.stats.tx_lost += p.lanes.iter().map(|l| l.held() as u64).sum::<u64>();
         p.lanes.clear();
         p.lane_of.clear();
         let _ = self.switch.set_port_up(now, p.id, false);
@@ -446,7 +452,10 @@ impl Fabric {
                             p.held_from = 0;
                         } else {
                             step.holding = true;
-                            continue;
+                            // A backed-up main link must not stop the port's lanes.
+                            if p.lanes.is_empty() {
+                                continue;
+                            }
                         }
                     }
                     Err(e) => {
@@ -465,6 +474,14 @@ impl Fabric {
             if !p.lanes.is_empty() {
                 n = Self::split_to_lanes(p, &mut self.buf[..n]);
                 step.sent += Self::flush_lanes(p);
+            }
+            if p.held_from < p.held.len() {
+                // Still backed up (only with lanes): the main link's new cells queue behind
+                // what it holds, in order, up to a bound.
+                let keep = n.min(LANE_HOLD.saturating_sub(p.held()));
+                p.held.extend_from_slice(&self.buf[..keep]);
+                p.stats.held_dropped += (n - keep) as u64;
+                continue;
             }
             let Some(link) = p.link.as_mut() else {
                 continue;

@@ -43,7 +43,7 @@
 //!   name, with `dropped`), `queue_depth` (`{"cbr","rt-vbr","nrt-vbr","ubr"}`),
 //!   `link_counters` (or null), `held` (cells the link refused so far), `connects`,
 //!   `disconnects`, `tx_lost`, `last_error`, `lanes` (each `{"vcs","rx","tx","dropped",
-//!   "paused","held"}`), `lanes_attached`, `lanes_removed`, `lane_refused`, `lane_dropped`. A connection: `id` (`"SLOT.GENERATION"`),
+//!   "paused","held"}`), `lanes_attached`, `lanes_removed`, `lane_refused`, `lane_dropped`, `held_dropped`. A connection: `id` (`"SLOT.GENERATION"`),
 //!   `a`, `b`, `qos` (qos(7) text), `category`, `upc`, `aal5`, `weight`, and `a_to_b` /
 //!   `b_to_a` each `{"cells_in","cells_out","dropped","tagged","queued"}`.
 //! * `{"op":"connect","a":"1:0.101","b":"2:0.101","qos":"cbr:pcr=1000"}`, optionally

@@ -495,6 +495,7 @@ fn status(fabric: &Fabric, info: &DaemonInfo<'_>) -> Value {
                 "lanes_removed": p.stats.lanes_removed,
                 "lane_refused": p.stats.lane_refused,
                 "lane_dropped": p.stats.lane_dropped,
+                "held_dropped": p.stats.held_dropped,
             })
         })
         .collect();

@@ -332,6 +332,32 @@ fn a_lane_that_fails_while_cells_wait_for_it_is_removed() {
         "a full lane's failure is seen too"
     );
     assert_eq!(f.ports[1].stats.lanes_removed, 1);
+    assert!(
+        f.ports[1].stats.tx_lost > 0,
+        "the cells held for the lane are counted lost, not dropped silently"
+    );
+}
+
+#[test]
+fn a_backed_up_main_link_does_not_stop_the_ports_lanes() {
+    let (mut f, mut h1, _h2) = fabric();
+    let mut l2 = lane(&mut f, 1, &[100]);
+    // Port 2's main link fills with 0.101 cells nobody reads, and backs up.
+    let stuck: Vec<Cell> = (0..2 * RING as u8).map(|k| data_cell(101, k)).collect();
+    for chunk in stuck.chunks(16) {
+        send(&mut h1, chunk);
+        steps(&mut f, 2);
+    }
+    assert!(f.ports[1].held() > 0, "the main link is backed up");
+    send(&mut h1, &[data_cell(100, 0xaa)]);
+    steps(&mut f, 3);
+    let got = user_data(drain(&mut l2));
+    assert_eq!(
+        got.len(),
+        1,
+        "the lane's cell went past the backed-up main link"
+    );
+    assert_eq!(got[0][5], 0xaa);
 }
 
 #[test]
