@@ -298,11 +298,12 @@ pub struct ChannelStatus {
     pub notify: NotifyMode,
     /// Path.
     pub path: PathKind,
-    /// The adapter's counters for the VC.
+    /// The adapter's counters for the VC (all zero on the lane path, whose adapter runs
+    /// in the application: `natm::Vc::counters` there).
     pub counters: VcStats,
-    /// Transmit descriptors queued in the adapter.
+    /// Transmit descriptors queued in the adapter (0 on the lane path).
     pub tx_queued: u64,
-    /// Free receive buffers the adapter holds.
+    /// Free receive buffers the adapter holds (0 on the lane path).
     pub rx_free: u64,
 }
 

@@ -328,6 +328,8 @@ impl IdleGate {
 
 /// How long a connection to a port that has its link may take to send its lane request.
 const LANE_REQUEST_WAIT: Duration = Duration::from_secs(1);
+/// The most such connections waiting at once; more are closed at once.
+const MAX_PENDING_LANES: usize = 64;
 
 /// A connection to a port with a link, expected to send a lane request.
 struct PendingLane {
@@ -353,6 +355,11 @@ fn attach_new_lanes(
         }
         while let Ok(Some(stream)) = l.accept_lane() {
             any = true;
+            if pending.len() >= MAX_PENDING_LANES {
+                // Closed unanswered: whoever opens this many and sends nothing is not hostd.
+                drop(stream);
+                continue;
+            }
             pending.push(PendingLane {
                 port: i,
                 stream,
