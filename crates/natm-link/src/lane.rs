@@ -34,18 +34,13 @@
 //! descriptors are a valid ring region and eventfds, that the port has a main link, and
 //! that no other lane of the port has any of the VCs.
 
-use std::io::{self, IoSlice, IoSliceMut};
-use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, OwnedFd};
+use std::io;
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use rustix::net::{
-    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
-    SendAncillaryMessage, SendFlags, recvmsg, sendmsg,
-};
+use rustix::net::{RecvFlags, SendFlags};
 
-use crate::shm::{ShmHandover, ShmLink};
+use crate::shm::{ShmError, ShmHandover, ShmLink};
 
 /// The most VCs one lane carries.
 pub const MAX_LANE_VCS: usize = 64;
@@ -81,6 +76,9 @@ pub enum LaneError {
     /// The peer closed the socket.
     #[error("the socket closed")]
     Closed,
+    /// The descriptors could not be sent or received.
+    #[error(transparent)]
+    Link(#[from] ShmError),
     /// A system call failed.
     #[error("{call}: {source}")]
     Os {
@@ -183,28 +181,7 @@ pub fn send_request(
     vcs: &[LaneVc],
     side_b: &ShmHandover,
 ) -> Result<(), LaneError> {
-    let bytes = encode_request(vcs)?;
-    let fds = [
-        side_b.region.as_fd(),
-        side_b.wait.as_fd(),
-        side_b.kick.as_fd(),
-    ];
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
-    let mut control = SendAncillaryBuffer::new(&mut space);
-    if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
-        return Err(LaneError::Malformed("no room for three descriptors".into()));
-    }
-    let sent = sendmsg(
-        sock,
-        &[IoSlice::new(&bytes)],
-        &mut control,
-        SendFlags::NOSIGNAL,
-    )
-    .map_err(os("sendmsg"))?;
-    if sent != bytes.len() {
-        return Err(LaneError::Malformed("sent short".into()));
-    }
-    Ok(())
+    Ok(side_b.send_tagged(sock, &encode_request(vcs)?)?)
 }
 
 /// Receives a lane request without waiting: `Ok(None)` if none is there yet. A message
@@ -212,43 +189,17 @@ pub fn send_request(
 /// that came with it are closed).
 pub fn try_recv_request(sock: &UnixStream) -> Result<Option<LaneRequest>, LaneError> {
     let mut buf = [0u8; MAX_REQUEST + 1];
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(8))];
-    let mut control = RecvAncillaryBuffer::new(&mut space);
-    let got = match recvmsg(
-        sock,
-        &mut [IoSliceMut::new(&mut buf)],
-        &mut control,
-        RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT,
-    ) {
-        Ok(m) => m,
-        Err(rustix::io::Errno::AGAIN) => return Ok(None),
-        Err(e) => return Err(os("recvmsg")(e)),
+    let Some(got) = ShmHandover::recv_tagged(sock, &mut buf, RecvFlags::DONTWAIT)? else {
+        return Ok(None);
     };
-    let mut fds: Vec<OwnedFd> = Vec::new();
-    let mut other = false;
-    for msg in control.drain() {
-        match msg {
-            RecvAncillaryMessage::ScmRights(it) => fds.extend(it),
-            _ => other = true,
-        }
-    }
-    if got.bytes == 0 {
+    if got.len == 0 {
         return Err(LaneError::Closed);
     }
-    if other || got.flags.contains(rustix::net::ReturnFlags::CTRUNC) {
-        return Err(LaneError::Malformed("unexpected ancillary data".into()));
-    }
-    let vcs = decode_request(&buf[..got.bytes])?;
-    let mut fds = fds.into_iter();
-    match (fds.next(), fds.next(), fds.next(), fds.next()) {
-        (Some(region), Some(wait), Some(kick), None) => Ok(Some(LaneRequest {
-            vcs,
-            handover: ShmHandover { region, wait, kick },
-        })),
-        _ => Err(LaneError::Malformed(
-            "a lane request carries exactly three descriptors".into(),
-        )),
-    }
+    let vcs = decode_request(&buf[..got.len])?;
+    let handover = got
+        .handover
+        .map_err(|why| LaneError::Malformed(format!("a lane request: {why}")))?;
+    Ok(Some(LaneRequest { vcs, handover }))
 }
 
 /// Encodes a reply: taken, or refused with a reason (cut to 512 bytes at a character).

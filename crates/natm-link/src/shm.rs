@@ -132,10 +132,27 @@ pub struct ShmHandover {
 /// The handover message's bytes (the fds travel beside them).
 const HANDOVER_MAGIC: [u8; 8] = *b"NATMSHM\x01";
 
+/// One message received with [`ShmHandover::recv_tagged`].
+#[derive(Debug)]
+pub struct Tagged {
+    /// Bytes that came (0: the peer closed the socket).
+    pub len: usize,
+    /// The three descriptors as a handover, or what was wrong with what came beside the
+    /// bytes (other ancillary data, other than three descriptors; those are closed).
+    pub handover: Result<ShmHandover, &'static str>,
+}
+
 impl ShmHandover {
     /// Sends the three descriptors over a Unix stream socket (SCM_RIGHTS), with an 8-byte
     /// tag so the receiver can tell a handover from anything else.
     pub fn send(&self, sock: &UnixStream) -> Result<(), ShmError> {
+        self.send_tagged(sock, &HANDOVER_MAGIC)
+    }
+
+    /// Sends `bytes` with the three descriptors in one `sendmsg` (the descriptors travel
+    /// with the first byte): the building block of [`ShmHandover::send`] and of other
+    /// messages that carry a handover (a [lane request](crate::lane)).
+    pub fn send_tagged(&self, sock: &UnixStream, bytes: &[u8]) -> Result<(), ShmError> {
         let fds = [self.region.as_fd(), self.wait.as_fd(), self.kick.as_fd()];
         let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
         let mut control = SendAncillaryBuffer::new(&mut space);
@@ -144,15 +161,61 @@ impl ShmHandover {
         }
         let sent = sendmsg(
             sock,
-            &[IoSlice::new(&HANDOVER_MAGIC)],
+            &[IoSlice::new(bytes)],
             &mut control,
             SendFlags::NOSIGNAL,
         )
         .map_err(os("sendmsg"))?;
-        if sent != HANDOVER_MAGIC.len() {
+        if sent != bytes.len() {
             return Err(ShmError::Handover("sent short"));
         }
         Ok(())
+    }
+
+    /// One `recvmsg` into `buf` (`flags`, e.g. `DONTWAIT`; the socket's own timeout
+    /// applies): `None` if nothing came in time, else the byte count and the descriptors
+    /// that came with them, checked to be exactly three and nothing else.
+    pub fn recv_tagged(
+        sock: &UnixStream,
+        buf: &mut [u8],
+        flags: RecvFlags,
+    ) -> Result<Option<Tagged>, ShmError> {
+        // Room for more than three, so a message with too many is seen whole and refused.
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(8))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let got = match recvmsg(
+            sock,
+            &mut [IoSliceMut::new(buf)],
+            &mut control,
+            RecvFlags::CMSG_CLOEXEC | flags,
+        ) {
+            Ok(m) => m,
+            Err(rustix::io::Errno::AGAIN) => return Ok(None),
+            Err(e) => return Err(os("recvmsg")(e)),
+        };
+        let mut fds: Vec<OwnedFd> = Vec::new();
+        let mut other = false;
+        for msg in control.drain() {
+            match msg {
+                RecvAncillaryMessage::ScmRights(it) => fds.extend(it),
+                _ => other = true,
+            }
+        }
+        let handover = if other || got.flags.contains(rustix::net::ReturnFlags::CTRUNC) {
+            Err("unexpected ancillary data")
+        } else {
+            let mut fds = fds.into_iter();
+            match (fds.next(), fds.next(), fds.next(), fds.next()) {
+                (Some(region), Some(wait), Some(kick), None) => {
+                    Ok(ShmHandover { region, wait, kick })
+                }
+                _ => Err("not exactly three descriptors"),
+            }
+        };
+        Ok(Some(Tagged {
+            len: got.bytes,
+            handover,
+        }))
     }
 
     /// Receives a handover sent with [`ShmHandover::send`], waiting at most `timeout`.
@@ -164,45 +227,18 @@ impl ShmHandover {
         sock.set_read_timeout(timeout.filter(|t| !t.is_zero()))
             .map_err(io("SO_RCVTIMEO"))?;
         let mut buf = [0u8; HANDOVER_MAGIC.len() + 1];
-        // Room for more than three, so a message with too many is seen whole and refused.
-        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(8))];
-        let mut control = RecvAncillaryBuffer::new(&mut space);
-        let got = recvmsg(
-            sock,
-            &mut [IoSliceMut::new(&mut buf)],
-            &mut control,
-            RecvFlags::CMSG_CLOEXEC,
-        );
+        let got = ShmHandover::recv_tagged(sock, &mut buf, RecvFlags::empty());
         sock.set_read_timeout(before).map_err(io("SO_RCVTIMEO"))?;
-        let got = match got {
-            Ok(m) => m,
-            Err(rustix::io::Errno::AGAIN) => {
-                return Err(ShmError::Handover("none arrived in time"));
-            }
-            Err(e) => return Err(os("recvmsg")(e)),
+        let Some(got) = got? else {
+            return Err(ShmError::Handover("none arrived in time"));
         };
-        let mut fds: Vec<OwnedFd> = Vec::new();
-        let mut other = false;
-        for msg in control.drain() {
-            match msg {
-                RecvAncillaryMessage::ScmRights(it) => fds.extend(it),
-                _ => other = true,
-            }
-        }
-        if got.bytes == 0 {
+        if got.len == 0 {
             return Err(ShmError::Handover("the socket closed"));
         }
-        if got.bytes != HANDOVER_MAGIC.len() || buf[..HANDOVER_MAGIC.len()] != HANDOVER_MAGIC {
+        if got.len != HANDOVER_MAGIC.len() || buf[..HANDOVER_MAGIC.len()] != HANDOVER_MAGIC {
             return Err(ShmError::Handover("not a natm shared-memory handover"));
         }
-        if other || got.flags.contains(rustix::net::ReturnFlags::CTRUNC) {
-            return Err(ShmError::Handover("unexpected ancillary data"));
-        }
-        let mut fds = fds.into_iter();
-        match (fds.next(), fds.next(), fds.next(), fds.next()) {
-            (Some(region), Some(wait), Some(kick), None) => Ok(ShmHandover { region, wait, kick }),
-            _ => Err(ShmError::Handover("not exactly three descriptors")),
-        }
+        got.handover.map_err(ShmError::Handover)
     }
 }
 
