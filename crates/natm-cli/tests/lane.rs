@@ -5,81 +5,22 @@
 //! whose links are paced refuses the lane path.
 
 mod common;
+#[path = "support/lab.rs"]
+mod lab;
 
-use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::{natm, stderr, stdout};
+use lab::{Lab, exchange};
 use natm::{DataPath, Error, Host, Notify, OamScope, VcOptions};
 use serde_json::Value;
-
-struct Lab(PathBuf);
-
-impl Lab {
-    fn up(tag: &str, rate: &str) -> Lab {
-        let dir = std::env::temp_dir().join(format!("natm-lane-{}-{tag}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let lab = Lab(dir);
-        let o = natm(&["lab", "up", "--rate", rate, "--dir", lab.arg()]);
-        assert!(o.status.success(), "lab up: {}", stderr(&o));
-        lab
-    }
-    fn arg(&self) -> &str {
-        self.0.to_str().expect("utf-8 temp dir")
-    }
-    fn socket(&self, name: &str) -> PathBuf {
-        self.0.join(format!("{name}.sock"))
-    }
-    fn host(&self, name: &str) -> Host {
-        Host::connect_path(self.socket(name)).expect("host answers")
-    }
-    fn stat(&self) -> Value {
-        let o = natm(&["stat", "--json", "--dir", self.arg()]);
-        assert!(o.status.success(), "stat: {}", stderr(&o));
-        serde_json::from_str(&stdout(&o)).expect("stat JSON")
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let _ = natm(&["lab", "down", "--dir", self.arg()]);
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn lane_options(vc: &str, notify: Notify) -> VcOptions {
     VcOptions::new(vc.parse().expect("vc"))
         .qos("ubr".parse().expect("qos"))
         .notify(notify)
         .path(DataPath::Lane)
-}
-
-/// A deterministic SDU of `n` bytes, different for every (n, seed).
-fn sdu(n: usize, seed: u8) -> Vec<u8> {
-    (0..n)
-        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[1] ^ seed)
-        .collect()
-}
-
-fn exchange(a: &mut natm::Vc, b: &mut natm::Vc) {
-    let mut buf = vec![0u8; 65_535];
-    for (k, n) in [1, 40, 48, 49, 1500, 9180, 65_535].into_iter().enumerate() {
-        let m = sdu(n, k as u8);
-        a.send(&m).expect("send a→b");
-        let got = b
-            .recv_timeout(&mut buf, Duration::from_secs(5))
-            .unwrap_or_else(|e| panic!("{n} bytes a→b: {e}"));
-        assert_eq!(got, n, "{n} bytes a→b: length");
-        assert!(buf[..got] == m[..], "{n} bytes a→b differ");
-        let back = sdu(n, !(k as u8));
-        b.send(&back).expect("send b→a");
-        let got = a
-            .recv_timeout(&mut buf, Duration::from_secs(5))
-            .unwrap_or_else(|e| panic!("{n} bytes b→a: {e}"));
-        assert_eq!(got, n, "{n} bytes b→a: length");
-        assert!(buf[..got] == back[..], "{n} bytes b→a differ");
-    }
 }
 
 /// The switch's ports that have lanes: each one's lanes' VC lists.
@@ -110,7 +51,7 @@ fn switch_lanes(stat: &Value) -> Vec<Vec<Vec<String>>> {
 
 #[test]
 fn applications_on_their_own_lanes_exchange_sdus_and_oam_still_goes_through_hostd() {
-    let lab = Lab::up("default", "unlimited");
+    let lab = Lab::up("lane-default", "unlimited", None);
     let (h1, h2) = (lab.host("h1"), lab.host("h2"));
     let mut a = h1
         .open(lane_options("0.100", Notify::EventFd))
@@ -118,7 +59,7 @@ fn applications_on_their_own_lanes_exchange_sdus_and_oam_still_goes_through_host
     let mut b = h2
         .open(lane_options("0.100", Notify::EventFd))
         .expect("open a lane VC on h2");
-    exchange(&mut a, &mut b);
+    exchange(&mut a, &mut b, "lanes");
 
     // The switch has a lane for 0.100 on both host ports; the hosts' channels are lanes.
     let stat = lab.stat();
@@ -174,7 +115,7 @@ fn applications_on_their_own_lanes_exchange_sdus_and_oam_still_goes_through_host
     )
     .expect("a segment loopback is answered by the switch");
     // And the data path still works after the OAM.
-    exchange(&mut a, &mut b);
+    exchange(&mut a, &mut b, "lanes");
 
     // A lane VC cannot wait for hostd's signals: refused, not a hang.
     let (tx, rx) = mpsc::channel();
@@ -227,12 +168,12 @@ fn applications_on_their_own_lanes_exchange_sdus_and_oam_still_goes_through_host
     let mut b = h2
         .open(lane_options("0.100", Notify::EventFd))
         .expect("reopen on h2");
-    exchange(&mut a, &mut b);
+    exchange(&mut a, &mut b, "lanes");
 }
 
 #[test]
 fn a_lab_with_paced_links_refuses_the_lane_path() {
-    let lab = Lab::up("oc3", "oc3");
+    let lab = Lab::up("lane-oc3", "oc3", None);
     let h1 = lab.host("h1");
     match h1.open(lane_options("0.100", Notify::EventFd)) {
         Err(e) => {
@@ -255,7 +196,7 @@ fn a_lab_with_paced_links_refuses_the_lane_path() {
 
 #[test]
 fn lanes_come_back_after_a_switch_restart() {
-    let lab = Lab::up("restart", "unlimited");
+    let lab = Lab::up("lane-restart", "unlimited", None);
     let (h1, h2) = (lab.host("h1"), lab.host("h2"));
     let mut a = h1
         .open(lane_options("0.100", Notify::EventFd))
@@ -263,7 +204,7 @@ fn lanes_come_back_after_a_switch_restart() {
     let mut b = h2
         .open(lane_options("0.100", Notify::EventFd))
         .expect("open on h2");
-    exchange(&mut a, &mut b);
+    exchange(&mut a, &mut b, "lanes");
     let o = natm(&[
         "lab",
         "restart",
@@ -293,7 +234,7 @@ fn lanes_come_back_after_a_switch_restart() {
     }
     // Drain what else came, then exchange again both ways.
     while b.recv_timeout(&mut buf, Duration::from_millis(100)).is_ok() {}
-    exchange(&mut a, &mut b);
+    exchange(&mut a, &mut b, "lanes");
     assert_eq!(
         switch_lanes(&lab.stat()),
         vec![vec![vec!["0.100".to_string()]]; 2]
@@ -322,7 +263,7 @@ fn an_application_killed_on_its_lane_leaves_no_lane_behind() {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
 
-    let lab = Lab::up("kill", "unlimited");
+    let lab = Lab::up("lane-kill", "unlimited", None);
     let (h1, h2) = (lab.host("h1"), lab.host("h2"));
     let mut b = h2
         .open(lane_options("0.100", Notify::EventFd))
@@ -387,5 +328,5 @@ fn an_application_killed_on_its_lane_leaves_no_lane_behind() {
         }
     }
     while b.recv_timeout(&mut buf, Duration::from_millis(50)).is_ok() {}
-    exchange(&mut a, &mut b);
+    exchange(&mut a, &mut b, "lanes");
 }

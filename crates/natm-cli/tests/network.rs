@@ -3,55 +3,19 @@
 //! with SIGKILL leaving nothing behind.
 
 mod common;
+#[path = "support/lab.rs"]
+mod lab;
 #[path = "support/procfs.rs"]
 mod procfs;
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{natm, stderr, stdout};
+use common::{natm, stderr};
+use lab::{Lab, exchange};
 use natm::{DataPath, Error, Host, Notify, VcOptions};
-use serde_json::Value;
-
-struct Lab(PathBuf);
-
-impl Lab {
-    fn up(tag: &str, topology: Option<&str>) -> Lab {
-        let dir = std::env::temp_dir().join(format!("natm-net-{}-{tag}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let lab = Lab(dir);
-        let mut args = vec!["lab", "up", "--rate", "unlimited", "--dir", lab.arg()];
-        let topo = lab.0.with_extension("toml");
-        if let Some(t) = topology {
-            std::fs::write(&topo, t).expect("write topology");
-            args.extend(["--topology", topo.to_str().expect("utf-8")]);
-        }
-        let o = natm(&args);
-        assert!(o.status.success(), "lab up: {}", stderr(&o));
-        lab
-    }
-    fn arg(&self) -> &str {
-        self.0.to_str().expect("utf-8 temp dir")
-    }
-    fn host(&self, name: &str) -> Host {
-        Host::connect_path(self.0.join(format!("{name}.sock"))).expect("host answers")
-    }
-    fn stat(&self) -> Value {
-        let o = natm(&["stat", "--json", "--dir", self.arg()]);
-        assert!(o.status.success(), "stat: {}", stderr(&o));
-        serde_json::from_str(&stdout(&o)).expect("stat JSON")
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let _ = natm(&["lab", "down", "--dir", self.arg()]);
-        let _ = std::fs::remove_dir_all(&self.0);
-        let _ = std::fs::remove_file(self.0.with_extension("toml"));
-    }
-}
 
 fn open(host: &Host, vc: &str, qos: &str) -> natm::Vc {
     host.open(
@@ -63,38 +27,11 @@ fn open(host: &Host, vc: &str, qos: &str) -> natm::Vc {
     .expect("open")
 }
 
-/// A deterministic SDU of `n` bytes, different for every (n, seed).
-fn sdu(n: usize, seed: u8) -> Vec<u8> {
-    (0..n)
-        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[1] ^ seed)
-        .collect()
-}
-
-fn exchange(a: &mut natm::Vc, b: &mut natm::Vc, what: &str) {
-    let mut buf = vec![0u8; 65_535];
-    for (k, n) in [1, 40, 48, 49, 1500, 9180, 65_535].into_iter().enumerate() {
-        let m = sdu(n, k as u8);
-        a.send(&m).expect("send a→b");
-        let got = b
-            .recv_timeout(&mut buf, Duration::from_secs(5))
-            .unwrap_or_else(|e| panic!("{what}: {n} bytes a→b: {e}"));
-        assert!(buf[..got] == m[..], "{what}: {n} bytes a→b differ");
-        b.send(&m[..n / 2 + 1]).expect("send b→a");
-        let got = a
-            .recv_timeout(&mut buf, Duration::from_secs(5))
-            .unwrap_or_else(|e| panic!("{what}: {n} bytes b→a: {e}"));
-        assert!(
-            buf[..got] == m[..n / 2 + 1],
-            "{what}: {} bytes b→a differ",
-            n / 2 + 1
-        );
-    }
-}
-
 #[test]
 fn sdus_cross_the_switch_byte_exact_on_every_link_kind() {
     let lab = Lab::up(
-        "kinds",
+        "net-kinds",
+        "unlimited",
         Some(
             r#"
             switch = [{ name = "s1" }]
@@ -136,7 +73,7 @@ fn sdus_cross_the_switch_byte_exact_on_every_link_kind() {
 
 #[test]
 fn hosts_survive_a_switch_restart() {
-    let lab = Lab::up("restart", None);
+    let lab = Lab::up("net-restart", "unlimited", None);
     let (h1, h2) = (lab.host("h1"), lab.host("h2"));
     let mut a = open(&h1, "0.100", "ubr");
     let mut b = open(&h2, "0.100", "ubr");
@@ -207,7 +144,7 @@ fn child_application() {
 
 #[test]
 fn an_application_killed_mid_transfer_leaves_nothing_behind() {
-    let lab = Lab::up("kill", None);
+    let lab = Lab::up("net-kill", "unlimited", None);
     let h1 = lab.host("h1");
     let hostd_pid = u64::from(h1.status().expect("status").pid);
     let memfds_before = procfs::memfds(hostd_pid);
