@@ -215,23 +215,17 @@ fn print_host(name: &str, v: &Value) {
                     .sum()
             })
             .unwrap_or(0);
-        if c["path"].as_str() == Some("lane") {
-            // The adapter runs in the application: hostd has no data counters for it.
-            println!(
-                "  {:<6} {:<8} {:<22} {:>8} {:<9} {:<7} {:>10} {:>10} {:>8} {:>8}",
-                n(&c["handle"]),
-                c["vc"].as_str().unwrap_or("?"),
-                c["qos"].as_str().unwrap_or("?"),
-                c["owner_pid"].as_i64().unwrap_or(0),
-                c["notify"].as_str().unwrap_or("?"),
-                "lane",
-                "(in app)",
-                "-",
-                "-",
-                "-"
-            );
-            continue;
-        }
+        // A lane's adapter runs in the application: hostd has no data counters for it.
+        let counts: [String; 4] = if c["path"].as_str() == Some("lane") {
+            ["(in app)".into(), "-".into(), "-".into(), "-".into()]
+        } else {
+            [
+                n(&k["sdus_sent"]).to_string(),
+                n(&k["sdus_received"]).to_string(),
+                n(&c["tx_queued"]).to_string(),
+                drops.to_string(),
+            ]
+        };
         println!(
             "  {:<6} {:<8} {:<22} {:>8} {:<9} {:<7} {:>10} {:>10} {:>8} {:>8}",
             n(&c["handle"]),
@@ -240,10 +234,10 @@ fn print_host(name: &str, v: &Value) {
             c["owner_pid"].as_i64().unwrap_or(0),
             c["notify"].as_str().unwrap_or("?"),
             c["path"].as_str().unwrap_or("?"),
-            n(&k["sdus_sent"]),
-            n(&k["sdus_received"]),
-            n(&c["tx_queued"]),
-            drops
+            counts[0],
+            counts[1],
+            counts[2],
+            counts[3]
         );
     }
 }
