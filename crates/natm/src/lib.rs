@@ -93,7 +93,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::{self, IoSliceMut};
 use std::mem::MaybeUninit;
 use std::ops::{Deref, DerefMut};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -693,17 +693,16 @@ impl LaneEngine {
             }
             let sleep = until.saturating_duration_since(Instant::now());
             let ts = rustix::event::Timespec::try_from(sleep).ok();
-            let link_fd = self.driver.link().poll_fd();
-            let mut fds = vec![rustix::event::PollFd::new(
-                &self.state_fd,
-                rustix::event::PollFlags::IN,
-            )];
-            if let Some(fd) = link_fd {
-                fds.push(rustix::event::PollFd::from_borrowed_fd(
-                    fd,
-                    rustix::event::PollFlags::IN,
-                ));
-            }
+            // An eventfd-mode shm link always has its descriptor.
+            let link_fd = self
+                .driver
+                .link()
+                .poll_fd()
+                .unwrap_or(self.state_fd.as_fd());
+            let mut fds = [
+                rustix::event::PollFd::new(&self.state_fd, rustix::event::PollFlags::IN),
+                rustix::event::PollFd::from_borrowed_fd(link_fd, rustix::event::PollFlags::IN),
+            ];
             match rustix::event::poll(&mut fds, ts.as_ref()) {
                 Ok(_) | Err(rustix::io::Errno::INTR) => {}
                 Err(e) => return Err(Error::Io(e.into())),
@@ -755,6 +754,19 @@ impl Direct {
             .buffers
             .ok_or_else(|| protocol("channel has no buffers"))?;
         let count = geom.count.min(buffers);
+        Direct::assemble(app, waiter, geom.size, count, daemon, None)
+    }
+
+    /// The application's side of a channel of `count` buffers of `size` bytes: the first
+    /// half posted for receiving, the rest free for sending.
+    fn assemble(
+        mut app: AppEnd,
+        waiter: Waiter,
+        size: u32,
+        count: u32,
+        daemon: UnixStream,
+        lane: Option<Box<LaneEngine>>,
+    ) -> Result<Direct, Error> {
         let rx = count / 2;
         for b in 0..rx {
             app.post_rx(BufferId(b))
@@ -763,13 +775,13 @@ impl Direct {
         Ok(Direct {
             app,
             waiter,
-            buffer_size: geom.size as usize,
+            buffer_size: size as usize,
             free_tx: (rx..count).rev().map(BufferId).collect(),
             tx_total: (count - rx) as usize,
             ready: VecDeque::new(),
             tx_link_down: false,
             daemon,
-            lane: None,
+            lane,
         })
     }
 
@@ -793,7 +805,7 @@ impl Direct {
         check_eventfd(&state_fd).map_err(|e| protocol(format!("eventfd: {e}")))?;
         let mem = MemfdMem::map(region).map_err(|e| protocol(format!("channel region: {e}")))?;
         let ch = Channel::open(Arc::new(mem)).map_err(|e| protocol(format!("channel: {e}")))?;
-        let mut app = ch.app().map_err(|e| protocol(format!("channel: {e}")))?;
+        let app = ch.app().map_err(|e| protocol(format!("channel: {e}")))?;
         let end = ch
             .adapter()
             .map_err(|e| protocol(format!("channel: {e}")))?;
@@ -832,26 +844,20 @@ impl Direct {
             wait,
         )
         .map_err(|e| protocol(format!("lane: {e}")))?;
-        let rx = count / 2;
-        for b in 0..rx {
-            app.post_rx(BufferId(b))
-                .map_err(|e| protocol(format!("posting a receive buffer: {e}")))?;
-        }
-        Ok(Direct {
+        let engine = LaneEngine {
+            driver: Driver::new(adapter, end, link),
+            notify,
+            state_fd,
+        };
+        // The lane's waits are the engine's: the channel's waiter is never used.
+        Direct::assemble(
             app,
-            waiter: Waiter::BusyPoll,
-            buffer_size: geom.size as usize,
-            free_tx: (rx..count).rev().map(BufferId).collect(),
-            tx_total: (count - rx) as usize,
-            ready: VecDeque::new(),
-            tx_link_down: false,
+            Waiter::BusyPoll,
+            geom.size,
+            count,
             daemon,
-            lane: Some(Box::new(LaneEngine {
-                driver: Driver::new(adapter, end, link),
-                notify,
-                state_fd,
-            })),
-        })
+            Some(Box::new(engine)),
+        )
     }
 
     /// Lane path: moves what can move now (cells out after a post, cells in).
