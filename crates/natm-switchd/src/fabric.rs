@@ -91,6 +91,11 @@ pub struct Lane {
 }
 
 impl Lane {
+    /// Not read in the last step: a lane it feeds is congested.
+    pub fn paused(&self) -> bool {
+        self.paused
+    }
+
     /// Cells held for the lane's ring.
     pub fn held(&self) -> usize {
         self.out.len() - self.out_from

@@ -478,8 +478,10 @@ fn sleep(
                     Some(fd) => fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN)),
                     None => cap(now + SHORT_SLEEP),
                 }
-                // Lanes: cells from their applications, or room they made.
-                for lane in &p.lanes {
+                // Lanes: cells from their applications, or room they made. A paused lane
+                // is not read, so its descriptor (never drained) is not waited on: the lane
+                // it feeds making room is what ends the pause.
+                for lane in p.lanes.iter().filter(|l| !l.paused() || l.held() > 0) {
                     match lane.link.poll_fd() {
                         Some(fd) => fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN)),
                         None => cap(now + SHORT_SLEEP),
