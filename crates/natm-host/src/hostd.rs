@@ -89,6 +89,7 @@ use natm_link::endpoint::{EndpointLink, LinkConfig, LinkKind, WaitConfig};
 use natm_nic::channel::{self as nic, AdapterEnd, Channel, ChannelConfig, ChannelState};
 use natm_nic::memfd::MemfdMem;
 use natm_nic::notify::{Waiter, Waker};
+use natm_nic::sched::GiveWay;
 use natm_nic::signal;
 use natm_traffic::cac::{self, Cac, CacConfig};
 use natm_traffic::sched::{Category, VcSpec};
@@ -129,7 +130,8 @@ pub const MAX_CHANNELS: usize = 1024;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WaitMode {
-    /// Spin 50 µs after the last work, then sleep in `poll(2)` on every descriptor.
+    /// Spin 50 µs after the last work, yielding the CPU every 20 µs of spinning
+    /// ([`GiveWay`]), then sleep in `poll(2)` on every descriptor.
     #[default]
     Adaptive,
     /// Never sleep: one CPU for the lowest latency.
@@ -536,6 +538,8 @@ pub struct Hostd {
     scratch: Box<[u8]>,
     stats: LinkStatus,
     last_progress: Instant,
+    /// Yields the CPU now and then while the adaptive loop spins.
+    give_way: GiveWay,
     /// The current pass's time: the clock is read once per pass.
     now: natm_core::Instant,
     /// When a socket last had something to read or took something written.
@@ -594,6 +598,7 @@ impl Hostd {
             scratch: vec![0; 65536].into_boxed_slice(),
             stats,
             last_progress: now,
+            give_way: GiveWay::new(now),
             now: natm_core::Instant::from_nanos(0),
             socket_activity: now,
             next_socket_check: now,
@@ -620,9 +625,14 @@ impl Hostd {
                     WaitMode::Adaptive => {
                         if now.duration_since(self.last_progress) >= SPIN {
                             self.sleep()?;
+                            self.give_way.slept(std::time::Instant::now());
+                            continue;
                         }
                     }
                 }
+            }
+            if self.opts.wait == WaitMode::Adaptive {
+                self.give_way.tick(now);
             }
         }
         self.shutdown();

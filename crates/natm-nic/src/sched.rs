@@ -1,9 +1,10 @@
 //! Thread placement for measurements: the calling thread's CPU affinity and scheduling
-//! policy (`SCHED_OTHER` or `SCHED_FIFO`).
+//! policy (`SCHED_OTHER`, `SCHED_FIFO` or `SCHED_IDLE`).
 //!
-//! Every function acts on the calling thread only (Linux schedules threads, not
-//! processes), so a measurement pins and raises its producer and consumer threads and
-//! leaves the rest of the process alone.
+//! Every function but [`set_process_policy`] acts on the calling thread only (Linux
+//! schedules threads, not processes), so a measurement pins and raises its producer and
+//! consumer threads and leaves the rest of the process alone. [`set_process_policy`] lowers
+//! a whole helper process, such as a lab daemon that stands for a machine of its own.
 //!
 //! ```no_run
 //! use natm_nic::sched::{self, FifoPriority, Policy};
@@ -141,6 +142,24 @@ pub enum Policy {
     /// `SCHED_FIFO` at a priority: runs before every `SCHED_OTHER` thread of its CPU until
     /// it blocks.
     Fifo(FifoPriority),
+    /// `SCHED_IDLE`: runs only when no `SCHED_OTHER` or `SCHED_FIFO` thread of its CPU
+    /// wants it, and is preempted as soon as one wakes.
+    Idle,
+}
+
+impl Policy {
+    /// The raw policy and parameter, and the name errors use.
+    fn raw(self) -> (libc::c_int, libc::sched_param, &'static str) {
+        let mut param = zeroed_param();
+        match self {
+            Policy::Other => (libc::SCHED_OTHER, param, "SCHED_OTHER"),
+            Policy::Fifo(p) => {
+                param.sched_priority = i32::from(p.get());
+                (libc::SCHED_FIFO, param, "SCHED_FIFO")
+            }
+            Policy::Idle => (libc::SCHED_IDLE, param, "SCHED_IDLE"),
+        }
+    }
 }
 
 fn zeroed_param() -> libc::sched_param {
@@ -151,16 +170,10 @@ fn zeroed_param() -> libc::sched_param {
 
 /// Gives the calling thread `policy`. `SCHED_FIFO` needs `CAP_SYS_NICE` or a
 /// `RLIMIT_RTPRIO` at least as high as the priority, otherwise
-/// [`SchedError::NotPermitted`]; going back to `SCHED_OTHER` is always allowed.
+/// [`SchedError::NotPermitted`]; `SCHED_IDLE` is always allowed, and so is going back to
+/// `SCHED_OTHER`.
 pub fn set_current_thread_policy(policy: Policy) -> Result<(), SchedError> {
-    let mut param = zeroed_param();
-    let (raw, what) = match policy {
-        Policy::Other => (libc::SCHED_OTHER, "SCHED_OTHER"),
-        Policy::Fifo(p) => {
-            param.sched_priority = i32::from(p.get());
-            (libc::SCHED_FIFO, "SCHED_FIFO")
-        }
-    };
+    let (raw, param, what) = policy.raw();
     // SAFETY: pthread_self() is the calling thread, alive for the whole call; param is an
     // initialized sched_param that the call only reads.
     let r = unsafe { libc::pthread_setschedparam(libc::pthread_self(), raw, &param) };
@@ -171,8 +184,81 @@ pub fn set_current_thread_policy(policy: Policy) -> Result<(), SchedError> {
     }
 }
 
-/// The calling thread's policy: `None` when it is neither `SCHED_OTHER` nor `SCHED_FIFO`
-/// (`SCHED_RR`, `SCHED_BATCH`, `SCHED_IDLE`, `SCHED_DEADLINE`).
+/// Gives every thread of process `pid` (as listed in `/proc/PID/task` now) `policy`;
+/// threads it starts later inherit their creator's. Lowering another process of the same
+/// user to `SCHED_IDLE` is allowed; returns how many threads were set. A thread that ends
+/// meanwhile is skipped.
+pub fn set_process_policy(pid: i32, policy: Policy) -> Result<usize, SchedError> {
+    let (raw, param, what) = policy.raw();
+    let tasks =
+        std::fs::read_dir(format!("/proc/{pid}/task")).map_err(|source| SchedError::Os {
+            call: "reading /proc/PID/task",
+            source,
+        })?;
+    let mut set = 0;
+    for task in tasks.flatten() {
+        let Some(tid) = task
+            .file_name()
+            .to_str()
+            .and_then(|t| t.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: sched_setscheduler takes a thread id and reads the initialized param
+        // through a pointer valid for the call.
+        if unsafe { libc::sched_setscheduler(tid, raw, &param) } == 0 {
+            set += 1;
+        } else {
+            let errno = io::Error::last_os_error().raw_os_error().unwrap_or(0);
+            if errno != libc::ESRCH {
+                return Err(SchedError::from_errno("sched_setscheduler", what, errno));
+            }
+        }
+    }
+    Ok(set)
+}
+
+/// A busy loop's courtesy to the threads that share its CPU: [`GiveWay::tick`] yields the
+/// CPU (`sched_yield`) once every [`GIVE_WAY_EVERY`] of spinning.
+///
+/// Why: a daemon that spins while traffic keeps coming never blocks, and a thread woken on
+/// its CPU may wait for the spinner's whole time slice (milliseconds under EEVDF) before it
+/// runs. Yielding now and then bounds that wait to about [`GIVE_WAY_EVERY`]; with nothing
+/// else runnable the call returns at once, so the spinner loses one system call per period.
+#[derive(Clone, Copy, Debug)]
+pub struct GiveWay {
+    last: std::time::Instant,
+}
+
+/// How long a [`GiveWay`] spinner runs between two yields.
+pub const GIVE_WAY_EVERY: std::time::Duration = std::time::Duration::from_micros(20);
+
+impl GiveWay {
+    /// A spinner that last gave way at `now`.
+    pub fn new(now: std::time::Instant) -> GiveWay {
+        GiveWay { last: now }
+    }
+
+    /// Called on every turn of the loop with the time just read: yields once a period has
+    /// passed since the last yield; returns whether it did.
+    #[inline]
+    pub fn tick(&mut self, now: std::time::Instant) -> bool {
+        if now.saturating_duration_since(self.last) < GIVE_WAY_EVERY {
+            return false;
+        }
+        std::thread::yield_now();
+        self.last = std::time::Instant::now();
+        true
+    }
+
+    /// The loop slept (gave the CPU away itself) at `now`.
+    pub fn slept(&mut self, now: std::time::Instant) {
+        self.last = now;
+    }
+}
+
+/// The calling thread's policy: `None` when it is none of `SCHED_OTHER`, `SCHED_FIFO` and
+/// `SCHED_IDLE` (`SCHED_RR`, `SCHED_BATCH`, `SCHED_DEADLINE`).
 pub fn current_thread_policy() -> Result<Option<Policy>, SchedError> {
     let mut param = zeroed_param();
     let mut raw: libc::c_int = 0;
@@ -191,6 +277,7 @@ pub fn current_thread_policy() -> Result<Option<Policy>, SchedError> {
         libc::SCHED_FIFO => FifoPriority::new(i64::from(param.sched_priority))
             .ok()
             .map(Policy::Fifo),
+        libc::SCHED_IDLE => Some(Policy::Idle),
         _ => None,
     })
 }
@@ -274,6 +361,44 @@ mod tests {
         assert_eq!(after, Some(Policy::Other));
         // The test thread itself was not touched.
         assert_eq!(current_thread_policy().unwrap(), Some(Policy::Other));
+    }
+
+    #[test]
+    fn sched_idle_is_allowed_for_a_thread_and_a_whole_process() {
+        let (set, during) = on_own_thread(|| {
+            let set = set_current_thread_policy(Policy::Idle);
+            (set, current_thread_policy().unwrap())
+        });
+        set.unwrap();
+        assert_eq!(during, Some(Policy::Idle));
+        let mut child = std::process::Command::new("sleep")
+            .arg("10")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let n = set_process_policy(pid, Policy::Idle);
+        // SAFETY: sched_getscheduler only reads a thread id.
+        let policy = unsafe { libc::sched_getscheduler(pid) };
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(n.unwrap(), 1);
+        assert_eq!(policy, libc::SCHED_IDLE);
+        // A process that is not there is an error that names the call.
+        let e = set_process_policy(pid, Policy::Idle).unwrap_err();
+        assert!(e.to_string().starts_with("reading /proc/PID/task"), "{e}");
+    }
+
+    #[test]
+    fn give_way_yields_once_per_period() {
+        let t0 = std::time::Instant::now();
+        let mut g = GiveWay::new(t0);
+        assert!(!g.tick(t0));
+        assert!(!g.tick(t0 + GIVE_WAY_EVERY / 2));
+        assert!(g.tick(t0 + GIVE_WAY_EVERY));
+        let later = std::time::Instant::now() + 3 * GIVE_WAY_EVERY;
+        g.slept(later);
+        assert!(!g.tick(later + GIVE_WAY_EVERY / 2));
+        assert!(g.tick(later + GIVE_WAY_EVERY));
     }
 
     #[test]

@@ -26,6 +26,10 @@
 //! VCs, asked for by the host's daemon), answered within the next loop pass; one that
 //! sends nothing within a second is closed.
 //!
+//! While it spins it yields the CPU every 20 µs ([`GiveWay`]): traffic that keeps coming
+//! keeps the switch spinning, and a thread woken on its CPU (a host's daemon, an
+//! application) would otherwise wait for the switch's whole time slice.
+//!
 //! `wait = "poll"` at the top level of the configuration never sleeps. `run` returns when
 //! the stop flag is set (by [`install_signal_stop`]'s SIGTERM/SIGINT handler or a
 //! `shutdown` request) and removes its socket files.
@@ -77,6 +81,7 @@ use std::time::{Duration, Instant as StdInstant};
 
 use natm_link::endpoint::{EndpointLink, LinkConfig, LinkListener, LinkSetupError};
 use natm_link::lane;
+use natm_nic::sched::GiveWay;
 use natm_switch::{PortId, SwitchConfig, SwitchError};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
@@ -206,14 +211,19 @@ fn serve(
             .add_port(p.id, p.switch)
             .map_err(|source| SwitchdError::Port { port: p.id, source })?;
         links.push((p.id, p.link.describe()));
+        // The switch core paces a rated port at the line rate: its slots are the line's.
+        // A line emulator with the same rate behind it would queue every late slot's cells
+        // again, in one FIFO for every class, and keep that queue while the port is busy
+        // (CBR cells waited milliseconds behind UBR there); it keeps only the impairments.
+        let mut line = p.link.clone();
+        line.rate = natm_netem::Rate::Unlimited;
         sources.push(match p.role {
             Role::Listen => Source::Listen(
-                p.link
-                    .listen()
+                line.listen()
                     .map_err(|source| SwitchdError::Link { port: p.id, source })?,
             ),
             Role::Connect => Source::Dial {
-                config: p.link.clone(),
+                config: line,
                 pending: None,
             },
         });
@@ -238,6 +248,7 @@ fn serve(
         stop,
     };
     let mut idle = IdleGate::new(StdInstant::now());
+    let mut give_way = GiveWay::new(StdInstant::now());
     let mut pending_lanes: Vec<PendingLane> = Vec::new();
     // Links announce a sleep only in the step before one (see below).
     fabric.set_spinning(true);
@@ -247,7 +258,8 @@ fn serve(
         let step = fabric.step(now);
         let holding = step.holding;
         let wall = fabric.to_std(now);
-        idle.stepped(step.received + step.sent > 0, StdInstant::now());
+        let stepped = StdInstant::now();
+        idle.stepped(step.received + step.sent > 0, stepped);
         if last_maintenance.is_none_or(|t| wall.saturating_duration_since(t) >= MAINTENANCE) {
             last_maintenance = Some(wall);
             let mut busy = attach_new_links(&mut fabric, &mut sources, halt);
@@ -261,7 +273,11 @@ fn serve(
             std::thread::yield_now();
             continue;
         }
-        if config.wait == IdleWait::Poll || !idle.may_sleep(StdInstant::now()) {
+        if config.wait == IdleWait::Poll {
+            continue;
+        }
+        if !idle.may_sleep(StdInstant::now()) {
+            give_way.tick(stepped);
             continue;
         }
         // One more step with the links announcing: only it tells the peers to kick.
@@ -281,6 +297,7 @@ fn serve(
             holding || arming.holding,
         )
         .map_err(SwitchdError::Poll)?;
+        give_way.slept(StdInstant::now());
         fabric.set_spinning(true);
         // Whatever woke us, look at everything once.
         last_maintenance = None;
