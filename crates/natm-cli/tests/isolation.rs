@@ -38,6 +38,8 @@ fn aggressors_are_policed_and_queued_while_the_cbr_connection_loses_nothing() {
     // A slow sink link (10,000 cells/s: CBR 1,000, VBR PCR 1,000 / SCR 500, UBR's share
     // 8,500) so that a debug build on a busy machine still floods it, and a CBR rate whose
     // 256-cell queue at the switch outlasts a quarter-second stall of the switch daemon.
+    // The aggressors share the CPUs evenly: at SCHED_IDLE (the default, for measuring)
+    // the other tests running beside this one could starve them for the whole run.
     let out = Command::new(env!("CARGO_BIN_EXE_natm"))
         .args([
             "perf",
@@ -48,6 +50,8 @@ fn aggressors_are_policed_and_queued_while_the_cbr_connection_loses_nothing() {
             "10000",
             "--cbr-share",
             "10",
+            "--aggressor-cpu",
+            "normal",
             "--json",
             "--dir",
         ])
@@ -62,6 +66,11 @@ fn aggressors_are_policed_and_queued_while_the_cbr_connection_loses_nothing() {
         start.elapsed()
     );
     let r: Value = serde_json::from_str(&common::stdout(&out)).expect("JSON report");
+    assert_eq!(r["plan"]["aggressor_cpu"], "normal");
+    assert_eq!(
+        r["plan"]["ubr_source_qos"], "ubr:pcr=85000",
+        "10x the UBR's share"
+    );
     println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
     println!(
         "CBR p99 rise with aggressors: {} % (measured, not asserted)",

@@ -337,11 +337,19 @@ impl OwnedLab {
 
     /// A daemon's socket by node name.
     pub fn socket(&self, name: &str) -> Result<PathBuf, CliError> {
+        self.daemon(name).map(|d| d.socket.clone())
+    }
+
+    /// A daemon's process id by node name.
+    pub fn pid(&self, name: &str) -> Result<i32, CliError> {
+        self.daemon(name).map(|d| d.pid)
+    }
+
+    fn daemon(&self, name: &str) -> Result<&Daemon, CliError> {
         self.state
             .daemons
             .iter()
             .find(|d| d.name == name)
-            .map(|d| d.socket.clone())
             .ok_or_else(|| CliError::failure(format!("the {} lab has no {name}", self.who)))
     }
 

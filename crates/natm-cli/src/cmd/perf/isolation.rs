@@ -17,26 +17,37 @@
 //!   a CDVT-0 policer would judge the jitter of the sender's threads and daemons, not the
 //!   contract; the switch's counters still show every cell it dropped.
 //! * 0.101, `vbr:pcr=P,scr=P/2,mbs=32` with P = C, UPC discard. The application opens its
-//!   VC with `vbr:pcr=2P,scr=2P,mbs=1`, so its adapter sends at twice the switch's PCR and
-//!   the switch's UPC must cut it.
-//! * 0.102, `ubr`, UPC off: the application sends 8 KiB SDUs as fast as it can; what the
-//!   link leaves (the sink rate minus C and the VBR's SCR) is its share, and its queue at
-//!   the switch drops the rest (EPD/PPD or queue full).
+//!   VC with `vbr:pcr=2P,scr=2P,mbs=1` on a lane, so its adapter sends at twice the
+//!   switch's PCR and the switch's UPC must cut it.
+//! * 0.102, `ubr`, UPC off: the application sends 8 KiB SDUs on a lane opened with
+//!   `ubr:pcr=R`, R = `--ubr-over` (default 10) times its share, so its adapter sends at
+//!   that rate (`--ubr-over max`: unshaped, as fast as the host goes). Its share is what the
+//!   link leaves (the sink rate minus C and the VBR's SCR); its queue at the switch drops
+//!   the rest (EPD/PPD or queue full).
 //!
-//! Phase 1 runs the CBR connection alone, phase 2 with both aggressors (started first,
-//! so their queues are full when the CBR phase starts). Per phase the command reports the
-//! CBR SDUs sent, received, lost and out of order, p50/p99 delay, and from the switch's
-//! `status` (deltas over the phase) each connection's cells in, out, policed, tagged and
-//! queue-dropped, and the aggressors' offered rates beside their shares.
+//! Phase 1 runs the CBR connection alone, phase 2 among both aggressors. The phases take
+//! turns in five rounds of one window each (`--seconds` per phase in all), so both see
+//! the machine in the same states: before a window alone the aggressors pause and their
+//! queues drain; before a window among them they run long enough to fill their queues.
+//! Per phase the command reports the CBR SDUs sent, received, lost and out of order,
+//! p50/p99 delay, and from the switch's `status` (deltas over the phase's windows) each
+//! connection's cells in, out, policed, tagged and queue-dropped, and the aggressors'
+//! offered rates beside their shares.
 //!
-//! The default sink rate, 15,000 cells/s, is low so that the UBR flood reaches 10× its
-//! share on a small machine: the aggressors' daemons shape each VC in real time, one cell
-//! per wake-up for a VC with a rate, and a 2-core machine wakes them some 100,000 times a
-//! second at best. At `--sink-rate oc3` the senders cannot load the link.
+//! The default sink rate, 15,000 cells/s, is low so that the aggressors reach their rates
+//! on a small machine; at `--sink-rate oc3` a 2-core machine cannot give them the 2.5 M
+//! cells/s that 10× the UBR's share asks, and the report says what they offered.
 //!
-//! What it is not: the delays include both hosts' daemons and the switch daemon sharing
-//! this machine's CPUs with the aggressors' senders, so the p99 rise measures the machine
-//! as much as the switch; it is printed, not judged.
+//! The aggressors' hosts stand for machines of their own: their daemons and the threads
+//! that send on them run at `SCHED_IDLE` (`--aggressor-cpu idle`, the default), so they get
+//! the CPU time the switch, the sink and the CBR host leave, and a CBR cell's wake-ups do
+//! not wait behind them. The switch and the sink's daemon, which every aggressor cell
+//! crosses, run at normal priority and do all of the aggressors' work there; the report
+//! shows what the aggressors offered. `--aggressor-cpu normal` lets them share the CPUs
+//! evenly with the rest, which on a 2-core machine measures the machine.
+//!
+//! What it is not: the delays include the daemons' wake-ups on this machine's CPUs; the
+//! p99 rise is printed, not judged.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -45,7 +56,8 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use natm::{Host, VcOptions};
+use natm::{DataPath, Host, VcOptions};
+use natm_nic::sched::{self, Policy};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -63,11 +75,18 @@ const VBR_SDU: usize = 1000;
 const UBR_SDU: usize = 8192;
 /// The sink's CBR channel: enough posted buffers for 100 ms at 10,000 SDUs/s.
 const SINK_CBR_BUFFERS: u32 = 2048;
-/// Time for cells in flight to arrive after a phase's senders stop.
+/// Time for the aggressors' queues (4,096 UBR cells at the switch) to drain after they
+/// pause, before a window alone.
 const DRAIN: Duration = Duration::from_millis(400);
-/// Aggressors run this long before phase 2's CBR traffic starts.
+/// Time for the CBR cells in flight to arrive after a window (they take ~100 µs).
+const CBR_DRAIN: Duration = Duration::from_millis(50);
+/// Aggressors run this long before a window among them starts.
 const WARM_UP: Duration = Duration::from_millis(300);
+/// Rounds of one window per phase.
+const ROUNDS: u32 = 5;
 const SWITCH_TIMEOUT: Duration = Duration::from_secs(3);
+/// The fastest UBR source `--ubr-over` asks an adapter to shape (about 2 Gbit/s).
+const MAX_SHAPED_UBR: u32 = 5_000_000;
 
 /// `natm perf isolation`
 #[derive(Args, Debug)]
@@ -81,6 +100,14 @@ pub struct IsolationArgs {
     /// The CBR connection's PCR as a percentage of the sink rate (also the VBR's PCR).
     #[arg(long, default_value_t = 20)]
     cbr_share: u32,
+    /// The UBR source's rate as a multiple of its share (its adapter shapes it there);
+    /// `max`: as fast as its host sends.
+    #[arg(long, default_value = "10")]
+    ubr_over: String,
+    /// The aggressors' hosts' CPU priority: `idle` (SCHED_IDLE, as if on machines of their
+    /// own) or `normal` (sharing this machine's CPUs evenly).
+    #[arg(long, value_enum, default_value_t = AggressorCpu::Idle)]
+    aggressor_cpu: AggressorCpu,
     /// The lab's runtime directory (default: a fresh one under the temporary directory);
     /// it must not hold a running lab, and is removed at the end.
     #[arg(long)]
@@ -88,6 +115,16 @@ pub struct IsolationArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// How the aggressors' daemons and sending threads are scheduled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum AggressorCpu {
+    /// `SCHED_IDLE`.
+    Idle,
+    /// `SCHED_OTHER`, like everything else.
+    Normal,
 }
 
 /// The contracts of one run, in cells/s.
@@ -99,6 +136,10 @@ struct Plan {
     vbr_qos: String,
     vbr_source_qos: String,
     ubr_qos: String,
+    /// What the UBR source opens: `ubr:pcr=…` at `--ubr-over` times its share, or `ubr`.
+    ubr_source_qos: String,
+    /// How the aggressors' hosts are scheduled.
+    aggressor_cpu: AggressorCpu,
     cbr_pcr: u32,
     cbr_send_rate: u32,
     vbr_pcr: u32,
@@ -108,7 +149,7 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(sink_rate: &str, cbr_share: u32) -> Result<Plan, CliError> {
+    fn new(sink_rate: &str, cbr_share: u32, ubr_over: &str) -> Result<Plan, CliError> {
         let rate: natm_netem::Rate = sink_rate
             .parse()
             .map_err(|e| CliError::usage(format!("--sink-rate {sink_rate}: {e}")))?;
@@ -131,6 +172,26 @@ impl Plan {
             )));
         }
         let scr = pcr / 2;
+        let ubr_share = cells - u64::from(pcr) - u64::from(scr);
+        let ubr_source_qos = match ubr_over {
+            "max" => "ubr".to_string(),
+            x => {
+                let over: u32 = x
+                    .parse()
+                    .ok()
+                    .filter(|o| (1..=1000).contains(o))
+                    .ok_or_else(|| {
+                        CliError::usage(format!("--ubr-over {x}: use 1..=1000 or max"))
+                    })?;
+                let rate = ubr_share.saturating_mul(u64::from(over));
+                if rate > u64::from(MAX_SHAPED_UBR) {
+                    return Err(CliError::usage(format!(
+                        "--ubr-over {x}: {rate} cells/s is beyond what a source is shaped to                          ({MAX_SHAPED_UBR}); use a lower multiple or max"
+                    )));
+                }
+                format!("ubr:pcr={rate}")
+            }
+        };
         Ok(Plan {
             sink_rate: rate.to_string(),
             sink_cells_per_s: cells,
@@ -138,11 +199,13 @@ impl Plan {
             vbr_qos: format!("vbr:pcr={pcr},scr={scr},mbs=32"),
             vbr_source_qos: format!("vbr:pcr={p2},scr={p2},mbs=1", p2 = 2 * pcr),
             ubr_qos: "ubr".into(),
+            ubr_source_qos,
+            aggressor_cpu: AggressorCpu::Idle,
             cbr_pcr: pcr,
             cbr_send_rate: pcr / 10 * 9,
             vbr_pcr: pcr,
             vbr_scr: scr,
-            ubr_share: cells - u64::from(pcr) - u64::from(scr),
+            ubr_share,
         })
     }
 
@@ -227,7 +290,7 @@ fn natm_err(what: &str, e: natm::Error) -> CliError {
 fn open(
     lab: &OwnedLab,
     node: &str,
-    vc: &str,
+    (vc, path): (&str, DataPath),
     qos: &str,
     buffers: u32,
     size: u32,
@@ -241,6 +304,7 @@ fn open(
         .map_err(|e| CliError::failure(format!("{qos}: {e}")))?;
     host.open(
         VcOptions::new(addr)
+            .path(path)
             .qos(qos)
             .buffers(buffers)
             .buffer_size(size),
@@ -302,15 +366,24 @@ fn count_sink(mut vc: natm::Vc, stop: Arc<AtomicBool>, sdus: Arc<AtomicU64>) -> 
     }
 }
 
-/// An aggressor: sends `len`-byte SDUs as fast as its VC takes them until `stop`.
+/// An aggressor: sends `len`-byte SDUs as fast as its VC takes them until `stop`, except
+/// while `paused`.
 fn flood(
     mut vc: natm::Vc,
     len: usize,
-    stop: Arc<AtomicBool>,
+    cpu: AggressorCpu,
+    (stop, paused): (Arc<AtomicBool>, Arc<AtomicBool>),
     sdus: Arc<AtomicU64>,
 ) -> Result<(), String> {
+    if cpu == AggressorCpu::Idle {
+        sched::set_current_thread_policy(Policy::Idle).map_err(|e| e.to_string())?;
+    }
     let sdu = vec![0x5Au8; len];
     while !stop.load(Ordering::Relaxed) {
+        if paused.load(Ordering::Relaxed) {
+            thread::sleep(Duration::from_millis(1));
+            continue;
+        }
         match vc.send(&sdu) {
             Ok(()) => {
                 sdus.fetch_add(1, Ordering::Relaxed);
@@ -370,6 +443,16 @@ struct ConnCounters {
 }
 
 impl ConnCounters {
+    fn plus(self, o: ConnCounters) -> ConnCounters {
+        ConnCounters {
+            cells_in: self.cells_in + o.cells_in,
+            cells_out: self.cells_out + o.cells_out,
+            policed: self.policed + o.policed,
+            tagged: self.tagged + o.tagged,
+            queue_dropped: self.queue_dropped + o.queue_dropped,
+        }
+    }
+
     fn minus(self, o: ConnCounters) -> ConnCounters {
         ConnCounters {
             cells_in: self.cells_in.saturating_sub(o.cells_in),
@@ -489,7 +572,8 @@ pub fn run(args: IsolationArgs) -> CmdResult {
             args.seconds
         )));
     }
-    let plan = Plan::new(&args.sink_rate, args.cbr_share)?;
+    let mut plan = Plan::new(&args.sink_rate, args.cbr_share, &args.ubr_over)?;
+    plan.aggressor_cpu = args.aggressor_cpu;
     let dir = args.dir.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("natm-isolation-{}", std::process::id()))
     });
@@ -522,9 +606,30 @@ struct Sinks {
 impl Sinks {
     fn start(lab: &OwnedLab, plan: &Plan) -> Result<Sinks, CliError> {
         let stop = Arc::new(AtomicBool::new(false));
-        let cbr_vc = open(lab, "sink", CBR_VC, &plan.cbr_qos, SINK_CBR_BUFFERS, 64)?;
-        let vbr_vc = open(lab, "sink", VBR_VC, &plan.vbr_qos, 64, 1024)?;
-        let ubr_vc = open(lab, "sink", UBR_VC, &plan.ubr_qos, 64, UBR_SDU as u32)?;
+        let cbr_vc = open(
+            lab,
+            "sink",
+            (CBR_VC, DataPath::Direct),
+            &plan.cbr_qos,
+            SINK_CBR_BUFFERS,
+            64,
+        )?;
+        let vbr_vc = open(
+            lab,
+            "sink",
+            (VBR_VC, DataPath::Direct),
+            &plan.vbr_qos,
+            64,
+            1024,
+        )?;
+        let ubr_vc = open(
+            lab,
+            "sink",
+            (UBR_VC, DataPath::Direct),
+            &plan.ubr_qos,
+            64,
+            UBR_SDU as u32,
+        )?;
         let (vbr_sdus, ubr_sdus) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let s = stop.clone();
         let cbr = thread::spawn(move || cbr_sink(cbr_vc, s));
@@ -558,31 +663,70 @@ impl Sinks {
     }
 }
 
-/// The aggressors of phase 2.
+/// The aggressors of phase 2: started once, paused between their windows.
 struct Aggressors {
     stop: Arc<AtomicBool>,
+    paused: Arc<AtomicBool>,
     threads: Vec<JoinHandle<Result<(), String>>>,
     vbr_sdus: Arc<AtomicU64>,
     ubr_sdus: Arc<AtomicU64>,
 }
 
 impl Aggressors {
+    /// Opens the aggressors' VCs and starts their senders, paused.
     fn start(lab: &OwnedLab, plan: &Plan) -> Result<Aggressors, CliError> {
         let stop = Arc::new(AtomicBool::new(false));
-        let vbr_vc = open(lab, "vbr", VBR_VC, &plan.vbr_source_qos, 64, 1024)?;
-        let ubr_vc = open(lab, "ubr", UBR_VC, &plan.ubr_qos, 64, UBR_SDU as u32)?;
+        let paused = Arc::new(AtomicBool::new(true));
+        let vbr_vc = open(
+            lab,
+            "vbr",
+            (VBR_VC, DataPath::Lane),
+            &plan.vbr_source_qos,
+            64,
+            1024,
+        )?;
+        let ubr_vc = open(
+            lab,
+            "ubr",
+            (UBR_VC, DataPath::Lane),
+            &plan.ubr_source_qos,
+            64,
+            UBR_SDU as u32,
+        )?;
+        if plan.aggressor_cpu == AggressorCpu::Idle {
+            for host in ["vbr", "ubr"] {
+                let pid = lab.pid(host)?;
+                sched::set_process_policy(pid, Policy::Idle).map_err(|e| {
+                    CliError::failure(format!("lowering host {host} (pid {pid}): {e}"))
+                })?;
+            }
+        }
         let (vbr_sdus, ubr_sdus) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let mut threads = Vec::new();
         for (vc, len, n) in [(vbr_vc, VBR_SDU, &vbr_sdus), (ubr_vc, UBR_SDU, &ubr_sdus)] {
-            let (s, n) = (stop.clone(), n.clone());
-            threads.push(thread::spawn(move || flood(vc, len, s, n)));
+            let flags = (stop.clone(), paused.clone());
+            let (n, cpu) = (n.clone(), plan.aggressor_cpu);
+            threads.push(thread::spawn(move || flood(vc, len, cpu, flags, n)));
         }
         Ok(Aggressors {
             stop,
+            paused,
             threads,
             vbr_sdus,
             ubr_sdus,
         })
+    }
+
+    fn set_paused(&self, paused: bool) {
+        self.paused.store(paused, Ordering::Relaxed);
+    }
+
+    /// SDUs sent so far: (VBR, UBR).
+    fn sent(&self) -> (u64, u64) {
+        (
+            self.vbr_sdus.load(Ordering::Relaxed),
+            self.ubr_sdus.load(Ordering::Relaxed),
+        )
     }
 
     fn stop(self) -> CmdResult {
@@ -598,107 +742,117 @@ impl Aggressors {
     }
 }
 
+/// What one phase accumulates over its windows.
+#[derive(Default)]
+struct PhaseSums {
+    cbr_sent: u64,
+    /// Seconds of CBR traffic.
+    seconds: f64,
+    switch: [ConnCounters; 3],
+    /// Aggressor SDUs sent and whole ones delivered, over the CBR windows: (VBR, UBR).
+    offered: (u64, u64),
+    delivered: (u64, u64),
+}
+
+impl PhaseSums {
+    fn add_switch(&mut self, from: SwitchSnap, to: SwitchSnap, cbr_to: SwitchSnap) {
+        let d = [
+            cbr_to.cbr.minus(from.cbr),
+            to.vbr.minus(from.vbr),
+            to.ubr.minus(from.ubr),
+        ];
+        for (acc, x) in self.switch.iter_mut().zip(d) {
+            *acc = acc.plus(x);
+        }
+    }
+}
+
 fn measure(lab: &OwnedLab, plan: &Plan, time: Duration) -> Result<Report, CliError> {
     let sinks = Sinks::start(lab, plan)?;
-    // Four transmit buffers: a sender its VC holds back waits for a buffer rather than
+    // Eight transmit buffers: a sender its VC holds back waits for a buffer rather than
     // queueing SDUs whose delay would then be its own.
-    let mut cbr = open(lab, "cbr", CBR_VC, &plan.cbr_qos, 8, 64)?;
-    let mut seq = 0u64;
-
-    // Phase 1: the CBR connection alone.
-    let s0 = switch_snap(lab)?;
-    let sent1 = cbr_send(&mut cbr, plan.cbr_send_rate, time, 0, &mut seq)?;
-    thread::sleep(DRAIN);
-    let s1 = switch_snap(lab)?;
-
-    // Phase 2: the aggressors first, then the CBR connection among them.
+    let mut cbr = open(lab, "cbr", (CBR_VC, DataPath::Direct), &plan.cbr_qos, 8, 64)?;
     let aggressors = Aggressors::start(lab, plan)?;
-    thread::sleep(WARM_UP);
-    let s1b = switch_snap(lab)?;
-    let (vbr_tx0, ubr_tx0) = (
-        aggressors.vbr_sdus.load(Ordering::Relaxed),
-        aggressors.ubr_sdus.load(Ordering::Relaxed),
-    );
-    let (vbr_rx1, ubr_rx1) = (
-        sinks.vbr_sdus.load(Ordering::Relaxed),
-        sinks.ubr_sdus.load(Ordering::Relaxed),
-    );
-    let t2 = Instant::now();
-    let sent2 = cbr_send(&mut cbr, plan.cbr_send_rate, time, 1, &mut seq)?;
-    let elapsed2 = t2.elapsed().as_secs_f64();
-    let (vbr_tx, ubr_tx) = (
-        aggressors.vbr_sdus.load(Ordering::Relaxed) - vbr_tx0,
-        aggressors.ubr_sdus.load(Ordering::Relaxed) - ubr_tx0,
-    );
-    let (vbr_rx, ubr_rx) = (
-        sinks.vbr_sdus.load(Ordering::Relaxed) - vbr_rx1,
-        sinks.ubr_sdus.load(Ordering::Relaxed) - ubr_rx1,
-    );
-    let s2a = switch_snap(lab)?;
+    let mut seq = 0u64;
+    let window = time / ROUNDS;
+    let mut sums: [PhaseSums; 2] = Default::default();
+    let delivered = || {
+        (
+            sinks.vbr_sdus.load(Ordering::Relaxed),
+            sinks.ubr_sdus.load(Ordering::Relaxed),
+        )
+    };
+    // Rounds of one window alone and one among the aggressors, so that both phases see
+    // the machine in the same states (its noise drifts over seconds).
+    for _ in 0..ROUNDS {
+        // Alone: the aggressors paused and their queues drained.
+        thread::sleep(DRAIN);
+        let a0 = switch_snap(lab)?;
+        let t = Instant::now();
+        sums[0].cbr_sent += cbr_send(&mut cbr, plan.cbr_send_rate, window, 0, &mut seq)?;
+        sums[0].seconds += t.elapsed().as_secs_f64();
+        thread::sleep(CBR_DRAIN);
+        let a1 = switch_snap(lab)?;
+        sums[0].add_switch(a0, a1, a1);
+
+        // Among the aggressors, their queues full when the CBR window starts.
+        aggressors.set_paused(false);
+        thread::sleep(WARM_UP);
+        let b0 = switch_snap(lab)?;
+        let (tx0, rx0) = (aggressors.sent(), delivered());
+        let t = Instant::now();
+        sums[1].cbr_sent += cbr_send(&mut cbr, plan.cbr_send_rate, window, 1, &mut seq)?;
+        sums[1].seconds += t.elapsed().as_secs_f64();
+        let (tx1, rx1) = (aggressors.sent(), delivered());
+        let b1 = switch_snap(lab)?;
+        aggressors.set_paused(true);
+        thread::sleep(CBR_DRAIN);
+        let b2 = switch_snap(lab)?;
+        sums[1].add_switch(b0, b1, b2);
+        let s = &mut sums[1];
+        s.offered = (s.offered.0 + tx1.0 - tx0.0, s.offered.1 + tx1.1 - tx0.1);
+        s.delivered = (s.delivered.0 + rx1.0 - rx0.0, s.delivered.1 + rx1.1 - rx0.1);
+    }
     aggressors.stop()?;
     thread::sleep(DRAIN);
-    let s2 = switch_snap(lab)?;
     drop(cbr);
     let rx = sinks.finish()?;
 
-    let secs = time.as_secs_f64();
-    let rate = |n: u64, len: usize| (n * cells_of(len)) as f64 / elapsed2;
-    let phase = |name,
-                 sent: u64,
-                 rx: &CbrRx,
-                 cbr: ConnCounters,
-                 vbr,
-                 ubr,
-                 offered: (f64, f64),
-                 delivered: (f64, f64)| PhaseReport {
-        name,
-        seconds: secs,
-        cbr_sent: sent,
-        cbr_received: rx.received,
-        cbr_lost: sent.saturating_sub(rx.received),
-        cbr_out_of_order: rx.out_of_order,
-        cbr_delay: rx.delays.summary(),
-        switch_cbr: cbr,
-        switch_vbr: vbr,
-        switch_ubr: ubr,
-        vbr_offered_cells_per_s: offered.0,
-        ubr_offered_cells_per_s: offered.1,
-        vbr_delivered_cells_per_s: delivered.0,
-        ubr_delivered_cells_per_s: delivered.1,
-    };
-    let p1 = phase(
-        "CBR alone",
-        sent1,
-        &rx[0],
-        s1.cbr.minus(s0.cbr),
-        s1.vbr.minus(s0.vbr),
-        s1.ubr.minus(s0.ubr),
-        (0.0, 0.0),
-        (0.0, 0.0),
-    );
-    // The CBR counters over all of phase 2 (warm-up and drain included: it sends nothing
-    // then); the aggressors' over the CBR traffic's span, when both ran.
-    let p2 = phase(
-        "CBR + VBR at 2x PCR + UBR flood",
-        sent2,
-        &rx[1],
-        s2.cbr.minus(s1.cbr),
-        s2a.vbr.minus(s1b.vbr),
-        s2a.ubr.minus(s1b.ubr),
-        (rate(vbr_tx, VBR_SDU), rate(ubr_tx, UBR_SDU)),
-        (rate(vbr_rx, VBR_SDU), rate(ubr_rx, UBR_SDU)),
-    );
-    let p99_rise_percent = match (&p1.cbr_delay, &p2.cbr_delay) {
+    let phases: Vec<PhaseReport> = sums
+        .iter()
+        .zip(&rx)
+        .zip(["CBR alone", "CBR + VBR at 2x PCR + UBR flood"])
+        .map(|((s, rx), name)| {
+            let rate = |n: u64, len: usize| (n * cells_of(len)) as f64 / s.seconds.max(1e-9);
+            PhaseReport {
+                name,
+                seconds: s.seconds,
+                cbr_sent: s.cbr_sent,
+                cbr_received: rx.received,
+                cbr_lost: s.cbr_sent.saturating_sub(rx.received),
+                cbr_out_of_order: rx.out_of_order,
+                cbr_delay: rx.delays.summary(),
+                switch_cbr: s.switch[0],
+                switch_vbr: s.switch[1],
+                switch_ubr: s.switch[2],
+                vbr_offered_cells_per_s: rate(s.offered.0, VBR_SDU),
+                ubr_offered_cells_per_s: rate(s.offered.1, UBR_SDU),
+                vbr_delivered_cells_per_s: rate(s.delivered.0, VBR_SDU),
+                ubr_delivered_cells_per_s: rate(s.delivered.1, UBR_SDU),
+            }
+        })
+        .collect();
+    let p99_rise_percent = match (&phases[0].cbr_delay, &phases[1].cbr_delay) {
         (Some(a), Some(b)) if a.p99_ns > 0 => {
             Some((b.p99_ns as f64 / a.p99_ns as f64 - 1.0) * 100.0)
         }
         _ => None,
     };
-    let ubr_offered_over_share = p2.ubr_offered_cells_per_s / plan.ubr_share.max(1) as f64;
-    let vbr_offered_over_pcr = p2.vbr_offered_cells_per_s / f64::from(plan.vbr_pcr.max(1));
+    let ubr_offered_over_share = phases[1].ubr_offered_cells_per_s / plan.ubr_share.max(1) as f64;
+    let vbr_offered_over_pcr = phases[1].vbr_offered_cells_per_s / f64::from(plan.vbr_pcr.max(1));
     Ok(Report {
         plan: plan.clone(),
-        phases: vec![p1, p2],
+        phases,
         p99_rise_percent,
         ubr_offered_over_share,
         vbr_offered_over_pcr,
@@ -713,7 +867,7 @@ fn print_table(r: &Report) {
     let p = &r.plan;
     println!(
         "sink link {} ({} cells/s); CBR {} (sent at {} cells/s), VBR {} (source opens {}), \
-         UBR {} (share {} cells/s)",
+         UBR {} (share {} cells/s; source opens {})",
         p.sink_rate,
         p.sink_cells_per_s,
         p.cbr_qos,
@@ -721,7 +875,8 @@ fn print_table(r: &Report) {
         p.vbr_qos,
         p.vbr_source_qos,
         p.ubr_qos,
-        p.ubr_share
+        p.ubr_share,
+        p.ubr_source_qos,
     );
     println!(
         "{:<34} {:>8} {:>8} {:>6} {:>6} {:>10} {:>10}",
@@ -787,11 +942,13 @@ mod tests {
 
     #[test]
     fn the_plan_takes_shares_of_the_sink_rate() {
-        let p = Plan::new("50000", 20).unwrap();
+        let p = Plan::new("50000", 20, "10").unwrap();
         assert_eq!(p.cbr_qos, "cbr:pcr=10000");
         assert_eq!(p.vbr_qos, "vbr:pcr=10000,scr=5000,mbs=32");
         assert_eq!(p.vbr_source_qos, "vbr:pcr=20000,scr=20000,mbs=1");
         assert_eq!(p.ubr_share, 35_000);
+        assert_eq!(p.ubr_source_qos, "ubr:pcr=350000");
+        assert_eq!(Plan::new("50000", 20, "max").unwrap().ubr_source_qos, "ubr");
         assert_eq!(p.cbr_send_rate, 9_000);
         let t = p.topology();
         assert!(t.contains("rate = \"50000\""));
@@ -800,16 +957,23 @@ mod tests {
 
     #[test]
     fn bad_rates_and_shares_are_refused_with_a_reason() {
-        for (rate, share, what) in [
-            ("unlimited", 20, "line rate"),
-            ("fast", 20, "--sink-rate fast"),
-            ("50000", 0, "--cbr-share 0"),
-            ("50000", 46, "--cbr-share 46"),
-            ("50", 20, "CBR PCR of 10"),
+        for (rate, share, over, what) in [
+            ("unlimited", 20, "10", "line rate"),
+            ("fast", 20, "10", "--sink-rate fast"),
+            ("50000", 0, "10", "--cbr-share 0"),
+            ("50000", 46, "10", "--cbr-share 46"),
+            ("50", 20, "10", "CBR PCR of 10"),
+            ("50000", 20, "0", "--ubr-over 0"),
+            ("50000", 20, "ten", "--ubr-over ten"),
+            ("oc12", 20, "10", "beyond what a source is shaped to"),
         ] {
-            let e = Plan::new(rate, share).unwrap_err();
+            let e = Plan::new(rate, share, over).unwrap_err();
             assert_eq!(e.code, 2);
-            assert!(e.message.contains(what), "{rate}/{share}: {}", e.message);
+            assert!(
+                e.message.contains(what),
+                "{rate}/{share}/{over}: {}",
+                e.message
+            );
         }
     }
 
