@@ -28,7 +28,8 @@
 //!
 //! While it spins it yields the CPU every 20 µs ([`GiveWay`]): traffic that keeps coming
 //! keeps the switch spinning, and a thread woken on its CPU (a host's daemon, an
-//! application) would otherwise wait for the switch's whole time slice.
+//! application) would otherwise wait for the switch's whole time slice. A switch pinned
+//! with `cpu = N` was given its CPU and does not yield.
 //!
 //! `wait = "poll"` at the top level of the configuration never sleeps. `run` returns when
 //! the stop flag is set (by [`install_signal_stop`]'s SIGTERM/SIGINT handler or a
@@ -277,7 +278,10 @@ fn serve(
             continue;
         }
         if !idle.may_sleep(StdInstant::now()) {
-            give_way.tick(stepped);
+            // A switch pinned to a CPU was given that CPU: it does not give way.
+            if config.cpu.is_none() {
+                give_way.tick(stepped);
+            }
             continue;
         }
         // One more step with the links announcing: only it tells the peers to kick.
