@@ -30,8 +30,8 @@
 //! Unknown keys are errors. Every error names the entry (`port 2`, `xc 3`), the key and
 //! the line where the TOML has one. A port whose link has a rate (`rate = "oc3"`) also
 //! paces the switch's output on it at that rate (rounded down to whole cells/s), so cells
-//! wait in the switch's per-category queues (where EPD and priorities apply) rather than
-//! in the line emulator.
+//! wait in the switch's per-category queues (where EPD and priorities apply); the switch's
+//! end of such a link emulates only its impairments, not the rate a second time.
 
 use std::collections::BTreeSet;
 use std::ops::Range;

@@ -186,7 +186,8 @@ impl Plan {
                 let rate = ubr_share.saturating_mul(u64::from(over));
                 if rate > u64::from(MAX_SHAPED_UBR) {
                     return Err(CliError::usage(format!(
-                        "--ubr-over {x}: {rate} cells/s is beyond what a source is shaped to                          ({MAX_SHAPED_UBR}); use a lower multiple or max"
+                        "--ubr-over {x}: {rate} cells/s is beyond what a source is shaped to \
+                         ({MAX_SHAPED_UBR}); use a lower multiple or max"
                     )));
                 }
                 format!("ubr:pcr={rate}")
@@ -769,7 +770,7 @@ impl PhaseSums {
 
 fn measure(lab: &OwnedLab, plan: &Plan, time: Duration) -> Result<Report, CliError> {
     let sinks = Sinks::start(lab, plan)?;
-    // Eight transmit buffers: a sender its VC holds back waits for a buffer rather than
+    // Four transmit buffers: a sender its VC holds back waits for a buffer rather than
     // queueing SDUs whose delay would then be its own.
     let mut cbr = open(lab, "cbr", (CBR_VC, DataPath::Direct), &plan.cbr_qos, 8, 64)?;
     let aggressors = Aggressors::start(lab, plan)?;
@@ -965,7 +966,7 @@ mod tests {
             ("50", 20, "10", "CBR PCR of 10"),
             ("50000", 20, "0", "--ubr-over 0"),
             ("50000", 20, "ten", "--ubr-over ten"),
-            ("oc12", 20, "10", "beyond what a source is shaped to"),
+            ("oc12", 20, "10", "shaped to (5000000)"),
         ] {
             let e = Plan::new(rate, share, over).unwrap_err();
             assert_eq!(e.code, 2);
