@@ -34,6 +34,7 @@ use natm_link::clock::Epoch;
 use natm_link::{Cell, CellLink};
 use natm_nic::RingFault;
 use natm_nic::channel::{self as nic, AdapterEnd, ChannelError, PollError, TxRequest};
+use natm_wire::cell::Cell as WireCell;
 
 /// Cells moved per link call.
 pub const BATCH: usize = 64;
@@ -202,18 +203,148 @@ impl BufferMemory for ChannelMemory<'_> {
     }
 }
 
+/// The link side of an adapter: a link and the batches that move cells between it and an
+/// [`Adapter`], with the one copy of a batch the link refused. [`Driver`] runs one between a
+/// channel and its link; an application that keeps its buffers in its own memory (the
+/// lane path of the `natm` crate) runs one over those buffers, with no channel between.
+pub struct LinkSide<L> {
+    link: L,
+    /// Cells from the adapter the link has not taken yet: `out[sent..filled]`.
+    out: Box<[Cell; BATCH]>,
+    sent: usize,
+    filled: usize,
+    /// Cells from the link the adapter has not been given yet: `inbox[taken..got]`.
+    inbox: Box<[Cell; BATCH]>,
+    taken: usize,
+    got: usize,
+    /// Times the link took fewer cells than offered.
+    link_full: u64,
+}
+
+impl<L: CellLink> LinkSide<L> {
+    /// The link side of `link`.
+    pub fn new(link: L) -> LinkSide<L> {
+        LinkSide {
+            link,
+            out: Box::new([[0; 53]; BATCH]),
+            sent: 0,
+            filled: 0,
+            inbox: Box::new([[0; 53]; BATCH]),
+            taken: 0,
+            got: 0,
+            link_full: 0,
+        }
+    }
+
+    /// The link.
+    pub fn link(&self) -> &L {
+        &self.link
+    }
+
+    /// The link, to wait on it or flush it.
+    pub fn link_mut(&mut self) -> &mut L {
+        &mut self.link
+    }
+
+    /// Cells that wait here for the link to take them.
+    pub fn backlog(&self) -> usize {
+        self.filled - self.sent
+    }
+
+    /// Times the link took fewer cells than offered.
+    pub fn link_full(&self) -> u64 {
+        self.link_full
+    }
+
+    /// Gives the adapter one batch of cells from the link (it writes payloads into `mem`);
+    /// how many cells.
+    pub fn receive<M: BufferMemory + ?Sized>(
+        &mut self,
+        adapter: &mut Adapter,
+        now: Instant,
+        mem: &mut M,
+    ) -> io::Result<usize> {
+        self.receive_sdus(adapter, now, mem, usize::MAX)
+    }
+
+    /// Like [`LinkSide::receive`], but gives the adapter cells only up to the `ends`-th
+    /// that ends an AAL5 SDU; the rest wait here for the next call, and none is taken from
+    /// the link while some wait. With `ends` the adapter's free receive buffers and one VC
+    /// on the link, no SDU is dropped for want of a buffer: each SDU begun takes one, and
+    /// the one under way (if any) already has its own.
+    pub fn receive_sdus<M: BufferMemory + ?Sized>(
+        &mut self,
+        adapter: &mut Adapter,
+        now: Instant,
+        mem: &mut M,
+        ends: usize,
+    ) -> io::Result<usize> {
+        if ends == 0 {
+            return Ok(0);
+        }
+        if self.taken == self.got {
+            self.got = self.link.recv_cells(&mut self.inbox[..])?;
+            self.taken = 0;
+        }
+        let from = self.taken;
+        let to = if ends == usize::MAX {
+            self.got
+        } else {
+            let mut seen = 0;
+            let mut to = from;
+            while to < self.got && seen < ends {
+                if WireCell::new_unchecked(&self.inbox[to])
+                    .pti()
+                    .is_end_of_frame()
+                {
+                    seen += 1;
+                }
+                to += 1;
+            }
+            to
+        };
+        if to > from {
+            adapter.handle_cells(now, &self.inbox[from..to], mem);
+        }
+        self.taken = to;
+        Ok(to - from)
+    }
+
+    /// Hands the link what the adapter has to send now (segmented from `mem`), until the
+    /// adapter has nothing or the link is full; how many cells the link took.
+    pub fn transmit<M: BufferMemory + ?Sized>(
+        &mut self,
+        adapter: &mut Adapter,
+        now: Instant,
+        mem: &M,
+    ) -> io::Result<usize> {
+        let mut out = 0;
+        loop {
+            if self.sent == self.filled {
+                self.filled = adapter.poll_transmit(now, mem, &mut self.out[..]);
+                self.sent = 0;
+                if self.filled == 0 {
+                    return Ok(out);
+                }
+            }
+            let n = self.link.send_cells(&self.out[self.sent..self.filled])?;
+            self.sent += n;
+            out += n;
+            if self.sent < self.filled {
+                self.link_full += 1;
+                return Ok(out);
+            }
+        }
+    }
+}
+
 /// An adapter model driven between a channel and a link. See the [module
 /// documentation](self).
 pub struct Driver<L> {
     adapter: Adapter,
     end: AdapterEnd,
-    link: L,
+    side: LinkSide<L>,
     epoch: Epoch,
-    /// Cells from the adapter the link has not taken yet: `out[sent..filled]`.
-    out: Box<[Cell; BATCH]>,
-    sent: usize,
-    filled: usize,
-    inbox: Box<[Cell; BATCH]>,
     deferred: VecDeque<Completion>,
     counters: DriverCounters,
 }
@@ -226,12 +357,8 @@ impl<L: CellLink> Driver<L> {
         Driver {
             adapter,
             end,
-            link,
+            side: LinkSide::new(link),
             epoch: Epoch::now(),
-            out: Box::new([[0; 53]; BATCH]),
-            sent: 0,
-            filled: 0,
-            inbox: Box::new([[0; 53]; BATCH]),
             deferred: VecDeque::new(),
             counters: DriverCounters::default(),
         }
@@ -249,17 +376,20 @@ impl<L: CellLink> Driver<L> {
 
     /// The link.
     pub fn link(&self) -> &L {
-        &self.link
+        self.side.link()
     }
 
     /// The link, to wait on it or flush it.
     pub fn link_mut(&mut self) -> &mut L {
-        &mut self.link
+        self.side.link_mut()
     }
 
     /// The driver's own counters.
     pub fn counters(&self) -> DriverCounters {
-        self.counters
+        DriverCounters {
+            link_full: self.side.link_full(),
+            ..self.counters
+        }
     }
 
     /// The adapter's clock: time since the driver was made.
@@ -275,7 +405,7 @@ impl<L: CellLink> Driver<L> {
 
     /// Whether cells wait in the driver for the link to take them.
     pub fn link_backlog(&self) -> usize {
-        self.filled - self.sent
+        self.side.backlog()
     }
 
     /// Moves everything that can move now, in the order of the module documentation.
@@ -287,15 +417,9 @@ impl<L: CellLink> Driver<L> {
             self.adapter.handle_timeout(now);
         }
         progress.posted = self.take_posts(now)?;
-
-        let n = self.link.recv_cells(&mut self.inbox[..])?;
-        if n > 0 {
-            let mut mem = ChannelMemory(&mut self.end);
-            self.adapter.handle_cells(now, &self.inbox[..n], &mut mem);
-            progress.cells_in = n;
-        }
-
-        progress.cells_out = self.transmit(now)?;
+        let mut mem = ChannelMemory(&mut self.end);
+        progress.cells_in = self.side.receive(&mut self.adapter, now, &mut mem)?;
+        progress.cells_out = self.side.transmit(&mut self.adapter, now, &mem)?;
         progress.completed = self.complete()?;
         Ok(progress)
     }
@@ -310,27 +434,6 @@ impl<L: CellLink> Driver<L> {
             },
             |_| *refused += 1,
         )?)
-    }
-
-    fn transmit(&mut self, now: Instant) -> Result<usize, DriverError> {
-        let mut out = 0;
-        loop {
-            if self.sent == self.filled {
-                let mem = ChannelMemory(&mut self.end);
-                self.filled = self.adapter.poll_transmit(now, &mem, &mut self.out[..]);
-                self.sent = 0;
-                if self.filled == 0 {
-                    return Ok(out);
-                }
-            }
-            let n = self.link.send_cells(&self.out[self.sent..self.filled])?;
-            self.sent += n;
-            out += n;
-            if self.sent < self.filled {
-                self.counters.link_full += 1;
-                return Ok(out);
-            }
-        }
     }
 
     fn complete(&mut self) -> Result<usize, DriverError> {

@@ -18,4 +18,4 @@ pub mod hostd;
 pub mod loopback;
 pub mod proto;
 
-pub use driver::{Driver, DriverCounters, DriverError, Progress};
+pub use driver::{Driver, DriverCounters, DriverError, LinkSide, Progress};

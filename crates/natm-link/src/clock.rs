@@ -23,6 +23,14 @@ impl Epoch {
         Instant::from_nanos(u64::try_from(self.0.elapsed().as_nanos()).unwrap_or(u64::MAX))
     }
 
+    /// A real instant already read, as the core's time (saturating; an instant before the
+    /// epoch is its origin): one clock read can serve several uses.
+    pub fn at(&self, t: StdInstant) -> Instant {
+        Instant::from_nanos(
+            u64::try_from(t.saturating_duration_since(self.0).as_nanos()).unwrap_or(u64::MAX),
+        )
+    }
+
     /// The real instant of a core's time.
     pub fn to_std(&self, t: Instant) -> StdInstant {
         self.0 + Duration::from_nanos(t.as_nanos())
@@ -44,5 +52,11 @@ mod tests {
             e.0 + Duration::from_micros(1)
         );
         assert!(e.elapsed() >= t, "time never goes back");
+        assert_eq!(e.at(e.0 + Duration::from_nanos(7)), Instant::from_nanos(7));
+        assert_eq!(
+            e.at(e.0 - Duration::from_nanos(1)),
+            Instant::from_nanos(0),
+            "before the epoch is its origin"
+        );
     }
 }

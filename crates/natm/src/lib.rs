@@ -2,7 +2,7 @@
 //! and receive AAL5 SDUs on them, blocking, non-blocking or zero-copy (issue 5).
 //!
 //! A [`Host`] is a connection to one host's daemon. [`Host::open`] asks it for a VC; the
-//! VC's data then takes one of two paths ([`DataPath`]):
+//! VC's data then takes one of three paths ([`DataPath`]):
 //!
 //! * **Direct** (the default): hostd hands the application a shared-memory channel (a
 //!   memfd with descriptor, free-buffer and completion rings and the buffers, natm-nic's
@@ -13,6 +13,13 @@
 //!   [`Vc::tx_buffer`] / [`Vc::recv_zero_copy`] avoid the copies too.
 //! * **Daemon**: each SDU is one message on the Unix socket, copied by hostd, as with a
 //!   kernel driver. It exists to be measured against the direct path.
+//! * **Lane**: hostd brokers a ring pair into the switch's port for this VC alone, and the
+//!   application runs the adapter itself, in its own calls, over buffers in its own memory
+//!   (no channel rings, no daemon on the data path). Only those calls move its cells:
+//!   [`Vc::flush`] before going quiet. A receiver takes from its lane only as many SDUs as
+//!   it has free buffers; the rest wait in the lane, and the switch holds back what feeds a
+//!   full lane, so a slow reader loses nothing (on the other paths, as in ATM, a receiver
+//!   out of buffers drops whole frames).
 //!
 //! Errors say what failed ([`Error`]): no daemon at the socket, a refusal with hostd's
 //! reason (VC in use, reserved VCI, admission control), the link being down, the channel
@@ -100,12 +107,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use natm_adapter::{Adapter, AdapterConfig, HecCheck, LinkRate, RxVcConfig};
-use natm_host::driver::Driver;
+use natm_adapter::{Adapter, AdapterConfig, HecCheck, LinkRate, RxVcConfig, VecBuffers};
+use natm_host::driver::LinkSide;
 use natm_host::proto::{
     self, ErrorKind, Frame, FrameError, NotifyMode, PathKind, Request, Response, SignalTarget,
 };
 use natm_link::CellLink;
+use natm_link::clock::Epoch;
 use natm_link::shm::{ShmHandover, ShmLink, ShmWait};
 use natm_nic::channel::{AppEnd, BufferId, Channel, ChannelState, PollError};
 use natm_nic::memfd::MemfdMem;
@@ -644,61 +652,90 @@ const LANE_LINGER: Duration = Duration::from_secs(1);
 /// How long an adaptive lane-path wait spins before it sleeps.
 const LANE_SPIN: Duration = Duration::from_micros(30);
 
-/// The lane path's engine: the adapter that hostd's loop runs on the direct path, here
-/// driven by the application's own calls, between its channel and its lane.
+/// The lane path's engine: an adapter for the one VC, driven by the application's own
+/// calls, between the VC's buffers (in this process's memory: no channel rings between the
+/// application and its own adapter) and the lane.
 struct LaneEngine {
-    driver: Driver<ShmLink>,
+    adapter: Adapter,
+    side: LinkSide<ShmLink>,
+    buffers: VecBuffers,
+    epoch: Epoch,
     notify: Notify,
     /// hostd writes it when it changes the channel's state (link down, revoked).
     state_fd: OwnedFd,
 }
 
+fn lane_error(e: io::Error) -> Error {
+    protocol(format!("lane: {e}"))
+}
+
 impl LaneEngine {
-    /// Moves what can move now; whether anything did.
-    fn pump(&mut self) -> Result<bool, Error> {
-        match self.driver.poll() {
-            Ok(p) => Ok(p.any()),
-            Err(e) => Err(protocol(format!("lane: {e}"))),
+    /// Moves what can move now (`now` just read from the clock); whether anything did.
+    fn pump(&mut self, now: Instant) -> Result<bool, Error> {
+        let now = self.epoch.at(now);
+        let mut moved = false;
+        if self.adapter.poll_timeout().is_some_and(|t| t <= now) {
+            self.adapter.handle_timeout(now);
+            moved = true;
         }
+        // Only as many SDUs as there are free receive buffers: the rest stay in the lane
+        // (the switch holds back what feeds a full lane) instead of being dropped here.
+        let free = self.adapter.free_rx_buffers();
+        let cells_in = self
+            .side
+            .receive_sdus(&mut self.adapter, now, &mut self.buffers, free)
+            .map_err(lane_error)?;
+        let cells_out = self
+            .side
+            .transmit(&mut self.adapter, now, &self.buffers)
+            .map_err(lane_error)?;
+        Ok(moved || cells_in + cells_out > 0)
     }
 
-    /// Waits at most `left` for anything to move (or the state to change): pumping
-    /// between yields (poll), spinning then sleeping (adaptive) or sleeping at once
-    /// (eventfd) on the lane's eventfd and the state eventfd. False if nothing came.
-    fn wait(&mut self, left: Duration) -> Result<bool, Error> {
-        let start = Instant::now();
+    /// Queues buffer `b` (`len` bytes) for transmission and moves what can move.
+    fn send(&mut self, b: BufferId, len: usize, handle: u32) -> Result<(), Error> {
+        let now = Instant::now();
+        let at = self.epoch.at(now);
+        self.adapter
+            .post_tx(at, natm_adapter::BufferId(b.0), len, handle);
+        self.pump(now).map(|_| ())
+    }
+
+    /// Waits at most `left` from `start` (just read) for anything to move (or the state to
+    /// change): pumping between yields (poll), spinning then sleeping (adaptive) or sleeping
+    /// at once (eventfd) on the lane's eventfd and the state eventfd. False if nothing came.
+    fn wait(&mut self, start: Instant, left: Duration) -> Result<bool, Error> {
         let spin = match self.notify {
             Notify::Poll => left,
             Notify::Adaptive => LANE_SPIN.min(left),
             _ => Duration::ZERO,
         };
+        let mut now = start;
         loop {
-            if self.pump()? {
+            // One clock read per round serves the adapter and the deadline.
+            if self.pump(now)? {
                 return Ok(true);
             }
-            let spent = start.elapsed();
+            let spent = now.saturating_duration_since(start);
             if spent >= left {
                 return Ok(false);
             }
             if spent < spin {
                 // Another poller (the peer application, the switch) may need this CPU.
                 std::thread::yield_now();
+                now = Instant::now();
                 continue;
             }
             // The pump's receive found the lane empty, which asked the switch to kick the
             // lane's eventfd with its next cells (and a full ring, to kick with room).
             let mut until = start + left;
-            if let Some(t) = self.driver.poll_timeout() {
-                until = until.min(t);
+            if let Some(t) = self.adapter.poll_timeout() {
+                until = until.min(self.epoch.to_std(t));
             }
             let sleep = until.saturating_duration_since(Instant::now());
             let ts = rustix::event::Timespec::try_from(sleep).ok();
             // An eventfd-mode shm link always has its descriptor.
-            let link_fd = self
-                .driver
-                .link()
-                .poll_fd()
-                .unwrap_or(self.state_fd.as_fd());
+            let link_fd = self.side.link().poll_fd().unwrap_or(self.state_fd.as_fd());
             let mut fds = [
                 rustix::event::PollFd::new(&self.state_fd, rustix::event::PollFlags::IN),
                 rustix::event::PollFd::from_borrowed_fd(link_fd, rustix::event::PollFlags::IN),
@@ -709,7 +746,7 @@ impl LaneEngine {
             }
             let mut b = [0u8; 8];
             let _ = rustix::io::read(&self.state_fd, &mut b);
-            if let Some(fd) = self.driver.link().poll_fd() {
+            if let Some(fd) = self.side.link().poll_fd() {
                 let _ = rustix::io::read(fd, &mut b);
             }
             return Ok(true);
@@ -765,12 +802,16 @@ impl Direct {
         size: u32,
         count: u32,
         daemon: UnixStream,
-        lane: Option<Box<LaneEngine>>,
+        mut lane: Option<Box<LaneEngine>>,
     ) -> Result<Direct, Error> {
         let rx = count / 2;
         for b in 0..rx {
-            app.post_rx(BufferId(b))
-                .map_err(|e| protocol(format!("posting a receive buffer: {e}")))?;
+            match &mut lane {
+                Some(l) => l.adapter.post_rx_buffer(natm_adapter::BufferId(b)),
+                None => app
+                    .post_rx(BufferId(b))
+                    .map_err(|e| protocol(format!("posting a receive buffer: {e}")))?,
+            }
         }
         Ok(Direct {
             app,
@@ -805,10 +846,8 @@ impl Direct {
         check_eventfd(&state_fd).map_err(|e| protocol(format!("eventfd: {e}")))?;
         let mem = MemfdMem::map(region).map_err(|e| protocol(format!("channel region: {e}")))?;
         let ch = Channel::open(Arc::new(mem)).map_err(|e| protocol(format!("channel: {e}")))?;
+        // The channel carries the state word only: the buffers are this process's own.
         let app = ch.app().map_err(|e| protocol(format!("channel: {e}")))?;
-        let end = ch
-            .adapter()
-            .map_err(|e| protocol(format!("channel: {e}")))?;
         let geom = ch
             .layout()
             .buffers
@@ -845,7 +884,10 @@ impl Direct {
         )
         .map_err(|e| protocol(format!("lane: {e}")))?;
         let engine = LaneEngine {
-            driver: Driver::new(adapter, end, link),
+            adapter,
+            side: LinkSide::new(link),
+            buffers: VecBuffers::new(count, geom.size as usize),
+            epoch: Epoch::now(),
             notify,
             state_fd,
         };
@@ -860,12 +902,65 @@ impl Direct {
         )
     }
 
-    /// Lane path: moves what can move now (cells out after a post, cells in).
-    fn pump(&mut self) -> Result<(), Error> {
-        if let Some(l) = &mut self.lane {
-            l.pump()?;
+    /// Copies `sdu` into transmit buffer `b`.
+    fn write_buffer(&mut self, b: BufferId, sdu: &[u8]) -> Result<(), Error> {
+        match &mut self.lane {
+            Some(l) => l
+                .buffers
+                .buffer_mut(natm_adapter::BufferId(b.0))
+                .and_then(|buf| buf.get_mut(..sdu.len()))
+                .map(|buf| buf.copy_from_slice(sdu))
+                .ok_or_else(|| protocol(format!("transmit buffer {} is too small", b.0))),
+            None => self
+                .app
+                .write_buffer(b, sdu)
+                .map_err(|e| protocol(format!("transmit buffer: {e}"))),
         }
-        Ok(())
+    }
+
+    /// The first `len` bytes of buffer `b` (empty if out of bounds).
+    fn buffer(&self, b: BufferId, len: usize) -> &[u8] {
+        match &self.lane {
+            Some(l) => l
+                .buffers
+                .buffer(natm_adapter::BufferId(b.0))
+                .and_then(|buf| buf.get(..len)),
+            None => self.app.buffer(b, len).ok(),
+        }
+        .unwrap_or(&[])
+    }
+
+    /// The first `len` bytes of buffer `b`, writable (empty if out of bounds).
+    fn buffer_mut(&mut self, b: BufferId, len: usize) -> &mut [u8] {
+        match &mut self.lane {
+            Some(l) => l
+                .buffers
+                .buffer_mut(natm_adapter::BufferId(b.0))
+                .and_then(|buf| buf.get_mut(..len)),
+            None => self.app.buffer_mut(b, len).ok(),
+        }
+        .unwrap_or(&mut [])
+    }
+
+    /// Sends buffer `b`'s first `len` bytes on VC `handle`.
+    fn post_tx(&mut self, b: BufferId, len: usize, handle: u32) -> Result<(), Error> {
+        match &mut self.lane {
+            Some(l) => l.send(b, len, handle),
+            None => self
+                .app
+                .post_tx(b, len as u32, handle, 0)
+                .map_err(|e| protocol(format!("transmit ring: {e}"))),
+        }
+    }
+
+    /// Hands receive buffer `b` back for reception.
+    fn post_rx(&mut self, b: BufferId) {
+        match &mut self.lane {
+            Some(l) => l.adapter.post_rx_buffer(natm_adapter::BufferId(b.0)),
+            None => {
+                let _ = self.app.post_rx(b);
+            }
+        }
     }
 
     /// Whether hostd's end of the socket is closed (hostd exited or was killed).
@@ -890,7 +985,21 @@ impl Direct {
 
     /// Takes every completion.
     fn drain(&mut self) -> Result<(), Error> {
-        self.pump()?;
+        if let Some(l) = &mut self.lane {
+            l.pump(Instant::now())?;
+            while let Some(c) = l.adapter.poll_completion() {
+                let b = BufferId(c.buffer.0);
+                match c.direction {
+                    natm_adapter::Direction::Rx if c.status == natm_adapter::Status::Ok => {
+                        self.ready.push_back((b, c.len))
+                    }
+                    // A frame that never came (aborted, too long): the buffer goes back.
+                    natm_adapter::Direction::Rx => l.adapter.post_rx_buffer(c.buffer),
+                    natm_adapter::Direction::Tx => self.free_tx.push(b),
+                }
+            }
+            return Ok(());
+        }
         loop {
             match self.app.poll_completion() {
                 Ok(Some(c)) if c.rx => {
@@ -916,9 +1025,10 @@ impl Direct {
 
     /// Waits for a completion or a state change until `deadline`; false if it passed.
     fn wait(&mut self, deadline: Option<Instant>) -> Result<bool, Error> {
+        let now = Instant::now();
         let left = match deadline {
             Some(d) => {
-                let left = d.saturating_duration_since(Instant::now());
+                let left = d.saturating_duration_since(now);
                 if left.is_zero() {
                     return Ok(false);
                 }
@@ -929,7 +1039,7 @@ impl Direct {
         // In slices: between them, a hostd that died without revoking is noticed.
         let out = match &mut self.lane {
             Some(l) => {
-                if l.wait(left.min(DAEMON_CHECK))? {
+                if l.wait(now, left.min(DAEMON_CHECK))? {
                     WaitOutcome::Ready
                 } else {
                     WaitOutcome::TimedOut
@@ -968,7 +1078,7 @@ impl Direct {
         loop {
             self.drain()?;
             self.state()?;
-            let backlog = self.lane.as_ref().map_or(0, |l| l.driver.link_backlog());
+            let backlog = self.lane.as_ref().map_or(0, |l| l.side.backlog());
             if self.free_tx.len() >= self.tx_total && backlog == 0 {
                 return Ok(());
             }
@@ -1045,13 +1155,8 @@ impl Vc {
         match &mut self.direct {
             Some(d) => {
                 let b = d.free_tx(deadline)?;
-                d.app
-                    .write_buffer(b, sdu)
-                    .map_err(|e| protocol(format!("transmit buffer: {e}")))?;
-                d.app
-                    .post_tx(b, sdu.len() as u32, handle, 0)
-                    .map_err(|e| protocol(format!("transmit ring: {e}")))?;
-                d.pump()
+                d.write_buffer(b, sdu)?;
+                d.post_tx(b, sdu.len(), handle)
             }
             None => {
                 let mut c = lock(&self.conn);
@@ -1110,11 +1215,13 @@ impl Vc {
                         max: buf.len(),
                     });
                 }
-                d.app
-                    .read_buffer(b, &mut buf[..len])
-                    .map_err(|e| protocol(format!("receive buffer: {e}")))?;
+                let sdu = d.buffer(b, len);
+                if sdu.len() != len {
+                    return Err(protocol(format!("receive buffer {} is out of bounds", b.0)));
+                }
+                buf[..len].copy_from_slice(sdu);
                 d.ready.pop_front();
-                let _ = d.app.post_rx(b);
+                d.post_rx(b);
                 Ok(len)
             }
             None => {
@@ -1224,8 +1331,10 @@ impl Vc {
     /// process's own).
     pub fn counters(&self) -> Result<VcStats, Error> {
         if let Some(l) = self.direct.as_ref().and_then(|d| d.lane.as_ref()) {
-            let c = l.driver.adapter().counters();
-            return Ok(VcStats::from_adapter(&c, 0, l.driver.counters().refused));
+            // No channel rings on the lane path: nothing is refused between the application
+            // and its own adapter.
+            let c = l.adapter.counters();
+            return Ok(VcStats::from_adapter(&c, 0, 0));
         }
         let status = lock(&self.conn).status()?;
         status
@@ -1276,25 +1385,22 @@ impl TxBuffer<'_> {
             return Err(Error::TooLong { len, max: self.len });
         }
         self.d.state()?;
-        self.d
-            .app
-            .post_tx(self.id, len as u32, self.handle, 0)
-            .map_err(|e| protocol(format!("transmit ring: {e}")))?;
+        self.d.post_tx(self.id, len, self.handle)?;
         self.sent = true;
-        self.d.pump()
+        Ok(())
     }
 }
 
 impl Deref for TxBuffer<'_> {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        self.d.app.buffer(self.id, self.len).unwrap_or(&[])
+        self.d.buffer(self.id, self.len)
     }
 }
 
 impl DerefMut for TxBuffer<'_> {
     fn deref_mut(&mut self) -> &mut [u8] {
-        self.d.app.buffer_mut(self.id, self.len).unwrap_or(&mut [])
+        self.d.buffer_mut(self.id, self.len)
     }
 }
 
@@ -1316,13 +1422,13 @@ pub struct RxSdu<'a> {
 impl Deref for RxSdu<'_> {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        self.d.app.buffer(self.id, self.len).unwrap_or(&[])
+        self.d.buffer(self.id, self.len)
     }
 }
 
 impl Drop for RxSdu<'_> {
     fn drop(&mut self) {
-        let _ = self.d.app.post_rx(self.id);
+        self.d.post_rx(self.id);
     }
 }
 
