@@ -83,6 +83,13 @@ pub trait EndpointLink: CellLink + Send {
     fn set_spinning(&mut self, on: bool) {
         let _ = on;
     }
+
+    /// An error if the peer is known to be gone, for a caller that is not reading the link
+    /// for now (a paused lane): a shared-memory link looks at its peer's socket at most
+    /// once per [`crate::shm::PEER_POLL`]. Other links report that in their reads.
+    fn check_peer(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// How long a caller may leave a TCP link with unwritten bytes before trying again.
@@ -95,6 +102,10 @@ impl EndpointLink for ShmLink {
 
     fn set_spinning(&mut self, on: bool) {
         ShmLink::set_spinning(self, on);
+    }
+
+    fn check_peer(&mut self) -> io::Result<()> {
+        self.idle_peer_check()
     }
 }
 

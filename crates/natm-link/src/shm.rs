@@ -597,7 +597,7 @@ fn peer_gone_error() -> io::Error {
 impl ShmLink {
     /// For the non-blocking calls when nothing moved: the peer's death as an error,
     /// looking at its socket at most once per [`PEER_POLL`].
-    fn idle_peer_check(&mut self) -> io::Result<()> {
+    pub(crate) fn idle_peer_check(&mut self) -> io::Result<()> {
         if self.peer.is_none() {
             return Ok(());
         }

@@ -533,6 +533,11 @@ impl Fabric {
             let lane = &mut p.lanes[l];
             if lane.paused {
                 lane.stats.paused += 1;
+                // Not read while paused, so its application's death must be looked for.
+                if lane.link.check_peer().is_err() {
+                    p.remove_lane(l);
+                    continue;
+                }
                 l += 1;
                 continue;
             }

@@ -419,3 +419,32 @@ fn detaching_the_main_link_removes_the_ports_lanes() {
     assert!(f.ports[1].lanes.is_empty());
     assert!(f.ports[1].stats.lanes_removed > removed);
 }
+
+#[test]
+fn a_paused_lane_whose_application_left_is_removed() {
+    use natm_switchd::fabric::LANE_PAUSE;
+
+    let (mut f, _h1, _h2) = fabric();
+    let (mut l1, app_sock) = watched_lane(&mut f, 0, &[100]);
+    // Port 2's lane is never read: it backs up until its feeder is paused.
+    let _l2 = lane(&mut f, 1, &[100]);
+    let chunk: Vec<Cell> = (0..RING as u8).map(|k| data_cell(100, k)).collect();
+    let mut rounds = 0;
+    while !f.ports[0].lanes[0].paused() {
+        assert!(rounds < 4 * LANE_PAUSE, "the feeding lane was never paused");
+        let n = l1.send_cells(&chunk).expect("send");
+        assert!(n > 0 || rounds > 0, "the lane takes cells");
+        steps(&mut f, 1);
+        rounds += 1;
+    }
+    assert!(f.ports[1].lanes[0].held() > LANE_PAUSE);
+
+    // The paused lane's application goes away: the switch sees it without reading it.
+    drop(app_sock);
+    drop(l1);
+    std::thread::sleep(PEER_POLL * 5);
+    steps(&mut f, 3);
+    assert!(f.ports[0].lanes.is_empty(), "the paused lane was removed");
+    assert_eq!(f.ports[0].stats.lanes_removed, 1);
+    assert_eq!(f.ports[1].lanes.len(), 1, "the lane it fed stays");
+}
