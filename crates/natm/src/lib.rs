@@ -663,6 +663,9 @@ struct LaneEngine {
     notify: Notify,
     /// hostd writes it when it changes the channel's state (link down, revoked).
     state_fd: OwnedFd,
+    /// The last pump moved nothing: its look at the lane found it empty, which asked the
+    /// switch to kick the lane's eventfd (or there was no buffer to receive into).
+    idle: bool,
 }
 
 fn lane_error(e: io::Error) -> Error {
@@ -689,7 +692,9 @@ impl LaneEngine {
             .side
             .transmit(&mut self.adapter, now, &self.buffers)
             .map_err(lane_error)?;
-        Ok(moved || cells_in + cells_out > 0)
+        let moved = moved || cells_in + cells_out > 0;
+        self.idle = !moved;
+        Ok(moved)
     }
 
     /// Queues buffer `b` (`len` bytes) for transmission and moves what can move.
@@ -704,7 +709,12 @@ impl LaneEngine {
     /// Waits at most `left` from `start` (just read) for anything to move (or the state to
     /// change): pumping between yields (poll), spinning then sleeping (adaptive) or sleeping
     /// at once (eventfd) on the lane's eventfd and the state eventfd. False if nothing came.
+    /// The caller has just pumped and found nothing to take; if that pump moved cells, the
+    /// lane is looked at again before any sleep.
     fn wait(&mut self, start: Instant, left: Duration) -> Result<bool, Error> {
+        if !self.idle && self.pump(start)? {
+            return Ok(true);
+        }
         let spin = match self.notify {
             Notify::Poll => left,
             Notify::Adaptive => LANE_SPIN.min(left),
@@ -712,10 +722,6 @@ impl LaneEngine {
         };
         let mut now = start;
         loop {
-            // One clock read per round serves the adapter and the deadline.
-            if self.pump(now)? {
-                return Ok(true);
-            }
             let spent = now.saturating_duration_since(start);
             if spent >= left {
                 return Ok(false);
@@ -723,11 +729,15 @@ impl LaneEngine {
             if spent < spin {
                 // Another poller (the peer application, the switch) may need this CPU.
                 std::thread::yield_now();
+                // One clock read per round serves the adapter and the deadline.
                 now = Instant::now();
+                if self.pump(now)? {
+                    return Ok(true);
+                }
                 continue;
             }
-            // The pump's receive found the lane empty, which asked the switch to kick the
-            // lane's eventfd with its next cells (and a full ring, to kick with room).
+            // The last pump's receive found the lane empty, which asked the switch to kick
+            // the lane's eventfd with its next cells (and a full ring, to kick with room).
             let mut until = start + left;
             if let Some(t) = self.adapter.poll_timeout() {
                 until = until.min(self.epoch.to_std(t));
@@ -890,6 +900,7 @@ impl Direct {
             epoch: Epoch::now(),
             notify,
             state_fd,
+            idle: false,
         };
         // The lane's waits are the engine's: the channel's waiter is never used.
         Direct::assemble(
@@ -1054,6 +1065,14 @@ impl Direct {
     }
 
     fn free_tx(&mut self, deadline: Option<Instant>) -> Result<BufferId, Error> {
+        // A lane's completions are collected when none is free: a drain there costs a pump
+        // (a clock read and a look at the lane), and the send that follows pumps anyway.
+        if self.lane.is_some() && !self.free_tx.is_empty() {
+            self.state()?;
+            if let Some(b) = self.free_tx.pop() {
+                return Ok(b);
+            }
+        }
         loop {
             self.drain()?;
             self.state()?;
@@ -1088,18 +1107,26 @@ impl Direct {
         }
     }
 
-    /// Waits for a received SDU; its buffer and length.
+    /// Waits at most `timeout` (`None`: for ever) for a received SDU; its buffer and
+    /// length.
     fn next_rx(
         &mut self,
-        deadline: Option<Instant>,
+        timeout: Option<Duration>,
         zero_wait: bool,
     ) -> Result<(BufferId, usize), Error> {
+        // One taken already: no pump (on a lane, a clock read and a look at the lane).
+        if let Some(&r) = self.ready.front() {
+            return Ok(r);
+        }
+        // The clock is read only if the call has to wait.
+        let mut deadline = None;
         loop {
             self.drain()?;
             if let Some(&r) = self.ready.front() {
                 return Ok(r);
             }
             self.state()?;
+            let deadline = *deadline.get_or_insert_with(|| timeout.map(|t| Instant::now() + t));
             if !self.wait(deadline)? {
                 return Err(if zero_wait {
                     Error::WouldBlock
@@ -1199,16 +1226,16 @@ impl Vc {
         self.send_deadline(sdu, Some(Instant::now()))
     }
 
-    fn recv_deadline(
+    fn recv_within(
         &mut self,
         buf: &mut [u8],
-        deadline: Option<Instant>,
+        timeout: Option<Duration>,
         zero_wait: bool,
     ) -> Result<usize, Error> {
         let handle = self.handle;
         match &mut self.direct {
             Some(d) => {
-                let (b, len) = d.next_rx(deadline, zero_wait)?;
+                let (b, len) = d.next_rx(timeout, zero_wait)?;
                 if len > buf.len() {
                     return Err(Error::TooLong {
                         len,
@@ -1225,6 +1252,7 @@ impl Vc {
                 Ok(len)
             }
             None => {
+                let deadline = timeout.map(|t| Instant::now() + t);
                 loop {
                     // Locked per slice, so other VCs of the host are not held up by a wait.
                     let mut c = lock(&self.conn);
@@ -1282,17 +1310,17 @@ impl Vc {
     /// Receives one SDU into `buf`, waiting for it; its length. An SDU longer than `buf`
     /// is [`Error::TooLong`] and stays queued.
     pub fn recv(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
-        self.recv_deadline(buf, None, false)
+        self.recv_within(buf, None, false)
     }
 
     /// Receives one SDU if one is there; [`Error::WouldBlock`] if not.
     pub fn try_recv(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
-        self.recv_deadline(buf, Some(Instant::now()), true)
+        self.recv_within(buf, Some(Duration::ZERO), true)
     }
 
     /// Receives one SDU, waiting at most `timeout` ([`Error::Timeout`]).
     pub fn recv_timeout(&mut self, buf: &mut [u8], timeout: Duration) -> Result<usize, Error> {
-        self.recv_deadline(buf, Some(Instant::now() + timeout), false)
+        self.recv_within(buf, Some(timeout), false)
     }
 
     fn direct(&mut self) -> Result<&mut Direct, Error> {
