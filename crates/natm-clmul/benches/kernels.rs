@@ -1,6 +1,7 @@
 //! The kernels over one 9,180-byte SDU's cells (192 cells, 9,216 payload bytes), each
 //! through the dispatching call and through [`natm_clmul::portable`], beside `memcpy` of the
-//! same bytes in the same run. `cargo bench -p natm-clmul`.
+//! same bytes in the same run; and the CRC of one cell's payload (48 bytes, what a one-cell
+//! SDU's segmentation and reassembly each compute) both ways. `cargo bench -p natm-clmul`.
 
 use std::hint::black_box;
 
@@ -43,6 +44,17 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("gather_portable", |b| {
         b.iter(|| portable::gather_payloads(INIT, black_box(&cells), black_box(&mut out)))
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("clmul_one_cell");
+    g.throughput(Throughput::Bytes(PAYLOAD_LEN as u64));
+    let cell = &payloads[..PAYLOAD_LEN];
+    g.bench_function("crc32", |b| {
+        b.iter(|| natm_clmul::crc32_update(INIT, black_box(cell)))
+    });
+    g.bench_function("crc32_portable", |b| {
+        b.iter(|| portable::crc32_update(INIT, black_box(cell)))
     });
     g.finish();
 }

@@ -201,14 +201,49 @@ fn load(block: &[u8; 64], reverse: __m512i) -> __m512i {
     _mm512_shuffle_epi8(x, reverse)
 }
 
-/// The fold starts its four accumulators from one 256-byte block; shorter data goes
-/// through the table.
+/// The fold starts its four accumulators from one 256-byte block; shorter data is folded
+/// 64 bytes at a time.
 const FOLD_MIN: usize = 256;
+
+/// Under 64 bytes, `k` whole 16-byte lanes (index `k - 1`): lane `i` moved to the place of
+/// lane `k - 1`, the empty lanes dropped.
+const SHORT_TO_LAST: [[u64; 8]; 3] = [
+    keys([Some(0), None, None, None]),
+    keys([Some(128), Some(0), None, None]),
+    keys([Some(256), Some(128), Some(0), None]),
+];
+
+/// Data under 64 bytes (a cell's payload, a trailer's cell): its whole 16-byte lanes in one
+/// masked load and one fold, the rest (under 16 bytes) through the table.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,vpclmulqdq")]
+fn crc32_short(register: u32, data: &[u8]) -> u32 {
+    let lanes = (data.len() / 16).min(3);
+    if lanes == 0 {
+        return table_update(register, data);
+    }
+    let whole = lanes * 16;
+    // SAFETY: the mask reads only `data[..whole]`, in bounds; masked-off bytes are not
+    // accessed and load as zero lanes, which the constants drop.
+    let x = unsafe { _mm512_maskz_loadu_epi8((1u64 << whole) - 1, data.as_ptr().cast()) };
+    let x = _mm512_xor_si512(_mm512_shuffle_epi8(x, reverse_lanes()), initial(register));
+    let register = to_register(fold(x, constant(&SHORT_TO_LAST[lanes - 1])));
+    table_update(register, &data[whole..])
+}
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,vpclmulqdq")]
 fn crc32(register: u32, data: &[u8]) -> u32 {
     if data.len() < FOLD_MIN {
-        return table_update(register, data);
+        let (blocks, tail) = data.as_chunks::<64>();
+        let Some((first, rest)) = blocks.split_first() else {
+            return crc32_short(register, data);
+        };
+        let reverse = reverse_lanes();
+        let k = constant(&FOLD_64);
+        let mut x = _mm512_xor_si512(load(first, reverse), initial(register));
+        for b in rest {
+            x = fold_into(x, k, load(b, reverse));
+        }
+        return crc32_short(to_register(fold(x, constant(&LANES_TO_LAST))), tail);
     }
     let reverse = reverse_lanes();
     let (blocks, tail) = data.as_chunks::<64>();
@@ -232,7 +267,7 @@ fn crc32(register: u32, data: &[u8]) -> u32 {
         x = fold_into(x, k, load(b, reverse));
     }
     let register = to_register(fold(x, constant(&LANES_TO_LAST)));
-    table_update(register, tail)
+    crc32_short(register, tail)
 }
 
 /// Copy cell `c`'s payload to `out[48 c..]` and return it lane-reversed in lanes 0-2
