@@ -673,13 +673,13 @@ fn lane_error(e: io::Error) -> Error {
 }
 
 impl LaneEngine {
-    /// Moves what can move now (`now` just read from the clock); whether anything did.
+    /// Moves what can move now (`now` just read from the clock); whether any cell did.
+    /// A timeout handled is not movement: a shaped VC whose cells wait for room in the
+    /// lane is due at every pump, and counting it kept a polling sender from yielding.
     fn pump(&mut self, now: Instant) -> Result<bool, Error> {
         let now = self.epoch.at(now);
-        let mut moved = false;
         if self.adapter.poll_timeout().is_some_and(|t| t <= now) {
             self.adapter.handle_timeout(now);
-            moved = true;
         }
         // Only as many SDUs as there are free receive buffers: the rest stay in the lane
         // (the switch holds back what feeds a full lane) instead of being dropped here.
@@ -692,7 +692,7 @@ impl LaneEngine {
             .side
             .transmit(&mut self.adapter, now, &self.buffers)
             .map_err(lane_error)?;
-        let moved = moved || cells_in + cells_out > 0;
+        let moved = cells_in + cells_out > 0;
         self.idle = !moved;
         Ok(moved)
     }
