@@ -217,6 +217,8 @@ pub struct LinkSide<L> {
     inbox: Box<[Cell; BATCH]>,
     taken: usize,
     got: usize,
+    /// The next cell given to the adapter begins an SDU (the last one ended one).
+    at_sdu_start: bool,
     /// Times the link took fewer cells than offered.
     link_full: u64,
 }
@@ -232,6 +234,7 @@ impl<L: CellLink> LinkSide<L> {
             inbox: Box::new([[0; 53]; BATCH]),
             taken: 0,
             got: 0,
+            at_sdu_start: true,
             link_full: 0,
         }
     }
@@ -267,38 +270,41 @@ impl<L: CellLink> LinkSide<L> {
         self.receive_sdus(adapter, now, mem, usize::MAX)
     }
 
-    /// Like [`LinkSide::receive`], but gives the adapter cells only up to the `ends`-th
-    /// that ends an AAL5 SDU; the rest wait here for the next call, and none is taken from
-    /// the link while some wait. With `ends` the adapter's free receive buffers and one VC
-    /// on the link, no SDU is dropped for want of a buffer: each SDU begun takes one, and
-    /// the one under way (if any) already has its own.
+    /// Like [`LinkSide::receive`], but gives the adapter only cells of the next `starts`
+    /// SDUs to begin (the one under way, if any, is not counted); the rest wait here for
+    /// the next call, and none is taken from the link while some wait. With `starts` the
+    /// adapter's free receive buffers and one VC on the link, no SDU is dropped for want of
+    /// a buffer: each SDU begun takes one, and the one under way already has its own. A
+    /// side read this way must be read only this way (it follows where SDUs begin).
     pub fn receive_sdus<M: BufferMemory + ?Sized>(
         &mut self,
         adapter: &mut Adapter,
         now: Instant,
         mem: &mut M,
-        ends: usize,
+        starts: usize,
     ) -> io::Result<usize> {
-        if ends == 0 {
-            return Ok(0);
-        }
         if self.taken == self.got {
+            if starts == 0 && self.at_sdu_start {
+                return Ok(0);
+            }
             self.got = self.link.recv_cells(&mut self.inbox[..])?;
             self.taken = 0;
         }
         let from = self.taken;
-        let to = if ends == usize::MAX {
+        let to = if starts == usize::MAX {
             self.got
         } else {
-            let mut seen = 0;
+            let mut begun = 0;
             let mut to = from;
-            while to < self.got && seen < ends {
-                if WireCell::new_unchecked(&self.inbox[to])
-                    .pti()
-                    .is_end_of_frame()
-                {
-                    seen += 1;
+            while to < self.got {
+                if self.at_sdu_start {
+                    if begun == starts {
+                        break;
+                    }
+                    begun += 1;
                 }
+                let cell = WireCell::new_unchecked(&self.inbox[to]);
+                self.at_sdu_start = cell.pti().is_end_of_frame();
                 to += 1;
             }
             to

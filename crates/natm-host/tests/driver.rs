@@ -218,3 +218,72 @@ fn receiving_by_free_buffers_leaves_the_rest_in_the_link() {
     assert_eq!(got, want, "every SDU, in order");
     assert_eq!(adapter.counters().no_buffer, 0);
 }
+
+/// The SDU under way needs no new buffer: with none free, its remaining cells still go to
+/// the adapter, and the next SDU waits.
+#[test]
+fn receiving_by_free_buffers_finishes_the_sdu_under_way() {
+    use natm_adapter::{BufferId as AdapterBuffer, VecBuffers};
+    use natm_host::driver::LinkSide;
+    use natm_wire::aal5::Segmenter;
+
+    let (mut a, b) = ShmLink::pair_with(64, ShmWait::BusyPoll).unwrap();
+    let vc = VcId::uni(0, 32).unwrap();
+    let cells = |seed: u8| {
+        let sdu = pattern(100, seed);
+        let mut seg = Segmenter::uni(vc, &sdu).unwrap();
+        let (mut out, mut c) = (Vec::new(), [0u8; 53]);
+        while seg.next_cell(&mut c) {
+            out.push(c);
+        }
+        out
+    };
+    let mut adapter = Adapter::new(AdapterConfig::new(1, 128)).unwrap();
+    adapter
+        .open_vc(7, vc, VcSpec::ubr(1_000_000, 1), RxVcConfig::aal5(128))
+        .unwrap();
+    adapter.post_rx_buffer(AdapterBuffer(0));
+    let mut mem = VecBuffers::new(1, 128);
+    let mut side = LinkSide::new(b);
+    let now = natm_core::Instant::from_nanos(0);
+    let (first, second) = (cells(1), cells(2));
+
+    // The first cell begins the SDU and takes the only buffer.
+    a.send_cells(&first[..1]).unwrap();
+    assert_eq!(
+        side.receive_sdus(&mut adapter, now, &mut mem, 1).unwrap(),
+        1
+    );
+    assert_eq!(adapter.free_rx_buffers(), 0);
+    // The rest of it and all of the next: only the rest is taken.
+    a.send_cells(&first[1..]).unwrap();
+    a.send_cells(&second).unwrap();
+    assert_eq!(
+        side.receive_sdus(&mut adapter, now, &mut mem, 0).unwrap(),
+        2
+    );
+    let c = adapter
+        .poll_completion()
+        .expect("the SDU under way completed");
+    assert_eq!(c.status, Status::Ok);
+    assert_eq!(
+        &mem.buffer(c.buffer).unwrap()[..c.len],
+        &pattern(100, 1)[..]
+    );
+    assert_eq!(
+        side.receive_sdus(&mut adapter, now, &mut mem, 0).unwrap(),
+        0
+    );
+    // With the buffer back, the next SDU comes whole.
+    adapter.post_rx_buffer(c.buffer);
+    assert_eq!(
+        side.receive_sdus(&mut adapter, now, &mut mem, 1).unwrap(),
+        3
+    );
+    let c = adapter.poll_completion().expect("the next SDU");
+    assert_eq!(
+        &mem.buffer(c.buffer).unwrap()[..c.len],
+        &pattern(100, 2)[..]
+    );
+    assert_eq!(adapter.counters().no_buffer, 0);
+}

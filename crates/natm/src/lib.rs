@@ -681,8 +681,8 @@ impl LaneEngine {
         if self.adapter.poll_timeout().is_some_and(|t| t <= now) {
             self.adapter.handle_timeout(now);
         }
-        // Only as many SDUs as there are free receive buffers: the rest stay in the lane
-        // (the switch holds back what feeds a full lane) instead of being dropped here.
+        // Only as many SDUs begun as there are free receive buffers: the rest stay in the
+        // lane (the switch holds back what feeds a full lane) instead of being dropped here.
         let free = self.adapter.free_rx_buffers();
         let cells_in = self
             .side
