@@ -232,42 +232,38 @@ fn crc32_short(register: u32, data: &[u8]) -> u32 {
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,vpclmulqdq")]
 fn crc32(register: u32, data: &[u8]) -> u32 {
-    if data.len() < FOLD_MIN {
-        let (blocks, tail) = data.as_chunks::<64>();
-        let Some((first, rest)) = blocks.split_first() else {
-            return crc32_short(register, data);
-        };
-        let reverse = reverse_lanes();
-        let k = constant(&FOLD_64);
-        let mut x = _mm512_xor_si512(load(first, reverse), initial(register));
-        for b in rest {
-            x = fold_into(x, k, load(b, reverse));
-        }
-        return crc32_short(to_register(fold(x, constant(&LANES_TO_LAST))), tail);
-    }
     let reverse = reverse_lanes();
     let (blocks, tail) = data.as_chunks::<64>();
-    let (quads, rest) = blocks.as_chunks::<4>();
-    let (first, quads) = quads.split_first().expect("FOLD_MIN bytes or more");
-    let mut a = [
-        _mm512_xor_si512(load(&first[0], reverse), initial(register)),
-        load(&first[1], reverse),
-        load(&first[2], reverse),
-        load(&first[3], reverse),
-    ];
-    let k = constant(&FOLD_256);
-    for q in quads {
-        for (a, b) in a.iter_mut().zip(q) {
-            *a = fold_into(*a, k, load(b, reverse));
-        }
-    }
     let k = constant(&FOLD_64);
-    let mut x = fold_into(fold_into(fold_into(a[0], k, a[1]), k, a[2]), k, a[3]);
+    // One 64-byte accumulator, started from four (one per 256-byte stride) when the data
+    // is long enough, or from its first block; the blocks left fold into it one by one.
+    let (mut x, rest) = if data.len() >= FOLD_MIN {
+        let (quads, rest) = blocks.as_chunks::<4>();
+        let (first, quads) = quads.split_first().expect("FOLD_MIN bytes or more");
+        let mut a = [
+            _mm512_xor_si512(load(&first[0], reverse), initial(register)),
+            load(&first[1], reverse),
+            load(&first[2], reverse),
+            load(&first[3], reverse),
+        ];
+        let k4 = constant(&FOLD_256);
+        for q in quads {
+            for (a, b) in a.iter_mut().zip(q) {
+                *a = fold_into(*a, k4, load(b, reverse));
+            }
+        }
+        let x = fold_into(fold_into(fold_into(a[0], k, a[1]), k, a[2]), k, a[3]);
+        (x, rest)
+    } else if let Some((first, rest)) = blocks.split_first() {
+        let x = _mm512_xor_si512(load(first, reverse), initial(register));
+        (x, rest)
+    } else {
+        return crc32_short(register, data);
+    };
     for b in rest {
         x = fold_into(x, k, load(b, reverse));
     }
-    let register = to_register(fold(x, constant(&LANES_TO_LAST)));
-    crc32_short(register, tail)
+    crc32_short(to_register(fold(x, constant(&LANES_TO_LAST))), tail)
 }
 
 /// Copy cell `c`'s payload to `out[48 c..]` and return it lane-reversed in lanes 0-2
