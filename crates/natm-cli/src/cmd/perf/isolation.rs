@@ -73,8 +73,38 @@ const UBR_VC: &str = "0.102";
 const CBR_SDU: usize = 17;
 const VBR_SDU: usize = 1000;
 const UBR_SDU: usize = 8192;
+/// A channel to open: its VC, buffer count and buffer size.
+#[derive(Clone, Copy)]
+struct ChannelPlan {
+    vc: &'static str,
+    buffers: u32,
+    size: u32,
+}
+
 /// The sink's CBR channel: enough posted buffers for 100 ms at 10,000 SDUs/s.
-const SINK_CBR_BUFFERS: u32 = 2048;
+const SINK_CBR: ChannelPlan = ChannelPlan {
+    vc: CBR_VC,
+    buffers: 2048,
+    size: 64,
+};
+/// The CBR source: four transmit buffers, so a sender its VC holds back waits for a buffer
+/// rather than queueing SDUs whose delay would then be its own.
+const CBR_SOURCE: ChannelPlan = ChannelPlan {
+    vc: CBR_VC,
+    buffers: 8,
+    size: 64,
+};
+/// The VBR and UBR channels, at the sink and at their sources.
+const VBR: ChannelPlan = ChannelPlan {
+    vc: VBR_VC,
+    buffers: 64,
+    size: 1024,
+};
+const UBR: ChannelPlan = ChannelPlan {
+    vc: UBR_VC,
+    buffers: 64,
+    size: UBR_SDU as u32,
+};
 /// Time for the aggressors' queues (4,096 UBR cells at the switch) to drain after they
 /// pause, before a window alone.
 const DRAIN: Duration = Duration::from_millis(400);
@@ -149,7 +179,12 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(sink_rate: &str, cbr_share: u32, ubr_over: &str) -> Result<Plan, CliError> {
+    fn new(
+        sink_rate: &str,
+        cbr_share: u32,
+        ubr_over: &str,
+        aggressor_cpu: AggressorCpu,
+    ) -> Result<Plan, CliError> {
         let rate: natm_netem::Rate = sink_rate
             .parse()
             .map_err(|e| CliError::usage(format!("--sink-rate {sink_rate}: {e}")))?;
@@ -201,7 +236,7 @@ impl Plan {
             vbr_source_qos: format!("vbr:pcr={p2},scr={p2},mbs=1", p2 = 2 * pcr),
             ubr_qos: "ubr".into(),
             ubr_source_qos,
-            aggressor_cpu: AggressorCpu::Idle,
+            aggressor_cpu,
             cbr_pcr: pcr,
             cbr_send_rate: pcr / 10 * 9,
             vbr_pcr: pcr,
@@ -291,11 +326,11 @@ fn natm_err(what: &str, e: natm::Error) -> CliError {
 fn open(
     lab: &OwnedLab,
     node: &str,
-    (vc, path): (&str, DataPath),
+    channel: ChannelPlan,
+    path: DataPath,
     qos: &str,
-    buffers: u32,
-    size: u32,
 ) -> Result<natm::Vc, CliError> {
+    let ChannelPlan { vc, buffers, size } = channel;
     let host = Host::connect_path(lab.socket(node)?).map_err(|e| natm_err(node, e))?;
     let addr = vc
         .parse()
@@ -573,8 +608,12 @@ pub fn run(args: IsolationArgs) -> CmdResult {
             args.seconds
         )));
     }
-    let mut plan = Plan::new(&args.sink_rate, args.cbr_share, &args.ubr_over)?;
-    plan.aggressor_cpu = args.aggressor_cpu;
+    let plan = Plan::new(
+        &args.sink_rate,
+        args.cbr_share,
+        &args.ubr_over,
+        args.aggressor_cpu,
+    )?;
     let dir = args.dir.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("natm-isolation-{}", std::process::id()))
     });
@@ -607,30 +646,9 @@ struct Sinks {
 impl Sinks {
     fn start(lab: &OwnedLab, plan: &Plan) -> Result<Sinks, CliError> {
         let stop = Arc::new(AtomicBool::new(false));
-        let cbr_vc = open(
-            lab,
-            "sink",
-            (CBR_VC, DataPath::Direct),
-            &plan.cbr_qos,
-            SINK_CBR_BUFFERS,
-            64,
-        )?;
-        let vbr_vc = open(
-            lab,
-            "sink",
-            (VBR_VC, DataPath::Direct),
-            &plan.vbr_qos,
-            64,
-            1024,
-        )?;
-        let ubr_vc = open(
-            lab,
-            "sink",
-            (UBR_VC, DataPath::Direct),
-            &plan.ubr_qos,
-            64,
-            UBR_SDU as u32,
-        )?;
+        let cbr_vc = open(lab, "sink", SINK_CBR, DataPath::Direct, &plan.cbr_qos)?;
+        let vbr_vc = open(lab, "sink", VBR, DataPath::Direct, &plan.vbr_qos)?;
+        let ubr_vc = open(lab, "sink", UBR, DataPath::Direct, &plan.ubr_qos)?;
         let (vbr_sdus, ubr_sdus) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let s = stop.clone();
         let cbr = thread::spawn(move || cbr_sink(cbr_vc, s));
@@ -678,22 +696,8 @@ impl Aggressors {
     fn start(lab: &OwnedLab, plan: &Plan) -> Result<Aggressors, CliError> {
         let stop = Arc::new(AtomicBool::new(false));
         let paused = Arc::new(AtomicBool::new(true));
-        let vbr_vc = open(
-            lab,
-            "vbr",
-            (VBR_VC, DataPath::Lane),
-            &plan.vbr_source_qos,
-            64,
-            1024,
-        )?;
-        let ubr_vc = open(
-            lab,
-            "ubr",
-            (UBR_VC, DataPath::Lane),
-            &plan.ubr_source_qos,
-            64,
-            UBR_SDU as u32,
-        )?;
+        let vbr_vc = open(lab, "vbr", VBR, DataPath::Lane, &plan.vbr_source_qos)?;
+        let ubr_vc = open(lab, "ubr", UBR, DataPath::Lane, &plan.ubr_source_qos)?;
         if plan.aggressor_cpu == AggressorCpu::Idle {
             for host in ["vbr", "ubr"] {
                 let pid = lab.pid(host)?;
@@ -770,9 +774,7 @@ impl PhaseSums {
 
 fn measure(lab: &OwnedLab, plan: &Plan, time: Duration) -> Result<Report, CliError> {
     let sinks = Sinks::start(lab, plan)?;
-    // Four transmit buffers: a sender its VC holds back waits for a buffer rather than
-    // queueing SDUs whose delay would then be its own.
-    let mut cbr = open(lab, "cbr", (CBR_VC, DataPath::Direct), &plan.cbr_qos, 8, 64)?;
+    let mut cbr = open(lab, "cbr", CBR_SOURCE, DataPath::Direct, &plan.cbr_qos)?;
     let aggressors = Aggressors::start(lab, plan)?;
     let mut seq = 0u64;
     let window = time / ROUNDS;
@@ -943,13 +945,18 @@ mod tests {
 
     #[test]
     fn the_plan_takes_shares_of_the_sink_rate() {
-        let p = Plan::new("50000", 20, "10").unwrap();
+        let p = Plan::new("50000", 20, "10", AggressorCpu::Idle).unwrap();
         assert_eq!(p.cbr_qos, "cbr:pcr=10000");
         assert_eq!(p.vbr_qos, "vbr:pcr=10000,scr=5000,mbs=32");
         assert_eq!(p.vbr_source_qos, "vbr:pcr=20000,scr=20000,mbs=1");
         assert_eq!(p.ubr_share, 35_000);
         assert_eq!(p.ubr_source_qos, "ubr:pcr=350000");
-        assert_eq!(Plan::new("50000", 20, "max").unwrap().ubr_source_qos, "ubr");
+        assert_eq!(
+            Plan::new("50000", 20, "max", AggressorCpu::Idle)
+                .unwrap()
+                .ubr_source_qos,
+            "ubr"
+        );
         assert_eq!(p.cbr_send_rate, 9_000);
         let t = p.topology();
         assert!(t.contains("rate = \"50000\""));
@@ -968,7 +975,7 @@ mod tests {
             ("50000", 20, "ten", "--ubr-over ten"),
             ("oc12", 20, "10", "shaped to (5000000)"),
         ] {
-            let e = Plan::new(rate, share, over).unwrap_err();
+            let e = Plan::new(rate, share, over, AggressorCpu::Idle).unwrap_err();
             assert_eq!(e.code, 2);
             assert!(
                 e.message.contains(what),
