@@ -4,8 +4,9 @@
 use std::time::{Duration, Instant};
 
 use natm_adapter::{Adapter, AdapterConfig, RxVcConfig, Status};
+use natm_adapter::{BufferId as AdapterBuffer, VecBuffers};
 use natm_core::VcId;
-use natm_host::driver::{Driver, status_from_code};
+use natm_host::driver::{Driver, LinkSide, status_from_code};
 use natm_link::CellLink;
 use natm_link::shm::{ShmLink, ShmWait};
 use natm_nic::channel::{AppEnd, BufferId, Channel, ChannelConfig, Completion};
@@ -169,38 +170,45 @@ fn a_link_that_falls_behind_loses_nothing() {
     assert_eq!(back, data);
 }
 
+/// The three cells of the 100-byte SDU `pattern(100, seed)` on 0.32.
+fn sdu_cells(seed: u8) -> Vec<[u8; 53]> {
+    let sdu = pattern(100, seed);
+    let mut seg = natm_wire::aal5::Segmenter::uni(VcId::uni(0, 32).unwrap(), &sdu).unwrap();
+    let (mut out, mut c) = (Vec::new(), [0u8; 53]);
+    while seg.next_cell(&mut c) {
+        out.push(c);
+    }
+    out
+}
+
+/// The lane path's receiving end: a link pair of `ring` entries (the sending end first),
+/// the receiving end's link side, and an adapter for 0.32 with `buffers` receive buffers
+/// of 128 bytes in its own memory, all posted.
+fn own_buffers(ring: u32, buffers: u32) -> (ShmLink, LinkSide<ShmLink>, Adapter, VecBuffers) {
+    let (a, b) = ShmLink::pair_with(ring, ShmWait::BusyPoll).unwrap();
+    let mut adapter = Adapter::new(AdapterConfig::new(buffers, 128)).unwrap();
+    adapter
+        .open_vc(
+            7,
+            VcId::uni(0, 32).unwrap(),
+            VcSpec::ubr(1_000_000, 1),
+            RxVcConfig::aal5(128),
+        )
+        .unwrap();
+    for i in 0..buffers {
+        adapter.post_rx_buffer(AdapterBuffer(i));
+    }
+    (a, LinkSide::new(b), adapter, VecBuffers::new(buffers, 128))
+}
+
 /// The lane path's receive: an adapter given only as many SDUs as it has free buffers drops
 /// none; the rest wait in the link side (and then in the link) until buffers come back.
 #[test]
 fn receiving_by_free_buffers_leaves_the_rest_in_the_link() {
-    use natm_adapter::{BufferId as AdapterBuffer, VecBuffers};
-    use natm_host::driver::LinkSide;
-    use natm_wire::aal5::Segmenter;
-
-    let (mut a, b) = ShmLink::pair_with(4096, ShmWait::BusyPoll).unwrap();
-    let vc = VcId::uni(0, 32).unwrap();
-    // Ten 3-cell SDUs (100 bytes + trailer) on the link.
-    let mut cells = Vec::new();
-    for k in 0..10u8 {
-        let sdu = pattern(100, k);
-        let mut seg = Segmenter::uni(vc, &sdu).unwrap();
-        let mut c = [0u8; 53];
-        while seg.next_cell(&mut c) {
-            cells.push(c);
-        }
-    }
-    assert_eq!(cells.len(), 30);
+    let (mut a, mut side, mut adapter, mut mem) = own_buffers(4096, 4);
+    // Ten 3-cell SDUs on the link.
+    let cells: Vec<[u8; 53]> = (0..10u8).flat_map(sdu_cells).collect();
     assert_eq!(a.send_cells(&cells).unwrap(), 30);
-
-    let mut adapter = Adapter::new(AdapterConfig::new(4, 128)).unwrap();
-    adapter
-        .open_vc(7, vc, VcSpec::ubr(1_000_000, 1), RxVcConfig::aal5(128))
-        .unwrap();
-    let mut mem = VecBuffers::new(4, 128);
-    for i in 0..4 {
-        adapter.post_rx_buffer(AdapterBuffer(i));
-    }
-    let mut side = LinkSide::new(b);
     let now = natm_core::Instant::from_nanos(0);
     let mut got = Vec::new();
     for _ in 0..100 {
@@ -223,30 +231,9 @@ fn receiving_by_free_buffers_leaves_the_rest_in_the_link() {
 /// the adapter, and the next SDU waits.
 #[test]
 fn receiving_by_free_buffers_finishes_the_sdu_under_way() {
-    use natm_adapter::{BufferId as AdapterBuffer, VecBuffers};
-    use natm_host::driver::LinkSide;
-    use natm_wire::aal5::Segmenter;
-
-    let (mut a, b) = ShmLink::pair_with(64, ShmWait::BusyPoll).unwrap();
-    let vc = VcId::uni(0, 32).unwrap();
-    let cells = |seed: u8| {
-        let sdu = pattern(100, seed);
-        let mut seg = Segmenter::uni(vc, &sdu).unwrap();
-        let (mut out, mut c) = (Vec::new(), [0u8; 53]);
-        while seg.next_cell(&mut c) {
-            out.push(c);
-        }
-        out
-    };
-    let mut adapter = Adapter::new(AdapterConfig::new(1, 128)).unwrap();
-    adapter
-        .open_vc(7, vc, VcSpec::ubr(1_000_000, 1), RxVcConfig::aal5(128))
-        .unwrap();
-    adapter.post_rx_buffer(AdapterBuffer(0));
-    let mut mem = VecBuffers::new(1, 128);
-    let mut side = LinkSide::new(b);
+    let (mut a, mut side, mut adapter, mut mem) = own_buffers(64, 1);
     let now = natm_core::Instant::from_nanos(0);
-    let (first, second) = (cells(1), cells(2));
+    let (first, second) = (sdu_cells(1), sdu_cells(2));
 
     // The first cell begins the SDU and takes the only buffer.
     a.send_cells(&first[..1]).unwrap();
