@@ -1,4 +1,5 @@
-//! [`Driver`]: one adapter model between one application channel and one link.
+//! [`Driver`]: one adapter model between one application channel and one link; its link
+//! half, [`LinkSide`], also serves an adapter whose buffers are in the caller's own memory.
 //!
 //! Data flow of one [`Driver::poll`] (each step moves what it can *now* and never waits):
 //!

@@ -8,7 +8,9 @@
 //!   link loss and reconnection).
 //! * [`loopback`]: [`loopback::LoopLink`], a link that returns every cell to its sender.
 //! * [`proto`]: the daemon's socket protocol, shared with the `natm` API crate and the CLI.
-//! * [`driver`]: [`Driver`], one adapter between one channel and one link, polled.
+//! * [`driver`]: [`Driver`], one adapter between one channel and one link, polled; and
+//!   [`LinkSide`], its link half, for an adapter over buffers of its own (the `natm`
+//!   crate's lane path).
 //!
 //! The protocol work is in the pure crates; this crate only moves descriptors, cells and
 //! completions between them, reads the clock and owns the sockets.
