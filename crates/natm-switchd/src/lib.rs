@@ -277,7 +277,8 @@ fn serve(
         if config.wait == IdleWait::Poll {
             continue;
         }
-        if !idle.may_sleep(StdInstant::now()) {
+        // The time read after the step serves here too (maintenance is rare and short).
+        if !idle.may_sleep(stepped) {
             // A switch pinned to a CPU was given that CPU: it does not give way.
             if config.cpu.is_none() {
                 give_way.tick(stepped);
