@@ -299,28 +299,37 @@ fn configuration_is_checked_and_run_serves_a_configured_udp_link() {
             std::thread::spawn(move || run(c, stop))
         })
         .collect();
-    let sock = dir.0.join("ha.sock");
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let s = loop {
-        if let Ok(s) = UnixStream::connect(&sock) {
-            break s;
-        }
-        assert!(std::time::Instant::now() < deadline, "hostd never listened");
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    match ask(&s, &Request::Status) {
-        Response::Status(st) => {
-            assert_eq!(st.name, "ha");
-            assert!(st.link.up);
+    let connect = |name: &str| {
+        let sock = dir.0.join(format!("{name}.sock"));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let s = loop {
+            if let Ok(s) = UnixStream::connect(&sock) {
+                break s;
+            }
             assert!(
-                st.link.description.starts_with("udp 127.0.0.1:"),
-                "{}",
-                st.link.description
+                std::time::Instant::now() < deadline,
+                "{name} never listened"
             );
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        match ask(&s, &Request::Status) {
+            Response::Status(st) => {
+                assert_eq!(st.name, name);
+                assert!(st.link.up);
+                assert!(
+                    st.link.description.starts_with("udp 127.0.0.1:"),
+                    "{}",
+                    st.link.description
+                );
+            }
+            r => panic!("{r:?}"),
         }
-        r => panic!("{r:?}"),
-    }
+        (s, sock)
+    };
+    // Both ends up before the ping: a cell sent while hb has not bound its port is lost.
+    let (s, sock) = connect("ha");
+    let _hb = connect("hb");
     let ping = Request::Ping {
         vc: "0.100".into(),
         segment: false,
