@@ -204,6 +204,10 @@ fn serve(
         rustix::thread::sched_setaffinity(None, &set)
             .map_err(|e| SwitchdError::Cpu(cpu, e.to_string()))?;
     }
+    // A rated port's slots are timed sleeps: the default 50 µs of timer slack would add
+    // up to that to every paced cell, a CBR cell included, whenever the port is busy.
+    // Failing only costs that precision.
+    let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
     let mut fabric = Fabric::new(SwitchConfig::default());
     let mut sources = Vec::new();
     let mut links = Vec::new();
