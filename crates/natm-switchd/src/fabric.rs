@@ -552,11 +552,24 @@ impl Fabric {
             if n == 0 {
                 continue;
             }
+            // Cells of one VC come in runs: one key looked up per run. Cells are moved
+            // only once one was refused (never, from a well-behaved application).
             let mut kept = 0;
+            let mut last: Option<(u32, bool)> = None;
             for j in 0..n {
-                let c = self.buf[j];
-                if lane.keys.binary_search(&vc_key(&c, format)).is_ok() {
-                    self.buf[kept] = c;
+                let key = vc_key(&self.buf[j], format);
+                let ok = match last {
+                    Some((k, ok)) if k == key => ok,
+                    _ => {
+                        let ok = lane.keys.binary_search(&key).is_ok();
+                        last = Some((key, ok));
+                        ok
+                    }
+                };
+                if ok {
+                    if kept != j {
+                        self.buf[kept] = self.buf[j];
+                    }
                     kept += 1;
                 }
             }
@@ -677,12 +690,24 @@ impl Fabric {
     /// packs the rest (the main link's) at the front, in order; how many are left there.
     fn split_to_lanes(p: &mut PortLink, cells: &mut [Cell]) -> usize {
         let mut kept = 0;
+        // Cells of one VC come in runs: one lookup per run.
+        let mut last: Option<([u8; 4], Option<usize>)> = None;
         for j in 0..cells.len() {
-            let c = cells[j];
-            match p.lane_for(&c) {
-                Some(l) => p.lanes[l].queue(&c, &mut p.stats),
+            let head = [cells[j][0], cells[j][1], cells[j][2], cells[j][3]];
+            let lane = match last {
+                Some((h, lane)) if h == head => lane,
+                _ => {
+                    let lane = p.lane_for(&cells[j]);
+                    last = Some((head, lane));
+                    lane
+                }
+            };
+            match lane {
+                Some(l) => p.lanes[l].queue(&cells[j], &mut p.stats),
                 None => {
-                    cells[kept] = c;
+                    if kept != j {
+                        cells[kept] = cells[j];
+                    }
                     kept += 1;
                 }
             }
