@@ -185,6 +185,62 @@ fn user_data_goes_lane_to_lane_and_other_vcs_stay_on_the_main_links() {
 }
 
 #[test]
+fn interleaved_runs_of_vcs_are_sorted_cell_by_cell_in_order() {
+    // The fabric looks a VC up once per run of equal headers: runs of own and foreign
+    // cells, and an OAM cell inside a run of its VC's user data, must each still go
+    // their own way, in order.
+    let (mut f, mut h1, mut h2) = fabric();
+    let mut l1 = lane(&mut f, 0, &[100]);
+    let mut l2 = lane(&mut f, 1, &[100]);
+    let from_lane = [
+        data_cell(100, 1),
+        data_cell(100, 2),
+        data_cell(101, 50),
+        data_cell(101, 51),
+        data_cell(100, 3),
+        data_cell(101, 52),
+        data_cell(100, 4),
+    ];
+    send(&mut l1, &from_lane);
+    steps(&mut f, 3);
+    let tags = |cells: Vec<Cell>| cells.iter().map(|c| c[5]).collect::<Vec<_>>();
+    assert_eq!(
+        tags(drain(&mut l2)),
+        [1, 2, 3, 4],
+        "the lane's own, in order"
+    );
+    assert_eq!(f.ports[0].stats.lane_refused, 3, "the three foreign cells");
+    assert!(drain(&mut h2).is_empty(), "no refused cell was forwarded");
+
+    // Out of port 2, cells of the lane's VC go to the lane and the rest, an OAM cell on
+    // the lane's own VC included, to the main link.
+    let from_main = [
+        data_cell(100, 5),
+        data_cell(101, 60),
+        data_cell(100, 6),
+        data_cell(100, 7),
+        oam_cell(100, OamFlow::F5EndToEnd, 0x33),
+        data_cell(100, 8),
+        data_cell(101, 61),
+        data_cell(101, 62),
+    ];
+    send(&mut h1, &from_main);
+    steps(&mut f, 3);
+    assert_eq!(tags(drain(&mut l2)), [5, 6, 7, 8]);
+    let main = drain(&mut h2);
+    assert_eq!(main.len(), 4, "three cells of 0.101 and the OAM cell");
+    let oam: Vec<CellHeader> = main
+        .iter()
+        .map(header)
+        .filter(|h| h.pti == Pti::EndToEndF5)
+        .collect();
+    assert_eq!(oam.len(), 1, "the OAM cell");
+    assert_eq!(oam[0].vc, vc(100));
+    // Two VCs share the port's UBR round robin: order holds within each.
+    assert_eq!(tags(user_data(main)), [60, 61, 62]);
+}
+
+#[test]
 fn oam_cells_go_to_the_main_link() {
     let (mut f, mut h1, mut h2) = fabric();
     let mut l1 = lane(&mut f, 0, &[100]);
