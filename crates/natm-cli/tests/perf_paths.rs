@@ -1,6 +1,6 @@
-//! `natm perf paths` as a user runs it: through a lab of real daemons, both paths and the
-//! kernel baselines are measured at the size asked for and both plots are written (one
-//! size: each size costs about a second in a debug build). No figure is compared.
+//! `natm perf paths` as a user runs it: through a lab of real daemons, the three paths and
+//! the kernel baselines are measured at the size asked for and a plot per path is written
+//! (one size: each size costs about a second in a debug build). No figure is compared.
 
 mod common;
 
@@ -33,7 +33,7 @@ impl Drop for Lab {
 }
 
 #[test]
-fn both_paths_and_the_kernel_at_every_size_with_plots() {
+fn every_path_and_the_kernel_at_every_size_with_plots() {
     let lab = Lab::up("run");
     let plot = lab.0.join("paths.png");
     let out = natm(&[
@@ -59,7 +59,7 @@ fn both_paths_and_the_kernel_at_every_size_with_plots() {
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["size"], 100);
     assert_eq!(rows[0]["measured_size"], 100);
-    for path in ["direct", "daemon", "udp", "tcp"] {
+    for path in ["lane", "direct", "daemon", "udp", "tcp"] {
         let f = &rows[0][path];
         assert!(f["rtt_p50_us"].as_f64().unwrap() > 0.0, "{path}: {v}");
         assert!(
@@ -69,7 +69,7 @@ fn both_paths_and_the_kernel_at_every_size_with_plots() {
         assert!(f["mbytes_per_sec"].as_f64().unwrap() > 0.0, "{path}: {v}");
     }
     let plots = v["plots"].as_array().unwrap();
-    assert_eq!(plots.len(), 2);
+    assert_eq!(plots.len(), 3, "one per path");
     for p in plots {
         let bytes = std::fs::read(p.as_str().unwrap()).expect("plot written");
         assert_eq!(&bytes[1..4], b"PNG", "{p}");
@@ -99,4 +99,18 @@ fn without_a_lab_it_says_how_to_start_one() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--sizes"), "{}", stderr(&out));
+    let out = natm(&[
+        "perf",
+        "paths",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--paths",
+        "lane,kernel",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("`kernel` is not a path"),
+        "{}",
+        stderr(&out)
+    );
 }

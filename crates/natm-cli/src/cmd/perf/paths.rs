@@ -1,17 +1,20 @@
-//! `natm perf paths`: the per-message cost of natm's two data paths over a sweep of
-//! message sizes, after Figures 3 and 4 of the ATLAS DAQ paper (round-trip time and
-//! throughput against message size, a kernel driver's path against a user-space one).
+//! `natm perf paths`: the per-message cost of natm's data paths over a sweep of message
+//! sizes, after Figures 3 and 4 of the ATLAS DAQ paper (round-trip time and throughput
+//! against message size, a kernel driver's path against a user-space one).
 //!
 //! * the **daemon path**: every SDU is a message on hostd's socket, copied into hostd's
 //!   buffers, one system call per message each way (like a kernel driver's
 //!   `sendmsg`/`recvmsg`);
-//! * the **direct path**: the application's shared-memory channel to its adapter.
+//! * the **direct path**: the application's shared-memory channel to its adapter, which
+//!   hostd drives;
+//! * the **lane path**: the application is its own adapter, on its own rings into the
+//!   switch's port (the paper's user-level driver; it needs links at unlimited rate).
 //!
 //! For each size the command measures, through a running lab (client on `--client-host`,
 //! server on `--server-host`, VC `--vc`): the round-trip time's median (`natm perf rr`,
-//! one request in flight) and one-way throughput (`natm perf stream`), on each path, and
-//! the kernel's UDP and TCP over loopback at the same size in the same run (they ride along
-//! in the direct path's runs). Sizes above an AAL5 SDU (65,535 bytes) are measured at
+//! one request in flight) and one-way throughput (`natm perf stream`), on each path of
+//! `--paths`, and the kernel's UDP and TCP over loopback at the same size in the same run
+//! (they ride along in the first path's runs). Sizes above an AAL5 SDU (65,535 bytes) are measured at
 //! 65,535 bytes on every transport, so that each row compares like with like; UDP carries
 //! at most 65,507 bytes and is left out above that.
 //!
@@ -37,8 +40,8 @@ use crate::{CliError, CmdResult};
 const MAX_COUNT: u64 = 100_000_000;
 /// Attempts at a run refused because its VC is still in use.
 const IN_USE_TRIES: u32 = 5;
-/// The paths, in the order measured.
-const PATHS: [&str; 2] = ["direct", "daemon"];
+/// The paths `--paths` may name.
+const PATHS: [&str; 3] = ["lane", "direct", "daemon"];
 /// The pause after a stream that lost natm messages: longer than AAL5's reassembly
 /// timeout (natm-aal's default, 1 s), so that a partial SDU it left is gone.
 const SETTLE: std::time::Duration = std::time::Duration::from_millis(1100);
@@ -73,8 +76,12 @@ pub struct PathsArgs {
     /// How the natm ends wait: poll, adaptive, eventfd or signal.
     #[arg(long, default_value = "adaptive")]
     mode: String,
-    /// Write a PNG plot of throughput against size to FILE (direct path, UDP, TCP), and the
-    /// daemon path's beside it in FILE with `-daemon` before the extension.
+    /// The paths to measure, in this order, comma separated: lane, direct, daemon (the
+    /// lane path needs the lab's links at unlimited rate).
+    #[arg(long, default_value = "lane,direct,daemon")]
+    paths: String,
+    /// Write a PNG plot of throughput against size to FILE (direct path, UDP, TCP), and
+    /// the other paths' beside it in FILE with `-daemon` or `-lane` before the extension.
     #[arg(long, value_name = "FILE")]
     plot: Option<PathBuf>,
     /// Print JSON instead of a table.
@@ -100,6 +107,8 @@ pub struct Row {
     pub size: usize,
     /// The size measured (at most an AAL5 SDU).
     pub measured_size: usize,
+    /// natm, lane path.
+    pub lane: Figures,
     /// natm, direct path.
     pub direct: Figures,
     /// natm, daemon path.
@@ -125,6 +134,54 @@ pub struct Report {
     pub rows: Vec<Row>,
     /// The plots written.
     pub plots: Vec<String>,
+}
+
+impl Row {
+    /// The figures of natm path `path`.
+    fn path_mut(&mut self, path: &str) -> &mut Figures {
+        match path {
+            "lane" => &mut self.lane,
+            "daemon" => &mut self.daemon,
+            _ => &mut self.direct,
+        }
+    }
+
+    fn path(&self, path: &str) -> &Figures {
+        match path {
+            "lane" => &self.lane,
+            "daemon" => &self.daemon,
+            _ => &self.direct,
+        }
+    }
+}
+
+/// `--paths`: known names, each once, at least one.
+fn parse_paths(text: &str) -> Result<Vec<&'static str>, CliError> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        let Some(&path) = PATHS.iter().find(|&&p| p == part) else {
+            return Err(CliError::usage(format!(
+                "--paths {text}: `{part}` is not a path; use lane, direct or daemon"
+            )));
+        };
+        if out.contains(&path) {
+            return Err(CliError::usage(format!(
+                "--paths {text}: `{path}` is named twice"
+            )));
+        }
+        out.push(path);
+    }
+    Ok(out)
+}
+
+/// A failed run of `path`, with what to do when it was the lane path on a rated lab.
+fn hint(path: &str, mut e: CliError) -> CliError {
+    if path == "lane" && e.message.contains("unlimited") {
+        e.message.push_str(
+            " (a lab at `--rate unlimited` has lanes; or leave lanes out: --paths direct,daemon)",
+        );
+    }
+    e
 }
 
 /// A host's socket in the lab's runtime directory (the lab's naming rule).
@@ -211,8 +268,8 @@ struct NatmSide {
 }
 
 impl NatmSide {
-    /// The natm options for `path`; the direct path's runs carry the kernel baselines.
-    fn args(&self, path: &str) -> Vec<String> {
+    /// The natm options for `path`; with `baselines` its runs carry the kernel's.
+    fn args(&self, path: &str, baselines: bool) -> Vec<String> {
         let mut a: Vec<String> = [
             "--kind",
             "natm",
@@ -230,7 +287,7 @@ impl NatmSide {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        if path == "direct" {
+        if baselines {
             a.extend(["--baseline".to_string(), "udp,tcp".to_string()]);
         } else {
             a.push("--no-baseline".into());
@@ -271,14 +328,18 @@ fn lost_natm(report: &Value) -> bool {
     })
 }
 
-/// FILE with `-daemon` before its extension.
-fn daemon_plot_path(path: &Path) -> PathBuf {
+/// Where `--plot FILE` puts natm path `natm`'s plot: the direct path's at FILE, the
+/// others' at FILE with `-daemon` or `-lane` before its extension.
+fn plot_path(path: &Path, natm: &str) -> PathBuf {
+    if natm == "direct" {
+        return path.to_path_buf();
+    }
     let stem = path
         .file_stem()
         .map_or_else(|| "paths".into(), |s| s.to_string_lossy().into_owned());
     let name = match path.extension() {
-        Some(e) => format!("{stem}-daemon.{}", e.to_string_lossy()),
-        None => format!("{stem}-daemon"),
+        Some(e) => format!("{stem}-{natm}.{}", e.to_string_lossy()),
+        None => format!("{stem}-{natm}"),
     };
     path.with_file_name(name)
 }
@@ -286,6 +347,7 @@ fn daemon_plot_path(path: &Path) -> PathBuf {
 /// Runs `natm perf paths`.
 pub fn run(args: PathsArgs) -> CmdResult {
     let sizes = parse_sizes(&args.sizes)?;
+    let paths = parse_paths(&args.paths)?;
     if !(1..=MAX_COUNT).contains(&args.count) {
         return Err(CliError::usage(format!(
             "--count {}: expected 1 to {MAX_COUNT}",
@@ -317,7 +379,7 @@ pub fn run(args: PathsArgs) -> CmdResult {
     let mut rrs = Vec::new();
     for &m in &measured {
         let mut per_path = Vec::new();
-        for path in PATHS {
+        for (k, &path) in paths.iter().enumerate() {
             let mut a: Vec<String> = vec![
                 "rr".into(),
                 "--size".into(),
@@ -327,15 +389,15 @@ pub fn run(args: PathsArgs) -> CmdResult {
                 "--warmup".into(),
                 args.warmup.to_string(),
             ];
-            a.extend(side.args(path));
-            per_path.push(perf_json(&a)?);
+            a.extend(side.args(path, k == 0));
+            per_path.push(perf_json(&a).map_err(|e| hint(path, e))?);
         }
         rrs.push(per_path);
     }
     // One stream run per size and path, each its own process: the stream engine opens
     // the next size's VC before hostd has let go of the last one on the daemon path.
     let mut streams: Vec<Vec<Value>> = Vec::new();
-    for path in PATHS {
+    for (k, &path) in paths.iter().enumerate() {
         let mut per_size = Vec::new();
         for &m in &measured {
             let previous = per_size.last().or(streams.last().and_then(|p| p.last()));
@@ -349,8 +411,8 @@ pub fn run(args: PathsArgs) -> CmdResult {
                 "--seconds".into(),
                 args.seconds.to_string(),
             ];
-            a.extend(side.args(path));
-            per_size.push(perf_json(&a)?);
+            a.extend(side.args(path, k == 0));
+            per_size.push(perf_json(&a).map_err(|e| hint(path, e))?);
         }
         streams.push(per_size);
     }
@@ -359,12 +421,13 @@ pub fn run(args: PathsArgs) -> CmdResult {
         let mut row = Row {
             size,
             measured_size: m,
+            lane: Figures::default(),
             direct: Figures::default(),
             daemon: Figures::default(),
             udp: Figures::default(),
             tcp: Figures::default(),
         };
-        for ((path, stream), rr) in PATHS.iter().zip(&streams).zip(per_path) {
+        for (k, ((path, stream), rr)) in paths.iter().zip(&streams).zip(per_path).enumerate() {
             let stream = &stream[i];
             let fill = |kind: &str, f: &mut Figures| {
                 if let Some((p50, tps)) = rr_figures(rr, kind) {
@@ -373,30 +436,30 @@ pub fn run(args: PathsArgs) -> CmdResult {
                 }
                 f.mbytes_per_sec = stream_figure(stream, kind, m);
             };
-            if *path == "direct" {
-                fill("natm", &mut row.direct);
+            fill("natm", row.path_mut(path));
+            if k == 0 {
                 fill("udp", &mut row.udp);
                 fill("tcp", &mut row.tcp);
-            } else {
-                fill("natm", &mut row.daemon);
             }
         }
         rows.push(row);
     }
     let mut plots = Vec::new();
     if let Some(file) = &args.plot {
-        let series = |pick: fn(&Row) -> &Figures, kind: Kind| Series {
+        let series = |pick: &dyn Fn(&Row) -> &Figures, kind: Kind| Series {
             kind,
             points: rows
                 .iter()
                 .filter_map(|r| pick(r).mbytes_per_sec.map(|v| (r.measured_size, v * 8.0)))
                 .collect(),
         };
-        let kernel = [series(|r| &r.udp, Kind::Udp), series(|r| &r.tcp, Kind::Tcp)];
-        for (path, natm) in [
-            (file.clone(), series(|r| &r.direct, Kind::Natm)),
-            (daemon_plot_path(file), series(|r| &r.daemon, Kind::Natm)),
-        ] {
+        let kernel = [
+            series(&|r| &r.udp, Kind::Udp),
+            series(&|r| &r.tcp, Kind::Tcp),
+        ];
+        for natm_path in &paths {
+            let path = plot_path(file, natm_path);
+            let natm = series(&|r| r.path(natm_path), Kind::Natm);
             let mut all = vec![natm];
             all.extend(kernel.iter().map(|s| Series {
                 kind: s.kind,
@@ -431,22 +494,24 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> String {
 
 fn print_table(r: &Report) {
     println!(
-        "daemon path vs direct path, client {} -> server {}; rr: {} round trips per size \
-         (p50), stream: {} s per size",
+        "natm's data paths, client {} -> server {}; rr: {} round trips per size (p50), \
+         stream: {} s per size; - where a path was not measured",
         r.client, r.server, r.count, r.seconds
     );
     println!(
-        "{:>7} | {:>30} {:>7} | {:>34} {:>7}",
+        "{:>7} | {:>38} {:>7} | {:>43} {:>7}",
         "", "round trip p50 (us)", "daemon/", "throughput (MB/s)", "direct/"
     );
     println!(
-        "{:>7} | {:>7} {:>7} {:>7} {:>7} {:>7} | {:>8} {:>8} {:>8} {:>8} {:>7}",
+        "{:>7} | {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} | {:>8} {:>8} {:>8} {:>8} {:>8} {:>7}",
         "bytes",
+        "lane",
         "direct",
         "daemon",
         "udp",
         "tcp",
         "direct",
+        "lane",
         "direct",
         "daemon",
         "udp",
@@ -462,12 +527,14 @@ fn print_table(r: &Report) {
             format!("{}*", row.size)
         };
         println!(
-            "{size:>7} | {:>7} {:>7} {:>7} {:>7} {:>7} | {:>8} {:>8} {:>8} {:>8} {:>7}",
+            "{size:>7} | {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} | {:>8} {:>8} {:>8} {:>8} {:>8} {:>7}",
+            cell(row.lane.rtt_p50_us, 1),
             cell(row.direct.rtt_p50_us, 1),
             cell(row.daemon.rtt_p50_us, 1),
             cell(row.udp.rtt_p50_us, 1),
             cell(row.tcp.rtt_p50_us, 1),
             ratio(row.daemon.rtt_p50_us, row.direct.rtt_p50_us),
+            cell(row.lane.mbytes_per_sec, 1),
             cell(row.direct.mbytes_per_sec, 1),
             cell(row.daemon.mbytes_per_sec, 1),
             cell(row.udp.mbytes_per_sec, 1),
@@ -502,15 +569,36 @@ mod tests {
     }
 
     #[test]
-    fn the_daemon_plot_sits_beside_the_direct_one() {
+    fn the_other_paths_plots_sit_beside_the_direct_one() {
+        let file = Path::new("/tmp/p.png");
+        assert_eq!(plot_path(file, "direct"), file);
         assert_eq!(
-            daemon_plot_path(Path::new("/tmp/p.png")),
+            plot_path(file, "daemon"),
             PathBuf::from("/tmp/p-daemon.png")
         );
+        assert_eq!(plot_path(file, "lane"), PathBuf::from("/tmp/p-lane.png"));
         assert_eq!(
-            daemon_plot_path(Path::new("out")),
+            plot_path(Path::new("out"), "daemon"),
             PathBuf::from("out-daemon")
         );
+    }
+
+    #[test]
+    fn paths_parse_in_order_and_refuse_nonsense() {
+        assert_eq!(
+            parse_paths("lane,direct,daemon").unwrap(),
+            ["lane", "direct", "daemon"]
+        );
+        assert_eq!(parse_paths("daemon, direct").unwrap(), ["daemon", "direct"]);
+        for (bad, why) in [
+            ("kernel", "`kernel` is not a path"),
+            ("", "`` is not a path"),
+            ("lane,lane", "`lane` is named twice"),
+        ] {
+            let e = parse_paths(bad).unwrap_err();
+            assert_eq!(e.code, 2, "{bad}");
+            assert!(e.message.contains(why), "{bad}: {}", e.message);
+        }
     }
 
     #[test]
