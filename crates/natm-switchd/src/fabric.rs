@@ -101,14 +101,23 @@ impl Lane {
         self.out.len() - self.out_from
     }
 
-    /// Queues a cell for the lane, or counts it dropped.
-    fn queue(&mut self, cell: &Cell, port: &mut PortStats) {
-        if self.held() >= LANE_HOLD {
-            self.stats.dropped += 1;
-            port.lane_dropped += 1;
-        } else {
-            self.out.push(*cell);
+    /// Sends `cells` to the lane, holding what its ring does not take (after what it
+    /// already holds, in order), or counts them dropped beyond [`LANE_HOLD`]. A lane that
+    /// holds nothing is written straight from `cells`: no copy in between. A ring error
+    /// is left for [`flush`](Self::flush) to find. The cells the ring took.
+    fn send_or_hold(&mut self, cells: &[Cell], port: &mut PortStats) -> usize {
+        let mut sent = 0;
+        if self.held() == 0 {
+            sent = self.link.send_cells(cells).unwrap_or(0);
+            self.stats.tx += sent as u64;
         }
+        let rest = &cells[sent..];
+        let keep = rest.len().min(LANE_HOLD.saturating_sub(self.held()));
+        self.out.extend_from_slice(&rest[..keep]);
+        let dropped = (rest.len() - keep) as u64;
+        self.stats.dropped += dropped;
+        port.lane_dropped += dropped;
+        sent
     }
 
     /// Sends what it holds; the cells the ring took.
@@ -477,8 +486,9 @@ impl Fabric {
             }
             let p = &mut self.ports[i];
             if !p.lanes.is_empty() {
-                n = Self::split_to_lanes(p, &mut self.buf[..n]);
-                step.sent += Self::flush_lanes(p);
+                let (kept, sent) = Self::split_to_lanes(p, &mut self.buf[..n]);
+                n = kept;
+                step.sent += sent + Self::flush_lanes(p);
             }
             if p.held_from < p.held.len() {
                 // Still backed up (only with lanes): the main link's new cells queue behind
@@ -686,33 +696,27 @@ impl Fabric {
         }
     }
 
-    /// Moves the cells of `cells` that belong to a lane of `p` into that lane's queue and
-    /// packs the rest (the main link's) at the front, in order; how many are left there.
-    fn split_to_lanes(p: &mut PortLink, cells: &mut [Cell]) -> usize {
-        let mut kept = 0;
-        // Cells of one VC come in runs: one lookup per run.
-        let mut last: Option<([u8; 4], Option<usize>)> = None;
-        for j in 0..cells.len() {
-            let head = [cells[j][0], cells[j][1], cells[j][2], cells[j][3]];
-            let lane = match last {
-                Some((h, lane)) if h == head => lane,
-                _ => {
-                    let lane = p.lane_for(&cells[j]);
-                    last = Some((head, lane));
-                    lane
-                }
-            };
-            match lane {
-                Some(l) => p.lanes[l].queue(&cells[j], &mut p.stats),
+    /// Sends the cells of `cells` that belong to a lane of `p` to that lane (or holds them
+    /// for it) and packs the rest (the main link's) at the front, in order; how many are
+    /// left there, and how many the lanes' rings took.
+    fn split_to_lanes(p: &mut PortLink, cells: &mut [Cell]) -> (usize, usize) {
+        let head = |c: &Cell| [c[0], c[1], c[2], c[3]];
+        let (mut kept, mut sent) = (0, 0);
+        let mut j = 0;
+        // Cells of one VC come in runs of one header: one lookup and one send per run.
+        while j < cells.len() {
+            let h = head(&cells[j]);
+            let end = j + cells[j..].iter().take_while(|c| head(c) == h).count();
+            match p.lane_for(&cells[j]) {
+                Some(l) => sent += p.lanes[l].send_or_hold(&cells[j..end], &mut p.stats),
                 None => {
-                    if kept != j {
-                        cells[kept] = cells[j];
-                    }
-                    kept += 1;
+                    cells.copy_within(j..end, kept);
+                    kept += end - j;
                 }
             }
+            j = end;
         }
-        kept
+        (kept, sent)
     }
 
     /// Sends what every lane of `p` holds; removes lanes that failed. The cells sent.
