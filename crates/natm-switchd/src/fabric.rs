@@ -702,19 +702,36 @@ impl Fabric {
     fn split_to_lanes(p: &mut PortLink, cells: &mut [Cell]) -> (usize, usize) {
         let head = |c: &Cell| [c[0], c[1], c[2], c[3]];
         let (mut kept, mut sent) = (0, 0);
+        // Cells of one VC come in runs of one header: one lookup per run. Runs for the
+        // same lane one after another (a frame's cells and its last one) go in one send:
+        // every send may wake a reader that sleeps on the lane.
+        let mut pending: Option<(usize, usize)> = None; // (lane, first cell)
         let mut j = 0;
-        // Cells of one VC come in runs of one header: one lookup and one send per run.
         while j < cells.len() {
             let h = head(&cells[j]);
             let end = j + cells[j..].iter().take_while(|c| head(c) == h).count();
-            match p.lane_for(&cells[j]) {
-                Some(l) => sent += p.lanes[l].send_or_hold(&cells[j..end], &mut p.stats),
+            let lane = p.lane_for(&cells[j]);
+            if let Some((l, from)) = pending
+                && lane != Some(l)
+            {
+                sent += p.lanes[l].send_or_hold(&cells[from..j], &mut p.stats);
+                pending = None;
+            }
+            match lane {
+                Some(l) => {
+                    if pending.is_none() {
+                        pending = Some((l, j));
+                    }
+                }
                 None => {
                     cells.copy_within(j..end, kept);
                     kept += end - j;
                 }
             }
             j = end;
+        }
+        if let Some((l, from)) = pending {
+            sent += p.lanes[l].send_or_hold(&cells[from..], &mut p.stats);
         }
         (kept, sent)
     }
