@@ -241,6 +241,35 @@ fn interleaved_runs_of_vcs_are_sorted_cell_by_cell_in_order() {
 }
 
 #[test]
+fn a_frame_reaches_its_lane_in_one_publication() {
+    // Every publication may wake a reader asleep on the lane: a frame's cells and its
+    // last cell (another header) must not go in two.
+    let (mut f, _h1, _h2) = fabric();
+    let mut l1 = lane(&mut f, 0, &[100]);
+    let mut l2 = lane(&mut f, 1, &[100]);
+    let mut frame: Vec<Cell> = (0..3)
+        .map(|k| {
+            let mut c = data_cell(100, k);
+            CellHeader::data(vc(100), false)
+                .emit(&mut CellView::new_unchecked(&mut c[..]), HeaderFormat::Uni)
+                .expect("a UNI header");
+            c
+        })
+        .collect();
+    frame.push(data_cell(100, 3));
+    send(&mut l1, &frame);
+    steps(&mut f, 1);
+    let c = f.ports[1].lanes[0].link.counters();
+    assert_eq!(
+        (c.tx_cells, c.tx_batches),
+        (4, 1),
+        "one publication of 4 cells"
+    );
+    let got: Vec<u8> = drain(&mut l2).iter().map(|c| c[5]).collect();
+    assert_eq!(got, [0, 1, 2, 3]);
+}
+
+#[test]
 fn oam_cells_go_to_the_main_link() {
     let (mut f, mut h1, mut h2) = fabric();
     let mut l1 = lane(&mut f, 0, &[100]);
