@@ -14,9 +14,9 @@
 //! server on `--server-host`, VC `--vc`): the round-trip time's median (`natm perf rr`,
 //! one request in flight) and one-way throughput (`natm perf stream`), on each path of
 //! `--paths`, and the kernel's UDP and TCP over loopback at the same size in the same run
-//! (they ride along in the first path's runs). Sizes above an AAL5 SDU (65,535 bytes) are measured at
-//! 65,535 bytes on every transport, so that each row compares like with like; UDP carries
-//! at most 65,507 bytes and is left out above that.
+//! (they ride along in the first path's runs). Sizes above an AAL5 SDU (65,535 bytes) are
+//! measured at 65,535 bytes on every transport, so that each row compares like with like;
+//! UDP carries at most 65,507 bytes and is left out above that.
 //!
 //! The measuring is `natm perf rr` and `natm perf stream` themselves: this command runs
 //! this executable with `--json` for each (the engine's rounds, warm-up and loss handling
@@ -80,8 +80,9 @@ pub struct PathsArgs {
     /// lane path needs the lab's links at unlimited rate).
     #[arg(long, default_value = "lane,direct,daemon")]
     paths: String,
-    /// Write a PNG plot of throughput against size to FILE (direct path, UDP, TCP), and
-    /// the other paths' beside it in FILE with `-daemon` or `-lane` before the extension.
+    /// Write a PNG plot of throughput against size per path measured, with UDP and TCP:
+    /// the direct path's to FILE, the others' beside it in FILE with `-daemon` or `-lane`
+    /// before the extension.
     #[arg(long, value_name = "FILE")]
     plot: Option<PathBuf>,
     /// Print JSON instead of a table.
