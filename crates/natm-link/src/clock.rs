@@ -20,7 +20,7 @@ impl Epoch {
 
     /// The present as the core's time (saturating after 584 years).
     pub fn elapsed(&self) -> Instant {
-        Instant::from_nanos(u64::try_from(self.0.elapsed().as_nanos()).unwrap_or(u64::MAX))
+        self.at(StdInstant::now())
     }
 
     /// A real instant already read, as the core's time (saturating; an instant before the

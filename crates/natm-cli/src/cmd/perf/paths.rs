@@ -175,11 +175,11 @@ fn parse_paths(text: &str) -> Result<Vec<&'static str>, CliError> {
     Ok(out)
 }
 
-/// A failed run of `path`, with what to do when it was the lane path on a rated lab.
+/// A failed run of `path`; a lane run's says what a lane needs and how to leave it out.
 fn hint(path: &str, mut e: CliError) -> CliError {
-    if path == "lane" && e.message.contains("unlimited") {
+    if path == "lane" {
         e.message.push_str(
-            " (a lab at `--rate unlimited` has lanes; or leave lanes out: --paths direct,daemon)",
+            " (lanes need a lab at `--rate unlimited`; `--paths direct,daemon` leaves them out)",
         );
     }
     e
