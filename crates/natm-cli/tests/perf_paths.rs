@@ -79,38 +79,17 @@ fn every_path_and_the_kernel_at_every_size_with_plots() {
 #[test]
 fn without_a_lab_it_says_how_to_start_one() {
     let dir = std::env::temp_dir().join(format!("natm-pp-{}-none", std::process::id()));
-    let out = natm(&[
-        "perf",
-        "paths",
-        "--dir",
-        dir.to_str().unwrap(),
-        "--sizes",
-        "40",
-    ]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("natm lab up"), "{}", stderr(&out));
-    let out = natm(&[
-        "perf",
-        "paths",
-        "--dir",
-        dir.to_str().unwrap(),
-        "--sizes",
-        "40,x",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("--sizes"), "{}", stderr(&out));
-    let out = natm(&[
-        "perf",
-        "paths",
-        "--dir",
-        dir.to_str().unwrap(),
-        "--paths",
-        "lane,kernel",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("`kernel` is not a path"),
-        "{}",
-        stderr(&out)
-    );
+    for (flag, value, code, says) in [
+        ("--sizes", "40", 1, "natm lab up"),
+        ("--sizes", "40,x", 2, "--sizes"),
+        ("--paths", "lane,kernel", 2, "`kernel` is not a path"),
+    ] {
+        let out = natm(&["perf", "paths", "--dir", dir.to_str().unwrap(), flag, value]);
+        assert_eq!(out.status.code(), Some(code), "{flag} {value}");
+        assert!(
+            stderr(&out).contains(says),
+            "{flag} {value}: {}",
+            stderr(&out)
+        );
+    }
 }

@@ -16,6 +16,21 @@ use natm_traffic::sched::VcSpec;
 const BUFFERS: u32 = 16;
 const SIZE: u32 = 66_048; // a 65,535-byte SDU's cells, rounded up to 64
 
+/// An adapter of `buffers` buffers of `size` bytes with UBR VC 0.32 (handle 7) open,
+/// receiving SDUs of at most `max_sdu` bytes.
+fn adapter_on_0_32(buffers: u32, size: usize, max_sdu: usize) -> Adapter {
+    let mut adapter = Adapter::new(AdapterConfig::new(buffers, size)).unwrap();
+    adapter
+        .open_vc(
+            7,
+            VcId::uni(0, 32).unwrap(),
+            VcSpec::ubr(1_000_000, 1),
+            RxVcConfig::aal5(max_sdu),
+        )
+        .unwrap();
+    adapter
+}
+
 fn side(link: ShmLink) -> (AppEnd, Driver<ShmLink>) {
     let cfg = ChannelConfig {
         tx_entries: 16,
@@ -27,15 +42,7 @@ fn side(link: ShmLink) -> (AppEnd, Driver<ShmLink>) {
     let region = HeapMem::new(cfg.layout().unwrap().region_size).unwrap();
     let ch = Channel::create(std::sync::Arc::new(region), &cfg).unwrap();
     let app = ch.app().unwrap();
-    let mut adapter = Adapter::new(AdapterConfig::new(BUFFERS, SIZE as usize)).unwrap();
-    adapter
-        .open_vc(
-            7,
-            VcId::uni(0, 32).unwrap(),
-            VcSpec::ubr(1_000_000, 1),
-            RxVcConfig::aal5(65_535),
-        )
-        .unwrap();
+    let adapter = adapter_on_0_32(BUFFERS, SIZE as usize, 65_535);
     (app, Driver::new(adapter, ch.adapter().unwrap(), link))
 }
 
@@ -186,15 +193,7 @@ fn sdu_cells(seed: u8) -> Vec<[u8; 53]> {
 /// of 128 bytes in its own memory, all posted.
 fn own_buffers(ring: u32, buffers: u32) -> (ShmLink, LinkSide<ShmLink>, Adapter, VecBuffers) {
     let (a, b) = ShmLink::pair_with(ring, ShmWait::BusyPoll).unwrap();
-    let mut adapter = Adapter::new(AdapterConfig::new(buffers, 128)).unwrap();
-    adapter
-        .open_vc(
-            7,
-            VcId::uni(0, 32).unwrap(),
-            VcSpec::ubr(1_000_000, 1),
-            RxVcConfig::aal5(128),
-        )
-        .unwrap();
+    let mut adapter = adapter_on_0_32(buffers, 128, 128);
     for i in 0..buffers {
         adapter.post_rx_buffer(AdapterBuffer(i));
     }

@@ -121,6 +121,14 @@ fn watched_lane(f: &mut Fabric, i: usize, vcs: &[u16]) -> (ShmLink, UnixStream) 
     (app, app_sock)
 }
 
+/// A watched lane's application goes away (its socket and rings dropped); the fabric steps
+/// once its peer check has had time to look.
+fn app_goes_away(f: &mut Fabric, app_sock: UnixStream, app: ShmLink) {
+    drop((app_sock, app));
+    std::thread::sleep(PEER_POLL * 5);
+    steps(f, 3);
+}
+
 #[test]
 fn user_data_goes_lane_to_lane_and_other_vcs_stay_on_the_main_links() {
     let (mut f, mut h1, mut h2) = fabric();
@@ -363,10 +371,7 @@ fn a_lane_whose_application_left_is_removed_and_the_main_link_carries_its_vcs() 
     assert_eq!(drain(&mut l2).len(), 1, "the lane works first");
 
     // (e) The application's end goes away.
-    drop(app_sock);
-    drop(l2);
-    std::thread::sleep(PEER_POLL * 5);
-    steps(&mut f, 3);
+    app_goes_away(&mut f, app_sock, l2);
     assert!(f.ports[1].lanes.is_empty(), "the lane was removed");
     assert_eq!(f.ports[1].stats.lanes_removed, 1);
     assert_eq!(f.ports[0].lanes.len(), 1, "the other port's lane stays");
@@ -408,10 +413,7 @@ fn a_lane_that_fails_while_cells_wait_for_it_is_removed() {
         steps(&mut f, 2);
     }
     assert!(f.ports[1].lanes[0].held() > 0, "cells wait for the lane");
-    drop(app_sock);
-    drop(l2);
-    std::thread::sleep(PEER_POLL * 5);
-    steps(&mut f, 3);
+    app_goes_away(&mut f, app_sock, l2);
     assert!(
         f.ports[1].lanes.is_empty(),
         "a full lane's failure is seen too"
@@ -525,10 +527,7 @@ fn a_paused_lane_whose_application_left_is_removed() {
     assert!(f.ports[1].lanes[0].held() > LANE_PAUSE);
 
     // The paused lane's application goes away: the switch sees it without reading it.
-    drop(app_sock);
-    drop(l1);
-    std::thread::sleep(PEER_POLL * 5);
-    steps(&mut f, 3);
+    app_goes_away(&mut f, app_sock, l1);
     assert!(f.ports[0].lanes.is_empty(), "the paused lane was removed");
     assert_eq!(f.ports[0].stats.lanes_removed, 1);
     assert_eq!(f.ports[1].lanes.len(), 1, "the lane it fed stays");
