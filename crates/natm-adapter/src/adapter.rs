@@ -1,5 +1,6 @@
 //! The adapter: configuration, per-VC state, the transmit and receive paths.
 
+use alloc::boxed::Box;
 use alloc::collections::{BTreeSet, VecDeque};
 use alloc::vec;
 use alloc::vec::Vec;
@@ -19,7 +20,7 @@ use crate::memory::{BufferId, BufferMemory};
 use natm_core::slotmap::SlotMap;
 
 /// Cells gathered before one buffer access and one CRC update (see the crate doc).
-pub const STAGE_CELLS: usize = 16;
+pub const STAGE_CELLS: usize = 64;
 const STAGE_BYTES: usize = STAGE_CELLS * PAYLOAD_LEN;
 /// The most buffer ids an adapter tracks (one state byte each).
 pub const MAX_BUFFERS: u32 = 1 << 24;
@@ -533,7 +534,10 @@ struct Pending {
 pub struct Adapter {
     config: AdapterConfig,
     now: Instant,
-    vcs: Vec<Option<Vc>>,
+    /// Boxed: a slot's open check then reads a pointer that never changes while the VC is
+    /// open. Inline, it read bytes of the receive state that every cell writes, and each
+    /// cell stalled on the last one's store (a wide load over a narrower store in flight).
+    vcs: Vec<Option<Box<Vc>>>,
     free_slots: Vec<u32>,
     open: usize,
     by_key: SlotMap,
@@ -738,11 +742,11 @@ impl Adapter {
         };
         let slot = match self.free_slots.pop() {
             Some(s) => {
-                self.vcs[s as usize] = Some(state);
+                self.vcs[s as usize] = Some(Box::new(state));
                 s
             }
             None => {
-                self.vcs.push(Some(state));
+                self.vcs.push(Some(Box::new(state)));
                 (self.vcs.len() - 1) as u32
             }
         };
