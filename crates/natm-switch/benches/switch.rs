@@ -3,7 +3,9 @@
 //! each, spread over all 1,000 VCs across iterations) with `handle_cells` and takes them out
 //! with `poll_transmit` in one batch of 64: HEC check, lookup, translation, UBR queueing and
 //! weighted round robin, HEC generation. Throughput is cells. Goal (issue 5): ≤ 25 ns per
-//! cell, i.e. ≥ 40 M cells/s in the core. A second case sends through an OC-3c-paced port.
+//! cell, i.e. ≥ 40 M cells/s in the core. A second case sends through an OC-3c-paced port;
+//! a third sends 64 cells of one VC per batch (one stream, as a lane's SDU is): with the
+//! output queues empty they cut through.
 
 use std::hint::black_box;
 
@@ -83,6 +85,18 @@ fn forward(c: &mut Criterion) {
             // 64 slots of 1/353207 s each (181,196.9 ns), rounded up.
             now += 181_197;
             let n = sw.poll_transmit(Instant::from_nanos(now), PortId(2), &mut out);
+            assert_eq!(n, BATCH);
+            black_box(&out);
+        })
+    });
+
+    // One VC, 64 cells per batch, as an 8 KiB SDU's cells come from a lane.
+    let (mut sw, _) = setup(PortConfig::default());
+    let one = vec![cell(1, 32); BATCH];
+    g.bench_function("forward_1_ubr_vc_batch_64", |b| {
+        b.iter(|| {
+            sw.handle_cells(Instant::ZERO, PortId(1), &one);
+            let n = sw.poll_transmit(Instant::ZERO, PortId(2), &mut out);
             assert_eq!(n, BATCH);
             black_box(&out);
         })

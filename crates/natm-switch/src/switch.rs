@@ -1,5 +1,6 @@
 //! The [`Switch`] state machine.
 
+use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::format;
 use alloc::vec;
@@ -355,7 +356,9 @@ pub struct Switch {
     /// The same as `port_index`, indexed by port number (`NONE` where none) up to the
     /// highest port: the lookup is per call on the cell path, a tree walk is not.
     slot_of: Vec<u32>,
-    ports: Vec<Option<Port>>,
+    /// Boxed: the per-cell check that a port exists then reads a pointer, not bytes of the
+    /// port that the last cell wrote (a load that waited for that store).
+    ports: Vec<Option<Box<Port>>>,
     /// Leg `2·slot + 0` is a→b, `2·slot + 1` is b→a.
     legs: Vec<Leg>,
     xcs: Vec<XcSlot>,
@@ -483,11 +486,11 @@ impl Switch {
         };
         let slot = match self.ports.iter().position(Option::is_none) {
             Some(s) => {
-                self.ports[s] = Some(p);
+                self.ports[s] = Some(Box::new(p));
                 s
             }
             None => {
-                self.ports.push(Some(p));
+                self.ports.push(Some(Box::new(p)));
                 self.ports.len() - 1
             }
         };
@@ -974,6 +977,9 @@ impl Switch {
         }
         let vpi_mask = p.vpi_mask();
         let mut n = 0;
+        // The last VC looked up, `(vpi << 16 | vci, leg)`: an SDU's cells come in a run, and
+        // the table cannot change within the call.
+        let mut last = (u32::MAX, NONE);
         for (k, cell) in chunk.iter().enumerate() {
             let mut word = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]);
             if hec(word) != cell[4] || p.hec.mode() == HecMode::Detection {
@@ -1015,9 +1021,16 @@ impl Switch {
                     }
                     continue;
                 }
-                let Some(li) = p.vc.get(vpi << 16 | vci) else {
-                    p.counters.unknown_vc += 1;
-                    continue;
+                let key = vpi << 16 | vci;
+                let li = if key == last.0 {
+                    last.1
+                } else {
+                    let Some(li) = p.vc.get(key) else {
+                        p.counters.unknown_vc += 1;
+                        continue;
+                    };
+                    last = (key, li);
+                    li
                 };
                 if (word >> 1) & 7 == 0b100 {
                     segment_oam(p, pool, word, payload_of(cell));
@@ -1183,7 +1196,11 @@ impl Switch {
     /// The next instant at which something happens without input: a rated port's next
     /// slot while it has cells queued, or the next AIS cell of a down port.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.ports.iter().flatten().filter_map(Port::timeout).min()
+        self.ports
+            .iter()
+            .flatten()
+            .filter_map(|p| p.timeout())
+            .min()
     }
 
     /// [`poll_timeout`](Self::poll_timeout) of one port (`None` also for an unknown port):
