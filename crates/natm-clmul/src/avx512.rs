@@ -188,6 +188,10 @@ const MU: u64 = {
     q
 };
 
+/// x^96 mod P and x^64 mod P, the two folds before Barrett's step.
+const X96: u64 = xpow(96);
+const X64: u64 = xpow(64);
+
 /// The carry-less product of `a` and `b`.
 #[inline]
 #[target_feature(enable = "pclmulqdq,sse4.1")]
@@ -205,8 +209,8 @@ fn clmul(a: u64, b: u64) -> u128 {
 #[inline]
 #[target_feature(enable = "pclmulqdq,sse4.1")]
 fn reduce(hi: u64, lo: u64) -> u32 {
-    let t = clmul(hi, xpow(96)) ^ u128::from(lo) << 32;
-    let u = clmul((t >> 64) as u64, xpow(64)) as u64 ^ t as u64;
+    let t = clmul(hi, X96) ^ u128::from(lo) << 32;
+    let u = clmul((t >> 64) as u64, X64) as u64 ^ t as u64;
     let (a, b) = (u >> 32, u & 0xFFFF_FFFF);
     let q = (clmul(a, MU) >> 32) as u64;
     (b ^ clmul(q, POLY) as u64) as u32
