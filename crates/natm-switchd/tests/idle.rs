@@ -1,11 +1,13 @@
 //! An idle daemon sleeps: with hosts attached and no traffic it uses a small fraction of a
-//! CPU, and with `wait = "poll"` it spins (which shows the measurement can tell). Its own
-//! test binary, so no other test's threads share the process's CPU time.
+//! CPU, and so it does once traffic has come and gone; with `wait = "poll"` it spins (which
+//! shows the measurement can tell). Its own test binary, so no other test's threads share
+//! the process's CPU time.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
+use natm_link::CELL_LEN;
 use natm_link::endpoint::LinkConfig;
 
 use common::{Daemon, T, TempDir};
@@ -20,8 +22,17 @@ fn cpu_time() -> Duration {
     Duration::from_millis(ticks * 10)
 }
 
-/// The CPU share of the process over `window` while a daemon with two idle hosts runs.
-fn idle_share(wait: &str, name: &str) -> f64 {
+/// A cell on VPI 0, VCI 100.
+fn cell() -> [u8; CELL_LEN] {
+    let mut c = [0u8; CELL_LEN];
+    c[..4].copy_from_slice(&[0x00, 0x00, 0x06, 0x40]);
+    c[4] = natm_wire::cell::hec([c[0], c[1], c[2], c[3]]);
+    c
+}
+
+/// The CPU share of the process over `window` while a daemon with two idle hosts runs,
+/// after `cells` cells went from the first host to the second.
+fn idle_share(wait: &str, name: &str, cells: usize) -> f64 {
     let dir = TempDir::new(&format!("idle-{name}"));
     let link = |n: u32| {
         format!(
@@ -37,9 +48,18 @@ fn idle_share(wait: &str, name: &str) -> f64 {
         link(2)
     );
     let daemon = Daemon::start(&text);
-    let h1 = LinkConfig::from_toml(&link(1)).unwrap().connect(T).unwrap();
-    let h2 = LinkConfig::from_toml(&link(2)).unwrap().connect(T).unwrap();
+    let mut h1 = LinkConfig::from_toml(&link(1)).unwrap().connect(T).unwrap();
+    let mut h2 = LinkConfig::from_toml(&link(2)).unwrap().connect(T).unwrap();
     daemon.wait_all_up();
+    // One cell at a time, each after the daemon fell asleep: each wakes it through the
+    // eventfd, which it must drain before it can sleep again.
+    let mut buf = [[0u8; CELL_LEN]; 4];
+    for i in 0..cells {
+        std::thread::sleep(Duration::from_millis(2));
+        assert_eq!(h1.send_cells_timeout(&[cell()], Some(T)).unwrap(), 1);
+        let n = h2.recv_cells_timeout(&mut buf, Some(T)).unwrap();
+        assert_eq!(n, 1, "cell {i} within {T:?}");
+    }
     let window = Duration::from_millis(800);
     let (c0, t0) = (cpu_time(), Instant::now());
     std::thread::sleep(window);
@@ -49,15 +69,25 @@ fn idle_share(wait: &str, name: &str) -> f64 {
     share
 }
 
+// One test, so that no other daemon runs in this process while one is measured.
 #[test]
-fn an_idle_daemon_sleeps_and_a_polling_one_spins() {
-    let idle = idle_share("adaptive", "adaptive");
+fn an_idle_daemon_sleeps_before_and_after_traffic_and_a_polling_one_spins() {
+    let idle = idle_share("adaptive", "adaptive", 0);
     assert!(
         idle < 0.10,
         "idle daemon used {:.0}% of a CPU",
         idle * 100.0
     );
-    let spinning = idle_share("poll", "poll");
+    // A daemon whose links stopped announcing its sleep (the arming step's
+    // `set_spinning(false)` left out) leaves the first kick in the eventfd, and every
+    // `poll(2)` after it returns at once: it spins.
+    let after = idle_share("adaptive", "after-cells", 20);
+    assert!(
+        after < 0.10,
+        "the daemon used {:.0}% of a CPU once traffic stopped",
+        after * 100.0
+    );
+    let spinning = idle_share("poll", "poll", 0);
     assert!(
         spinning > 0.5,
         "wait = \"poll\" used only {:.0}% of a CPU",

@@ -8,7 +8,12 @@
 //! outlasted the spin (a preempted daemon next to a spinning hostd), which a test cannot
 //! bring about on demand; `IdleGate`'s unit test and natm-link's
 //! `a_full_send_makes_poll_fd_readable_when_the_peer_makes_room` pin the two causes
-//! deterministically. Its own test binary, so no other test's threads share the CPUs.
+//! deterministically. A round lost to an unwoken sleep costs at most `MAX_SLEEP` here,
+//! under the round test's bound, so a second test sends one cell at a time into a daemon
+//! that has just fallen asleep: a daemon that does not wait on its links' descriptors holds
+//! each such cell for the rest of a sleep (~16 ms; the round test passes with that fault).
+//! (A daemon whose links stop announcing the sleep spins instead: `idle.rs` catches it.)
+//! Its own test binary, so no other binary's threads share the CPUs.
 
 mod common;
 
@@ -53,9 +58,9 @@ fn host(path: &std::path::Path) -> ShmLink {
     ShmLink::accept(sock, ShmWait::EventFd, Some(T)).unwrap()
 }
 
-#[test]
-fn rounds_of_a_full_ring_flow_without_waiting_out_the_longest_sleep() {
-    let dir = TempDir::new("wakeups");
+/// A daemon with ports 1 and 2 (shm, cross-connected on 0.100) and the two hosts,
+/// attached and up, with the daemon asleep.
+fn daemon_and_hosts(dir: &TempDir) -> (Daemon, ShmLink, ShmLink) {
     let (p1, p2) = (dir.0.join("p1.sock"), dir.0.join("p2.sock"));
     let text = format!(
         "name = \"w\"\nmanagement = {:?}\n\n[[port]]\nid = 1\nkind = \"shm\"\npath = {p1:?}\n\n\
@@ -64,12 +69,50 @@ fn rounds_of_a_full_ring_flow_without_waiting_out_the_longest_sleep() {
         dir.0.join("m.sock"),
     );
     let daemon = Daemon::start(&text);
-    let mgmt = daemon.mgmt.clone();
-    let mut h1 = host(&p1);
-    let mut h2 = host(&p2);
+    let h1 = host(&p1);
+    let h2 = host(&p2);
     daemon.wait_all_up();
-    // Let the daemon fall asleep between rounds, as it does between a lab's bursts.
+    // Let the daemon fall asleep, as it does between a lab's bursts.
     std::thread::sleep(MAX_SLEEP);
+    (daemon, h1, h2)
+}
+
+#[test]
+fn a_daemon_just_asleep_is_woken_by_a_hosts_cell() {
+    let dir = TempDir::new("wakeups-one");
+    let (daemon, mut h1, mut h2) = daemon_and_hosts(&dir);
+    const CELLS: u64 = 10;
+    let mut late = Vec::new();
+    let mut buf = [[0u8; CELL_LEN]; 4];
+    for i in 0..CELLS {
+        // Long past the spin (50 µs): asleep, for up to MAX_SLEEP from about now.
+        std::thread::sleep(Duration::from_millis(4));
+        let start = Instant::now();
+        assert_eq!(h1.send_cells_timeout(&[cell(i)], Some(T)).unwrap(), 1);
+        let n = h2.recv_cells_timeout(&mut buf, Some(T)).unwrap();
+        let took = start.elapsed();
+        assert_eq!(n, 1, "cell {i} within {T:?}");
+        assert_eq!(buf[0][5..13], i.to_le_bytes());
+        // Woken: well under a millisecond. Not woken: the rest of the sleep, ~16 ms.
+        if took >= MAX_SLEEP / 2 {
+            late.push(took);
+        }
+    }
+    daemon.stop();
+    drop((h1, h2));
+    // A preempted daemon or host may make one or two late on a loaded machine.
+    assert!(
+        late.len() <= 3,
+        "{} of {CELLS} cells waited out half a sleep or more: {late:?}",
+        late.len()
+    );
+}
+
+#[test]
+fn rounds_of_a_full_ring_flow_without_waiting_out_the_longest_sleep() {
+    let dir = TempDir::new("wakeups");
+    let (daemon, mut h1, mut h2) = daemon_and_hosts(&dir);
+    let mgmt = daemon.mgmt.clone();
     let receiver = std::thread::spawn(move || {
         let mut buf = vec![[0u8; CELL_LEN]; 512];
         let mut next = 0u64;
