@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use natm_link::CELL_LEN;
 use natm_link::endpoint::LinkConfig;
 
-use common::{Daemon, T, TempDir};
+use common::{Daemon, T, TempDir, cell};
 
 /// This process's user + system CPU time, from /proc/self/stat (clock ticks of 10 ms).
 fn cpu_time() -> Duration {
@@ -20,14 +20,6 @@ fn cpu_time() -> Duration {
     let f: Vec<&str> = rest.split_whitespace().collect();
     let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
     Duration::from_millis(ticks * 10)
-}
-
-/// A cell on VPI 0, VCI 100.
-fn cell() -> [u8; CELL_LEN] {
-    let mut c = [0u8; CELL_LEN];
-    c[..4].copy_from_slice(&[0x00, 0x00, 0x06, 0x40]);
-    c[4] = natm_wire::cell::hec([c[0], c[1], c[2], c[3]]);
-    c
 }
 
 /// The CPU share of the process over `window` while a daemon with two idle hosts runs,
@@ -56,7 +48,10 @@ fn idle_share(wait: &str, name: &str, cells: usize) -> f64 {
     let mut buf = [[0u8; CELL_LEN]; 4];
     for i in 0..cells {
         std::thread::sleep(Duration::from_millis(2));
-        assert_eq!(h1.send_cells_timeout(&[cell()], Some(T)).unwrap(), 1);
+        assert_eq!(
+            h1.send_cells_timeout(&[cell(i as u64)], Some(T)).unwrap(),
+            1
+        );
         let n = h2.recv_cells_timeout(&mut buf, Some(T)).unwrap();
         assert_eq!(n, 1, "cell {i} within {T:?}");
     }

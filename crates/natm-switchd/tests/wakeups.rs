@@ -27,22 +27,13 @@ use natm_link::{CELL_LEN, Cell, CellLink};
 use natm_switchd::{MAX_SLEEP, client};
 use serde_json::json;
 
-use common::{Daemon, T, TempDir};
+use common::{Daemon, T, TempDir, cell};
 /// Cells per round: one ring of the default size, so no queue in the switch overflows.
 const ROUND: usize = 4096;
 const ROUNDS: usize = 24;
 /// A round this long has waited out sleeps: 5 of the 16 a round would take if the daemon
 /// moved one batch per sleep.
 const SLOW: Duration = MAX_SLEEP.saturating_mul(5);
-
-/// A cell on VPI 0, VCI 100 carrying `i`.
-fn cell(i: u64) -> Cell {
-    let mut c = [0u8; CELL_LEN];
-    c[..4].copy_from_slice(&[0x00, 0x00, 0x06, 0x40]);
-    c[4] = natm_wire::cell::hec([c[0], c[1], c[2], c[3]]);
-    c[5..13].copy_from_slice(&i.to_le_bytes());
-    c
-}
 
 fn host(path: &std::path::Path) -> ShmLink {
     let deadline = Instant::now() + T;

@@ -14,6 +14,15 @@ use serde_json::{Value, json};
 /// How long a test waits for anything.
 pub const T: Duration = Duration::from_secs(10);
 
+/// A UNI cell on VPI 0, VCI 100 (PTI 0) whose payload starts with `i`, little-endian.
+pub fn cell(i: u64) -> [u8; 53] {
+    let mut c = [0u8; 53];
+    c[..4].copy_from_slice(&[0x00, 0x00, 0x06, 0x40]);
+    c[4] = natm_wire::cell::hec([c[0], c[1], c[2], c[3]]);
+    c[5..13].copy_from_slice(&i.to_le_bytes());
+    c
+}
+
 /// A temporary directory `natm-switchd-NAME-PID` for socket files, removed at the end.
 pub struct TempDir(pub PathBuf);
 
