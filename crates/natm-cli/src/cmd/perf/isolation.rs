@@ -441,6 +441,23 @@ fn flood(
     Ok(())
 }
 
+/// The CBR source: its VC, its send rate (SDUs/s) and the next SDU's sequence number.
+struct CbrSource {
+    vc: natm::Vc,
+    rate: u32,
+    seq: u64,
+}
+
+impl CbrSource {
+    /// One window of `time` stamped with `phase`, added to that phase's sums.
+    fn window(&mut self, time: Duration, phase: u8, sums: &mut PhaseSums) -> Result<(), CliError> {
+        let t = Instant::now();
+        sums.cbr_sent += cbr_send(&mut self.vc, self.rate, time, phase, &mut self.seq)?;
+        sums.seconds += t.elapsed().as_secs_f64();
+        Ok(())
+    }
+}
+
 /// Sends CBR SDUs paced at `rate` per second for `time`, stamped with `phase`; returns how
 /// many. The schedule is absolute (a late sender catches up by at most two SDUs, which the
 /// adapter's shaper spaces at the PCR).
@@ -786,11 +803,32 @@ impl PhaseSums {
     }
 }
 
+/// A window of the CBR connection alone (phase `phase`): the aggressors paused and their
+/// queues drained first.
+fn alone(
+    lab: &OwnedLab,
+    cbr: &mut CbrSource,
+    window: Duration,
+    phase: u8,
+    sums: &mut PhaseSums,
+) -> Result<(), CliError> {
+    thread::sleep(DRAIN);
+    let s0 = switch_snap(lab)?;
+    cbr.window(window, phase, sums)?;
+    thread::sleep(CBR_DRAIN);
+    let s1 = switch_snap(lab)?;
+    sums.add_switch(s0, s1, s1);
+    Ok(())
+}
+
 fn measure(lab: &OwnedLab, plan: &Plan, time: Duration) -> Result<Report, CliError> {
     let sinks = Sinks::start(lab, plan)?;
-    let mut cbr = open(lab, "cbr", CBR_SOURCE, DataPath::Direct, &plan.cbr_qos)?;
+    let mut cbr = CbrSource {
+        vc: open(lab, "cbr", CBR_SOURCE, DataPath::Direct, &plan.cbr_qos)?,
+        rate: plan.cbr_send_rate,
+        seq: 0,
+    };
     let aggressors = Aggressors::start(lab, plan)?;
-    let mut seq = 0u64;
     let window = time / ROUNDS;
     let mut sums: [PhaseSums; 3] = Default::default();
     let delivered = || {
@@ -799,27 +837,17 @@ fn measure(lab: &OwnedLab, plan: &Plan, time: Duration) -> Result<Report, CliErr
             sinks.ubr_sdus.load(Ordering::Relaxed),
         )
     };
-    // Rounds of one window alone and one among the aggressors, so that both phases see
-    // the machine in the same states (its noise drifts over seconds).
+    // Rounds of one window per phase (alone, among the aggressors, alone again), so that
+    // all phases see the machine in the same states (its noise drifts over seconds).
     for _ in 0..ROUNDS {
-        // Alone: the aggressors paused and their queues drained.
-        thread::sleep(DRAIN);
-        let a0 = switch_snap(lab)?;
-        let t = Instant::now();
-        sums[0].cbr_sent += cbr_send(&mut cbr, plan.cbr_send_rate, window, 0, &mut seq)?;
-        sums[0].seconds += t.elapsed().as_secs_f64();
-        thread::sleep(CBR_DRAIN);
-        let a1 = switch_snap(lab)?;
-        sums[0].add_switch(a0, a1, a1);
+        alone(lab, &mut cbr, window, 0, &mut sums[0])?;
 
         // Among the aggressors, their queues full when the CBR window starts.
         aggressors.set_paused(false);
         thread::sleep(WARM_UP);
         let b0 = switch_snap(lab)?;
         let (tx0, rx0) = (aggressors.sent(), delivered());
-        let t = Instant::now();
-        sums[1].cbr_sent += cbr_send(&mut cbr, plan.cbr_send_rate, window, 1, &mut seq)?;
-        sums[1].seconds += t.elapsed().as_secs_f64();
+        cbr.window(window, 1, &mut sums[1])?;
         let (tx1, rx1) = (aggressors.sent(), delivered());
         let b1 = switch_snap(lab)?;
         aggressors.set_paused(true);
@@ -831,14 +859,7 @@ fn measure(lab: &OwnedLab, plan: &Plan, time: Duration) -> Result<Report, CliErr
         s.delivered = (s.delivered.0 + rx1.0 - rx0.0, s.delivered.1 + rx1.1 - rx0.1);
 
         // Alone again, as in the first window: the control.
-        thread::sleep(DRAIN);
-        let c0 = switch_snap(lab)?;
-        let t = Instant::now();
-        sums[2].cbr_sent += cbr_send(&mut cbr, plan.cbr_send_rate, window, 2, &mut seq)?;
-        sums[2].seconds += t.elapsed().as_secs_f64();
-        thread::sleep(CBR_DRAIN);
-        let c1 = switch_snap(lab)?;
-        sums[2].add_switch(c0, c1, c1);
+        alone(lab, &mut cbr, window, 2, &mut sums[2])?;
     }
     aggressors.stop()?;
     thread::sleep(DRAIN);

@@ -40,8 +40,25 @@ use crate::{CliError, CmdResult};
 const MAX_COUNT: u64 = 100_000_000;
 /// Attempts at a run refused because its VC is still in use.
 const IN_USE_TRIES: u32 = 5;
-/// The paths `--paths` may name.
-const PATHS: [&str; 3] = ["lane", "direct", "daemon"];
+/// A natm data path, as `--paths` and `natm perf --path` name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NatmPath {
+    Lane,
+    Direct,
+    Daemon,
+}
+
+impl NatmPath {
+    const ALL: [NatmPath; 3] = [NatmPath::Lane, NatmPath::Direct, NatmPath::Daemon];
+
+    fn name(self) -> &'static str {
+        match self {
+            NatmPath::Lane => "lane",
+            NatmPath::Direct => "direct",
+            NatmPath::Daemon => "daemon",
+        }
+    }
+}
 /// The pause after a stream that lost natm messages: longer than AAL5's reassembly
 /// timeout (natm-aal's default, 1 s), so that a partial SDU it left is gone.
 const SETTLE: std::time::Duration = std::time::Duration::from_millis(1100);
@@ -139,35 +156,35 @@ pub struct Report {
 
 impl Row {
     /// The figures of natm path `path`.
-    fn path_mut(&mut self, path: &str) -> &mut Figures {
+    fn path_mut(&mut self, path: NatmPath) -> &mut Figures {
         match path {
-            "lane" => &mut self.lane,
-            "daemon" => &mut self.daemon,
-            _ => &mut self.direct,
+            NatmPath::Lane => &mut self.lane,
+            NatmPath::Direct => &mut self.direct,
+            NatmPath::Daemon => &mut self.daemon,
         }
     }
 
-    fn path(&self, path: &str) -> &Figures {
+    fn path(&self, path: NatmPath) -> &Figures {
         match path {
-            "lane" => &self.lane,
-            "daemon" => &self.daemon,
-            _ => &self.direct,
+            NatmPath::Lane => &self.lane,
+            NatmPath::Direct => &self.direct,
+            NatmPath::Daemon => &self.daemon,
         }
     }
 }
 
 /// `--paths`: known names, each once, at least one.
-fn parse_paths(text: &str) -> Result<Vec<&'static str>, CliError> {
-    let mut out: Vec<&'static str> = Vec::new();
+fn parse_paths(text: &str) -> Result<Vec<NatmPath>, CliError> {
+    let mut out: Vec<NatmPath> = Vec::new();
     for part in text.split(',').map(str::trim) {
-        let Some(&path) = PATHS.iter().find(|&&p| p == part) else {
+        let Some(&path) = NatmPath::ALL.iter().find(|p| p.name() == part) else {
             return Err(CliError::usage(format!(
                 "--paths {text}: `{part}` is not a path; use lane, direct or daemon"
             )));
         };
         if out.contains(&path) {
             return Err(CliError::usage(format!(
-                "--paths {text}: `{path}` is named twice"
+                "--paths {text}: `{part}` is named twice"
             )));
         }
         out.push(path);
@@ -176,8 +193,8 @@ fn parse_paths(text: &str) -> Result<Vec<&'static str>, CliError> {
 }
 
 /// A failed run of `path`; a lane run's says what a lane needs and how to leave it out.
-fn hint(path: &str, mut e: CliError) -> CliError {
-    if path == "lane" {
+fn hint(path: NatmPath, mut e: CliError) -> CliError {
+    if path == NatmPath::Lane {
         e.message.push_str(
             " (lanes need a lab at `--rate unlimited`; `--paths direct,daemon` leaves them out)",
         );
@@ -270,12 +287,12 @@ struct NatmSide {
 
 impl NatmSide {
     /// The natm options for `path`; with `baselines` its runs carry the kernel's.
-    fn args(&self, path: &str, baselines: bool) -> Vec<String> {
+    fn args(&self, path: NatmPath, baselines: bool) -> Vec<String> {
         let mut a: Vec<String> = [
             "--kind",
             "natm",
             "--path",
-            path,
+            path.name(),
             "--client-host",
             &self.client,
             "--server-host",
@@ -331,10 +348,11 @@ fn lost_natm(report: &Value) -> bool {
 
 /// Where `--plot FILE` puts natm path `natm`'s plot: the direct path's at FILE, the
 /// others' at FILE with `-daemon` or `-lane` before its extension.
-fn plot_path(path: &Path, natm: &str) -> PathBuf {
-    if natm == "direct" {
+fn plot_path(path: &Path, natm: NatmPath) -> PathBuf {
+    if natm == NatmPath::Direct {
         return path.to_path_buf();
     }
+    let natm = natm.name();
     let stem = path
         .file_stem()
         .map_or_else(|| "paths".into(), |s| s.to_string_lossy().into_owned());
@@ -437,7 +455,7 @@ pub fn run(args: PathsArgs) -> CmdResult {
                 }
                 f.mbytes_per_sec = stream_figure(stream, kind, m);
             };
-            fill("natm", row.path_mut(path));
+            fill("natm", row.path_mut(*path));
             if k == 0 {
                 fill("udp", &mut row.udp);
                 fill("tcp", &mut row.tcp);
@@ -459,8 +477,8 @@ pub fn run(args: PathsArgs) -> CmdResult {
             series(&|r| &r.tcp, Kind::Tcp),
         ];
         for natm_path in &paths {
-            let path = plot_path(file, natm_path);
-            let natm = series(&|r| r.path(natm_path), Kind::Natm);
+            let path = plot_path(file, *natm_path);
+            let natm = series(&|r| r.path(*natm_path), Kind::Natm);
             let mut all = vec![natm];
             all.extend(kernel.iter().map(|s| Series {
                 kind: s.kind,
@@ -572,25 +590,28 @@ mod tests {
     #[test]
     fn the_other_paths_plots_sit_beside_the_direct_one() {
         let file = Path::new("/tmp/p.png");
-        assert_eq!(plot_path(file, "direct"), file);
+        assert_eq!(plot_path(file, NatmPath::Direct), file);
         assert_eq!(
-            plot_path(file, "daemon"),
+            plot_path(file, NatmPath::Daemon),
             PathBuf::from("/tmp/p-daemon.png")
         );
-        assert_eq!(plot_path(file, "lane"), PathBuf::from("/tmp/p-lane.png"));
         assert_eq!(
-            plot_path(Path::new("out"), "daemon"),
+            plot_path(file, NatmPath::Lane),
+            PathBuf::from("/tmp/p-lane.png")
+        );
+        assert_eq!(
+            plot_path(Path::new("out"), NatmPath::Daemon),
             PathBuf::from("out-daemon")
         );
     }
 
     #[test]
     fn paths_parse_in_order_and_refuse_nonsense() {
+        assert_eq!(parse_paths("lane,direct,daemon").unwrap(), NatmPath::ALL);
         assert_eq!(
-            parse_paths("lane,direct,daemon").unwrap(),
-            ["lane", "direct", "daemon"]
+            parse_paths("daemon, direct").unwrap(),
+            [NatmPath::Daemon, NatmPath::Direct]
         );
-        assert_eq!(parse_paths("daemon, direct").unwrap(), ["daemon", "direct"]);
         for (bad, why) in [
             ("kernel", "`kernel` is not a path"),
             ("", "`` is not a path"),
