@@ -594,10 +594,12 @@ mod tests {
     #[test]
     fn back_pressure_instead_of_drops() {
         let (a, mut b) = ShmLink::pair(64).unwrap();
-        // 1000 cells/s and a queue of 4: one on the line, four waiting.
+        // 100 cells/s and a queue of 4: one on the line, four waiting. Slots of 10 ms, so
+        // that a test thread preempted between the wait and the send (CI saw a 1 ms slot
+        // pass meanwhile) does not find a second slot free.
         let cfg = Config {
             queue_cells: 4,
-            ..config(cps(1000), "")
+            ..config(cps(100), "")
         };
         let mut e = Emulated::new(a, &cfg);
         let cells = [cell(0, 0, 0, 0); 20];
@@ -608,7 +610,7 @@ mod tests {
         assert!(e.wait_send(Some(Duration::from_secs(1))).unwrap());
         let waited = t0.elapsed();
         assert!(
-            waited >= Duration::from_micros(500),
+            waited >= Duration::from_millis(5),
             "slept for a slot: {waited:?}"
         );
         assert_eq!(e.send_cells(&cells).unwrap(), 1, "one slot freed");
