@@ -1,5 +1,7 @@
 //! The [`Switch`] state machine.
 
+mod express;
+
 use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::format;

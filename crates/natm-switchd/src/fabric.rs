@@ -139,7 +139,16 @@ impl Lane {
 /// A cell's VPI and VCI as one number, `vpi << 16 | vci`, at a port of `format`.
 #[inline]
 fn vc_key(cell: &Cell, format: HeaderFormat) -> u32 {
-    let w = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]) >> 4;
+    word_key(
+        u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]),
+        format,
+    )
+}
+
+/// [`vc_key`] of a header's first four bytes, big-endian.
+#[inline]
+fn word_key(word: u32, format: HeaderFormat) -> u32 {
+    let w = word >> 4;
     match format {
         HeaderFormat::Uni => w & 0x00ff_ffff,
         HeaderFormat::Nni => w & 0x0fff_ffff,
@@ -241,10 +250,17 @@ impl PortLink {
     /// The lane a cell sent out of the port goes to: user data (PTI 0–3) of a lane's VC.
     #[inline]
     fn lane_for(&self, cell: &Cell) -> Option<usize> {
-        if cell[3] & 0x08 != 0 {
+        self.lane_for_word(u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]))
+    }
+
+    /// [`lane_for`](Self::lane_for) of a cell whose header's first four bytes, big-endian,
+    /// are `word`.
+    #[inline]
+    fn lane_for_word(&self, word: u32) -> Option<usize> {
+        if word & 0x08 != 0 {
             return None;
         }
-        let k = vc_key(cell, self.format);
+        let k = word_key(word, self.format);
         self.lane_of
             .binary_search_by_key(&k, |e| e.0)
             .ok()
@@ -439,7 +455,9 @@ impl Fabric {
                 Err(e) => failed.push((i, link_error(&e))),
             }
             if !p.lanes.is_empty() {
-                step.received += self.receive_lanes(i, now);
+                let (received, sent) = self.receive_lanes(i, now);
+                step.received += received;
+                step.sent += sent;
             }
         }
         for (i, why) in failed.drain(..) {
@@ -533,13 +551,15 @@ impl Fabric {
 
 impl Fabric {
     /// Receives one batch from each of port `i`'s lanes and hands the cells on the lane's
-    /// own VCs to the switch; removes lanes that failed. The cells taken.
-    fn receive_lanes(&mut self, i: usize, now: Instant) -> usize {
+    /// own VCs to the switch; removes lanes that failed. The cells taken, and the cells
+    /// the express path put in other lanes' rings.
+    fn receive_lanes(&mut self, i: usize, now: Instant) -> (usize, usize) {
         let p = &mut self.ports[i];
         let (id, format) = (p.id, p.format);
-        let mut total = 0;
+        let (mut total, mut sent) = (0, 0);
         let mut l = 0;
-        while l < p.lanes.len() {
+        while l < self.ports[i].lanes.len() {
+            let p = &mut self.ports[i];
             let lane = &mut p.lanes[l];
             if lane.paused {
                 lane.stats.paused += 1;
@@ -587,14 +607,48 @@ impl Fabric {
             lane.stats.rx += kept as u64;
             total += kept;
             if kept > 0 {
-                self.switch.handle_cells(now, id, &self.buf[..kept]);
                 if self.tap_ports.contains(&id) {
                     let (tapped, overflow) = (&mut self.tapped, &mut self.tap_overflow);
                     Self::tap(tapped, overflow, (id, false, now), &self.buf[..kept]);
                 }
+                sent += self.forward_lane_cells(id, now, kept);
             }
         }
-        total
+        (total, sent)
+    }
+
+    /// Hands the first `n` cells of the buffer, received on a lane of port `id`, to the
+    /// switch: runs that [`Switch::express`] takes go straight into the lane their output
+    /// VC has (or are held for it, as `poll_transmit`'s cells would be), the rest from the
+    /// first it refuses go to the queues. Nothing goes express while cells are captured, so
+    /// that the capture sees every cell as the queues pass it. The cells the lanes' rings
+    /// took.
+    fn forward_lane_cells(&mut self, id: PortId, now: Instant, n: usize) -> usize {
+        let mut from = 0;
+        let mut sent = 0;
+        while from < n && self.tap_ports.is_empty() {
+            let ports = &self.ports;
+            let mut to = None;
+            let run = self
+                .switch
+                .express(id, &mut self.buf[from..n], |out, word| {
+                    to = ports
+                        .iter()
+                        .position(|p| p.id == out)
+                        .and_then(|q| Some((q, ports[q].lane_for_word(word)?)));
+                    to.is_some()
+                });
+            let (Some((_, k)), Some((q, l))) = (run, to) else {
+                break;
+            };
+            let p = &mut self.ports[q];
+            sent += p.lanes[l].send_or_hold(&self.buf[from..from + k], &mut p.stats);
+            from += k;
+        }
+        if from < n {
+            self.switch.handle_cells(now, id, &self.buf[from..n]);
+        }
+        sent
     }
 
     /// Lane-to-lane flow control: marks paused every lane that feeds a lane holding more

@@ -532,3 +532,35 @@ fn a_paused_lane_whose_application_left_is_removed() {
     assert_eq!(f.ports[0].stats.lanes_removed, 1);
     assert_eq!(f.ports[1].lanes.len(), 1, "the lane it fed stays");
 }
+
+#[test]
+fn lane_to_lane_cells_are_counted_and_captured_like_queued_ones() {
+    // Lane to lane, a run of one VC passes the switch's queues (the express path); the
+    // counters and a capture must not tell the difference.
+    let (mut f, _h1, _h2) = fabric();
+    let mut l1 = lane(&mut f, 0, &[100]);
+    let mut l2 = lane(&mut f, 1, &[100]);
+    let frame: Vec<Cell> = (0..40).map(|k| data_cell(100, k)).collect();
+    send(&mut l1, &frame);
+    steps(&mut f, 1);
+    let got = drain(&mut l2);
+    assert_eq!(
+        got.iter().map(|c| c[5]).collect::<Vec<_>>(),
+        (0..40).collect::<Vec<u8>>()
+    );
+    assert!(got.iter().all(|c| header(c).vc == vc(100)));
+    let out = f.switch.port_counters(PortId(2)).expect("port 2");
+    let inn = f.switch.port_counters(PortId(1)).expect("port 1");
+    assert_eq!((inn.cells_in, out.cells_out, out.queued()), (40, 40, 0));
+    let (id, _) = f.switch.connections().next().expect("a connection");
+    let (_, c) = f.switch.connection(id).expect("listed");
+    assert_eq!((c.a_to_b.cells_in, c.a_to_b.cells_out), (40, 40));
+
+    // Captured on both ports: every cell is seen going in and going out.
+    f.tap_ports = vec![PortId(1), PortId(2)];
+    send(&mut l1, &frame[..5]);
+    steps(&mut f, 1);
+    assert_eq!(drain(&mut l2).len(), 5);
+    let seen = |out: bool| f.tapped.iter().filter(|t| t.out == out).count();
+    assert_eq!((seen(false), seen(true)), (5, 5));
+}

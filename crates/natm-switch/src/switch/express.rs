@@ -1,0 +1,119 @@
+//! The express path: a run of one VC's cells passed straight from input to output.
+//!
+//! [`Switch::handle_cells`] queues every cell and [`Switch::poll_transmit`] takes it off
+//! again. When the output port is unrated and holds nothing in any queue, that round trip
+//! decides nothing: strict priority, the round robin, EPD/PPD and the queue limits all see
+//! an empty port, and the cells would leave at the next poll in arrival order. The express
+//! path does the same for such a run in one pass over the cells, translating their
+//! headers in place and counting them as the two calls would have, without the pool.
+//!
+//! It takes only the plain case (a VC leg without UPC, user data with a good HEC, an AAL5
+//! VC that is not discarding a frame) and leaves everything else, starting with the first
+//! cell it does not take, to `handle_cells`. A caller that mixes the two keeps the cells'
+//! order: once `handle_cells` has queued anything for a port, the express path refuses
+//! that port until `poll_transmit` has emptied it.
+
+use natm_traffic::discard::{Decision, VcFrameState};
+use natm_wire::cell::HecMode;
+
+use super::{F_AAL5, F_BLOCKED, F_POLICED, F_VP, KEEP_VC, NONE, Switch};
+use crate::hec::hec;
+use crate::types::PortId;
+
+/// The header bits that name a cell's connection: GFC or VPI, and VCI.
+const ROUTE_BITS: u32 = 0xFFFF_FFF0;
+/// The PTI bit that marks OAM and resource-management cells.
+const PTI_NOT_USER: u32 = 0b1000;
+/// The PTI bit that marks an AAL5 frame's last cell.
+const PTI_END_OF_FRAME: u32 = 0b0010;
+
+impl Switch {
+    /// Passes the longest prefix of `cells` (arrived on `port` together) that the express
+    /// path may take straight through, translating the headers in place; returns the
+    /// output port and how many cells, or `None` when it takes none (see the [module
+    /// documentation](self)). `accept` is asked first, with the output port and the first
+    /// cell's translated header word, whether the caller can send the run there at once;
+    /// it refuses by returning `false`, and then nothing changes.
+    ///
+    /// The cells taken are counted as `handle_cells` followed by `poll_transmit` would
+    /// count them: in at `port`, in on their connection, out at the output port (and in
+    /// the output queue's frame-discard counters).
+    pub fn express(
+        &mut self,
+        port: PortId,
+        cells: &mut [[u8; 53]],
+        accept: impl FnOnce(PortId, u32) -> bool,
+    ) -> Option<(PortId, usize)> {
+        let in_slot = self.slot(port).ok()?;
+        let Switch { ports, legs, .. } = self;
+        let first = cells.first()?;
+        let word = u32::from_be_bytes([first[0], first[1], first[2], first[3]]);
+        let p = ports[usize::from(in_slot)].as_ref()?;
+        if !p.up || p.hec.mode() == HecMode::Detection || hec(word) != first[4] {
+            return None;
+        }
+        let vpi = (word >> 20) & p.vpi_mask();
+        let vci = (word >> 4) & 0xFFFF;
+        if (vpi == 0 && vci == 0)
+            || vci == 3
+            || vci == 4
+            || word & PTI_NOT_USER != 0
+            || p.vp[vpi as usize] != NONE
+        {
+            return None;
+        }
+        let li = p.vc.get(vpi << 16 | vci)?;
+        let leg = &legs[li as usize];
+        if leg.flags & (F_BLOCKED | F_POLICED | F_VP) != 0
+            || (leg.flags & F_AAL5 != 0
+                && !matches!(leg.frame, VcFrameState::Idle | VcFrameState::Accepting))
+        {
+            return None;
+        }
+        let out = ports[usize::from(leg.out_port)].as_ref()?;
+        let c = leg.category();
+        if !out.up
+            || out.pacer.is_some()
+            || out.counters.queue_depth != [0; 4]
+            || out.config.queue_cells[c] == 0
+        {
+            return None;
+        }
+        let out_id = out.id;
+        let out_word = leg.out_word | (word & KEEP_VC);
+        if !accept(out_id, out_word) {
+            return None;
+        }
+        let route = word & ROUTE_BITS;
+        let n = cells
+            .iter()
+            .take_while(|cell| {
+                let w = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]);
+                w & ROUTE_BITS == route && w & PTI_NOT_USER == 0 && hec(w) == cell[4]
+            })
+            .count();
+        let leg = &mut legs[li as usize];
+        let aal5 = leg.flags & F_AAL5 != 0;
+        let out = ports[usize::from(leg.out_port)]
+            .as_mut()
+            .expect("the output port was found above");
+        for cell in &mut cells[..n] {
+            let w = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]);
+            if aal5 {
+                // An empty queue and a frame not being discarded: every cell is taken, and
+                // the frame state follows the cells as it would in the queue.
+                let d = out.discard[c].decide(&mut leg.frame, 0, w & PTI_END_OF_FRAME != 0);
+                debug_assert_eq!(d, Decision::Enqueue);
+            }
+            let o = leg.out_word | (w & KEEP_VC);
+            cell[..4].copy_from_slice(&o.to_be_bytes());
+            cell[4] = hec(o);
+        }
+        leg.cells_in += n as u64;
+        out.counters.cells_out += n as u64;
+        if let Some(p) = ports[usize::from(in_slot)].as_mut() {
+            p.counters.cells_in += n as u64;
+        }
+        Some((out_id, n))
+    }
+}
