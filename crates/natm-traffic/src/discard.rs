@@ -224,6 +224,33 @@ impl FrameDiscard {
         decision
     }
 
+    /// Takes `cells` cells of an AAL5 VC in state `vc` into a queue that stays empty (they
+    /// leave as they come), the last of them ending a frame if `last_ends_frame`: what
+    /// [`decide`](Self::decide) with occupancy 0 does cell by cell, in one step. `false`,
+    /// and nothing changed, when `vc` is discarding a frame (the cells must go through
+    /// `decide`).
+    pub fn pass_through(
+        &mut self,
+        vc: &mut VcFrameState,
+        cells: u32,
+        last_ends_frame: bool,
+    ) -> bool {
+        if !matches!(*vc, VcFrameState::Idle | VcFrameState::Accepting) {
+            return false;
+        }
+        if cells > 0 {
+            // At occupancy 0 neither the EPD threshold (at least 1) nor the capacity is
+            // reached: every cell is enqueued and the frame state follows the marks.
+            self.counters.enqueued += u64::from(cells);
+            *vc = if last_ends_frame {
+                VcFrameState::Idle
+            } else {
+                VcFrameState::Accepting
+            };
+        }
+        true
+    }
+
     /// Decides on a cell of a VC without frames (AAL0, OAM): enqueue unless full.
     pub fn decide_cell(&mut self, occupancy: u32) -> Decision {
         if occupancy >= self.capacity {
@@ -487,6 +514,37 @@ mod tests {
             4 => (0u8..4, prop::bool::weighted(0.2)).prop_map(|(vc, last)| Op::Cell { vc, last }),
             1 => (0u8..8).prop_map(|n| Op::Drain { n }),
         ]
+    }
+
+    proptest! {
+        /// `pass_through` of a run is `decide` at occupancy 0 for each of its cells: every
+        /// cell enqueued, the same counters and state after. From a frame being discarded
+        /// it refuses and changes nothing.
+        #[test]
+        fn pass_through_is_decide_on_an_empty_queue(
+            capacity in 1u32..20,
+            threshold in 1u32..20,
+            from in prop_oneof![Just(Idle), Just(Accepting), Just(EarlyDiscard), Just(PartialDiscard)],
+            eofs in prop::collection::vec(any::<bool>(), 0..20),
+        ) {
+            let threshold = threshold.min(capacity);
+            let mut one = FrameDiscard::new(capacity, threshold).unwrap();
+            let mut s1 = from;
+            let all_taken = eofs
+                .iter()
+                .map(|&e| one.decide(&mut s1, 0, e))
+                .fold(true, |all, d| all && d == Decision::Enqueue);
+            let mut run = FrameDiscard::new(capacity, threshold).unwrap();
+            let mut s2 = from;
+            let n = eofs.len() as u32;
+            if run.pass_through(&mut s2, n, eofs.last().copied().unwrap_or(false)) {
+                prop_assert!(all_taken);
+                prop_assert_eq!((run.counters(), s2), (one.counters(), s1));
+            } else {
+                prop_assert_eq!((run.counters(), s2), (DiscardCounters::default(), from));
+                prop_assert!(matches!(from, EarlyDiscard | PartialDiscard));
+            }
+        }
     }
 
     proptest! {

@@ -13,11 +13,11 @@
 //! order: once `handle_cells` has queued anything for a port, the express path refuses
 //! that port until `poll_transmit` has emptied it.
 
-use natm_traffic::discard::{Decision, VcFrameState};
+use natm_traffic::discard::VcFrameState;
 use natm_wire::cell::HecMode;
 
 use super::{F_AAL5, F_BLOCKED, F_POLICED, F_VP, KEEP_VC, NONE, Switch};
-use crate::hec::hec;
+use crate::hec::{hec, hec_low};
 use crate::types::PortId;
 
 /// The header bits that name a cell's connection: GFC or VPI, and VCI.
@@ -84,36 +84,41 @@ impl Switch {
         if !accept(out_id, out_word) {
             return None;
         }
+        // The run's headers differ from the first one's only in PTI and CLP: their HECs
+        // differ by what those bits add (see `hec_low`), in and out alike.
         let route = word & ROUTE_BITS;
-        let n = cells
-            .iter()
-            .take_while(|cell| {
-                let w = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]);
-                w & ROUTE_BITS == route && w & PTI_NOT_USER == 0 && hec(w) == cell[4]
-            })
-            .count();
+        let hec_in = hec(route);
+        let out_route = leg.out_word;
+        let hec_out = hec(out_route);
+        let mut n: u32 = 0;
+        let mut last_ends_frame = false;
+        for cell in cells.iter_mut().take(u32::MAX as usize) {
+            let w = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]);
+            let low = hec_low(w);
+            if w & ROUTE_BITS != route || w & PTI_NOT_USER != 0 || hec_in ^ low != cell[4] {
+                break;
+            }
+            let o = out_route | (w & KEEP_VC);
+            cell[..4].copy_from_slice(&o.to_be_bytes());
+            cell[4] = hec_out ^ low;
+            last_ends_frame = w & PTI_END_OF_FRAME != 0;
+            n += 1;
+        }
         let leg = &mut legs[li as usize];
-        let aal5 = leg.flags & F_AAL5 != 0;
         let out = ports[usize::from(leg.out_port)]
             .as_mut()
             .expect("the output port was found above");
-        for cell in &mut cells[..n] {
-            let w = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]);
-            if aal5 {
-                // An empty queue and a frame not being discarded: every cell is taken, and
-                // the frame state follows the cells as it would in the queue.
-                let d = out.discard[c].decide(&mut leg.frame, 0, w & PTI_END_OF_FRAME != 0);
-                debug_assert_eq!(d, Decision::Enqueue);
-            }
-            let o = leg.out_word | (w & KEEP_VC);
-            cell[..4].copy_from_slice(&o.to_be_bytes());
-            cell[4] = hec(o);
+        if leg.flags & F_AAL5 != 0 {
+            // An empty queue and a frame not being discarded (checked above): every cell
+            // is taken, and the frame state follows the cells as it would in the queue.
+            let passed = out.discard[c].pass_through(&mut leg.frame, n, last_ends_frame);
+            debug_assert!(passed);
         }
-        leg.cells_in += n as u64;
-        out.counters.cells_out += n as u64;
+        leg.cells_in += u64::from(n);
+        out.counters.cells_out += u64::from(n);
         if let Some(p) = ports[usize::from(in_slot)].as_mut() {
-            p.counters.cells_in += n as u64;
+            p.counters.cells_in += u64::from(n);
         }
-        Some((out_id, n))
+        Some((out_id, n as usize))
     }
 }
