@@ -530,10 +530,9 @@ mod tests {
             let threshold = threshold.min(capacity);
             let mut one = FrameDiscard::new(capacity, threshold).unwrap();
             let mut s1 = from;
-            let all_taken = eofs
-                .iter()
-                .map(|&e| one.decide(&mut s1, 0, e))
-                .fold(true, |all, d| all && d == Decision::Enqueue);
+            // Every cell decided (no short cut: each decision moves the state).
+            let decisions: Vec<Decision> = eofs.iter().map(|&e| one.decide(&mut s1, 0, e)).collect();
+            let all_taken = decisions.iter().all(|&d| d == Decision::Enqueue);
             let mut run = FrameDiscard::new(capacity, threshold).unwrap();
             let mut s2 = from;
             let n = eofs.len() as u32;
