@@ -419,6 +419,12 @@ impl ShmLink {
         self.spinning = on;
     }
 
+    /// Sends with non-temporal stores ([`CellProducer::set_streaming`]): for a side whose
+    /// CPU is busier than its peer's.
+    pub fn set_streaming_writes(&mut self, on: bool) {
+        self.tx.set_streaming(on);
+    }
+
     /// Keeps `sock`, a Unix socket whose other end the peer holds, to tell when the peer
     /// is gone: once it is closed, a wait on an empty (or full) ring fails with
     /// `ConnectionAborted`. The peer is not expected to send anything on it; bytes that

@@ -117,6 +117,7 @@ impl CellLink {
             CellProducer {
                 p: Producer::attach(self.ring(tx))?,
                 waker: Waker::None,
+                streaming: false,
             },
             CellConsumer {
                 c: Consumer::attach(self.ring(rx))?,
@@ -140,6 +141,33 @@ fn write_cell(slot: &[AtomicU64], cell: &Cell) {
     slot[6].store(u64::from_ne_bytes(b), Ordering::Relaxed);
 }
 
+/// Copies a cell into a slot of 8 words with non-temporal stores, the whole line (the last
+/// word zero): the line goes to memory without first being fetched from the consumer's
+/// cache, so the producer does not wait for its ownership; the consumer reads it from
+/// memory. The caller fences before publishing.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn write_cell_streaming(slot: &[AtomicU64], cell: &Cell) {
+    let Some(slot) = slot.get(..8) else {
+        return write_cell(slot, cell);
+    };
+    let word = |i: usize| {
+        let mut b = [0u8; 8];
+        let end = (8 * i + 8).min(CELL_BYTES);
+        if 8 * i < end {
+            b[..end - 8 * i].copy_from_slice(&cell[8 * i..end]);
+        }
+        i64::from_ne_bytes(b)
+    };
+    for (i, w) in slot.iter().enumerate() {
+        // SAFETY: `w.as_ptr()` points at an aligned u64 of the mapped region, alive for
+        // the call; the slot is beyond the published tail, so the consumer does not read
+        // it until the fenced Release store publishes it (a peer that writes it anyway
+        // only spoils its own entries: these words are never read back here).
+        unsafe { std::arch::x86_64::_mm_stream_si64(w.as_ptr().cast::<i64>(), word(i)) };
+    }
+}
+
 /// Copies a cell out of a slot.
 #[inline(always)]
 fn read_cell(slot: &[AtomicU64], cell: &mut Cell) {
@@ -150,10 +178,16 @@ fn read_cell(slot: &[AtomicU64], cell: &mut Cell) {
     cell[48..53].copy_from_slice(&slot[6].load(Ordering::Relaxed).to_ne_bytes()[..5]);
 }
 
+/// The fewest cells a streaming producer ([`CellProducer::set_streaming`]) writes with
+/// non-temporal stores; smaller batches (a request, a reply) are written as usual, so that
+/// the consumer finds them in cache rather than in memory.
+pub const STREAMING_MIN: usize = 32;
+
 /// Sends cells on one ring.
 pub struct CellProducer {
     p: Producer,
     waker: Waker,
+    streaming: bool,
 }
 
 impl CellProducer {
@@ -161,6 +195,15 @@ impl CellProducer {
     /// many. 0 when full, or when the ring is broken (see [`Self::fault`]).
     #[inline]
     pub fn push_batch(&mut self, cells: &[Cell]) -> usize {
+        #[cfg(target_arch = "x86_64")]
+        let n = if self.streaming && cells.len() >= STREAMING_MIN {
+            self.p
+                .push_with_streaming(cells.len(), |k, slot| write_cell_streaming(slot, &cells[k]))
+        } else {
+            self.p
+                .push_with(cells.len(), |k, slot| write_cell(slot, &cells[k]))
+        };
+        #[cfg(not(target_arch = "x86_64"))]
         let n = self
             .p
             .push_with(cells.len(), |k, slot| write_cell(slot, &cells[k]));
@@ -168,6 +211,14 @@ impl CellProducer {
             self.waker.after_publish(self.p.ring.waiting());
         }
         n
+    }
+
+    /// Writes batches of [`STREAMING_MIN`] cells or more with non-temporal stores (x86_64;
+    /// elsewhere ordinary ones): the producer does not wait for the ownership of the lines
+    /// the consumer read last, and the consumer reads them from memory instead of from the
+    /// producer's cache. For a producer whose CPU is busier than its consumer's.
+    pub fn set_streaming(&mut self, on: bool) {
+        self.streaming = on;
     }
 
     /// Free slots now.

@@ -13,10 +13,13 @@
 //!   signal notification, with no system call on the fast path.
 //!
 //! Where `unsafe` lives: mapping and unmapping ([`memfd`]), viewing the header as bytes
-//! ([`layout`]), and the signal calls ([`signal`]). Everything else reads and writes the
-//! region through `AtomicU64`, so a peer that writes anything at any time causes
-//! wrong values, never undefined behaviour, and every value from the peer is checked
-//! before it is used as an index.
+//! ([`layout`]), the signal calls ([`signal`]), and a streaming cell producer's
+//! non-temporal stores and store fence ([`cells::CellProducer::set_streaming`]).
+//! Everything else reads and writes the region through `AtomicU64`, so a peer that
+//! writes anything at any time causes wrong values, never undefined behaviour, and every
+//! value from the peer is checked before it is used as an index. The streaming stores are
+//! plain writes into slots the producer owns until it publishes them, and it never reads
+//! them back: a peer writing the same words at the same time spoils only its own view.
 
 pub mod cells;
 pub mod channel;

@@ -210,6 +210,30 @@ impl Producer {
         n
     }
 
+    /// [`push_with`](Self::push_with) for a `fill` that writes with non-temporal stores:
+    /// a store fence orders them before the Release store that publishes them (x86's
+    /// Release orders ordinary stores only).
+    #[inline]
+    pub(crate) fn push_with_streaming(
+        &mut self,
+        n: usize,
+        mut fill: impl FnMut(usize, &[AtomicU64]),
+    ) -> usize {
+        let n = n.min(self.free(n));
+        if n == 0 {
+            return 0;
+        }
+        self.stage_with(n, &mut fill);
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: SFENCE has no operands and no memory effects but ordering.
+        unsafe {
+            std::arch::x86_64::_mm_sfence();
+        }
+        self.tail = self.tail.wrapping_add(n as u64);
+        store_le(self.ring.word(TAIL), self.tail, Ordering::Release);
+        n
+    }
+
     /// Writes `n` (≤ free) entries without publishing them: the first half of a push, as
     /// a producer killed before its Release store leaves it.
     #[inline(always)]

@@ -884,7 +884,7 @@ impl Direct {
             Notify::Poll => ShmWait::BusyPoll,
             _ => ShmWait::EventFd,
         };
-        let link = ShmLink::open_a(
+        let mut link = ShmLink::open_a(
             ShmHandover {
                 region: lane_region,
                 wait: lane_wait,
@@ -893,6 +893,7 @@ impl Direct {
             wait,
         )
         .map_err(|e| protocol(format!("lane: {e}")))?;
+        link.set_streaming_writes(true);
         let engine = LaneEngine {
             adapter,
             side: LinkSide::new(link),

@@ -1,7 +1,7 @@
 use std::time::{Duration, Instant};
 
 use super::{BACKENDS, cell, check_cell};
-use crate::cells::{CELL_SLOT_BYTES, Cell, CellLink, CellLinkError, Side};
+use crate::cells::{CELL_SLOT_BYTES, Cell, CellLink, CellLinkError, STREAMING_MIN, Side};
 use crate::layout::{HEADER_BYTES, LayoutError, RING_CONTROL_BYTES};
 
 #[test]
@@ -101,16 +101,25 @@ fn wraps_around_over_many_laps() {
 
 #[test]
 fn two_threads_stream_in_order() {
-    for (name, mk) in BACKENDS {
+    // Ordinary stores, and a streaming producer (non-temporal stores for batches of
+    // STREAMING_MIN cells or more, fenced before they are published) with batches on
+    // both sides of that size: every cell arrives whole and in order.
+    let cases = [(false, 16), (true, 16), (true, STREAMING_MIN + 7)];
+    for ((name, mk), (streaming, batch)) in BACKENDS
+        .iter()
+        .flat_map(|b| cases.iter().map(move |c| (b, *c)))
+    {
+        let name = format!("{name}, streaming {streaming}, batches of {batch}");
         let link = CellLink::create(mk(CellLink::region_bytes(64).unwrap()), 64).unwrap();
         let (mut tx, _) = link.endpoint(Side::A).unwrap();
+        tx.set_streaming(streaming);
         let (_, mut rx) = link.endpoint(Side::B).unwrap();
         const N: u64 = 200_000;
         let deadline = Instant::now() + Duration::from_secs(20);
         let producer = std::thread::spawn(move || {
             let mut sent = 0u64;
             while sent < N && Instant::now() < deadline {
-                let batch: Vec<Cell> = (sent..(sent + 16).min(N)).map(cell).collect();
+                let batch: Vec<Cell> = (sent..(sent + batch as u64).min(N)).map(cell).collect();
                 let n = tx.push_batch(&batch);
                 if n == 0 {
                     std::thread::yield_now();
