@@ -15,7 +15,8 @@
 //! Memory orderings:
 //! - the producer fills slots with Relaxed stores, then stores the tail with **Release**;
 //!   the consumer loads the tail with **Acquire**, so it sees every slot word written
-//!   before that tail. A producer that dies before its Release store leaves the tail where
+//!   before that tail. (A streaming producer fills them with non-temporal stores, which
+//!   x86 does not order with Release: an SFENCE comes between.) A producer that dies before its Release store leaves the tail where
 //!   it was: the half-written slots are beyond the tail and never read.
 //! - the consumer reads slots with Relaxed loads, then stores the head with **Release**;
 //!   the producer loads the head with **Acquire** before reusing slots, so its new writes
@@ -195,19 +196,8 @@ impl Producer {
     /// Writes up to `n` entries with `fill(k, slot_words)` for k in 0.., then publishes
     /// them with one Release store. Returns how many were written.
     #[inline]
-    pub(crate) fn push_with(
-        &mut self,
-        n: usize,
-        mut fill: impl FnMut(usize, &[AtomicU64]),
-    ) -> usize {
-        let n = n.min(self.free(n));
-        if n == 0 {
-            return 0;
-        }
-        self.stage_with(n, &mut fill);
-        self.tail = self.tail.wrapping_add(n as u64);
-        store_le(self.ring.word(TAIL), self.tail, Ordering::Release);
-        n
+    pub(crate) fn push_with(&mut self, n: usize, fill: impl FnMut(usize, &[AtomicU64])) -> usize {
+        self.push(n, fill, false)
     }
 
     /// [`push_with`](Self::push_with) for a `fill` that writes with non-temporal stores:
@@ -217,18 +207,25 @@ impl Producer {
     pub(crate) fn push_with_streaming(
         &mut self,
         n: usize,
-        mut fill: impl FnMut(usize, &[AtomicU64]),
+        fill: impl FnMut(usize, &[AtomicU64]),
     ) -> usize {
+        self.push(n, fill, true)
+    }
+
+    #[inline(always)]
+    fn push(&mut self, n: usize, mut fill: impl FnMut(usize, &[AtomicU64]), fence: bool) -> usize {
         let n = n.min(self.free(n));
         if n == 0 {
             return 0;
         }
         self.stage_with(n, &mut fill);
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: SFENCE has no operands and no memory effects but ordering.
-        unsafe {
-            std::arch::x86_64::_mm_sfence();
+        if fence {
+            // SAFETY: SFENCE has no operands and no effect on memory but ordering.
+            unsafe { std::arch::x86_64::_mm_sfence() };
         }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = fence;
         self.tail = self.tail.wrapping_add(n as u64);
         store_le(self.ring.word(TAIL), self.tail, Ordering::Release);
         n

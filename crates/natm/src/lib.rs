@@ -893,6 +893,8 @@ impl Direct {
             wait,
         )
         .map_err(|e| protocol(format!("lane: {e}")))?;
+        // The application's CPU does the adapter's work and the switch has its own: large
+        // batches skip the wait for the slot lines the switch read last (README, Benchmarks).
         link.set_streaming_writes(true);
         let engine = LaneEngine {
             adapter,
