@@ -100,6 +100,17 @@ fn run(
     (sent, got)
 }
 
+/// A xorshift64 generator from `seed`, for the faults the properties inject.
+fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut s = seed | 1;
+    move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    }
+}
+
 fn sdu_list() -> impl Strategy<Value = Vec<(u32, usize)>> {
     proptest::collection::vec(
         (
@@ -132,13 +143,7 @@ proptest! {
         flip in 0u32..100,
         dup in 0u32..100,
     ) {
-        let mut s = seed | 1;
-        let mut rand = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut rand = xorshift(seed);
         let (sent, got) = run(&sdus, LinkRate::Unlimited, 16, |cells| {
             let mut out = Vec::new();
             for mut c in cells {
@@ -179,13 +184,7 @@ proptest! {
         limit in prop_oneof![Just(SIZE), 1usize..SIZE],
         hec in prop_oneof![Just(HecCheck::Correct), Just(HecCheck::Detect), Just(HecCheck::Off)],
     ) {
-        let mut s = seed | 1;
-        let mut rand = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut rand = xorshift(seed);
         // The cells of all the SDUs, faults applied.
         let mut tx = pair_adapter(LinkRate::Unlimited);
         let mut tm = Checked::new(BUFFERS, SIZE);

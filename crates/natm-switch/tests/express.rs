@@ -241,10 +241,8 @@ fn refusals_leave_everything_as_it_was() {
     refused(&mut sw, 2, cell(0, 32, 0, false, 0), "input port down");
 }
 
-#[test]
-fn a_frame_being_discarded_is_left_to_the_queues() {
-    // One UBR AAL5 VC into a queue of 4 cells (EPD at 2): a frame that meets a full queue
-    // is cut (PPD) and the rest of it must be discarded by the queues, not passed express.
+/// UBR AAL5 VCs 0.`vci` from port 1 to port 2, whose queues hold 4 cells (EPD at 2).
+fn into_a_small_queue(vcis: &[u16]) -> Switch {
     let small = PortConfig {
         queue_cells: [4, 4, 4, 4],
         epd_percent: 50,
@@ -253,11 +251,21 @@ fn a_frame_being_discarded_is_left_to_the_queues() {
     let mut sw = Switch::new(SwitchConfig::default());
     sw.add_port(PortId(1), PortConfig::default()).expect("port");
     sw.add_port(PortId(2), small).expect("port");
-    let xc = CrossConnect {
-        aal5: true,
-        ..CrossConnect::new(Endpoint::vc(1, 0, 32), Endpoint::vc(2, 0, 32), qos("ubr"))
-    };
-    sw.connect(Instant::ZERO, &xc).expect("admitted");
+    for &vci in vcis {
+        let xc = CrossConnect {
+            aal5: true,
+            ..CrossConnect::new(Endpoint::vc(1, 0, vci), Endpoint::vc(2, 0, vci), qos("ubr"))
+        };
+        sw.connect(Instant::ZERO, &xc).expect("admitted");
+    }
+    sw
+}
+
+#[test]
+fn a_frame_being_discarded_is_left_to_the_queues() {
+    // One UBR AAL5 VC into a queue of 4 cells (EPD at 2): a frame that meets a full queue
+    // is cut (PPD) and the rest of it must be discarded by the queues, not passed express.
+    let mut sw = into_a_small_queue(&[32]);
     // Six cells of one frame through the queues: four queued, the fifth cut, PPD on.
     let frame: Vec<_> = (0..6).map(|i| cell(0, 32, 0, false, i)).collect();
     sw.handle_cells(Instant::ZERO, PortId(1), &frame);
@@ -284,21 +292,7 @@ fn a_frame_being_discarded_is_left_to_the_queues() {
 fn an_express_run_leaves_the_frame_state_as_the_queues_would() {
     // A frame begun express is under way: when the queue then passes its EPD threshold,
     // the frame's rest is still taken (EPD refuses only new frames).
-    let small = PortConfig {
-        queue_cells: [4, 4, 4, 4],
-        epd_percent: 50,
-        ..PortConfig::default()
-    };
-    let mut sw = Switch::new(SwitchConfig::default());
-    sw.add_port(PortId(1), PortConfig::default()).expect("port");
-    sw.add_port(PortId(2), small).expect("port");
-    for vci in [32, 33] {
-        let xc = CrossConnect {
-            aal5: true,
-            ..CrossConnect::new(Endpoint::vc(1, 0, vci), Endpoint::vc(2, 0, vci), qos("ubr"))
-        };
-        sw.connect(Instant::ZERO, &xc).expect("admitted");
-    }
+    let mut sw = into_a_small_queue(&[32, 33]);
     let mut begun = [cell(0, 32, 0, false, 0), cell(0, 32, 0, false, 1)];
     assert_eq!(
         sw.express(PortId(1), &mut begun, |_, _| true),
