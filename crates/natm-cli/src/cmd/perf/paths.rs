@@ -33,32 +33,13 @@ use serde_json::Value;
 
 use super::plot::{self, Series};
 use super::stream::DEFAULT_SWEEP;
-use super::transport::{AAL5_MAX, Kind};
+use super::transport::{AAL5_MAX, DataPath, Kind};
 use crate::cmd::lab;
 use crate::{CliError, CmdResult};
 
 const MAX_COUNT: u64 = 100_000_000;
 /// Attempts at a run refused because its VC is still in use.
 const IN_USE_TRIES: u32 = 5;
-/// A natm data path, as `--paths` and `natm perf --path` name it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum NatmPath {
-    Lane,
-    Direct,
-    Daemon,
-}
-
-impl NatmPath {
-    const ALL: [NatmPath; 3] = [NatmPath::Lane, NatmPath::Direct, NatmPath::Daemon];
-
-    fn name(self) -> &'static str {
-        match self {
-            NatmPath::Lane => "lane",
-            NatmPath::Direct => "direct",
-            NatmPath::Daemon => "daemon",
-        }
-    }
-}
 /// The pause after a stream that lost natm messages: longer than AAL5's reassembly
 /// timeout (natm-aal's default, 1 s), so that a partial SDU it left is gone.
 const SETTLE: std::time::Duration = std::time::Duration::from_millis(1100);
@@ -156,28 +137,28 @@ pub struct Report {
 
 impl Row {
     /// The figures of natm path `path`.
-    fn path_mut(&mut self, path: NatmPath) -> &mut Figures {
+    fn path_mut(&mut self, path: DataPath) -> &mut Figures {
         match path {
-            NatmPath::Lane => &mut self.lane,
-            NatmPath::Direct => &mut self.direct,
-            NatmPath::Daemon => &mut self.daemon,
+            DataPath::Lane => &mut self.lane,
+            DataPath::Direct => &mut self.direct,
+            DataPath::Daemon => &mut self.daemon,
         }
     }
 
-    fn path(&self, path: NatmPath) -> &Figures {
+    fn path(&self, path: DataPath) -> &Figures {
         match path {
-            NatmPath::Lane => &self.lane,
-            NatmPath::Direct => &self.direct,
-            NatmPath::Daemon => &self.daemon,
+            DataPath::Lane => &self.lane,
+            DataPath::Direct => &self.direct,
+            DataPath::Daemon => &self.daemon,
         }
     }
 }
 
 /// `--paths`: known names, each once, at least one.
-fn parse_paths(text: &str) -> Result<Vec<NatmPath>, CliError> {
-    let mut out: Vec<NatmPath> = Vec::new();
+fn parse_paths(text: &str) -> Result<Vec<DataPath>, CliError> {
+    let mut out: Vec<DataPath> = Vec::new();
     for part in text.split(',').map(str::trim) {
-        let Some(&path) = NatmPath::ALL.iter().find(|p| p.name() == part) else {
+        let Some(&path) = DataPath::ALL.iter().find(|p| p.name() == part) else {
             return Err(CliError::usage(format!(
                 "--paths {text}: `{part}` is not a path; use lane, direct or daemon"
             )));
@@ -193,8 +174,8 @@ fn parse_paths(text: &str) -> Result<Vec<NatmPath>, CliError> {
 }
 
 /// A failed run of `path`; a lane run's says what a lane needs and how to leave it out.
-fn hint(path: NatmPath, mut e: CliError) -> CliError {
-    if path == NatmPath::Lane {
+fn hint(path: DataPath, mut e: CliError) -> CliError {
+    if path == DataPath::Lane {
         e.message.push_str(
             " (lanes need a lab at `--rate unlimited`; `--paths direct,daemon` leaves them out)",
         );
@@ -287,7 +268,7 @@ struct NatmSide {
 
 impl NatmSide {
     /// The natm options for `path`; with `baselines` its runs carry the kernel's.
-    fn args(&self, path: NatmPath, baselines: bool) -> Vec<String> {
+    fn args(&self, path: DataPath, baselines: bool) -> Vec<String> {
         let mut a: Vec<String> = [
             "--kind",
             "natm",
@@ -348,8 +329,8 @@ fn lost_natm(report: &Value) -> bool {
 
 /// Where `--plot FILE` puts natm path `natm`'s plot: the direct path's at FILE, the
 /// others' at FILE with `-daemon` or `-lane` before its extension.
-fn plot_path(path: &Path, natm: NatmPath) -> PathBuf {
-    if natm == NatmPath::Direct {
+fn plot_path(path: &Path, natm: DataPath) -> PathBuf {
+    if natm == DataPath::Direct {
         return path.to_path_buf();
     }
     let natm = natm.name();
@@ -590,27 +571,27 @@ mod tests {
     #[test]
     fn the_other_paths_plots_sit_beside_the_direct_one() {
         let file = Path::new("/tmp/p.png");
-        assert_eq!(plot_path(file, NatmPath::Direct), file);
+        assert_eq!(plot_path(file, DataPath::Direct), file);
         assert_eq!(
-            plot_path(file, NatmPath::Daemon),
+            plot_path(file, DataPath::Daemon),
             PathBuf::from("/tmp/p-daemon.png")
         );
         assert_eq!(
-            plot_path(file, NatmPath::Lane),
+            plot_path(file, DataPath::Lane),
             PathBuf::from("/tmp/p-lane.png")
         );
         assert_eq!(
-            plot_path(Path::new("out"), NatmPath::Daemon),
+            plot_path(Path::new("out"), DataPath::Daemon),
             PathBuf::from("out-daemon")
         );
     }
 
     #[test]
     fn paths_parse_in_order_and_refuse_nonsense() {
-        assert_eq!(parse_paths("lane,direct,daemon").unwrap(), NatmPath::ALL);
+        assert_eq!(parse_paths("lane,direct,daemon").unwrap(), DataPath::ALL);
         assert_eq!(
             parse_paths("daemon, direct").unwrap(),
-            [NatmPath::Daemon, NatmPath::Direct]
+            [DataPath::Daemon, DataPath::Direct]
         );
         for (bad, why) in [
             ("kernel", "`kernel` is not a path"),

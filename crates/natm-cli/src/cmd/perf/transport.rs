@@ -272,6 +272,20 @@ pub enum DataPath {
     Lane,
 }
 
+impl DataPath {
+    /// Every path, in the order `natm perf paths` measures them by default.
+    pub const ALL: [DataPath; 3] = [DataPath::Lane, DataPath::Direct, DataPath::Daemon];
+
+    /// The path's name on the command line (`--path`, `--paths`) and in the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            DataPath::Direct => "direct",
+            DataPath::Daemon => "daemon",
+            DataPath::Lane => "lane",
+        }
+    }
+}
+
 /// The natm side of a run, checked.
 #[derive(Clone, Debug)]
 pub struct NatmTarget {
@@ -328,15 +342,11 @@ impl TargetArgs {
                 )));
             }
         };
-        let path = match self.path.as_str() {
-            "direct" => DataPath::Direct,
-            "daemon" => DataPath::Daemon,
-            "lane" => DataPath::Lane,
-            p => {
-                return Err(CliError::usage(format!(
-                    "--path {p:?}: expected direct, daemon or lane"
-                )));
-            }
+        let Some(path) = DataPath::ALL.into_iter().find(|p| p.name() == self.path) else {
+            return Err(CliError::usage(format!(
+                "--path {:?}: expected direct, daemon or lane",
+                self.path
+            )));
         };
         Ok(Targets {
             kinds,
