@@ -1245,7 +1245,9 @@ impl Adapter {
     ) -> usize {
         // The run's header: with the HEC checked, the last good one (so each cell's HEC
         // is checked by comparing the five bytes); unchecked, the first cell's four.
-        let first = &cells[0];
+        let Some(first) = cells.first() else {
+            return 0;
+        };
         let (word, hec) = match self.config.hec {
             HecCheck::Off => (
                 u32::from_be_bytes([first[0], first[1], first[2], first[3]]),

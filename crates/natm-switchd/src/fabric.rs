@@ -369,7 +369,7 @@ impl Fabric {
 
     /// The index of a port in [`Fabric::ports`].
     pub fn index(&self, id: PortId) -> Option<usize> {
-        self.ports.iter().position(|p| p.id == id)
+        port_index(&self.ports, id)
     }
 
     /// Attaches a link to port `i` and sets the port up.
@@ -632,9 +632,7 @@ impl Fabric {
             let run = self
                 .switch
                 .express(id, &mut self.buf[from..n], |out, word| {
-                    to = ports
-                        .iter()
-                        .position(|p| p.id == out)
+                    to = port_index(ports, out)
                         .and_then(|q| Some((q, ports[q].lane_for_word(word)?)));
                     to.is_some()
                 });
@@ -805,6 +803,12 @@ impl Fabric {
         }
         sent
     }
+}
+
+/// The index of port `id` in `ports` ([`Fabric::index`], for callers that hold only the
+/// ports).
+fn port_index(ports: &[PortLink], id: PortId) -> Option<usize> {
+    ports.iter().position(|p| p.id == id)
 }
 
 fn link_error(e: &std::io::Error) -> String {
