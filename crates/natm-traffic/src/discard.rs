@@ -73,6 +73,17 @@ pub enum VcFrameState {
     PartialDiscard,
 }
 
+impl VcFrameState {
+    /// Dropping the rest of a frame (EPD or PPD): its cells must each go through
+    /// [`FrameDiscard::decide`], and [`FrameDiscard::pass_through`] refuses them.
+    pub const fn is_discarding(self) -> bool {
+        matches!(
+            self,
+            VcFrameState::EarlyDiscard | VcFrameState::PartialDiscard
+        )
+    }
+}
+
 /// Cells counted per outcome.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DiscardCounters {
@@ -235,7 +246,7 @@ impl FrameDiscard {
         cells: u32,
         last_ends_frame: bool,
     ) -> bool {
-        if !matches!(*vc, VcFrameState::Idle | VcFrameState::Accepting) {
+        if vc.is_discarding() {
             return false;
         }
         if cells > 0 {

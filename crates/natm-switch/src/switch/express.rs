@@ -13,7 +13,6 @@
 //! order: once `handle_cells` has queued anything for a port, the express path refuses
 //! that port until `poll_transmit` has emptied it.
 
-use natm_traffic::discard::VcFrameState;
 use natm_wire::cell::HecMode;
 
 use super::{F_AAL5, F_BLOCKED, F_POLICED, F_VP, KEEP_VC, NONE, Switch};
@@ -65,8 +64,7 @@ impl Switch {
         let li = p.vc.get(vpi << 16 | vci)?;
         let leg = &legs[li as usize];
         if leg.flags & (F_BLOCKED | F_POLICED | F_VP) != 0
-            || (leg.flags & F_AAL5 != 0
-                && !matches!(leg.frame, VcFrameState::Idle | VcFrameState::Accepting))
+            || (leg.flags & F_AAL5 != 0 && leg.frame.is_discarding())
         {
             return None;
         }
