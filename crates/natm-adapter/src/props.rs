@@ -111,6 +111,30 @@ fn xorshift(seed: u64) -> impl FnMut() -> u64 {
     }
 }
 
+/// `cells` with faults, in thousandths: each lost with odds `loss`, one bit flipped with
+/// odds `flip`, sent twice with odds `dup`.
+fn faults(
+    cells: Vec<[u8; CELL_LEN]>,
+    rand: &mut impl FnMut() -> u64,
+    (loss, flip, dup): (u32, u32, u32),
+) -> Vec<[u8; CELL_LEN]> {
+    let mut out = Vec::new();
+    for mut c in cells {
+        if rand() % 1000 < u64::from(loss) {
+            continue;
+        }
+        if rand() % 1000 < u64::from(flip) {
+            let bit = (rand() % (CELL_LEN as u64 * 8)) as usize;
+            c[bit / 8] ^= 0x80 >> (bit % 8);
+        }
+        out.push(c);
+        if rand() % 1000 < u64::from(dup) {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn sdu_list() -> impl Strategy<Value = Vec<(u32, usize)>> {
     proptest::collection::vec(
         (
@@ -145,21 +169,7 @@ proptest! {
     ) {
         let mut rand = xorshift(seed);
         let (sent, got) = run(&sdus, LinkRate::Unlimited, 16, |cells| {
-            let mut out = Vec::new();
-            for mut c in cells {
-                if (rand() % 1000) < u64::from(loss) {
-                    continue;
-                }
-                if (rand() % 1000) < u64::from(flip) {
-                    let bit = (rand() % (CELL_LEN as u64 * 8)) as usize;
-                    c[bit / 8] ^= 0x80 >> (bit % 8);
-                }
-                out.push(c);
-                if (rand() % 1000) < u64::from(dup) {
-                    out.push(c);
-                }
-            }
-            out
+            faults(cells, &mut rand, (loss, flip, dup))
         });
         for (h, sdus) in &got {
             let from = sent.get(h).map(Vec::as_slice).unwrap_or_default();
@@ -185,41 +195,12 @@ proptest! {
         hec in prop_oneof![Just(HecCheck::Correct), Just(HecCheck::Detect), Just(HecCheck::Off)],
     ) {
         let mut rand = xorshift(seed);
-        // The cells of all the SDUs, faults applied.
-        let mut tx = pair_adapter(LinkRate::Unlimited);
-        let mut tm = Checked::new(BUFFERS, SIZE);
+        // The cells of all the SDUs, faults applied (none of them received by `run`).
         let mut cells = Vec::new();
-        let mut out = vec![[0u8; CELL_LEN]; 64];
-        for chunk in sdus.chunks(32) {
-            for (k, &(v, len)) in chunk.iter().enumerate() {
-                tm.mem.buffer_mut(BufferId(k as u32)).unwrap()[..len].copy_from_slice(&sdu(len, k as u32));
-                tm.tx.insert(k as u32);
-                tx.post_tx(T0, BufferId(k as u32), len, 100 + v);
-            }
-            loop {
-                let n = tx.poll_transmit(T0, &tm, &mut out);
-                if n == 0 {
-                    break;
-                }
-                for &c in &out[..n] {
-                    let mut c = c;
-                    if rand() % 1000 < u64::from(loss) {
-                        continue;
-                    }
-                    if rand() % 1000 < u64::from(flip) {
-                        let bit = (rand() % (CELL_LEN as u64 * 8)) as usize;
-                        c[bit / 8] ^= 0x80 >> (bit % 8);
-                    }
-                    cells.push(c);
-                    if rand() % 1000 < u64::from(dup) {
-                        cells.push(c);
-                    }
-                }
-            }
-            while let Some(c) = tx.poll_completion() {
-                tm.returned(&c);
-            }
-        }
+        run(&sdus, LinkRate::Unlimited, 64, |batch| {
+            cells.extend(faults(batch, &mut rand, (loss, flip, dup)));
+            Vec::new()
+        });
         let receiver = || {
             let mut a = Adapter::new(AdapterConfig {
                 buffers: BUFFERS,
