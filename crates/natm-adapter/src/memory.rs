@@ -157,6 +157,17 @@ impl BufferMemory for VecBuffers {
     }
 }
 
+/// A borrowed memory is memory: a driver can lend its buffers for one call.
+impl<T: BufferMemory + ?Sized> BufferMemory for &mut T {
+    fn read(&self, id: BufferId, offset: usize, out: &mut [u8]) -> Result<(), MemoryError> {
+        (**self).read(id, offset, out)
+    }
+
+    fn write(&mut self, id: BufferId, offset: usize, data: &[u8]) -> Result<(), MemoryError> {
+        (**self).write(id, offset, data)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -69,7 +69,7 @@
 //!
 //! [`ping`]: proto::Request::Ping
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, Read};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
@@ -80,10 +80,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use natm_adapter::{
-    Adapter, AdapterConfig, BufferId, Completion, Direction, HecCheck, LinkRate, RxVcConfig,
-    Status, UBR_UNSHAPED_PCR, VecBuffers,
+    Adapter, AdapterConfig, BufferId, BufferMemory, Completion, Direction, MemoryError, Status,
+    VecBuffers,
 };
-use natm_core::{HeaderFormat, PvcAddr, Qos, Rate, Sel, TrafficClass, VcId, Vci};
+use natm_core::{PvcAddr, Qos, Sel, VcId};
+use natm_host_core::{
+    ChannelId, ChannelMemory as HostChannelMemory, Event, Host, HostConfig, OpenError, PingId,
+};
 use natm_link::clock::Epoch;
 use natm_link::endpoint::{EndpointLink, LinkConfig, LinkKind, WaitConfig};
 use natm_nic::channel::{self as nic, AdapterEnd, Channel, ChannelConfig, ChannelState};
@@ -91,10 +94,6 @@ use natm_nic::memfd::MemfdMem;
 use natm_nic::notify::{Waiter, Waker};
 use natm_nic::sched::GiveWay;
 use natm_nic::signal;
-use natm_traffic::cac::{self, Cac, CacConfig};
-use natm_traffic::sched::{Category, VcSpec};
-use natm_wire::cell::{Cell as WireCell, CellHeader, HecReceiver, HecVerdict, Pti};
-use natm_wire::oam::{Loopback, OamCell, OamFlow, OamRepr};
 use serde::{Deserialize, Serialize};
 
 use crate::driver::{self, BATCH, ChannelMemory, status_code};
@@ -103,10 +102,7 @@ use crate::proto::{
     NotifyMode, PathKind, Request, Response, SignalTarget, VcStats,
 };
 
-type Cell = natm_link::Cell;
-
-/// OC-3c's cell rate: what an unlimited link is admitted as.
-pub const NOMINAL_RATE: u32 = 353_207;
+pub use natm_host_core::NOMINAL_RATE;
 /// How often a failed link is tried again.
 pub const RECONNECT: Duration = Duration::from_millis(100);
 /// Spin this long after the last progress before sleeping (adaptive wait).
@@ -293,16 +289,6 @@ pub enum HostdError {
     Io(#[from] io::Error),
 }
 
-/// A loopback request waiting for its reply.
-struct PendingPing {
-    conn: u64,
-    vc: VcId,
-    segment: bool,
-    tag: u32,
-    sent: Instant,
-    deadline: Instant,
-}
-
 /// One frame waiting to be written to a client.
 struct Outgoing {
     bytes: Vec<u8>,
@@ -432,30 +418,61 @@ fn request_lane(
     Ok(sock)
 }
 
+/// An application's VC: hostd's side of one host-core channel (which holds its adapter).
 struct Port {
     handle: u32,
     vc: VcId,
-    qos: String,
     conn: u64,
     owner_pid: i32,
     cookie: [u8; 16],
     notify: NotifyMode,
-    spec: VcSpec,
-    rx: RxVcConfig,
-    adapter: Adapter,
     mem: PortMem,
-    reservation: cac::Handle,
-    out: Box<[Cell; BATCH]>,
-    sent: usize,
-    filled: usize,
+    /// Completions the channel had no room for, or that hostd made itself (descriptors
+    /// posted while the link was down): they go first.
     deferred: VecDeque<Completion>,
     tx_failed: u64,
     client_drops: u64,
 }
 
-impl Port {
-    fn link_backlog(&self) -> bool {
-        self.sent < self.filled
+/// A port's buffers as its adapter sees them.
+enum PortBuffers<'a> {
+    Direct(ChannelMemory<'a>),
+    Daemon(&'a mut VecBuffers),
+}
+
+impl BufferMemory for PortBuffers<'_> {
+    fn read(&self, id: BufferId, offset: usize, out: &mut [u8]) -> Result<(), MemoryError> {
+        match self {
+            PortBuffers::Direct(m) => m.read(id, offset, out),
+            PortBuffers::Daemon(m) => m.read(id, offset, out),
+        }
+    }
+
+    fn write(&mut self, id: BufferId, offset: usize, data: &[u8]) -> Result<(), MemoryError> {
+        match self {
+            PortBuffers::Direct(m) => m.write(id, offset, data),
+            PortBuffers::Daemon(m) => m.write(id, offset, data),
+        }
+    }
+}
+
+impl HostChannelMemory for Port {
+    type Buffers<'a> = PortBuffers<'a>;
+
+    fn buffers(&mut self) -> Option<PortBuffers<'_>> {
+        match &mut self.mem {
+            PortMem::Direct { end, .. } => Some(PortBuffers::Direct(ChannelMemory(end))),
+            PortMem::Daemon { bufs, .. } => Some(PortBuffers::Daemon(bufs)),
+            // The switch sends a lane's user data into the lane: cells that reach hostd
+            // came before the lane was attached, and go nowhere.
+            PortMem::Lane { .. } => None,
+        }
+    }
+
+    /// hostd owns a daemon-path VC's buffers: each frame's goes back to its pool before the
+    /// next arrives, so it never runs out of them for want of a pass through `complete`.
+    fn frame_at_a_time(&self) -> bool {
+        matches!(self.mem, PortMem::Daemon { .. })
     }
 }
 
@@ -472,10 +489,6 @@ fn parse_cookie(s: &str) -> Option<[u8; 16]> {
         *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
     }
     Some(c)
-}
-
-fn vc_key(vc: VcId) -> u32 {
-    u32::from(vc.vpi.get()) << 16 | u32::from(vc.vci.get())
 }
 
 /// Parses a concrete PVC on interface 0.
@@ -524,16 +537,14 @@ pub struct Hostd {
     own_uid: u32,
     conns: BTreeMap<u64, Conn>,
     next_conn: u64,
-    ports: BTreeMap<u32, Port>,
-    by_vc: HashMap<u32, u32>,
-    next_handle: u32,
-    rr: u32,
-    cac: Cac,
-    pings: Vec<PendingPing>,
-    oam_out: VecDeque<Cell>,
+    /// The host: channels, admission, demultiplexing, transmit order, OAM.
+    host: Host<Port>,
+    /// A port's handle (its VC's, which the application names) → its channel.
+    by_handle: BTreeMap<u32, ChannelId>,
+    /// Outstanding pings → the connection that asked.
+    pings: BTreeMap<PingId, u64>,
     epoch: Epoch,
-    hec: HecReceiver,
-    inbox: Box<[Cell; BATCH]>,
+    inbox: Box<[natm_link::Cell; BATCH]>,
     /// Where client bytes are read to.
     scratch: Box<[u8]>,
     stats: LinkStatus,
@@ -563,13 +574,14 @@ impl Hostd {
     ) -> Hostd {
         let link = connector().ok();
         let now = Instant::now();
-        let capacity = opts.link_rate.unwrap_or(NOMINAL_RATE);
-        let cac = Cac::new(CacConfig {
-            link: format!("{}:link", opts.name),
-            capacity,
-            buffer_cells: 0,
-            max_ubr: 4096,
+        let mut host = Host::new(HostConfig {
+            max_channels: MAX_CHANNELS,
+            batch: BATCH,
+            ..HostConfig::new(&opts.name, opts.link_rate)
         });
+        if link.is_some() {
+            host.link_up();
+        }
         let stats = LinkStatus {
             description: opts.link_description.clone(),
             up: link.is_some(),
@@ -585,15 +597,10 @@ impl Hostd {
             own_uid: rustix::process::getuid().as_raw(),
             conns: BTreeMap::new(),
             next_conn: 1,
-            ports: BTreeMap::new(),
-            by_vc: HashMap::new(),
-            next_handle: 1,
-            rr: 0,
-            cac,
-            pings: Vec::new(),
-            oam_out: VecDeque::new(),
+            host,
+            by_handle: BTreeMap::new(),
+            pings: BTreeMap::new(),
             epoch: Epoch::now(),
-            hec: HecReceiver::new(),
             inbox: Box::new([[0; 53]; BATCH]),
             scratch: vec![0; 65536].into_boxed_slice(),
             stats,
@@ -643,7 +650,7 @@ impl Hostd {
     }
 
     fn shutdown(&mut self) {
-        let handles: Vec<u32> = self.ports.keys().copied().collect();
+        let handles: Vec<u32> = self.by_handle.keys().copied().collect();
         for h in handles {
             self.close_port(h);
         }
@@ -671,10 +678,10 @@ impl Hostd {
         self.check_link(now);
         progress |= self.take_posts();
         progress |= self.receive();
-        self.timeouts();
+        self.host.handle_timeout(self.now);
         progress |= self.transmit();
         progress |= self.complete();
-        self.expire_pings(now);
+        self.events(None);
         let wrote = self.flush_clients();
         if listener || !readable.is_empty() || wrote {
             self.socket_activity = now;
@@ -860,15 +867,14 @@ impl Hostd {
             .collect();
         for id in dead {
             let owned: Vec<u32> = self
-                .ports
-                .values()
+                .ports()
                 .filter(|p| p.conn == id)
                 .map(|p| p.handle)
                 .collect();
             for h in owned {
                 self.close_port(h);
             }
-            self.pings.retain(|p| p.conn != id);
+            self.pings.retain(|_, conn| *conn != id);
             self.conns.remove(&id);
         }
     }
@@ -927,7 +933,7 @@ impl Hostd {
         let Some(c) = parse_cookie(cookie) else {
             return refused("unknown cookie (not 32 hex digits)");
         };
-        let Some(p) = self.ports.values().find(|p| p.cookie == c) else {
+        let Some(p) = self.ports().find(|p| p.cookie == c) else {
             return refused("unknown cookie");
         };
         if p.conn != id {
@@ -953,25 +959,11 @@ impl Hostd {
         let bad = |m: String| (ErrorKind::BadRequest, m);
         let refused = |m: String| (ErrorKind::Refused, m);
         let vc = parse_vc(vc_text).map_err(bad)?;
-        if vc.vci.get() < Vci::FIRST_USER {
-            return Err(refused(format!(
-                "VC {vc}: VCI {} is reserved (VCIs 0..=31 are for signalling, OAM and ILMI); use 32 or above",
-                vc.vci.get()
-            )));
-        }
-        if !vc.vpi.fits(HeaderFormat::Uni) {
-            return Err(refused(format!("VC {vc}: VPI above 255 at the UNI")));
-        }
-        if let Some(&h) = self.by_vc.get(&vc_key(vc)) {
-            let pid = self.ports.get(&h).map_or(0, |p| p.owner_pid);
-            return Err(refused(format!(
-                "VC {vc} is in use by another channel (handle {h}, pid {pid})"
-            )));
-        }
-        if self.ports.len() >= MAX_CHANNELS {
-            return Err(refused(format!(
-                "hostd has {MAX_CHANNELS} VCs open, its most"
-            )));
+        self.host.check_vc(vc).map_err(|e| self.refusal(e))?;
+        if self.by_handle.len() >= MAX_CHANNELS {
+            return Err(refused(
+                OpenError::TooManyChannels { max: MAX_CHANNELS }.to_string(),
+            ));
         }
         let qos: Qos = qos_text
             .parse()
@@ -992,124 +984,105 @@ impl Hostd {
                 "{buffers} buffers of {buffer_size} bytes are {bytes} bytes, above the {MAX_VC_BYTES} a VC may have"
             )));
         }
-        let capacity = self.cac.config().capacity;
-        let tx = qos.tx;
-        let reservation = self.cac.admit(&tx).map_err(|e| refused(e.to_string()))?;
-        let contract = self
-            .cac
-            .reservation(reservation)
-            .map(|r| r.contract)
-            .unwrap_or_default();
-        let spec = match tx.class {
-            TrafficClass::Cbr => VcSpec::cbr(contract.pcr),
-            TrafficClass::Vbr => VcSpec::nrt_vbr(contract.pcr, contract.scr, contract.mbs),
-            _ => ubr_spec(&tx, contract.pcr, capacity, self.opts.link_rate),
-        };
-        let max_sdu_qos = if qos.rx.max_sdu == 0 {
-            65535
-        } else {
-            qos.rx.max_sdu as usize
-        };
-        let max_sdu = max_sdu_qos.min(buffer_size as usize).min(65535);
-        let rx = RxVcConfig::aal5(max_sdu);
-        let release = |cac: &mut Cac| {
-            let _ = cac.release(reservation);
-        };
-        let handle = self.next_handle;
-        let mut config = AdapterConfig::new(buffers, buffer_size as usize);
-        config.link = match self.opts.link_rate {
-            Some(r) => LinkRate::CellsPerSecond(r),
-            None => LinkRate::Unlimited,
-        };
-        config.hec = HecCheck::Off;
-        config.max_vcs = 1;
-        config.max_tx_queued = buffers as usize;
-        config.event_queue_max = 64;
-        let mut adapter = match Adapter::new(config) {
-            Ok(a) => a,
-            Err(e) => {
-                release(&mut self.cac);
-                return Err(refused(e.to_string()));
-            }
-        };
-        if let Err(e) = adapter.open_vc(handle, vc, spec, rx) {
-            release(&mut self.cac);
-            return Err(refused(e.to_string()));
-        }
+        // Admission is asked before any memory is made or a lane is asked for, and booked
+        // (by `open_vc`) once they are.
+        self.host
+            .cac()
+            .assess(&qos.tx)
+            .map_err(|e| refused(e.to_string()))?;
         let owner_pid = self.conns.get(&id).map_or(0, |c| c.pid);
-        let made = match path {
+        let (mem, fds) = match path {
             PathKind::Direct => {
-                make_channel(buffers, buffer_size, notify, signal_target, owner_pid)
+                make_channel(buffers, buffer_size, notify, signal_target, owner_pid)?
             }
-            PathKind::Lane => self.make_lane(vc, buffers, buffer_size, notify),
-            PathKind::Daemon => {
-                let bufs = VecBuffers::new(buffers, buffer_size as usize);
-                let rx_count = buffers / 2;
-                for b in 0..rx_count {
-                    adapter.post_rx_buffer(BufferId(b));
-                }
-                Ok((
-                    PortMem::Daemon {
-                        bufs,
-                        free_tx: (rx_count..buffers).rev().collect(),
-                    },
-                    Vec::new(),
-                ))
-            }
-        };
-        let (mem, fds) = match made {
-            Ok(m) => m,
-            Err(e) => {
-                release(&mut self.cac);
-                return Err(e);
-            }
+            PathKind::Lane => self.make_lane(vc, buffers, buffer_size, notify)?,
+            PathKind::Daemon => (
+                PortMem::Daemon {
+                    bufs: VecBuffers::new(buffers, buffer_size as usize),
+                    free_tx: (buffers / 2..buffers).rev().collect(),
+                },
+                Vec::new(),
+            ),
         };
         let mut cookie = [0u8; 16];
         if rustix::rand::getrandom(&mut cookie, rustix::rand::GetRandomFlags::empty()).unwrap_or(0)
             != 16
         {
-            release(&mut self.cac);
             return Err((ErrorKind::Internal, "getrandom failed".into()));
         }
-        self.next_handle = self.next_handle.wrapping_add(1).max(1);
-        let mut port = Port {
-            handle,
+        let mut config = AdapterConfig::new(buffers, buffer_size as usize);
+        config.max_vcs = 1;
+        config.max_tx_queued = buffers as usize;
+        config.event_queue_max = 64;
+        let port = Port {
+            handle: 0,
             vc,
-            qos: qos.to_string(),
             conn: id,
             owner_pid,
             cookie,
             notify,
-            spec,
-            rx,
-            adapter,
             mem,
-            reservation,
-            out: Box::new([[0; 53]; BATCH]),
-            sent: 0,
-            filled: 0,
             deferred: VecDeque::new(),
             tx_failed: 0,
             client_drops: 0,
         };
-        if self.link.is_none() {
+        let ch = self
+            .host
+            .open_channel(config, port)
+            .map_err(|e| self.refusal(e))?;
+        let handle = match self.host.open_vc(ch, vc, &qos) {
+            Ok(h) => h,
+            Err(e) => {
+                self.host.close_channel(ch);
+                return Err(self.refusal(e));
+            }
+        };
+        let info = *self.host.vc(handle).expect("the VC just opened");
+        let link_up = self.link.is_some();
+        let (adapter, port) = self.host.channel_mut(ch).expect("the channel just opened");
+        port.handle = handle.0;
+        if let PortMem::Daemon { .. } = port.mem {
+            for b in 0..buffers / 2 {
+                adapter.post_rx_buffer(BufferId(b));
+            }
+        }
+        if !link_up {
             port.mem.set_state(ChannelState::LinkDown);
         }
-        self.by_vc.insert(vc_key(vc), handle);
-        self.ports.insert(handle, port);
+        self.by_handle.insert(handle.0, ch);
         Ok((
             Response::Opened {
-                handle,
+                handle: handle.0,
                 cookie: cookie_hex(&cookie),
                 path,
                 buffers,
                 buffer_size,
-                max_sdu: max_sdu as u32,
-                link_up: self.link.is_some(),
-                lane: (path == PathKind::Lane).then(|| proto::LaneShape::from_spec(&spec)),
+                max_sdu: info.rx.max_sdu as u32,
+                link_up,
+                lane: (path == PathKind::Lane).then(|| proto::LaneShape::from_spec(&info.spec)),
             },
             fds,
         ))
+    }
+
+    /// A host-core refusal as the client reads it: an in-use VC names its holder's pid.
+    fn refusal(&self, e: OpenError) -> (ErrorKind, String) {
+        let message = match e {
+            OpenError::InUse { vc, by, channel } => {
+                let pid = self.host.memory(channel).map_or(0, |p| p.owner_pid);
+                format!(
+                    "VC {vc} is in use by another channel (handle {}, pid {pid})",
+                    by.0
+                )
+            }
+            e => e.to_string(),
+        };
+        (ErrorKind::Refused, message)
+    }
+
+    /// Every port.
+    fn ports(&self) -> impl Iterator<Item = &Port> {
+        self.host.channel_ids().filter_map(|c| self.host.memory(c))
     }
 
     /// A lane-path channel: the channel region (the application takes both its ends;
@@ -1168,14 +1141,14 @@ impl Hostd {
     }
 
     fn close_port(&mut self, handle: u32) {
-        let Some(mut p) = self.ports.remove(&handle) else {
+        let Some(ch) = self.by_handle.remove(&handle) else {
             return;
         };
-        self.by_vc.remove(&vc_key(p.vc));
-        // A lane's socket closes with `p`: the switch drops the lane.
-        p.mem.set_state(ChannelState::Revoked);
-        let _ = self.cac.release(p.reservation);
-        // The adapter, its buffers and the mapping go with `p`.
+        // The adapter and the reservation go here; a lane's socket, the buffers and the
+        // mapping go with the port.
+        if let Some(mut p) = self.host.close_channel(ch) {
+            p.mem.set_state(ChannelState::Revoked);
+        }
     }
 
     fn daemon_send(&mut self, id: u64, handle: u32, sdu: Vec<u8>) {
@@ -1184,7 +1157,12 @@ impl Hostd {
         let Some(c) = self.conns.get_mut(&id) else {
             return;
         };
-        let Some(p) = self.ports.get_mut(&handle).filter(|p| p.conn == id) else {
+        let Some((adapter, p)) = self
+            .by_handle
+            .get(&handle)
+            .and_then(|ch| self.host.channel_mut(*ch))
+            .filter(|(_, p)| p.conn == id)
+        else {
             c.refuse(
                 ErrorKind::Refused,
                 format!("data for handle {handle}, which is not a VC of this connection"),
@@ -1222,7 +1200,7 @@ impl Hostd {
             .buffer_mut(BufferId(b))
             .expect("free list holds the VC's own buffer ids");
         buf[..sdu.len()].copy_from_slice(&sdu);
-        p.adapter.post_tx(now, BufferId(b), sdu.len(), handle);
+        adapter.post_tx(now, BufferId(b), sdu.len(), handle);
     }
 
     fn retry_stalled(&mut self, id: u64) -> bool {
@@ -1237,78 +1215,79 @@ impl Hostd {
     }
 
     fn ping(&mut self, id: u64, vc_text: &str, segment: bool, tag: u32, timeout_ms: u64) {
-        let vc = match parse_vc(vc_text) {
-            Ok(v) => v,
-            Err(m) => {
-                return self.reply(
-                    id,
-                    Response::Error {
-                        kind: ErrorKind::BadRequest,
-                        message: m,
-                    },
-                );
+        let timeout = natm_core::Duration::from_millis(timeout_ms.min(60_000));
+        let pinged = parse_vc(vc_text)
+            .map_err(|m| (ErrorKind::BadRequest, m))
+            .and_then(|vc| {
+                self.host
+                    .ping(self.now, vc, segment, tag, timeout)
+                    .map_err(|e| (ErrorKind::LinkDown, e.to_string()))
+            });
+        match pinged {
+            Ok(ping) => {
+                self.pings.insert(ping, id);
+                if let Some(c) = self.conns.get_mut(&id) {
+                    c.pinging = true;
+                }
             }
-        };
-        if self.link.is_none() {
-            return self.reply(
-                id,
-                Response::Error {
-                    kind: ErrorKind::LinkDown,
-                    message: format!("link down: no loopback on {vc}"),
-                },
-            );
+            Err((kind, message)) => self.reply(id, Response::Error { kind, message }),
         }
-        let flow = if segment {
-            OamFlow::F5Segment
-        } else {
-            OamFlow::F5EndToEnd
-        };
-        let cell = OamRepr::Loopback(Loopback::request(tag)).to_cell(flow, vc);
-        self.oam_out.push_back(cell);
-        let now = Instant::now();
-        self.pings.push(PendingPing {
-            conn: id,
-            vc,
-            segment,
-            tag,
-            sent: now,
-            deadline: now + Duration::from_millis(timeout_ms.min(60_000)),
-        });
-        if let Some(c) = self.conns.get_mut(&id) {
-            c.pinging = true;
-        }
-        self.send_oam();
     }
 
-    fn expire_pings(&mut self, now: Instant) {
-        let mut i = 0;
-        while i < self.pings.len() {
-            if self.pings[i].deadline <= now {
-                let p = self.pings.swap_remove(i);
-                let scope = if p.segment { "segment" } else { "end-to-end" };
-                if let Some(c) = self.conns.get_mut(&p.conn) {
-                    c.pinging = false;
-                    c.refuse(
-                        ErrorKind::Timeout,
-                        format!("no {scope} loopback reply on {} in time", p.vc),
-                    );
+    /// Answers the clients whose pings ended (`link_down`: why the link went).
+    fn events(&mut self, link_down: Option<&str>) {
+        while let Some(e) = self.host.poll_event() {
+            let (ping, r) = match e {
+                Event::PingReply { ping, rtt } => (
+                    ping,
+                    Response::Pong {
+                        rtt_ns: rtt.as_nanos(),
+                    },
+                ),
+                Event::PingTimeout { ping, vc, segment } => {
+                    let scope = if segment { "segment" } else { "end-to-end" };
+                    (
+                        ping,
+                        Response::Error {
+                            kind: ErrorKind::Timeout,
+                            message: format!("no {scope} loopback reply on {vc} in time"),
+                        },
+                    )
                 }
-            } else {
-                i += 1;
+                Event::PingFailed { ping } => (
+                    ping,
+                    Response::Error {
+                        kind: ErrorKind::LinkDown,
+                        message: format!("link down: {}", link_down.unwrap_or("link lost")),
+                    },
+                ),
+            };
+            if let Some(c) = self
+                .pings
+                .remove(&ping)
+                .and_then(|c| self.conns.get_mut(&c))
+            {
+                c.pinging = false;
+                c.send(&r);
             }
         }
     }
 
     fn status(&self) -> HostStatus {
         let channels = self
-            .ports
-            .values()
-            .map(|p| {
-                let c = p.adapter.counters();
+            .host
+            .channel_ids()
+            .filter_map(|ch| Some((self.host.adapter(ch)?, self.host.memory(ch)?)))
+            .map(|(adapter, p)| {
+                let c = adapter.counters();
+                let qos = self
+                    .host
+                    .vc(natm_host_core::VcHandle(p.handle))
+                    .map_or(String::new(), |v| v.qos.to_string());
                 ChannelStatus {
                     handle: p.handle,
                     vc: p.vc.to_string(),
-                    qos: p.qos.clone(),
+                    qos,
                     owner_pid: p.owner_pid,
                     notify: p.notify,
                     path: match p.mem {
@@ -1317,13 +1296,18 @@ impl Hostd {
                         PortMem::Lane { .. } => PathKind::Lane,
                     },
                     counters: VcStats::from_adapter(&c, p.client_drops, p.tx_failed),
-                    tx_queued: p.adapter.tx_queued() as u64,
-                    rx_free: p.adapter.free_rx_buffers() as u64,
+                    tx_queued: adapter.tx_queued() as u64,
+                    rx_free: adapter.free_rx_buffers() as u64,
                 }
             })
             .collect();
         let mut link = self.stats.clone();
         link.up = self.link.is_some();
+        let hc = self.host.counters();
+        link.rx_unknown_vc = hc.rx_unknown_vc;
+        link.rx_oam = hc.rx_oam;
+        link.loopbacks_answered = hc.loopbacks_answered;
+        link.lost_on_failure = hc.lost_on_failure;
         if let Some(l) = &self.link {
             // Counts of earlier links were added up when they failed.
             let c = l.counters();
@@ -1335,10 +1319,10 @@ impl Hostd {
             pid: std::process::id(),
             link,
             cac: CacStatus {
-                capacity: self.cac.config().capacity,
-                cbr: self.cac.reserved_cbr(),
-                vbr: self.cac.reserved_vbr(),
-                ubr: self.cac.ubr_count(),
+                capacity: self.host.cac().config().capacity,
+                cbr: self.host.cac().reserved_cbr(),
+                vbr: self.host.cac().reserved_vbr(),
+                ubr: self.host.cac().ubr_count(),
             },
             channels,
             vm_rss_bytes: vm_rss_bytes(),
@@ -1378,16 +1362,12 @@ impl Hostd {
     }
 
     fn link_up(&mut self) {
-        self.hec = HecReceiver::new();
-        for p in self.ports.values_mut() {
+        self.host.link_up();
+        let lanes = self.opts.lanes.clone();
+        for (_, _, p) in self.host.channels_mut() {
             if let PortMem::Lane { switch, side_b, .. } = &mut p.mem {
                 // The switch lost its lanes with the link (or is a new one): ask again.
-                match self
-                    .opts
-                    .lanes
-                    .as_deref()
-                    .map(|s| request_lane(s, p.vc, side_b))
-                {
+                match lanes.as_deref().map(|s| request_lane(s, p.vc, side_b)) {
                     Some(Ok(sock)) => *switch = Some(sock),
                     _ => {
                         self.stats.lane_failures += 1;
@@ -1402,8 +1382,7 @@ impl Hostd {
 
     fn notify_daemon_clients(&mut self, r: &Response) {
         let ids: Vec<u64> = self
-            .ports
-            .values()
+            .ports()
             .filter(|p| matches!(p.mem, PortMem::Daemon { .. }))
             .map(|p| p.conn)
             .collect();
@@ -1425,26 +1404,16 @@ impl Hostd {
             self.stats.rx_cells += c.rx_cells;
         }
         self.next_reconnect = Instant::now() + RECONNECT;
-        self.stats.lost_on_failure += self.oam_out.len() as u64;
-        self.oam_out.clear();
-        for p in self.ports.values_mut() {
-            self.stats.lost_on_failure += (p.filled - p.sent) as u64;
-            p.sent = 0;
-            p.filled = 0;
-            // Flush the adapter: queued descriptors come back (as link-down failures).
-            let _ = p.adapter.close_vc(p.handle);
-            let _ = p.adapter.open_vc(p.handle, p.vc, p.spec, p.rx);
+        // Queued cells are counted lost, every VC flushed (its queued descriptors come
+        // back as link-down failures), pings fail.
+        self.host.link_down();
+        for (_, _, p) in self.host.channels_mut() {
             if let PortMem::Lane { switch, .. } = &mut p.mem {
                 *switch = None;
             }
             p.mem.set_state(ChannelState::LinkDown);
         }
-        for ping in std::mem::take(&mut self.pings) {
-            if let Some(c) = self.conns.get_mut(&ping.conn) {
-                c.pinging = false;
-                c.refuse(ErrorKind::LinkDown, format!("link down: {why}"));
-            }
-        }
+        self.events(Some(&why.to_string()));
         self.notify_daemon_clients(&Response::LinkDown);
         // Buffers the flush returned to daemon-path ports go back to their pools now.
         self.complete();
@@ -1471,222 +1440,51 @@ impl Hostd {
                 }
             };
             progress = true;
-            self.demux(n);
+            let mut at = 0;
+            while at < n {
+                at += self.host.handle_cells(self.now, &mut self.inbox[at..n]);
+                if at < n {
+                    // A daemon-path frame ended: its buffer goes back before the next.
+                    self.complete();
+                }
+            }
             // Applications see each batch's frames (and can post buffers back) at once.
             self.complete();
         }
         progress
     }
 
-    /// Routes `inbox[..n]`: OAM F5 to hostd, the rest in runs to the adapter of their VC.
-    /// A daemon-path VC's run ends at each end of frame and its buffer goes back to its
-    /// pool at once: hostd owns those buffers, so it never runs out of them for want of a
-    /// pass through [`Hostd::complete`].
-    fn demux(&mut self, n: usize) {
+    /// Sends what the host gives (OAM, then the channels round robin, CBR and VBR ones
+    /// first) until the link is full or nobody has cells; at most 16 batches a channel.
+    fn transmit(&mut self) -> bool {
         let now = self.now;
-        let mut run: Option<(u32, usize)> = None;
-        for i in 0..n {
-            let (target, eof) = self.classify(i);
-            if let Some((h, start)) = run
-                && target != Some(h)
-            {
-                self.deliver(h, start, i, now);
-                run = None;
-            }
-            let Some(t) = target else {
-                continue;
-            };
-            let start = *run.get_or_insert((t, i));
-            if eof
-                && self
-                    .ports
-                    .get(&t)
-                    .is_some_and(|p| matches!(p.mem, PortMem::Daemon { .. }))
-            {
-                self.deliver(t, start.1, i + 1, now);
-                run = None;
-            }
-        }
-        if let Some((h, start)) = run {
-            self.deliver(h, start, n, now);
-        }
-    }
-
-    /// Checks cell `i`'s header and says which port it goes to (and whether it ends a
-    /// frame); OAM cells are handled here.
-    fn classify(&mut self, i: usize) -> (Option<u32>, bool) {
-        let verdict = self
-            .hec
-            .receive(&mut WireCell::new_unchecked(&mut self.inbox[i][..]));
-        if matches!(verdict, HecVerdict::Discarded { .. }) {
-            return (None, false);
-        }
-        let h = CellHeader::parse_unverified(
-            &WireCell::new_unchecked(&self.inbox[i][..]),
-            HeaderFormat::Uni,
-        );
-        if h.pti.is_f5_oam() {
-            self.stats.rx_oam += 1;
-            let cell = self.inbox[i];
-            self.oam_in(h, &cell);
-            return (None, false);
-        }
-        if matches!(h.vc.vci, Vci::F4_SEGMENT | Vci::F4_END_TO_END) {
-            self.stats.rx_oam += 1;
-            return (None, false);
-        }
-        let t = self.by_vc.get(&vc_key(h.vc)).copied();
-        if t.is_none() {
-            self.stats.rx_unknown_vc += 1;
-        }
-        (t, h.pti.is_end_of_frame())
-    }
-
-    /// Hands `inbox[start..end]` to port `h`'s adapter.
-    fn deliver(&mut self, h: u32, start: usize, end: usize, now: natm_core::Instant) {
-        let link_down = self.link.is_none();
-        let Some(p) = self.ports.get_mut(&h) else {
-            return;
-        };
-        let cells = &self.inbox[start..end];
-        match &mut p.mem {
-            PortMem::Direct { end, .. } => {
-                p.adapter.handle_cells(now, cells, &mut ChannelMemory(end));
-            }
-            PortMem::Daemon { bufs, .. } => {
-                p.adapter.handle_cells(now, cells, bufs);
-                complete_port(p, &mut self.conns, link_down);
-            }
-            // The switch sends a lane's user data into the lane: cells here came before
-            // the lane was attached, and go nowhere.
-            PortMem::Lane { .. } => self.stats.rx_unknown_vc += (end - start) as u64,
-        }
-    }
-
-    fn oam_in(&mut self, h: CellHeader, cell: &Cell) {
-        let Ok(oam) = OamCell::new_checked(&cell[5..]) else {
-            return;
-        };
-        let Ok(OamRepr::Loopback(lb)) = OamRepr::parse(&oam) else {
-            return;
-        };
-        let segment = h.pti == Pti::SegmentF5;
-        if lb.request {
-            if !segment {
-                let reply = OamRepr::Loopback(lb.reply()).to_cell(OamFlow::F5EndToEnd, h.vc);
-                self.oam_out.push_back(reply);
-                self.stats.loopbacks_answered += 1;
-            }
-            return;
-        }
-        if let Some(i) = self
-            .pings
-            .iter()
-            .position(|p| p.vc == h.vc && p.tag == lb.correlation_tag && p.segment == segment)
-        {
-            let p = self.pings.swap_remove(i);
-            let rtt = p.sent.elapsed().as_nanos().max(1) as u64;
-            if let Some(c) = self.conns.get_mut(&p.conn) {
-                c.pinging = false;
-                c.send(&Response::Pong { rtt_ns: rtt });
-            }
-        }
-    }
-
-    fn send_oam(&mut self) -> bool {
+        let mut progress = false;
+        let mut failed = None;
         let Some(link) = &mut self.link else {
             return false;
         };
-        let mut progress = false;
-        while let Some(c) = self.oam_out.front() {
-            match link.send_cells(std::slice::from_ref(c)) {
-                Ok(1) => {
-                    progress = true;
-                    self.oam_out.pop_front();
-                }
-                Ok(_) => return progress,
-                Err(e) => {
-                    self.link_failed(&e);
-                    return true;
-                }
-            }
-        }
-        progress
-    }
-
-    fn timeouts(&mut self) {
-        let now = self.now;
-        for p in self.ports.values_mut() {
-            if p.adapter.poll_timeout().is_some_and(|t| t <= now) {
-                p.adapter.handle_timeout(now);
-            }
-        }
-    }
-
-    /// Round robin over the channels (CBR and VBR ones first), a batch each per turn,
-    /// until the link is full or nobody has cells.
-    fn transmit(&mut self) -> bool {
-        let mut progress = self.send_oam();
-        if self.link.is_none() || !self.oam_out.is_empty() {
-            return progress;
-        }
-        let now = self.now;
-        for _ in 0..16 {
-            // CBR and VBR channels first (CAC keeps their sum within the link), then UBR;
-            // round robin within each.
-            let rotated = || {
-                self.ports
-                    .range(self.rr..)
-                    .chain(self.ports.range(..self.rr))
-            };
-            let order: Vec<u32> = rotated()
-                .filter(|(_, p)| p.spec.category != Category::Ubr)
-                .chain(rotated().filter(|(_, p)| p.spec.category == Category::Ubr))
-                .map(|(h, _)| *h)
-                .collect();
-            let mut any = false;
-            for h in order {
-                let Some(link) = &mut self.link else {
-                    return progress;
-                };
-                let p = self.ports.get_mut(&h).expect("handles from the map");
-                if p.sent == p.filled {
-                    p.filled = match &mut p.mem {
-                        PortMem::Direct { end, .. } => {
-                            p.adapter
-                                .poll_transmit(now, &ChannelMemory(end), &mut p.out[..])
-                        }
-                        PortMem::Daemon { bufs, .. } => {
-                            p.adapter.poll_transmit(now, &*bufs, &mut p.out[..])
-                        }
-                        PortMem::Lane { .. } => 0,
-                    };
-                    p.sent = 0;
-                }
-                if p.sent == p.filled {
-                    continue;
-                }
-                match link.send_cells(&p.out[p.sent..p.filled]) {
-                    Ok(k) => {
-                        p.sent += k;
-                        any |= k > 0;
-                        progress |= k > 0;
-                        if p.sent < p.filled {
-                            // The link is full: this channel goes first next time.
-                            self.rr = h;
-                            return progress;
-                        }
-                    }
-                    Err(e) => {
-                        self.link_failed(&e);
-                        return true;
-                    }
-                }
-                self.rr = h.wrapping_add(1);
-            }
-            if !any {
+        for _ in 0..16 * (self.by_handle.len() + 1) {
+            let Some(cells) = self.host.poll_transmit(now) else {
                 break;
+            };
+            let offered = cells.len();
+            match link.send_cells(cells) {
+                Ok(k) => {
+                    self.host.transmitted(k);
+                    progress |= k > 0;
+                    if k < offered {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
             }
+        }
+        if let Some(e) = failed {
+            self.link_failed(&e);
+            return true;
         }
         progress
     }
@@ -1697,14 +1495,19 @@ impl Hostd {
         let link_up = self.link.is_some();
         let mut progress = false;
         let mut broken = Vec::new();
-        for p in self.ports.values_mut() {
-            let PortMem::Direct { end, .. } = &mut p.mem else {
+        for (_, adapter, p) in self.host.channels_mut() {
+            let Port {
+                mem: PortMem::Direct { end, .. },
+                deferred,
+                tx_failed,
+                ..
+            } = p
+            else {
                 continue;
             };
-            let (deferred, tx_failed) = (&mut p.deferred, &mut p.tx_failed);
             let taken = driver::take_posts(
                 end,
-                &mut p.adapter,
+                adapter,
                 |adapter, req| {
                     let (buffer, len) = (BufferId(req.buffer.0), req.len as usize);
                     if link_up {
@@ -1733,7 +1536,7 @@ impl Hostd {
         }
         for h in broken {
             // The application broke its rings: that channel is revoked, its VC closed.
-            let conn = self.ports.get(&h).map(|p| p.conn);
+            let conn = self.ports().find(|p| p.handle == h).map(|p| p.conn);
             self.close_port(h);
             if let Some(c) = conn.and_then(|c| self.conns.get_mut(&c)) {
                 c.send(&Response::Revoked { handle: h });
@@ -1747,9 +1550,9 @@ impl Hostd {
     fn complete(&mut self) -> bool {
         let link_down = self.link.is_none();
         let mut progress = false;
-        let Hostd { ports, conns, .. } = self;
-        for p in ports.values_mut() {
-            progress |= complete_port(p, conns, link_down);
+        let Hostd { host, conns, .. } = self;
+        for (_, adapter, p) in host.channels_mut() {
+            progress |= complete_port(adapter, p, conns, link_down);
         }
         progress
     }
@@ -1766,24 +1569,15 @@ impl Hostd {
         } else {
             until = until.min(self.next_health);
         }
-        for p in &self.pings {
-            until = until.min(p.deadline);
+        if let Some(t) = self.host.poll_timeout() {
+            until = until.min(self.epoch.to_std(t));
         }
-        for p in self.ports.values() {
-            if p.link_backlog() {
-                // The link is full. A shared-memory link's descriptor turns readable when
-                // the peer makes room (the full send announced the wait); other links
-                // have no such event, so look again soon. The adapter's own deadline is
-                // no reason to stay awake: its cells wait for the link, not the clock
-                // (honouring it spun this loop for as long as the link stayed full).
-                until = until.min(now + Duration::from_micros(100));
-                continue;
-            }
-            if let Some(t) = p.adapter.poll_timeout() {
-                until = until.min(self.epoch.to_std(t));
-            }
-        }
-        if !self.oam_out.is_empty() || self.conns.values().any(|c| c.stalled.is_some()) {
+        // The link is full. A shared-memory link's descriptor turns readable when the
+        // peer makes room (the full send announced the wait); other links have no such
+        // event, so look again soon. (The host gives no deadline for a channel whose cells
+        // wait for the link: honouring it spun this loop for as long as the link stayed
+        // full.)
+        if self.host.has_backlog() || self.conns.values().any(|c| c.stalled.is_some()) {
             until = until.min(now + Duration::from_micros(100));
         }
         if let Some(t) = self.link.as_ref().and_then(|l| l.next_due()) {
@@ -1799,7 +1593,7 @@ impl Hostd {
         // Announce the sleep on every channel; one with work pending cancels it.
         let mut armed = Vec::new();
         let mut cancel = false;
-        for p in self.ports.values_mut() {
+        for (_, _, p) in self.host.channels_mut() {
             if let PortMem::Direct { end, waiter, .. } = &mut p.mem {
                 if waiter.prepare_to_sleep(end) {
                     armed.push(p.handle);
@@ -1834,7 +1628,7 @@ impl Hostd {
                     rustix::event::PollFlags::IN,
                 ));
             }
-            for p in self.ports.values() {
+            for p in self.ports() {
                 if let PortMem::Direct { waiter, .. } = &p.mem
                     && let Some(fd) = waiter.as_fd()
                 {
@@ -1854,7 +1648,10 @@ impl Hostd {
             self.next_socket_check = now;
         }
         for h in armed {
-            if let Some(p) = self.ports.get_mut(&h)
+            if let Some((_, p)) = self
+                .by_handle
+                .get(&h)
+                .and_then(|ch| self.host.channel_mut(*ch))
                 && let PortMem::Direct { end, waiter, .. } = &mut p.mem
             {
                 waiter.finish_sleep(end);
@@ -1864,35 +1661,15 @@ impl Hostd {
     }
 }
 
-/// A UBR VC's shaping: its own PCR when it has one; with none (not given, or `max`), the
-/// link's rate on a rated link and nothing on an unlimited one ([`UBR_UNSHAPED_PCR`]). CAC
-/// resolves a missing PCR to the nominal rate it admits an unlimited link at; shaping to
-/// that held a memory link to an OC-3c's 135 Mbit/s.
-fn ubr_spec(
-    tx: &natm_core::TrafficParams,
-    contract_pcr: u32,
-    capacity: u32,
-    link_rate: Option<u32>,
-) -> VcSpec {
-    let own_rate = [tx.pcr, tx.max_pcr]
-        .iter()
-        .any(|r| !r.is_zero() && *r != Rate::Max);
-    let pcr = match (own_rate, link_rate) {
-        (false, None) => UBR_UNSHAPED_PCR,
-        _ if contract_pcr == 0 => capacity,
-        _ => contract_pcr,
-    };
-    VcSpec::ubr(pcr, 1)
-}
-
 /// Hands one port's completed buffers back (see [`Hostd::complete`]).
-fn complete_port(p: &mut Port, conns: &mut BTreeMap<u64, Conn>, link_down: bool) -> bool {
+fn complete_port(
+    adapter: &mut Adapter,
+    p: &mut Port,
+    conns: &mut BTreeMap<u64, Conn>,
+    link_down: bool,
+) -> bool {
     let mut progress = false;
-    while let Some(c) = p
-        .deferred
-        .pop_front()
-        .or_else(|| p.adapter.poll_completion())
-    {
+    while let Some(c) = p.deferred.pop_front().or_else(|| adapter.poll_completion()) {
         progress = true;
         if link_down && c.status == Status::Aborted && c.direction == Direction::Tx {
             p.tx_failed += 1;
@@ -1927,7 +1704,7 @@ fn complete_port(p: &mut Port, conns: &mut BTreeMap<u64, Conn>, link_down: bool)
                         }
                     }
                     if matches!(c.status, Status::Ok | Status::Aborted) {
-                        p.adapter.post_rx_buffer(c.buffer);
+                        adapter.post_rx_buffer(c.buffer);
                     }
                 }
             },
@@ -2108,29 +1885,5 @@ impl HostdThread {
 impl Drop for HostdThread {
     fn drop(&mut self) {
         let _ = self.halt();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn tx(text: &str) -> natm_core::TrafficParams {
-        text.parse::<Qos>().unwrap().tx
-    }
-
-    #[test]
-    fn ubr_without_a_rate_is_unshaped_only_on_an_unlimited_link() {
-        let pcr = |text: &str, contract: u32, link: Option<u32>| {
-            ubr_spec(&tx(text), contract, NOMINAL_RATE, link).pcr
-        };
-        // What CAC gives a UBR VC with no PCR: the nominal rate.
-        assert_eq!(pcr("ubr", NOMINAL_RATE, None), UBR_UNSHAPED_PCR);
-        assert_eq!(pcr("ubr:pcr=max", NOMINAL_RATE, None), UBR_UNSHAPED_PCR);
-        assert_eq!(pcr("ubr", 0, None), UBR_UNSHAPED_PCR);
-        // A rate of its own is kept; a rated link shapes to its rate.
-        assert_eq!(pcr("ubr:pcr=10000", 10_000, None), 10_000);
-        assert_eq!(pcr("ubr", 96_000, Some(96_000)), 96_000);
-        assert_eq!(pcr("ubr", 0, Some(96_000)), NOMINAL_RATE);
     }
 }

@@ -1,12 +1,12 @@
 //! The simulated network: hosts, switches and links built with [`World`]'s builder calls,
 //! and the event loop that drives the production cores through virtual time.
 //!
-//! * **Hosts.** A natm-adapter [`Adapter`] over [`VecBuffers`], half the buffers kept
+//! * **Hosts.** natm-host-core's [`Host`], the same object hostd drives (admission on the
+//!   link, QoS → shaping, demultiplexing, transmit order, the OAM responder), with one
+//!   channel: one natm-adapter [`Adapter`] over [`VecBuffers`], half the buffers kept
 //!   posted for receive and half a free list for transmit; a CPU modelled as one FIFO
 //!   server charging [`HostCosts`] per send (before the SDU is posted) and per SDU
-//!   received (before the app sees it); and an [`App`]. Transmit VCs are derived from a
-//!   QoS as natm-host's hostd does (host CAC on the link; CBR at the contract PCR, VBR at
-//!   PCR/SCR/MBS, UBR at its own PCR or unshaped).
+//!   received (before the app sees it); and an [`App`].
 //! * **Links.** Two natm-netem [`Netem`] directions. A cell offered to a down link is
 //!   dropped and counted; cells in flight keep their fate. Link down/up takes the switch
 //!   ports at its ends down/up ([`Switch::set_port_up`], which sends AIS).
@@ -46,14 +46,12 @@ use std::fmt;
 use std::io::Write;
 
 use natm_adapter::{
-    Adapter, AdapterConfig, BufferId, Completion, Direction as AdDir, LinkRate, RxVcConfig, Status,
-    UBR_UNSHAPED_PCR, VecBuffers,
+    Adapter, AdapterConfig, BufferId, Completion, Direction as AdDir, Status, VecBuffers,
 };
-use natm_core::{Duration, Instant, Qos, TrafficClass, VcId};
+use natm_core::{Duration, Instant, Qos, VcId};
+use natm_host_core::{ChannelId, Host, HostConfig as CoreConfig, Scale, VcHandle};
 use natm_netem::{Config as NetemConfig, Impairments, Netem, Rate};
 use natm_switch::{CrossConnect, Endpoint, PortConfig, PortId, PortRate, Switch, SwitchConfig};
-use natm_traffic::cac::{Cac, CacConfig};
-use natm_traffic::sched::VcSpec;
 
 use crate::app::{App, AppIo, HostCosts};
 use crate::check::{Checker, FastMap};
@@ -359,24 +357,24 @@ enum Job {
 pub(crate) struct VcRec {
     pub(crate) qos: Qos,
     pub(crate) options: VcOptions,
-    /// The adapter handle while open (`None` while the host is down).
+    /// The adapter handle while the host is up (`None` while it is down).
     pub(crate) handle: Option<u32>,
-    cac: Option<natm_traffic::cac::Handle>,
+    /// The VC in the host core (open while the host is down too).
+    core: VcHandle,
 }
 
 pub(crate) struct HostNode {
     pub(crate) name: String,
     pub(crate) config: HostConfig,
-    pub(crate) adapter: Adapter,
-    pub(crate) mem: VecBuffers,
+    /// The host: its one channel holds every VC.
+    core: Host<VecBuffers>,
+    channel: ChannelId,
     pub(crate) link: Option<(u32, usize)>,
     pub(crate) up: bool,
     app: Option<Box<dyn App>>,
     io: AppIo,
     pub(crate) vcs: BTreeMap<VcId, VcRec>,
     pub(crate) by_handle: BTreeMap<u32, VcId>,
-    next_handle: u32,
-    cac: Cac,
     rx_free: Vec<BufferId>,
     tx_free: Vec<BufferId>,
     pub(crate) bufs: Vec<Buf>,
@@ -392,6 +390,34 @@ pub(crate) struct HostNode {
 }
 
 impl HostNode {
+    /// The host's adapter.
+    pub(crate) fn adapter(&self) -> &Adapter {
+        self.core
+            .adapter(self.channel)
+            .expect("a host's channel is open while it lives")
+    }
+
+    fn adapter_mut(&mut self) -> &mut Adapter {
+        self.core
+            .channel_mut(self.channel)
+            .expect("a host's channel is open while it lives")
+            .0
+    }
+
+    /// The host's buffers.
+    pub(crate) fn mem(&self) -> &VecBuffers {
+        self.core
+            .memory(self.channel)
+            .expect("a host's channel is open while it lives")
+    }
+
+    fn mem_mut(&mut self) -> &mut VecBuffers {
+        self.core
+            .channel_mut(self.channel)
+            .expect("a host's channel is open while it lives")
+            .1
+    }
+
     fn rx_count(&self) -> u32 {
         (self.config.buffers / 2).max(1)
     }
@@ -671,26 +697,23 @@ impl World {
         config: HostConfig,
         app: Box<dyn App>,
     ) -> Result<HostId, SimError> {
-        let adapter =
-            make_adapter(&config, LinkRate::Unlimited).map_err(|reason| SimError::Host {
-                host: name.to_string(),
-                reason,
-            })?;
+        let (core, channel) = make_core(name, &config, None).map_err(|reason| SimError::Host {
+            host: name.to_string(),
+            reason,
+        })?;
         let n = config.buffers;
         let rx = (n / 2).max(1);
         self.hosts.push(HostNode {
             name: name.to_string(),
             config,
-            adapter,
-            mem: VecBuffers::new(n, config.buffer_size),
+            core,
+            channel,
             link: None,
             up: true,
             app: Some(app),
             io: AppIo::new(),
             vcs: BTreeMap::new(),
             by_handle: BTreeMap::new(),
-            next_handle: 1,
-            cac: host_cac(name, None),
             rx_free: (0..rx).rev().map(BufferId).collect(),
             tx_free: (rx..n).rev().map(BufferId).collect(),
             bufs: vec![Buf::Free; n as usize],
@@ -741,16 +764,13 @@ impl World {
             match end {
                 End::Host(h) => {
                     let host = &mut self.hosts[h.0 as usize];
-                    let rate = match cps {
-                        Some(r) => LinkRate::CellsPerSecond(r),
-                        None => LinkRate::Unlimited,
-                    };
-                    host.adapter =
-                        make_adapter(&host.config, rate).map_err(|reason| SimError::Host {
-                            host: host.name.clone(),
-                            reason,
+                    (host.core, host.channel) =
+                        make_core(&host.name, &host.config, cps).map_err(|reason| {
+                            SimError::Host {
+                                host: host.name.clone(),
+                                reason,
+                            }
                         })?;
-                    host.cac = host_cac(&host.name, cps);
                     host.link = Some((li, side));
                     ends[side] = EndRec::Host(h.0);
                 }
@@ -915,23 +935,26 @@ impl World {
                 format!("greedy factor {} is not > 0", options.greedy),
             ));
         }
-        let cac = host
-            .cac
-            .admit(&qos.tx)
+        let cap = host.core.config().link_rate.unwrap_or(u32::MAX);
+        let g = options.greedy;
+        let scale = |r: u32| ((f64::from(r) * g).round() as u64).clamp(1, u64::from(cap)) as u32;
+        let core = host
+            .core
+            .open_vc_scaled(host.channel, vc, qos, Scale::Rates(&scale))
             .map_err(|e| refuse(host, e.to_string()))?;
-        let mut rec = VcRec {
-            qos: *qos,
-            options,
-            handle: None,
-            cac: Some(cac),
-        };
-        if host.up
-            && let Err(e) = open_in_adapter(host, vc, &mut rec)
-        {
-            let _ = host.cac.release(cac);
-            return Err(refuse(host, e));
+        let handle = host.up.then_some(core.0);
+        if let Some(hd) = handle {
+            host.by_handle.insert(hd, vc);
         }
-        host.vcs.insert(vc, rec);
+        host.vcs.insert(
+            vc,
+            VcRec {
+                qos: *qos,
+                options,
+                handle,
+                core,
+            },
+        );
         self.drain_host(h.0);
         Ok(())
     }
@@ -944,11 +967,8 @@ impl World {
             host: host.name.clone(),
             reason: format!("VC {vc} is not open"),
         })?;
-        if let Some(c) = rec.cac {
-            let _ = host.cac.release(c);
-        }
+        host.core.close_vc(rec.core);
         if let Some(handle) = rec.handle {
-            let _ = host.adapter.close_vc(handle);
             // Drained while the handle still names the VC, so the app hears of its
             // aborted sends.
             self.drain_host(h.0);
@@ -1075,11 +1095,11 @@ impl World {
             }
         }
         for h in &self.hosts {
-            if h.adapter.tx_queued() > 0 {
+            if h.adapter().tx_queued() > 0 {
                 return Some(format!(
                     "host {} adapter holds {} transmit descriptors",
                     h.name,
-                    h.adapter.tx_queued()
+                    h.adapter().tx_queued()
                 ));
             }
             if h.cpu_busy() {
@@ -1098,7 +1118,16 @@ impl World {
 
     /// The adapter core.
     pub fn adapter(&self, h: HostId) -> &Adapter {
-        &self.hosts[h.0 as usize].adapter
+        self.hosts[h.0 as usize].adapter()
+    }
+
+    /// The host core's own counters (OAM, cells of no VC, HEC).
+    pub fn host_counters(
+        &self,
+        h: HostId,
+    ) -> (natm_host_core::Counters, natm_wire::cell::HecStats) {
+        let core = &self.hosts[h.0 as usize].core;
+        (core.counters(), core.hec_stats())
     }
 
     /// A link's two directions' counters: a→b, b→a.
@@ -1258,7 +1287,7 @@ impl World {
                 if !host.up {
                     return 0;
                 }
-                host.adapter.handle_timeout(now);
+                host.core.handle_timeout(now);
                 self.drain_host(i)
             }
             kind::SWITCH => {
@@ -1322,7 +1351,7 @@ impl World {
         let timeout = link.dirs[d].poll_timeout();
         let n = len as u64;
         match to {
-            EndRec::Host(h) => self.cells_to_host(h, &cells[..len]),
+            EndRec::Host(h) => self.cells_to_host(h, &mut cells[..len]),
             EndRec::Port(s, p) => self.cells_to_switch(s, p, &cells[..len]),
         }
         self.cells = cells;
@@ -1330,7 +1359,7 @@ impl World {
         n
     }
 
-    fn cells_to_host(&mut self, h: u32, cells: &[[u8; 53]]) {
+    fn cells_to_host(&mut self, h: u32, cells: &mut [[u8; 53]]) {
         let now = self.now;
         if !self.hosts[h as usize].up {
             self.stats.dropped_node_down += cells.len() as u64;
@@ -1342,7 +1371,10 @@ impl World {
             self.violate("cell order per VC", format!("into host {name}: {detail}"));
         }
         let host = &mut self.hosts[h as usize];
-        host.adapter.handle_cells(now, cells, &mut host.mem);
+        let mut at = 0;
+        while at < cells.len() {
+            at += host.core.handle_cells(now, &mut cells[at..]);
+        }
         self.drain_host(h);
     }
 
@@ -1490,34 +1522,36 @@ impl World {
         out.resize(BATCH, [0; 53]);
         loop {
             let host = &mut self.hosts[h as usize];
-            let n = host.adapter.poll_transmit(now, &host.mem, &mut out);
-            if n == 0 {
+            let Some(cells) = host.core.poll_transmit(now) else {
                 break;
-            }
+            };
+            // A link direction takes every cell offered (its queue drops what it must).
+            let n = cells.len();
+            out[..n].copy_from_slice(cells);
+            host.core.transmitted(n);
             total += n as u64;
             self.stats.cell_events += n as u64;
             if let Some((l, side)) = self.hosts[h as usize].link {
                 self.offer(l, side, &out[..n]);
             }
-            if n < BATCH {
-                break;
-            }
         }
         self.out = out;
         loop {
             let host = &mut self.hosts[h as usize];
-            let Some(c) = host.adapter.poll_completion() else {
+            let Some(c) = host.adapter_mut().poll_completion() else {
                 break;
             };
             self.completion(h, c);
         }
         let host = &mut self.hosts[h as usize];
-        while host.adapter.poll_event().is_some() {}
+        while host.adapter_mut().poll_event().is_some() {}
+        // Loopback replies and ping outcomes: simulated apps send no pings.
+        while host.core.poll_event().is_some() {}
         while let Some(b) = host.rx_free.pop() {
             host.bufs[b.0 as usize] = Buf::Adapter(None);
-            host.adapter.post_rx_buffer(b);
+            host.adapter_mut().post_rx_buffer(b);
         }
-        let timeout = host.adapter.poll_timeout();
+        let timeout = host.core.poll_timeout();
         self.arm_at(Target::new(kind::ADAPTER, h), timeout);
         self.pump_notices(h);
         total
@@ -1589,7 +1623,7 @@ impl World {
                 match handle {
                     Some(handle) => {
                         host.bufs[buf.0 as usize] = Buf::Adapter(Some(handle));
-                        host.adapter.post_tx(now, buf, len, handle);
+                        host.adapter_mut().post_tx(now, buf, len, handle);
                         self.stats.sdus_sent += 1;
                         self.drain_host(h);
                     }
@@ -1604,7 +1638,7 @@ impl World {
             }
             Job::Recv { vc, buf, len } => {
                 let bytes = self.hosts[h as usize]
-                    .mem
+                    .mem()
                     .buffer(buf)
                     .map(|b| &b[..len.min(b.len())])
                     .unwrap_or(&[]);
@@ -1618,7 +1652,7 @@ impl World {
                 let mut io = std::mem::take(&mut host.io);
                 if let Some(app) = app.as_mut() {
                     let bytes = host
-                        .mem
+                        .mem()
                         .buffer(buf)
                         .map(|b| &b[..len.min(b.len())])
                         .unwrap_or(&[]);
@@ -1697,7 +1731,7 @@ impl World {
         for (vc, sdu) in io.sends() {
             let host = &mut self.hosts[h as usize];
             let open = host.vcs.get(&vc).is_some_and(|r| r.handle.is_some());
-            let ok_len = !sdu.is_empty() && sdu.len() <= 65535 && sdu.len() <= host.mem.size();
+            let ok_len = !sdu.is_empty() && sdu.len() <= 65535 && sdu.len() <= host.mem().size();
             let buf = if open && ok_len {
                 host.tx_free.pop()
             } else {
@@ -1705,7 +1739,7 @@ impl World {
             };
             match buf {
                 Some(buf) => {
-                    if let Some(b) = host.mem.buffer_mut(buf) {
+                    if let Some(b) = host.mem_mut().buffer_mut(buf) {
                         b[..sdu.len()].copy_from_slice(sdu);
                     }
                     host.bufs[buf.0 as usize] = Buf::Cpu;
@@ -1843,11 +1877,12 @@ impl World {
                     host.rx_free = (0..rx).rev().map(BufferId).collect();
                     host.tx_free = (rx..n).rev().map(BufferId).collect();
                     host.bufs.fill(Buf::Free);
-                    let rate = host.adapter.config().link;
-                    host.adapter =
-                        make_adapter(&host.config, rate).map_err(|reason| SimError::Host {
+                    // The adapter loses everything; the host keeps its VCs' admissions.
+                    host.core
+                        .reset_channel(host.channel)
+                        .map_err(|e| SimError::Host {
                             host: host.name.clone(),
-                            reason,
+                            reason: e.to_string(),
                         })?;
                 }
                 Ok(())
@@ -1859,19 +1894,10 @@ impl World {
                     return Ok(());
                 }
                 host.up = true;
-                let vcs: Vec<VcId> = host.vcs.keys().copied().collect();
-                for vc in vcs {
-                    let mut rec = host.vcs[&vc];
-                    // Reopened as before; a refusal now would be a core bug worth seeing.
-                    if let Err(e) = open_in_adapter(host, vc, &mut rec) {
-                        let name = host.name.clone();
-                        self.violate(
-                            "nothing leaked after release",
-                            format!("host {name}: reopening {vc} after a restart failed: {e}"),
-                        );
-                        return Ok(());
-                    }
-                    host.vcs.insert(vc, rec);
+                // The host core reopened every VC in the fresh adapter at the crash.
+                for (vc, rec) in host.vcs.iter_mut() {
+                    rec.handle = Some(rec.core.0);
+                    host.by_handle.insert(rec.core.0, *vc);
                 }
                 self.drain_host(h.0);
                 self.pump_notices(h.0);
@@ -2008,7 +2034,7 @@ impl World {
                 continue;
             }
             for (i, b) in host.bufs.iter().enumerate() {
-                let held = host.adapter.holds(BufferId(i as u32));
+                let held = host.adapter().holds(BufferId(i as u32));
                 let ours = matches!(b, Buf::Adapter(_));
                 if held != ours {
                     let detail = format!(
@@ -2042,77 +2068,23 @@ fn job_cost(costs: &HostCosts, job: &Job) -> u64 {
     }
 }
 
-fn make_adapter(config: &HostConfig, link: LinkRate) -> Result<Adapter, String> {
+/// A host core on a link of `cps` cells/s (`None`: unlimited) with the host's one channel.
+fn make_core(
+    name: &str,
+    config: &HostConfig,
+    cps: Option<u32>,
+) -> Result<(Host<VecBuffers>, ChannelId), String> {
+    let mut core = Host::new(CoreConfig {
+        max_channels: 1,
+        batch: BATCH,
+        ..CoreConfig::new(name, cps)
+    });
+    core.link_up();
     let mut c = config.adapter;
-    c.link = link;
     c.buffers = config.buffers;
     c.rx_buffer_size = config.buffer_size;
     c.max_tx_queued = c.max_tx_queued.max(config.buffers as usize);
-    Adapter::new(c).map_err(|e| e.to_string())
-}
-
-/// The host's CAC on its link, as hostd books it (unlimited: the nominal OC-3c rate).
-fn host_cac(name: &str, cps: Option<u32>) -> Cac {
-    Cac::new(CacConfig {
-        link: format!("{name}:link"),
-        capacity: cps.unwrap_or(NOMINAL_RATE),
-        buffer_cells: 0,
-        max_ubr: 4096,
-    })
-}
-
-/// hostd's capacity for an unlimited link.
-const NOMINAL_RATE: u32 = 353_207;
-
-/// Opens `vc` in the host's adapter with a fresh handle, as hostd derives the spec.
-fn open_in_adapter(host: &mut HostNode, vc: VcId, rec: &mut VcRec) -> Result<(), String> {
-    let capacity = host.cac.config().capacity;
-    let link_rate = match host.adapter.config().link {
-        LinkRate::CellsPerSecond(r) => Some(r),
-        LinkRate::Unlimited => None,
-    };
-    let tx = rec.qos.tx;
-    let contract = rec
-        .cac
-        .and_then(|c| host.cac.reservation(c))
-        .map(|r| r.contract)
-        .unwrap_or_default();
-    let g = rec.options.greedy;
-    let scale = |r: u32| -> u32 {
-        let cap = link_rate.unwrap_or(u32::MAX);
-        ((f64::from(r) * g).round() as u64).clamp(1, u64::from(cap)) as u32
-    };
-    let spec = match tx.class {
-        TrafficClass::Cbr => VcSpec::cbr(scale(contract.pcr)),
-        TrafficClass::Vbr => VcSpec::nrt_vbr(
-            scale(contract.pcr),
-            scale(contract.scr).min(scale(contract.pcr)),
-            contract.mbs,
-        ),
-        _ => {
-            let own_rate = [tx.pcr, tx.max_pcr]
-                .iter()
-                .any(|r| !r.is_zero() && *r != natm_core::qos::Rate::Max);
-            let pcr = match (own_rate, link_rate) {
-                (false, None) => UBR_UNSHAPED_PCR,
-                _ if contract.pcr == 0 => capacity,
-                _ => scale(contract.pcr),
-            };
-            VcSpec::ubr(pcr, 1)
-        }
-    };
-    let max_sdu = if rec.qos.rx.max_sdu == 0 {
-        65535
-    } else {
-        rec.qos.rx.max_sdu as usize
-    };
-    let max_sdu = max_sdu.min(host.config.buffer_size).min(65535);
-    let handle = host.next_handle;
-    host.next_handle = host.next_handle.wrapping_add(1).max(1);
-    host.adapter
-        .open_vc(handle, vc, spec, RxVcConfig::aal5(max_sdu))
-        .map_err(|e| e.to_string())?;
-    rec.handle = Some(handle);
-    host.by_handle.insert(handle, vc);
-    Ok(())
+    let mem = VecBuffers::new(config.buffers, config.buffer_size);
+    let channel = core.open_channel(c, mem).map_err(|e| e.to_string())?;
+    Ok((core, channel))
 }
