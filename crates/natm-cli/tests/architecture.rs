@@ -14,6 +14,8 @@ const PURE: &[&str] = &[
     "natm-adapter",
     "natm-netem",
     "natm-switch",
+    "natm-host-core",
+    "natm-topology",
 ];
 /// What a pure crate may never depend on, directly or not.
 const FORBIDDEN: &[&str] = &[
@@ -31,9 +33,25 @@ const FORBIDDEN: &[&str] = &[
     "natm-link",
 ];
 
+/// The platform rustc builds for here.
+fn host_triple() -> String {
+    let out = Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .expect("rustc runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .expect("rustc -vV names the host")
+        .to_string()
+}
+
 fn metadata() -> serde_json::Value {
     let out = Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1", "--offline"])
+        // Not --offline: a fresh machine has not fetched the packages of other platforms,
+        // which cargo reads to resolve the graph. Only this platform's edges are kept.
+        .args(["metadata", "--format-version", "1", "--filter-platform"])
+        .arg(host_triple())
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo metadata runs");
@@ -113,6 +131,7 @@ fn the_simulator_runs_the_daemons_cores_and_no_io() {
     for (core, daemon) in [
         ("natm-switch", "natm-switchd"),
         ("natm-adapter", "natm-host"),
+        ("natm-host-core", "natm-host"),
         ("natm-netem", "natm-link"),
     ] {
         assert!(sim.contains(core), "natm-sim must drive {core}");
@@ -137,6 +156,65 @@ fn the_simulator_runs_the_daemons_cores_and_no_io() {
     }
 }
 
+/// Issue 21: a simulated host is natm-host-core's `Host`, the object hostd drives. The
+/// simulator's own source reaches none of the host's responsibilities by another path:
+/// admission, the QoS → shaping derivation, the HEC receiver, OAM loopback, an adapter made
+/// or a VC opened outside the host core.
+#[test]
+fn the_simulator_has_no_host_logic_of_its_own() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../natm-sim/src");
+    let banned = [
+        ("cac::", "admission (natm-host-core books it)"),
+        ("Cac::new", "admission (natm-host-core books it)"),
+        ("VcSpec::", "QoS → shaping (natm_host_core::shaping)"),
+        (
+            "UBR_UNSHAPED_PCR",
+            "QoS → shaping (natm_host_core::shaping)",
+        ),
+        ("HecReceiver", "the link's HEC receiver (the host core's)"),
+        ("Loopback", "the OAM responder (the host core's)"),
+        ("Adapter::new", "a host's adapter (the host core makes it)"),
+        ("adapter.open_vc(", "opening a VC in an adapter (Host::open_vc)"),
+        ("adapter_mut().open_vc(", "opening a VC in an adapter (Host::open_vc)"),
+        (
+            "NOMINAL_RATE",
+            "the unlimited link's admission rate (the host core's)",
+        ),
+    ];
+    let mut files = vec![src];
+    let mut found = Vec::new();
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            for e in std::fs::read_dir(&path).expect("a readable directory") {
+                files.push(e.expect("an entry").path());
+            }
+            continue;
+        }
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("a readable file");
+        for (line_no, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for (needle, what) in banned {
+                if code.contains(needle) {
+                    found.push(format!(
+                        "{}:{}: {what}: {}",
+                        path.display(),
+                        line_no + 1,
+                        line.trim()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "natm-sim does the host's work itself:\n{}",
+        found.join("\n")
+    );
+}
+
 #[test]
 fn pure_crates_forbid_unsafe_and_std() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -146,6 +224,47 @@ fn pure_crates_forbid_unsafe_and_std() {
             lib.contains("#![forbid(unsafe_code)]"),
             "{pure} must forbid unsafe code"
         );
-        assert!(lib.contains("no_std"), "{pure} must build without std");
+        // natm-topology parses TOML with the `toml` crate, which needs std; it does no I/O.
+        if *pure != "natm-topology" {
+            assert!(lib.contains("no_std"), "{pure} must build without std");
+        }
     }
+}
+
+/// `unsafe` lives in two crates only: natm-nic (shared-memory rings, memfd mappings) and
+/// natm-clmul (carry-less-multiply CRC intrinsics). Every other crate takes the workspace's
+/// `unsafe_code = "forbid"`.
+#[test]
+fn only_natm_nic_and_natm_clmul_may_use_unsafe() {
+    const ALLOWED: &[&str] = &["natm-nic", "natm-clmul"];
+    let meta = metadata();
+    let members: Vec<&str> = meta["workspace_members"]
+        .as_array()
+        .expect("workspace members")
+        .iter()
+        .filter_map(|m| m.as_str())
+        .collect();
+    let mut seen = 0;
+    for p in meta["packages"].as_array().expect("packages") {
+        if !members.contains(&p["id"].as_str().expect("id")) {
+            continue;
+        }
+        seen += 1;
+        let name = p["name"].as_str().expect("name");
+        let manifest = std::fs::read_to_string(p["manifest_path"].as_str().expect("path"))
+            .expect("a readable manifest");
+        let allows = manifest.contains("unsafe_code = \"allow\"");
+        assert_eq!(
+            allows,
+            ALLOWED.contains(&name),
+            "{name}: unsafe is allowed only in {ALLOWED:?}"
+        );
+        if !allows {
+            assert!(
+                manifest.contains("[lints]\nworkspace = true"),
+                "{name} must take the workspace's lints (unsafe_code = forbid)"
+            );
+        }
+    }
+    assert!(seen >= 15, "only {seen} workspace members found");
 }

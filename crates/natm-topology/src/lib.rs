@@ -38,6 +38,8 @@
 //! This crate is arithmetic on names; it starts nothing. `natm lab` turns a topology into
 //! daemon configurations, natm-sim into a simulated network.
 
+#![forbid(unsafe_code)]
+
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use natm_core::VcId;
