@@ -174,8 +174,14 @@ fn the_simulator_has_no_host_logic_of_its_own() {
         ("HecReceiver", "the link's HEC receiver (the host core's)"),
         ("Loopback", "the OAM responder (the host core's)"),
         ("Adapter::new", "a host's adapter (the host core makes it)"),
-        ("adapter.open_vc(", "opening a VC in an adapter (Host::open_vc)"),
-        ("adapter_mut().open_vc(", "opening a VC in an adapter (Host::open_vc)"),
+        (
+            "adapter.open_vc(",
+            "opening a VC in an adapter (Host::open_vc)",
+        ),
+        (
+            "adapter_mut().open_vc(",
+            "opening a VC in an adapter (Host::open_vc)",
+        ),
         (
             "NOMINAL_RATE",
             "the unlimited link's admission rate (the host core's)",

@@ -369,6 +369,8 @@ pub(crate) struct HostNode {
     /// The host: its one channel holds every VC.
     core: Host<VecBuffers>,
     channel: ChannelId,
+    /// What the host core told (ping outcomes), until taken.
+    core_events: Vec<natm_host_core::Event>,
     pub(crate) link: Option<(u32, usize)>,
     pub(crate) up: bool,
     app: Option<Box<dyn App>>,
@@ -708,6 +710,7 @@ impl World {
             config,
             core,
             channel,
+            core_events: Vec::new(),
             link: None,
             up: true,
             app: Some(app),
@@ -1119,6 +1122,46 @@ impl World {
     /// The adapter core.
     pub fn adapter(&self, h: HostId) -> &Adapter {
         self.hosts[h.0 as usize].adapter()
+    }
+
+    /// Sends an F5 loopback request from host `h` on `vc` (see
+    /// [`natm_host_core::Host::ping`]); its outcome comes with [`take_host_events`](Self::take_host_events).
+    pub fn ping(
+        &mut self,
+        h: HostId,
+        vc: VcId,
+        segment: bool,
+        tag: u32,
+        timeout: Duration,
+    ) -> Result<natm_host_core::PingId, SimError> {
+        let now = self.now;
+        let host = self
+            .hosts
+            .get_mut(h.0 as usize)
+            .ok_or(SimError::UnknownHost(h.0))?;
+        if !host.up {
+            return Err(SimError::Host {
+                host: host.name.clone(),
+                reason: "the host is down".into(),
+            });
+        }
+        let id = host
+            .core
+            .ping(now, vc, segment, tag, timeout)
+            .map_err(|e| SimError::Host {
+                host: host.name.clone(),
+                reason: e.to_string(),
+            })?;
+        self.drain_host(h.0);
+        Ok(id)
+    }
+
+    /// What host `h`'s core has told since the last call (ping outcomes).
+    pub fn take_host_events(&mut self, h: HostId) -> Vec<natm_host_core::Event> {
+        self.hosts
+            .get_mut(h.0 as usize)
+            .map(|host| std::mem::take(&mut host.core_events))
+            .unwrap_or_default()
     }
 
     /// The host core's own counters (OAM, cells of no VC, HEC).
@@ -1545,8 +1588,9 @@ impl World {
         }
         let host = &mut self.hosts[h as usize];
         while host.adapter_mut().poll_event().is_some() {}
-        // Loopback replies and ping outcomes: simulated apps send no pings.
-        while host.core.poll_event().is_some() {}
+        while let Some(e) = host.core.poll_event() {
+            host.core_events.push(e);
+        }
         while let Some(b) = host.rx_free.pop() {
             host.bufs[b.0 as usize] = Buf::Adapter(None);
             host.adapter_mut().post_rx_buffer(b);

@@ -394,3 +394,56 @@ impl App for Idle {
     fn on_sdu(&mut self, _now: Instant, _vc: VcId, _sdu: &[u8], _io: &mut AppIo) {}
     fn on_timer(&mut self, _now: Instant, _token: u64, _io: &mut AppIo) {}
 }
+
+/// Issue 21: a simulated host is the host core hostd runs, so it answers OAM: an
+/// end-to-end loopback from h1 is answered by h2 (two OC-3c hops each way), a segment one
+/// by the switch, and one on a VC the switch does not carry times out.
+#[test]
+fn simulated_hosts_answer_loopbacks_and_time_their_pings() {
+    use natm_host_core::Event;
+    let (mut w, _, _) = net(3, HostCosts::FREE, 0);
+    let (h1, h2) = (natm_sim::HostId(0), natm_sim::HostId(1));
+    let vc = VcId::uni(0, 100).unwrap();
+    w.run_until(Instant::from_nanos(1_000_000)).unwrap();
+    let ms = Duration::from_millis(1);
+    let e2e = w.ping(h1, vc, false, 7, ms).unwrap();
+    w.run_until(Instant::from_nanos(2_000_000)).unwrap();
+    let events = w.take_host_events(h1);
+    let [Event::PingReply { ping, rtt }] = events[..] else {
+        panic!("{events:?}");
+    };
+    assert_eq!(ping, e2e);
+    // Four cell times on OC-3c, and nothing else in the way.
+    assert!(
+        (4 * 2831..4 * 2831 + 2000).contains(&rtt.as_nanos()),
+        "{rtt}"
+    );
+    assert_eq!(w.host_counters(h2).0.loopbacks_answered, 1);
+    assert_eq!(w.host_counters(h1).0.loopbacks_answered, 0);
+
+    let seg = w.ping(h1, vc, true, 8, ms).unwrap();
+    w.run_until(Instant::from_nanos(3_000_000)).unwrap();
+    let events = w.take_host_events(h1);
+    assert!(
+        matches!(events[..], [Event::PingReply { ping, .. }] if ping == seg),
+        "{events:?}"
+    );
+    assert_eq!(
+        w.host_counters(h2).0.loopbacks_answered,
+        1,
+        "the switch answered"
+    );
+
+    let nowhere = VcId::uni(0, 200).unwrap();
+    let lost = w.ping(h1, nowhere, false, 9, ms).unwrap();
+    w.run_until(Instant::from_nanos(5_000_000)).unwrap();
+    let events = w.take_host_events(h1);
+    assert_eq!(
+        events,
+        [Event::PingTimeout {
+            ping: lost,
+            vc: nowhere,
+            segment: false
+        }]
+    );
+}
