@@ -1,0 +1,553 @@
+//! hostd's ports: an application's VC as hostd holds it (its memory on each data path,
+//! made and revoked here), and the moves of descriptors and completions between the
+//! channels and their adapters.
+
+use super::*;
+
+// One per VC, held in a map: the size difference costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum PortMem {
+    Direct {
+        end: AdapterEnd,
+        /// hostd sleeps on it; the application writes it after posting.
+        waiter: Waiter,
+        /// Kept so the mapping lives exactly as long as the port.
+        _region: Arc<MemfdMem>,
+    },
+    Daemon {
+        bufs: VecBuffers,
+        free_tx: Vec<u32>,
+    },
+    /// The application runs the adapter on its own lane; hostd keeps the channel's
+    /// state word and the lane's grant.
+    Lane {
+        /// For the state word only: hostd never services the channel's rings.
+        end: AdapterEnd,
+        /// The application's wake eventfd, written on every state change.
+        app_wake: OwnedFd,
+        /// Side B of the lane's rings, handed to the switch again after a reconnect.
+        side_b: natm_link::shm::ShmHandover,
+        /// The lane request's socket while the switch has the lane: closing it ends it.
+        switch: Option<UnixStream>,
+        _region: Arc<MemfdMem>,
+    },
+}
+
+impl PortMem {
+    /// Sets a channel's state word, waking the application.
+    pub(super) fn set_state(&mut self, state: ChannelState) {
+        match self {
+            PortMem::Direct { end, .. } => end.set_state(state),
+            PortMem::Lane { end, app_wake, .. } => {
+                end.set_state(state);
+                // Whatever the application sleeps on, it also polls this eventfd.
+                let _ = rustix::io::write(&*app_wake, &1u64.to_ne_bytes());
+            }
+            PortMem::Daemon { .. } => {}
+        }
+    }
+}
+
+/// Asks the switch at `socket` for a lane carrying `vc` over `side_b`'s rings; the
+/// socket that keeps it, or why not.
+pub(super) fn request_lane(
+    socket: &Path,
+    vc: VcId,
+    side_b: &natm_link::shm::ShmHandover,
+) -> Result<UnixStream, String> {
+    let sock = UnixStream::connect(socket).map_err(|e| format!("{}: {e}", socket.display()))?;
+    let handover = natm_link::shm::ShmLink::dup_handover(side_b).map_err(|e| e.to_string())?;
+    let lane_vc = natm_link::lane::LaneVc {
+        vpi: vc.vpi.get(),
+        vci: vc.vci.get(),
+    };
+    natm_link::lane::request(&sock, &[lane_vc], &handover, LANE_REQUEST_TIMEOUT)
+        .map_err(|e| e.to_string())?;
+    sock.set_nonblocking(true).map_err(|e| e.to_string())?;
+    Ok(sock)
+}
+
+/// An application's VC: hostd's side of one host-core channel (which holds its adapter).
+pub(super) struct Port {
+    pub(super) handle: u32,
+    pub(super) vc: VcId,
+    pub(super) conn: u64,
+    pub(super) owner_pid: i32,
+    pub(super) cookie: [u8; 16],
+    pub(super) notify: NotifyMode,
+    pub(super) mem: PortMem,
+    /// Completions the channel had no room for, or that hostd made itself (descriptors
+    /// posted while the link was down): they go first.
+    pub(super) deferred: VecDeque<Completion>,
+    pub(super) tx_failed: u64,
+    pub(super) client_drops: u64,
+}
+
+/// A port's buffers as its adapter sees them.
+pub(super) enum PortBuffers<'a> {
+    Direct(ChannelMemory<'a>),
+    Daemon(&'a mut VecBuffers),
+}
+
+impl BufferMemory for PortBuffers<'_> {
+    fn read(&self, id: BufferId, offset: usize, out: &mut [u8]) -> Result<(), MemoryError> {
+        match self {
+            PortBuffers::Direct(m) => m.read(id, offset, out),
+            PortBuffers::Daemon(m) => m.read(id, offset, out),
+        }
+    }
+
+    fn write(&mut self, id: BufferId, offset: usize, data: &[u8]) -> Result<(), MemoryError> {
+        match self {
+            PortBuffers::Direct(m) => m.write(id, offset, data),
+            PortBuffers::Daemon(m) => m.write(id, offset, data),
+        }
+    }
+}
+
+impl HostChannelMemory for Port {
+    type Buffers<'a> = PortBuffers<'a>;
+
+    fn buffers(&mut self) -> Option<PortBuffers<'_>> {
+        match &mut self.mem {
+            PortMem::Direct { end, .. } => Some(PortBuffers::Direct(ChannelMemory(end))),
+            PortMem::Daemon { bufs, .. } => Some(PortBuffers::Daemon(bufs)),
+            // The switch sends a lane's user data into the lane: cells that reach hostd
+            // came before the lane was attached, and go nowhere.
+            PortMem::Lane { .. } => None,
+        }
+    }
+
+    /// hostd owns a daemon-path VC's buffers: each frame's goes back to its pool before the
+    /// next arrives, so it never runs out of them for want of a pass through `complete`.
+    fn frame_at_a_time(&self) -> bool {
+        matches!(self.mem, PortMem::Daemon { .. })
+    }
+}
+
+impl Hostd {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn open(
+        &mut self,
+        id: u64,
+        vc_text: &str,
+        qos_text: &str,
+        path: PathKind,
+        notify: NotifyMode,
+        signal_target: Option<SignalTarget>,
+        buffers: u32,
+        buffer_size: u32,
+    ) -> Result<(Response, Vec<OwnedFd>), (ErrorKind, String)> {
+        let bad = |m: String| (ErrorKind::BadRequest, m);
+        let refused = |m: String| (ErrorKind::Refused, m);
+        let vc = parse_vc(vc_text).map_err(bad)?;
+        self.host.check_vc(vc).map_err(|e| self.refusal(e))?;
+        if self.by_handle.len() >= MAX_CHANNELS {
+            return Err(refused(
+                OpenError::TooManyChannels { max: MAX_CHANNELS }.to_string(),
+            ));
+        }
+        let qos: Qos = qos_text
+            .parse()
+            .map_err(|e| bad(format!("bad QoS \"{qos_text}\": {e}")))?;
+        if !(2..=MAX_VC_BUFFERS).contains(&buffers) {
+            return Err(bad(format!(
+                "buffers {buffers} is not in 2..={MAX_VC_BUFFERS}"
+            )));
+        }
+        if buffer_size == 0 || !buffer_size.is_multiple_of(64) || buffer_size > (1 << 20) {
+            return Err(bad(format!(
+                "buffer_size {buffer_size} is not a multiple of 64 in 64..=1048576"
+            )));
+        }
+        let bytes = u64::from(buffers) * u64::from(buffer_size);
+        if bytes > MAX_VC_BYTES {
+            return Err(bad(format!(
+                "{buffers} buffers of {buffer_size} bytes are {bytes} bytes, above the {MAX_VC_BYTES} a VC may have"
+            )));
+        }
+        // Admission is asked before any memory is made or a lane is asked for, and booked
+        // (by `open_vc`) once they are.
+        self.host
+            .cac()
+            .assess(&qos.tx)
+            .map_err(|e| refused(e.to_string()))?;
+        let owner_pid = self.conns.get(&id).map_or(0, |c| c.pid);
+        let (mem, fds) = match path {
+            PathKind::Direct => {
+                make_channel(buffers, buffer_size, notify, signal_target, owner_pid)?
+            }
+            PathKind::Lane => self.make_lane(vc, buffers, buffer_size, notify)?,
+            PathKind::Daemon => (
+                PortMem::Daemon {
+                    bufs: VecBuffers::new(buffers, buffer_size as usize),
+                    free_tx: (buffers / 2..buffers).rev().collect(),
+                },
+                Vec::new(),
+            ),
+        };
+        let mut cookie = [0u8; 16];
+        if rustix::rand::getrandom(&mut cookie, rustix::rand::GetRandomFlags::empty()).unwrap_or(0)
+            != 16
+        {
+            return Err((ErrorKind::Internal, "getrandom failed".into()));
+        }
+        let mut config = AdapterConfig::new(buffers, buffer_size as usize);
+        config.max_vcs = 1;
+        config.max_tx_queued = buffers as usize;
+        config.event_queue_max = 64;
+        let port = Port {
+            handle: 0,
+            vc,
+            conn: id,
+            owner_pid,
+            cookie,
+            notify,
+            mem,
+            deferred: VecDeque::new(),
+            tx_failed: 0,
+            client_drops: 0,
+        };
+        let ch = self
+            .host
+            .open_channel(config, port)
+            .map_err(|e| self.refusal(e))?;
+        let handle = match self.host.open_vc(ch, vc, &qos) {
+            Ok(h) => h,
+            Err(e) => {
+                self.host.close_channel(ch);
+                return Err(self.refusal(e));
+            }
+        };
+        let info = *self.host.vc(handle).expect("the VC just opened");
+        let link_up = self.link.is_some();
+        let (adapter, port) = self.host.channel_mut(ch).expect("the channel just opened");
+        port.handle = handle.0;
+        if let PortMem::Daemon { .. } = port.mem {
+            for b in 0..buffers / 2 {
+                adapter.post_rx_buffer(BufferId(b));
+            }
+        }
+        if !link_up {
+            port.mem.set_state(ChannelState::LinkDown);
+        }
+        self.by_handle.insert(handle.0, ch);
+        Ok((
+            Response::Opened {
+                handle: handle.0,
+                cookie: cookie_hex(&cookie),
+                path,
+                buffers,
+                buffer_size,
+                max_sdu: info.rx.max_sdu as u32,
+                link_up,
+                lane: (path == PathKind::Lane).then(|| proto::LaneShape::from_spec(&info.spec)),
+            },
+            fds,
+        ))
+    }
+
+    /// A host-core refusal as the client reads it: an in-use VC names its holder's pid.
+    pub(super) fn refusal(&self, e: OpenError) -> (ErrorKind, String) {
+        let message = match e {
+            OpenError::InUse { vc, by, channel } => {
+                let pid = self.host.memory(channel).map_or(0, |p| p.owner_pid);
+                format!(
+                    "VC {vc} is in use by another channel (handle {}, pid {pid})",
+                    by.0
+                )
+            }
+            e => e.to_string(),
+        };
+        (ErrorKind::Refused, message)
+    }
+
+    /// Every port.
+    pub(super) fn ports(&self) -> impl Iterator<Item = &Port> {
+        self.host.channel_ids().filter_map(|c| self.host.memory(c))
+    }
+
+    /// A lane-path channel: the channel region (the application takes both its ends;
+    /// hostd keeps the state word) and a lane the switch has attached, when the link is
+    /// up (else it is asked for when the link comes up).
+    pub(super) fn make_lane(
+        &mut self,
+        vc: VcId,
+        buffers: u32,
+        buffer_size: u32,
+        notify: NotifyMode,
+    ) -> Result<(PortMem, Vec<OwnedFd>), (ErrorKind, String)> {
+        let Some(socket) = self.opts.lanes.clone() else {
+            return Err((
+                ErrorKind::Refused,
+                format!(
+                    "the lane path needs an unlimited shared-memory link to the switch; this host's is {}",
+                    self.opts.link_description
+                ),
+            ));
+        };
+        if notify == NotifyMode::Signal {
+            return Err((
+                ErrorKind::BadRequest,
+                "a lane-path application waits by polling or on eventfds, not for signals".into(),
+            ));
+        }
+        let internal =
+            |what: &str, e: &dyn std::fmt::Display| (ErrorKind::Internal, format!("{what}: {e}"));
+        // hostd writes no completions on this channel: no waker.
+        let (mem, mut fds) = make_channel(buffers, buffer_size, NotifyMode::Poll, None, 0)?;
+        let PortMem::Direct { end, _region, .. } = mem else {
+            return Err(internal("channel", &"not a shared-memory channel"));
+        };
+        let app_wake = fds[1].try_clone().map_err(|e| internal("dup", &e))?;
+        let (a, b) = natm_link::shm::ShmLink::create_detached(natm_link::lane::LANE_RING_CELLS)
+            .map_err(|e| internal("lane rings", &e))?;
+        let switch = match self.link {
+            Some(_) => Some(
+                request_lane(&socket, vc, &b)
+                    .map_err(|e| (ErrorKind::Refused, format!("lane for VC {vc}: {e}")))?,
+            ),
+            None => None,
+        };
+        fds.extend([a.region, a.wait, a.kick]);
+        Ok((
+            PortMem::Lane {
+                end,
+                app_wake,
+                side_b: b,
+                switch,
+                _region,
+            },
+            fds,
+        ))
+    }
+
+    pub(super) fn close_port(&mut self, handle: u32) {
+        let Some(ch) = self.by_handle.remove(&handle) else {
+            return;
+        };
+        // The adapter and the reservation go here; a lane's socket, the buffers and the
+        // mapping go with the port.
+        if let Some(mut p) = self.host.close_channel(ch) {
+            p.mem.set_state(ChannelState::Revoked);
+        }
+    }
+    /// Takes descriptors and free buffers from every direct channel.
+    pub(super) fn take_posts(&mut self) -> bool {
+        let now = self.now;
+        let link_up = self.link.is_some();
+        let mut progress = false;
+        let mut broken = Vec::new();
+        for (_, adapter, p) in self.host.channels_mut() {
+            let Port {
+                mem: PortMem::Direct { end, .. },
+                deferred,
+                tx_failed,
+                ..
+            } = p
+            else {
+                continue;
+            };
+            let taken = driver::take_posts(
+                end,
+                adapter,
+                |adapter, req| {
+                    let (buffer, len) = (BufferId(req.buffer.0), req.len as usize);
+                    if link_up {
+                        adapter.post_tx(now, buffer, len, req.handle);
+                    } else {
+                        deferred.push_back(Completion {
+                            buffer,
+                            direction: Direction::Tx,
+                            handle: Some(req.handle),
+                            len,
+                            status: Status::Aborted,
+                        });
+                    }
+                },
+                // A refused descriptor is a failed transmission; a refused free buffer
+                // is skipped.
+                |dir| *tx_failed += u64::from(dir == Direction::Tx),
+            );
+            match taken {
+                Ok(n) => progress |= n > 0,
+                Err(_) => {
+                    broken.push(p.handle);
+                    progress = true;
+                }
+            }
+        }
+        for h in broken {
+            // The application broke its rings: that channel is revoked, its VC closed.
+            let conn = self.ports().find(|p| p.handle == h).map(|p| p.conn);
+            self.close_port(h);
+            if let Some(c) = conn.and_then(|c| self.conns.get_mut(&c)) {
+                c.send(&Response::Revoked { handle: h });
+            }
+        }
+        progress
+    }
+
+    /// Hands completed buffers back: to the channel, or (daemon path) to the client as
+    /// data frames and to the VC's pools.
+    pub(super) fn complete(&mut self) -> bool {
+        let link_down = self.link.is_none();
+        let mut progress = false;
+        let Hostd { host, conns, .. } = self;
+        for (_, adapter, p) in host.channels_mut() {
+            progress |= complete_port(adapter, p, conns, link_down);
+        }
+        progress
+    }
+}
+
+/// Hands one port's completed buffers back (see [`Hostd::complete`]).
+pub(super) fn complete_port(
+    adapter: &mut Adapter,
+    p: &mut Port,
+    conns: &mut BTreeMap<u64, Conn>,
+    link_down: bool,
+) -> bool {
+    let mut progress = false;
+    while let Some(c) = p.deferred.pop_front().or_else(|| adapter.poll_completion()) {
+        progress = true;
+        if link_down && c.status == Status::Aborted && c.direction == Direction::Tx {
+            p.tx_failed += 1;
+        }
+        match &mut p.mem {
+            PortMem::Direct { end, .. } => {
+                let code = if link_down && c.status == Status::Aborted {
+                    proto::STATUS_LINK_DOWN
+                } else {
+                    status_code(c.status)
+                };
+                if let Err(nic::ChannelError::Full) = driver::complete_to_channel(end, &c, code) {
+                    p.deferred.push_front(c);
+                    break;
+                }
+            }
+            PortMem::Daemon { bufs, free_tx } => match c.direction {
+                Direction::Tx => {
+                    if c.status != Status::Ok {
+                        p.tx_failed += 1;
+                    }
+                    free_tx.push(c.buffer.0);
+                }
+                Direction::Rx => {
+                    if c.status == Status::Ok
+                        && let Some(conn) = conns.get_mut(&p.conn)
+                    {
+                        if conn.out_bytes > MAX_CLIENT_BACKLOG {
+                            p.client_drops += 1;
+                        } else if let Some(b) = bufs.buffer(c.buffer) {
+                            conn.push(proto::data_frame(p.handle, &b[..c.len]), Vec::new());
+                        }
+                    }
+                    if matches!(c.status, Status::Ok | Status::Aborted) {
+                        adapter.post_rx_buffer(c.buffer);
+                    }
+                }
+            },
+            PortMem::Lane { .. } => {}
+        }
+    }
+    progress
+}
+
+/// Creates a direct-path channel: region, adapter end and the three descriptors for the
+/// application.
+pub(super) fn make_channel(
+    buffers: u32,
+    buffer_size: u32,
+    notify: NotifyMode,
+    signal_target: Option<SignalTarget>,
+    owner_pid: i32,
+) -> Result<(PortMem, Vec<OwnedFd>), (ErrorKind, String)> {
+    let internal =
+        |what: &str, e: &dyn std::fmt::Display| (ErrorKind::Internal, format!("{what}: {e}"));
+    let entries = buffers.next_power_of_two();
+    let cfg = ChannelConfig {
+        tx_entries: entries,
+        rx_entries: entries,
+        completion_entries: 2 * entries,
+        buffer_size,
+        buffer_count: buffers,
+    };
+    let layout = cfg
+        .layout()
+        .map_err(|e| (ErrorKind::BadRequest, format!("channel shape: {e}")))?;
+    let region = Arc::new(
+        MemfdMem::create("natm-channel", layout.region_size)
+            .map_err(|e| internal("channel region", &e))?,
+    );
+    let memfd = region
+        .fd()
+        .try_clone_to_owned()
+        .map_err(|e| internal("dup", &e))?;
+    let ch = Channel::create(region.clone(), &cfg).map_err(|e| internal("channel", &e))?;
+    let mut end = ch.adapter().map_err(|e| internal("channel", &e))?;
+    // The eventfd the application sleeps on: hostd writes it.
+    let (app_waiter, app_waker) = Waiter::eventfd().map_err(|e| internal("eventfd", &e))?;
+    let app_fd = app_waiter
+        .as_fd()
+        .expect("an eventfd waiter has a descriptor")
+        .try_clone_to_owned()
+        .map_err(|e| internal("dup", &e))?;
+    // The eventfd hostd sleeps on: the application writes it.
+    let (waiter, _) = Waiter::eventfd().map_err(|e| internal("eventfd", &e))?;
+    let kick_fd = waiter
+        .as_fd()
+        .expect("an eventfd waiter has a descriptor")
+        .try_clone_to_owned()
+        .map_err(|e| internal("dup", &e))?;
+    let waker = match notify {
+        NotifyMode::Poll => Waker::None,
+        NotifyMode::Adaptive | NotifyMode::Eventfd => app_waker,
+        NotifyMode::Signal => {
+            let Some(t) = signal_target else {
+                return Err((
+                    ErrorKind::BadRequest,
+                    "notify = signal needs a signal target (tid, signo, channel)".into(),
+                ));
+            };
+            if t.channel >= signal::MAX_CHANNELS {
+                return Err((
+                    ErrorKind::BadRequest,
+                    format!(
+                        "signal channel {} is not below {}",
+                        t.channel,
+                        signal::MAX_CHANNELS
+                    ),
+                ));
+            }
+            if !signal::is_rt_signal(t.signo) {
+                return Err((
+                    ErrorKind::BadRequest,
+                    format!("signal {} is not a real-time signal", t.signo),
+                ));
+            }
+            // Only a thread of the connecting process may be signalled.
+            if !Path::new(&format!("/proc/{owner_pid}/task/{}", t.tid)).exists() {
+                return Err((
+                    ErrorKind::Refused,
+                    format!("thread {} is not a thread of pid {owner_pid}", t.tid),
+                ));
+            }
+            Waker::Signal(natm_nic::notify::SignalWaker::new(signal::Target {
+                pid: owner_pid,
+                tid: t.tid,
+                signo: t.signo,
+                channel: t.channel,
+            }))
+        }
+    };
+    end.set_waker(waker);
+    Ok((
+        PortMem::Direct {
+            end,
+            waiter,
+            _region: region,
+        },
+        vec![memfd, app_fd, kick_fd],
+    ))
+}
