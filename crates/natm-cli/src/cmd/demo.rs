@@ -60,10 +60,10 @@ use natm_wire::oam::{Loopback, OamCell, OamFlow, OamRepr};
 use serde_json::{Value, json};
 
 use super::lab::{OwnedLab, topology};
-use super::perf::transport::{DataPath, Kind, NatmTarget, Targets, WaitMode};
 use super::perf::{Progress, rr, stream};
 use super::ping::quantile;
 use crate::{CliError, CmdResult};
+use natm_bench::transport::{DataPath, Kind, NatmTarget, Targets, WaitMode};
 
 /// Options of `natm demo`.
 #[derive(Args, Debug)]
@@ -512,7 +512,7 @@ fn rr_step(
     )?;
     for (targets, first_row) in [(ubr, ROW_UBR), (cbr, ROW_CBR)] {
         let plan = rr::plan(&rr_opts, targets)?;
-        let report = rr::execute(&plan, targets)?;
+        let report = natm_bench::rr::run(&plan).map_err(super::perf::failure)?;
         for r in &report.results {
             let row = match r.kind {
                 Kind::Natm => first_row,
@@ -567,7 +567,11 @@ fn stream_step(
         (Kind::Natm, cbr, ROW_CBR),
         (Kind::Tcp, ubr, ROW_TCP),
     ] {
-        let m = stream::one_run(kind, STREAM_SIZE, &plan, targets, &mut progress)
+        let plan = natm_bench::stream::Plan {
+            natm: targets.natm.clone(),
+            ..plan.clone()
+        };
+        let m = natm_bench::stream::one_run(kind, STREAM_SIZE, &plan, &mut progress)
             .map_err(|e| CliError::failure(format!("{}: goodput run: {e}", rows[row].name)))?;
         rows[row].stream_bps = Some(m.bits_per_sec);
         say.line(&format!(

@@ -32,10 +32,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::plot::{self, Series};
-use super::stream::DEFAULT_SWEEP;
-use super::transport::{AAL5_MAX, DataPath, Kind};
 use crate::cmd::lab;
 use crate::{CliError, CmdResult};
+use natm_bench::stream::DEFAULT_SWEEP;
+use natm_bench::transport::{self, AAL5_MAX, DataPath, Kind};
 
 const MAX_COUNT: u64 = 100_000_000;
 /// Attempts at a run refused because its VC is still in use.
@@ -202,10 +202,10 @@ fn parse_sizes(text: &str) -> Result<Vec<usize>, CliError> {
             .trim()
             .parse()
             .map_err(|_| CliError::usage(format!("--sizes {part:?}: not a whole number")))?;
-        if n == 0 || n > super::transport::STREAM_MAX {
+        if n == 0 || n > transport::STREAM_MAX {
             return Err(CliError::usage(format!(
                 "--sizes {n}: expected 1 to {} bytes",
-                super::transport::STREAM_MAX
+                transport::STREAM_MAX
             )));
         }
         sizes.push(n);
@@ -546,7 +546,7 @@ fn print_table(r: &Report) {
         println!(
             "* measured at {AAL5_MAX} bytes (an AAL5 SDU's most) on every transport; \
              UDP carries at most {} bytes",
-            super::transport::UDP_MAX
+            transport::UDP_MAX
         );
     }
     for p in &r.plots {

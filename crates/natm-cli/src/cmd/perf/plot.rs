@@ -15,7 +15,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use super::transport::Kind;
+use natm_bench::transport::Kind;
 
 /// What the table prints beside the plot's file name.
 pub const LEGEND: &str = "x: message size in bytes (log scale), y: goodput in Mbit/s; \
