@@ -1,6 +1,7 @@
 //! Why a measurement could not be made.
 
 use std::io;
+use std::process::ExitStatus;
 
 /// Why a measurement could not be made. Its `Display` is one line, without the program's
 /// name: what failed, then why.
@@ -20,6 +21,30 @@ pub enum Error {
     /// A thread of the measurement panicked; the text names it.
     #[error("{0} panicked")]
     Panicked(String),
+    /// The measurement itself failed (its own words say where).
+    #[error("{0}")]
+    Measurement(#[source] io::Error),
+    /// The measurement ran but gave nothing to report; the text says what is missing.
+    #[error("{0}")]
+    NoResult(&'static str),
+    /// Something the engine produced or was given is refused, and why.
+    #[error("{what}: {why}")]
+    Refused {
+        /// What was refused.
+        what: &'static str,
+        /// Why.
+        why: String,
+    },
+    /// A child process the engine ran failed.
+    #[error("{what} failed ({status}): {stderr}")]
+    Child {
+        /// What it was asked to do.
+        what: &'static str,
+        /// How it ended.
+        status: ExitStatus,
+        /// What it said on stderr.
+        stderr: String,
+    },
 }
 
 impl Error {

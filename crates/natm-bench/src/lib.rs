@@ -30,8 +30,10 @@
 //!   a terminal and the work has lasted a second.
 
 pub mod baseline;
+pub mod calibrate;
 pub mod histo;
 pub mod kernel;
+pub mod link;
 pub mod progress;
 pub mod rr;
 pub mod stats;

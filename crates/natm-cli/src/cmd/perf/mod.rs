@@ -22,8 +22,8 @@ use clap::{Args, Subcommand};
 use crate::{CliError, CmdResult};
 
 // Being moved to natm-bench.
+pub(crate) use natm_bench::histo;
 pub(crate) use natm_bench::progress::Progress;
-pub(crate) use natm_bench::{baseline, histo, pin};
 
 pub mod calibrate;
 pub mod isolation;
