@@ -18,6 +18,15 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// A switch forwarding benchmark could not run; `what` names it.
+    #[error("{what}: {source}")]
+    Switch {
+        /// The benchmark.
+        what: &'static str,
+        /// Why.
+        #[source]
+        source: crate::forwarding::BenchError,
+    },
     /// A thread of the measurement panicked; the text names it.
     #[error("{0} panicked")]
     Panicked(String),

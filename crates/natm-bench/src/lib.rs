@@ -31,6 +31,7 @@
 
 pub mod baseline;
 pub mod calibrate;
+pub mod forwarding;
 pub mod histo;
 pub mod kernel;
 pub mod link;
@@ -38,6 +39,7 @@ pub mod progress;
 pub mod rr;
 pub mod stats;
 pub mod stream;
+pub mod switch;
 pub mod transport;
 
 mod error;
