@@ -27,6 +27,10 @@ pub enum Error {
         #[source]
         source: crate::forwarding::BenchError,
     },
+    /// A daemon the measurement started, or talks to, failed or refused; the text says
+    /// which and why.
+    #[error("{0}")]
+    Daemon(String),
     /// A thread of the measurement panicked; the text names it.
     #[error("{0} panicked")]
     Panicked(String),

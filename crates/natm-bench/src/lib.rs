@@ -35,6 +35,7 @@ pub mod forwarding;
 pub mod histo;
 pub mod kernel;
 pub mod link;
+pub mod memory;
 pub mod progress;
 pub mod rr;
 pub mod stats;
