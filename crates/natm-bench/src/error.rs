@@ -31,6 +31,9 @@ pub enum Error {
     /// which and why.
     #[error("{0}")]
     Daemon(String),
+    /// The CPUs or scheduling of this process could not be read or set.
+    #[error("{0}")]
+    Sched(#[source] natm_nic::sched::SchedError),
     /// A thread of the measurement panicked; the text names it.
     #[error("{0} panicked")]
     Panicked(String),

@@ -42,6 +42,7 @@ pub mod stats;
 pub mod stream;
 pub mod switch;
 pub mod transport;
+pub mod wakeup;
 
 mod error;
 
