@@ -24,10 +24,9 @@
 //! the parsed TOML of 65,536 entries, freed after start-up, stays resident in the
 //! allocator (about 30 MiB) and would be counted as the switch's.
 
-use std::fmt::Write as _;
 use std::fs;
 use std::io::{BufRead, BufReader, BufWriter, Write as _};
-use std::net::UdpSocket;
+use std::net::{SocketAddr, UdpSocket};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -36,6 +35,10 @@ use std::time::{Duration, Instant};
 
 use natm_core::PvcAddr;
 use natm_core::addr::AddrSyntax;
+use natm_host::hostd::HostdConfig;
+use natm_link::endpoint::{DEFAULT_RING_CELLS, LinkConfig, LinkKind, WaitConfig};
+use natm_netem::{Impairments, Rate};
+use natm_switchd::config::{ConfigFile, PortFile};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -198,26 +201,49 @@ impl Drop for Scratch {
     }
 }
 
-/// A string as a TOML value.
-fn toml_str(s: &str) -> String {
-    toml::Value::String(s.to_string()).to_string()
-}
-
 /// The switch daemon's configuration: two shm ports nobody attaches to, no cross-connect.
 fn switch_config(scratch: &Scratch, name: &str) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "name = {}", toml_str(name));
-    let mgmt = scratch.path(&format!("{name}.sock"));
-    let _ = writeln!(s, "management = {}", toml_str(&mgmt.to_string_lossy()));
-    for port in 1..=2 {
-        let link = scratch.path(&format!("{name}-p{port}.sock"));
-        let _ = writeln!(
-            s,
-            "\n[[port]]\nid = {port}\nkind = \"shm\"\npath = {}",
-            toml_str(&link.to_string_lossy())
-        );
+    let port = |id: u16| PortFile {
+        id,
+        link: link_config(LinkKind::Shm {
+            path: scratch.path(&format!("{name}-p{id}.sock")),
+        }),
+        role: None,
+    };
+    let config = ConfigFile {
+        name: name.to_string(),
+        wait: None,
+        cpu: None,
+        management: scratch.path(&format!("{name}.sock")),
+        ports: vec![port(1), port(2)],
+        xcs: Vec::new(),
+    };
+    toml::to_string(&config).expect("a switchd configuration serialises")
+}
+
+/// The host daemon's configuration: a UDP link to `peer`, nothing listening there.
+fn hostd_config(socket: &Path, peer: SocketAddr) -> String {
+    let config = HostdConfig {
+        name: "perf-memory".into(),
+        socket: Some(socket.to_path_buf()),
+        wait: Default::default(),
+        link: link_config(LinkKind::Udp {
+            local: SocketAddr::from(([127, 0, 0, 1], 0)),
+            peer,
+        }),
+    };
+    toml::to_string(&config).expect("a hostd configuration serialises")
+}
+
+/// A link of `kind` with every other setting at its default (unlimited, unimpaired).
+fn link_config(kind: LinkKind) -> LinkConfig {
+    LinkConfig {
+        kind,
+        rate: Rate::Unlimited,
+        impair: Impairments::default(),
+        wait: WaitConfig::default(),
+        ring_cells: DEFAULT_RING_CELLS,
     }
-    s
 }
 
 /// The management request that makes cross-connect `i` (`1:VPI.VCI ↔ 2:VPI.VCI`, UBR).
@@ -362,11 +388,7 @@ fn measure_hostd(scratch: &mut Scratch, channels: u32) -> Result<(u64, u64), Err
         .and_then(|s| s.local_addr().map(|a| (s, a)))
         .map_err(|e| Error::Daemon(format!("cannot bind a loopback UDP port: {e}")))?;
     let socket = scratch.path("host.sock");
-    let config = format!(
-        "name = \"perf-memory\"\nsocket = {}\n\n[link]\nkind = \"udp\"\nlocal = \"127.0.0.1:0\"\npeer = {}\n",
-        toml_str(&socket.to_string_lossy()),
-        toml_str(&peer.1.to_string())
-    );
+    let config = hostd_config(&socket, peer.1);
     let i = scratch.spawn("hostd", "host", &config)?;
     let t0 = Instant::now();
     let host = loop {
@@ -509,6 +531,9 @@ mod tests {
             (Some("1:2.32"), Some("2:2.32"))
         );
         assert_eq!(xc_request(1)["a"], "1:0.33");
+        let peer = SocketAddr::from(([127, 0, 0, 1], 9));
+        let h = HostdConfig::from_toml(&hostd_config(&s.path("h.sock"), peer)).unwrap();
+        assert_eq!(h.socket_path(), s.path("h.sock"));
         assert!(proc_rss(std::process::id()).unwrap() > 0);
     }
 }

@@ -269,6 +269,7 @@ fn network(args: &DemoArgs) -> CmdResult {
         &topo,
         topology::DEFAULT_TOPOLOGY.to_string(),
         Some(args.rate.clone()),
+        &super::lab::natm_exe()?,
     )?;
     let pids: Vec<i32> = demo_lab.state.daemons.iter().map(|d| d.pid).collect();
     for d in &demo_lab.state.daemons {

@@ -657,7 +657,14 @@ pub fn run(args: IsolationArgs) -> CmdResult {
     let text = plan.topology();
     let topo = lab::topology::Topology::parse(&text, None)
         .map_err(|e| CliError::failure(format!("the isolation lab's topology: {e}")))?;
-    let mut lab = OwnedLab::start("natm perf isolation", &dir, &topo, text, None)?;
+    let mut lab = OwnedLab::start(
+        "natm perf isolation",
+        &dir,
+        &topo,
+        text,
+        None,
+        &lab::natm_exe()?,
+    )?;
     let report = measure(&lab, &plan, Duration::from_secs_f64(args.seconds));
     let down = lab.down().map(|_| ());
     let report = report?;
