@@ -34,6 +34,26 @@ pub enum Error {
     /// The CPUs or scheduling of this process could not be read or set.
     #[error("{0}")]
     Sched(#[source] natm_nic::sched::SchedError),
+    /// The plan's settings make no measurement (the caller's input; the text names the
+    /// setting as the command line does).
+    #[error("{0}")]
+    Plan(String),
+    /// A call of the `natm` API failed; `what` names the host or VC.
+    #[error("{what}: {source}")]
+    Natm {
+        /// The host or VC.
+        what: String,
+        /// Why.
+        #[source]
+        source: natm::Error,
+    },
+    /// The measurement's traffic failed: a VC, a sending or receiving thread, the switch's
+    /// counters; the text says which and why.
+    #[error("{0}")]
+    Traffic(String),
+    /// The measurement's lab could not be started or stopped.
+    #[error(transparent)]
+    Lab(#[from] natm_lab::Error),
     /// A thread of the measurement panicked; the text names it.
     #[error("{0} panicked")]
     Panicked(String),

@@ -33,6 +33,7 @@ pub mod baseline;
 pub mod calibrate;
 pub mod forwarding;
 pub mod histo;
+pub mod isolation;
 pub mod kernel;
 pub mod link;
 pub mod memory;

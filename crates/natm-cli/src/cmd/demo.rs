@@ -60,7 +60,9 @@ use natm_wire::oam::{Loopback, OamCell, OamFlow, OamRepr};
 use serde_json::{Value, json};
 
 use super::lab::{OwnedLab, topology};
-use super::perf::{Progress, rr, stream};
+use natm_bench::progress::Progress;
+
+use super::perf::{rr, stream};
 use super::ping::quantile;
 use crate::{CliError, CmdResult};
 use natm_bench::transport::{DataPath, Kind, NatmTarget, Targets, WaitMode};

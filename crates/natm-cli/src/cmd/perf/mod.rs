@@ -21,10 +21,6 @@ use clap::{Args, Subcommand};
 
 use crate::{CliError, CmdResult};
 
-// Being moved to natm-bench.
-pub(crate) use natm_bench::histo;
-pub(crate) use natm_bench::progress::Progress;
-
 pub mod calibrate;
 pub mod isolation;
 pub mod link;
