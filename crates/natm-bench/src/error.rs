@@ -54,6 +54,27 @@ pub enum Error {
     /// The measurement's lab could not be started or stopped.
     #[error(transparent)]
     Lab(#[from] natm_lab::Error),
+    /// The lab has no host of that name (no socket in its directory).
+    #[error("no host {host:?} in {}: start a lab first (natm lab up --dir {0})", dir.display())]
+    NoHost {
+        /// The host.
+        host: String,
+        /// The lab's runtime directory.
+        dir: std::path::PathBuf,
+    },
+    /// A `natm perf` child process failed or its report could not be read.
+    #[error("natm perf {args}: {why}")]
+    Perf {
+        /// Its arguments.
+        args: String,
+        /// Its stderr, or what was wrong with its report.
+        why: String,
+    },
+    /// A run on the lane path failed: what a lane needs, after why.
+    #[error(
+        "{0} (lanes need a lab at `--rate unlimited`; `--paths direct,daemon` leaves them out)"
+    )]
+    Lane(Box<Error>),
     /// A thread of the measurement panicked; the text names it.
     #[error("{0} panicked")]
     Panicked(String),

@@ -37,6 +37,7 @@ pub mod isolation;
 pub mod kernel;
 pub mod link;
 pub mod memory;
+pub mod paths;
 pub mod progress;
 pub mod rr;
 pub mod stats;
