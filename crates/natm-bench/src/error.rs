@@ -75,6 +75,9 @@ pub enum Error {
         "{0} (lanes need a lab at `--rate unlimited`; `--paths direct,daemon` leaves them out)"
     )]
     Lane(Box<Error>),
+    /// SIGINT or SIGTERM came during the measurement.
+    #[error("interrupted (the lab is taken down, nothing is left running)")]
+    Interrupted,
     /// A thread of the measurement panicked; the text names it.
     #[error("{0} panicked")]
     Panicked(String),

@@ -31,6 +31,7 @@
 
 pub mod baseline;
 pub mod calibrate;
+pub mod demo;
 pub mod forwarding;
 pub mod histo;
 pub mod isolation;
