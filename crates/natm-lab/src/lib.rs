@@ -22,9 +22,10 @@
 //!
 //! # What it is not
 //!
-//! Not a command line (no options, no tables: that is `natm lab` in natm-cli), not the
-//! daemons (natm-switchd, natm-host), and not the topology's parser (natm-topology). It
-//! asks a daemon nothing beyond whether its socket accepts a connection.
+//! Not a command line (no options, no tables: that is `natm lab` and `natm stat` in
+//! natm-cli), not the daemons (natm-switchd, natm-host), and not the topology's parser
+//! (natm-topology). It asks a daemon only whether its socket accepts a connection and,
+//! from [`Daemon::status`], for its status.
 //!
 //! # Call contract
 //!
@@ -46,7 +47,7 @@ mod state;
 pub mod topology;
 
 pub use lab::{OwnedLab, down, restart, start};
-pub use state::{Daemon, LabState, is_our_daemon, load_state, runtime_dir};
+pub use state::{Daemon, LabState, StatusError, is_our_daemon, load_state, runtime_dir};
 
 /// Why a lab could not be started, looked at or stopped. Its `Display` is one line.
 #[derive(Debug, thiserror::Error)]

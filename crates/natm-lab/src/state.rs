@@ -5,6 +5,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 use crate::Error;
 
@@ -91,4 +92,40 @@ pub(crate) fn write_state(state: &LabState) -> Result<(), Error> {
     })?;
     f.write_all(text.as_bytes())
         .map_err(|source| Error::File { path, source })
+}
+
+/// Why a daemon's status could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    /// The switch's management socket failed.
+    #[error(transparent)]
+    Switch(#[from] natm_switchd::client::ClientError),
+    /// The switch refused the request, saying this.
+    #[error("{0}")]
+    Refused(String),
+    /// The host daemon failed.
+    #[error(transparent)]
+    Host(#[from] natm::Error),
+    /// The host's status could not be put as JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
+impl Daemon {
+    /// The daemon's status as JSON: a switch's management `status` reply, a host daemon's
+    /// `Host::status`; a switch waits at most `timeout`.
+    pub fn status(&self, timeout: std::time::Duration) -> Result<Value, StatusError> {
+        if self.role == "switch" {
+            let v = natm_switchd::client::request(&self.socket, &json!({"op": "status"}), timeout)?;
+            if v["ok"] == Value::Bool(false) {
+                return Err(StatusError::Refused(
+                    v["error"].as_str().unwrap_or("refused").to_string(),
+                ));
+            }
+            Ok(v)
+        } else {
+            let host = natm::Host::connect_path(&self.socket)?;
+            Ok(serde_json::to_value(host.status()?)?)
+        }
+    }
 }
