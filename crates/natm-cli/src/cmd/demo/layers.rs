@@ -476,8 +476,16 @@ fn measure() {
             }
         }));
     }
-    let (cm, clo, chi) = median_spread(&mut copy_rates);
-    let (am, alo, ahi) = median_spread(&mut aal5_rates);
+    let Spread {
+        median: cm,
+        min: clo,
+        max: chi,
+    } = Spread::of(copy_rates);
+    let Spread {
+        median: am,
+        min: alo,
+        max: ahi,
+    } = Spread::of(aal5_rates);
     println!("  memcpy, 9180 B:               {cm:6.2} GB/s (min {clo:.2}, max {chi:.2})");
     println!(
         "  segment+reassemble, 9180 B:   {am:6.2} GB/s (min {alo:.2}, max {ahi:.2}) = {:.3}x memcpy",
@@ -496,10 +504,4 @@ fn rate(bytes: usize, budget: Duration, mut f: impl FnMut()) -> f64 {
         n += 64;
     }
     (bytes as f64 * n as f64) / start.elapsed().as_nanos() as f64
-}
-
-/// Median (the upper of an even count), least and greatest.
-fn median_spread(v: &mut [f64]) -> (f64, f64, f64) {
-    let s = Spread::of(v.iter().copied());
-    (s.median, s.min, s.max)
 }
