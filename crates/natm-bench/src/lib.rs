@@ -24,8 +24,10 @@
 //! * `run` blocks for the measurement's length (seconds), pins the calling thread when the
 //!   plan names CPUs (the pin stays after the call), and joins every thread it started
 //!   before it returns, on success and on error.
-//! * Engines that start processes (`memory`, `wakeup`'s disturbers, the lab of `isolation`)
-//!   take the `natm` executable to run from their plan, and end every child they started.
+//! * Engines that start processes (`memory`'s daemons, `wakeup`'s disturbers, the lab of
+//!   `isolation`, `calibrate`'s and `paths`' own `natm perf` runs) take the `natm`
+//!   executable to run from their plan, and end or wait for every child they started.
+//! * [`demo`] holds the network steps of `natm demo` (no plan: each is one call).
 //! * The only output is a progress bar on stderr ([`progress`]), drawn only when stderr is
 //!   a terminal and the work has lasted a second.
 

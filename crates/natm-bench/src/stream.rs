@@ -1,4 +1,4 @@
-//! The engine of `natm perf stream`: one-way goodput over a [`Transport`], ttcp-like, the measured
+//! The engine of `natm perf stream`: one-way goodput over a [`Transport`](crate::transport::Transport), ttcp-like, the measured
 //! transport beside kernel baselines in the same run, for one message size or a sweep of
 //! sizes (issue 5). The PNG plot of it is the caller's.
 //!

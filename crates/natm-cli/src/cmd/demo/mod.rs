@@ -14,7 +14,7 @@
 //!    the policer's counters are reported;
 //! 3. on each of the two PVCs: OAM F5 end-to-end loopback (I.610 §10.2.4),
 //!    request/response of 32 bytes and one-way goodput of 8 KiB messages, measured by
-//!    `natm perf`'s engine ([`rr::execute`], [`stream::one_run`]);
+//!    `natm perf`'s engine ([`natm_bench::rr::run`], [`natm_bench::stream::one_run`]);
 //! 4. the kernel's UDP (request/response) and TCP (request/response and goodput) loopback,
 //!    same sizes, in the same run;
 //! 5. a capture of s1's port 1 (h1's link) during the pings and request/response runs,

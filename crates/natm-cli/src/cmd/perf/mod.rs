@@ -1,21 +1,24 @@
 //! `natm perf`: measurements of natm's parts on this machine, each beside a baseline
-//! measured in the same run.
+//! measured in the same run. The engines are natm-bench's ([`natm_bench`]); each module
+//! here parses its subcommand's options into the engine's plan and prints its report as
+//! a table or as JSON (`--json`).
 //!
 //! * `natm perf wakeup`: how long from a cell's arrival until the application runs, in
 //!   each notification mode, beside raw eventfd and signal wake-ups ([`wakeup`]).
 //! * `natm perf link`: AAL5 goodput application → adapter → link → adapter → application
-//!   over shm, UDP or atmtcp, beside kernel TCP over loopback ([`link`], [`baseline`]).
+//!   over shm, UDP or atmtcp, beside kernel TCP over loopback ([`link`]).
 //! * `natm perf rr`: request/response latency quantiles and transaction rate ([`rr`]);
 //!   `natm perf stream`: one-way goodput over a sweep of message sizes, with a PNG plot
-//!   ([`stream`], [`plot`]). Both measure a [`transport::Transport`]: natm, or the kernel's
-//!   UDP, TCP and Unix `SOCK_SEQPACKET` loopback ([`kernel`]), which are measured beside
-//!   natm in the same run; `natm perf baseline udp|tcp|unix rr|stream` measures one of
-//!   them alone.
+//!   ([`stream`], [`plot`]). Both measure a natm-bench transport: natm, or the kernel's
+//!   UDP, TCP and Unix `SOCK_SEQPACKET` loopback, measured beside natm in the same run
+//!   ([`transport`] holds their options); `natm perf baseline udp|tcp|unix rr|stream`
+//!   measures one of them alone.
 //! * `natm perf switch`: the switch daemon's forwarding loop on one core beside bare
 //!   shared-memory rings ([`switch`]); `natm perf memory`: the daemons' resident sizes and
 //!   the switch's state per VC against issue 5's goals ([`memory`]); `natm perf paths`:
 //!   round-trip time and throughput of the daemon path against the direct path over a
 //!   sweep of sizes, beside the kernel's UDP and TCP ([`paths`]).
+//! * `natm perf isolation` ([`isolation`]) and `natm perf calibrate` ([`calibrate`]).
 
 use clap::{Args, Subcommand};
 

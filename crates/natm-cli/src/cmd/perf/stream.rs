@@ -1,5 +1,5 @@
 //! `natm perf stream`: the options of natm-bench's goodput engine ([`stream::run`]), its
-//! table and its PNG plot ([`plot`](super::plot)).
+//! table and its PNG plot ([`plot`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
