@@ -65,7 +65,10 @@ pub fn connect_cbr(s1: &Path, ports: (u16, u16), qos: &str, upc: &str) -> Result
         }),
         Duration::from_secs(2),
     )
-    .map_err(|e| Error::Daemon(format!("s1: {e}")))?;
+    .map_err(|source| Error::Switchd {
+        what: "s1".into(),
+        source,
+    })?;
     if reply.get("ok") != Some(&Value::Bool(true)) {
         return Err(Error::Daemon(format!(
             "s1 refused the CBR PVC: {}",
@@ -209,8 +212,12 @@ impl CaptureRun {
         let file = File::create(path).map_err(|e| Error::io(path.display().to_string(), e))?;
         let mut writer = Writer::new(BufWriter::new(file), LinkType::Erf)
             .map_err(|e| Error::Traffic(format!("{}: {e}", path.display())))?;
-        let mut capture = client::capture(switch, port, None, CAPTURE_QUIET)
-            .map_err(|e| Error::Daemon(format!("capture on s1:{port}: {e}")))?;
+        let mut capture = client::capture(switch, port, None, CAPTURE_QUIET).map_err(|source| {
+            Error::Switchd {
+                what: format!("capture on s1:{port}"),
+                source,
+            }
+        })?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let name = path.display().to_string();

@@ -78,6 +78,25 @@ pub enum Error {
     /// SIGINT or SIGTERM came during the measurement.
     #[error("interrupted (the lab is taken down, nothing is left running)")]
     Interrupted,
+    /// A request to a switch daemon's management socket failed; `what` names it.
+    #[error("{what}: {source}")]
+    Switchd {
+        /// The request, or the switch.
+        what: String,
+        /// Why.
+        #[source]
+        source: natm_switchd::client::ClientError,
+    },
+    /// A daemon the measurement started exited before it was done with it.
+    #[error("{what} exited ({status}): {log}")]
+    Exited {
+        /// The daemon.
+        what: String,
+        /// How it ended.
+        status: ExitStatus,
+        /// Its log.
+        log: String,
+    },
     /// A thread of the measurement panicked; the text names it.
     #[error("{0} panicked")]
     Panicked(String),

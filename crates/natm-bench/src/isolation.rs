@@ -581,7 +581,10 @@ fn conn(status: &Value, vc: &str) -> Result<ConnCounters, Error> {
 fn switch_snap(lab: &OwnedLab) -> Result<SwitchSnap, Error> {
     let v =
         natm_switchd::client::request(&lab.socket("s1")?, &json!({"op": "status"}), SWITCH_TIMEOUT)
-            .map_err(|e| Error::Traffic(format!("switch s1 status: {e}")))?;
+            .map_err(|source| Error::Switchd {
+                what: "switch s1 status".into(),
+                source,
+            })?;
     if v["ok"] != Value::Bool(true) {
         return Err(Error::Traffic(format!(
             "switch s1 status refused: {}",
@@ -710,7 +713,7 @@ impl Sinks {
             match r {
                 Ok(Ok(v)) => Ok(v),
                 Ok(Err(e)) => Err(Error::Traffic(format!("sink: {e}"))),
-                Err(_) => Err(Error::Traffic("a sink thread panicked".into())),
+                Err(_) => Err(Error::Panicked("a sink thread".into())),
             }
         }
         for h in self.others {
@@ -778,7 +781,7 @@ impl Aggressors {
             match h.join() {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => return Err(Error::Traffic(format!("aggressor: {e}"))),
-                Err(_) => return Err(Error::Traffic("an aggressor thread panicked".into())),
+                Err(_) => return Err(Error::Panicked("an aggressor thread".into())),
             }
         }
         Ok(())

@@ -118,7 +118,7 @@ impl Scratch {
                 .map_or(0, |d| d.subsec_nanos())
         ));
         fs::create_dir_all(&dir)
-            .map_err(|e| Error::Daemon(format!("cannot create {}: {e}", dir.display())))?;
+            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
         let _ = fs::set_permissions(&dir, fs::Permissions::from_mode(0o700));
         Ok(Scratch {
             dir,
@@ -135,13 +135,13 @@ impl Scratch {
     fn spawn(&mut self, verb: &str, name: &str, config: &str) -> Result<usize, Error> {
         let file = self.path(&format!("{name}.toml"));
         fs::write(&file, config)
-            .map_err(|e| Error::Daemon(format!("cannot write {}: {e}", file.display())))?;
+            .map_err(|e| Error::io(format!("cannot write {}", file.display()), e))?;
         let log = self.path(&format!("{name}.log"));
         let out = fs::File::create(&log)
-            .map_err(|e| Error::Daemon(format!("cannot create {}: {e}", log.display())))?;
+            .map_err(|e| Error::io(format!("cannot create {}", log.display()), e))?;
         let err = out
             .try_clone()
-            .map_err(|e| Error::Daemon(format!("{}: {e}", log.display())))?;
+            .map_err(|e| Error::io(log.display().to_string(), e))?;
         let child = Command::new(&self.natm)
             .arg(verb)
             .arg("--config")
@@ -150,7 +150,7 @@ impl Scratch {
             .stdout(out)
             .stderr(err)
             .spawn()
-            .map_err(|e| Error::Daemon(format!("cannot start natm {verb}: {e}")))?;
+            .map_err(|e| Error::io(format!("cannot start natm {verb}"), e))?;
         self.children.push((child, Some(log)));
         Ok(self.children.len() - 1)
     }
@@ -163,10 +163,11 @@ impl Scratch {
                 .as_ref()
                 .and_then(|l| fs::read_to_string(l).ok())
                 .unwrap_or_default();
-            return Err(Error::Daemon(format!(
-                "{what} exited ({status}): {}",
-                text.trim()
-            )));
+            return Err(Error::Exited {
+                what: what.to_string(),
+                status,
+                log: text.trim().to_string(),
+            });
         }
         Ok(())
     }
@@ -255,7 +256,7 @@ fn xc_request(i: u32) -> Value {
 /// A process's resident bytes (VmRSS), read from `/proc` without asking it anything.
 fn proc_rss(pid: u32) -> Result<u64, Error> {
     let path = format!("/proc/{pid}/status");
-    let text = fs::read_to_string(&path).map_err(|e| Error::Daemon(format!("{path}: {e}")))?;
+    let text = fs::read_to_string(&path).map_err(|e| Error::io(path.clone(), e))?;
     text.lines()
         .find(|l| l.starts_with("VmRSS:"))
         .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
@@ -265,8 +266,13 @@ fn proc_rss(pid: u32) -> Result<u64, Error> {
 
 /// One management request; a refusal is an error.
 fn switch_request(socket: &Path, req: &Value) -> Result<Value, Error> {
-    let reply = natm_switchd::client::request(socket, req, Duration::from_secs(10))
-        .map_err(|e| Error::Daemon(format!("switchd {}: {e}", socket.display())))?;
+    let reply =
+        natm_switchd::client::request(socket, req, Duration::from_secs(10)).map_err(|source| {
+            Error::Switchd {
+                what: format!("switchd {}", socket.display()),
+                source,
+            }
+        })?;
     if reply["ok"] != json!(true) {
         return Err(Error::Daemon(format!(
             "switchd refused {req}: {}",
@@ -279,7 +285,7 @@ fn switch_request(socket: &Path, req: &Value) -> Result<Value, Error> {
 /// Sends `n` connect requests on one management connection, a reader thread taking the
 /// replies as they come (the daemon answers in order); fails on the first refusal.
 fn make_xcs(socket: &Path, n: u32) -> Result<(), Error> {
-    let fail = |e: std::io::Error| Error::Daemon(format!("switchd {}: {e}", socket.display()));
+    let fail = |e: std::io::Error| Error::io(format!("switchd {}", socket.display()), e);
     let stream = UnixStream::connect(socket).map_err(fail)?;
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
@@ -319,7 +325,7 @@ fn make_xcs(socket: &Path, n: u32) -> Result<(), Error> {
     drop(writer);
     replies
         .join()
-        .map_err(|_| Error::Daemon("the reply reader panicked".into()))?
+        .map_err(|_| Error::Panicked("the reply reader".into()))?
         .map_err(|e| Error::Daemon(format!("switchd {}: {e}", socket.display())))
 }
 
@@ -386,7 +392,7 @@ fn measure_hostd(scratch: &mut Scratch, channels: u32) -> Result<(u64, u64), Err
     // The link's peer: a port this process holds and never reads, so nothing bounces.
     let peer = UdpSocket::bind("127.0.0.1:0")
         .and_then(|s| s.local_addr().map(|a| (s, a)))
-        .map_err(|e| Error::Daemon(format!("cannot bind a loopback UDP port: {e}")))?;
+        .map_err(|e| Error::io("cannot bind a loopback UDP port", e))?;
     let socket = scratch.path("host.sock");
     let config = hostd_config(&socket, peer.1);
     let i = scratch.spawn("hostd", "host", &config)?;
@@ -408,7 +414,10 @@ fn measure_hostd(scratch: &mut Scratch, channels: u32) -> Result<(u64, u64), Err
     let rss = |host: &natm::Host| {
         host.status()
             .map(|s| s.vm_rss_bytes)
-            .map_err(|e| Error::Daemon(format!("hostd status: {e}")))
+            .map_err(|source| Error::Natm {
+                what: "hostd status".into(),
+                source,
+            })
     };
     let empty = rss(&host)?;
     let mut open = Vec::with_capacity(channels as usize);
@@ -423,7 +432,10 @@ fn measure_hostd(scratch: &mut Scratch, channels: u32) -> Result<(u64, u64), Err
                     .buffer_size(1024)
                     .notify(natm::Notify::EventFd),
             )
-            .map_err(|e| Error::Daemon(format!("opening channel {} ({text}): {e}", k + 1)))?;
+            .map_err(|source| Error::Natm {
+                what: format!("opening channel {} ({text})", k + 1),
+                source,
+            })?;
         open.push(vc);
     }
     let loaded = rss(&host)?;
