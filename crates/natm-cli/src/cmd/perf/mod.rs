@@ -9,7 +9,7 @@
 //!   over shm, UDP or atmtcp, beside kernel TCP over loopback ([`link`]).
 //! * `natm perf rr`: request/response latency quantiles and transaction rate ([`rr`]);
 //!   `natm perf stream`: one-way goodput over a sweep of message sizes, with a PNG plot
-//!   ([`stream`], [`plot`]). Both measure a natm-bench transport: natm, or the kernel's
+//!   ([`stream`], [`plot`](crate::cmd::plot)). Both measure a natm-bench transport: natm, or the kernel's
 //!   UDP, TCP and Unix `SOCK_SEQPACKET` loopback, measured beside natm in the same run
 //!   ([`transport`] holds their options); `natm perf baseline udp|tcp|unix rr|stream`
 //!   measures one of them alone.
@@ -29,7 +29,6 @@ pub mod isolation;
 pub mod link;
 pub mod memory;
 pub mod paths;
-pub mod plot;
 pub mod rr;
 pub mod stream;
 pub mod switch;

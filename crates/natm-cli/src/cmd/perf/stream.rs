@@ -8,8 +8,8 @@ use clap::Args;
 use natm_bench::stream::{self, DEFAULT_SWEEP, Report};
 use natm_bench::transport::{STREAM_MAX, Targets};
 
-use super::plot::{self, Series};
 use super::transport::{CpuArgs, TargetArgs};
+use crate::cmd::plot::{self, Series};
 use crate::{CliError, CmdResult};
 
 /// Arguments of `natm perf stream`.
