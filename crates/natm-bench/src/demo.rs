@@ -1,7 +1,7 @@
 //! The steps of `natm demo`'s network run that touch the network: the CBR PVC added
 //! through the switch's management socket, one SDU each way, OAM F5 loopbacks, the
 //! switch's policing counters, a capture of a switch port into a pcap file and tshark's
-//! reading of it. The request/response and goodput figures are [`crate::rr`]'s and
+//! reading of it; and `--layers`'s memcpy against AAL5 figure. The request/response and goodput figures are [`crate::rr`]'s and
 //! [`crate::stream`]'s; the narration, the table and the JSON are natm-cli's.
 
 use std::fs::File;
@@ -11,17 +11,18 @@ use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use natm_capture::{CellRecord, LinkType, Record, RecordKind, Writer};
-use natm_core::PvcAddr;
 use natm_core::qos::Qos;
+use natm_core::{PvcAddr, VcId};
 use natm_switchd::client::{self, ClientError};
 use natm_traffic::rate::LineRate;
+use natm_wire::aal5::{self, MAX_SDU, Reassembler, Segmenter};
 use serde_json::{Value, json};
 
 use crate::Error;
-use crate::stats::quantile;
+use crate::stats::{Spread, quantile};
 
 /// The CBR PVC the demo adds.
 pub const CBR_VC: &str = "0.200";
@@ -318,6 +319,49 @@ pub fn tshark_check(path: &Path) -> Tshark {
 pub fn oc3_floor_ns() -> u64 {
     let (n, d) = LineRate::OC3.exact();
     (4 * d as u128 * 1_000_000_000 / n as u128) as u64
+}
+
+/// Alternate rounds of memcpy and segment+reassemble of 9,180-byte SDUs (the classical-IP
+/// MTU plus LLC), so both see the same machine load: the spread of each one's rounds, in
+/// GB/s (memcpy, then AAL5).
+pub fn copy_vs_aal5() -> (Spread, Spread) {
+    const N: usize = 9180;
+    const ROUNDS: usize = 7;
+    let sdu: Vec<u8> = (0..N).map(|i| i as u8).collect();
+    let mut dst = vec![0u8; N];
+    let mut cells = vec![0u8; aal5::cell_count(N) * 53];
+    let vc = VcId::uni(0, 100).expect("valid VC");
+    let mut rx = Reassembler::new(MAX_SDU);
+    let mut copy_rates = Vec::new();
+    let mut aal5_rates = Vec::new();
+    let round = Duration::from_millis(60);
+    for _ in 0..ROUNDS {
+        copy_rates.push(rate(N, round, || {
+            dst.copy_from_slice(std::hint::black_box(&sdu));
+            std::hint::black_box(&dst);
+        }));
+        aal5_rates.push(rate(N, round, || {
+            let mut seg = Segmenter::uni(vc, std::hint::black_box(&sdu)).expect("valid SDU");
+            let n = seg.write_cells(&mut cells);
+            for c in cells[..n * 53].chunks_exact(53) {
+                let c: &[u8; 53] = c.try_into().expect("53-byte chunk");
+                std::hint::black_box(rx.push_cell(c));
+            }
+        }));
+    }
+    (Spread::of(copy_rates), Spread::of(aal5_rates))
+}
+
+fn rate(bytes: usize, budget: Duration, mut f: impl FnMut()) -> f64 {
+    let start = Instant::now();
+    let mut n = 0u64;
+    while start.elapsed() < budget {
+        for _ in 0..64 {
+            f();
+        }
+        n += 64;
+    }
+    (bytes as f64 * n as f64) / start.elapsed().as_nanos() as f64
 }
 
 #[cfg(test)]

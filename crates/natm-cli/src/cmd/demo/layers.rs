@@ -5,7 +5,6 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use natm_bench::stats::Spread;
 use natm_capture::{CellRecord, LinkType, Reader, Record, RecordKind, Writer, summarize};
@@ -449,59 +448,24 @@ fn file_name(p: &std::path::Path) -> String {
         .unwrap_or_default()
 }
 
-/// Alternate rounds of memcpy and segment+reassemble of 9,180-byte SDUs (the classical-IP
-/// MTU plus LLC), so both see the same machine load; report the median round of each.
+/// The memcpy against AAL5 figures of [`natm_bench::demo::copy_vs_aal5`].
 fn measure() {
-    const N: usize = 9180;
-    const ROUNDS: usize = 7;
-    let sdu: Vec<u8> = (0..N).map(|i| i as u8).collect();
-    let mut dst = vec![0u8; N];
-    let mut cells = vec![0u8; aal5::cell_count(N) * 53];
-    let vc = VcId::uni(0, 100).expect("valid VC");
-    let mut rx = Reassembler::new(MAX_SDU);
-    let mut copy_rates = Vec::new();
-    let mut aal5_rates = Vec::new();
-    let round = Duration::from_millis(60);
-    for _ in 0..ROUNDS {
-        copy_rates.push(rate(N, round, || {
-            dst.copy_from_slice(std::hint::black_box(&sdu));
-            std::hint::black_box(&dst);
-        }));
-        aal5_rates.push(rate(N, round, || {
-            let mut seg = Segmenter::uni(vc, std::hint::black_box(&sdu)).expect("valid SDU");
-            let n = seg.write_cells(&mut cells);
-            for c in cells[..n * 53].chunks_exact(53) {
-                let c: &[u8; 53] = c.try_into().expect("53-byte chunk");
-                std::hint::black_box(rx.push_cell(c));
-            }
-        }));
-    }
-    let Spread {
-        median: cm,
-        min: clo,
-        max: chi,
-    } = Spread::of(copy_rates);
-    let Spread {
-        median: am,
-        min: alo,
-        max: ahi,
-    } = Spread::of(aal5_rates);
+    let (
+        Spread {
+            median: cm,
+            min: clo,
+            max: chi,
+        },
+        Spread {
+            median: am,
+            min: alo,
+            max: ahi,
+        },
+    ) = natm_bench::demo::copy_vs_aal5();
     println!("  memcpy, 9180 B:               {cm:6.2} GB/s (min {clo:.2}, max {chi:.2})");
     println!(
         "  segment+reassemble, 9180 B:   {am:6.2} GB/s (min {alo:.2}, max {ahi:.2}) = {:.3}x memcpy",
         am / cm
     );
     println!("  (both from cache; `cargo bench -p natm-wire` has the full table)");
-}
-
-fn rate(bytes: usize, budget: Duration, mut f: impl FnMut()) -> f64 {
-    let start = Instant::now();
-    let mut n = 0u64;
-    while start.elapsed() < budget {
-        for _ in 0..64 {
-            f();
-        }
-        n += 64;
-    }
-    (bytes as f64 * n as f64) / start.elapsed().as_nanos() as f64
 }
