@@ -85,7 +85,8 @@ pub enum IdleWait {
 }
 
 /// Which side of the link a port is.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Listen for the peer (a host, or a trunk's near end); accept it again after it leaves.
     #[default]
@@ -123,6 +124,59 @@ pub struct SwitchdConfig {
     pub ports: Vec<PortEntry>,
     /// Cross-connects made at start, in file order.
     pub xcs: Vec<CrossConnect>,
+}
+
+/// A configuration file as written (`toml::to_string`), the form
+/// [`SwitchdConfig::from_toml`] reads: for a program that starts switch daemons (natm-lab,
+/// natm-bench) and writes their files. Optional keys are left out when `None`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ConfigFile {
+    /// `name`.
+    pub name: String,
+    /// `wait`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait: Option<IdleWait>,
+    /// `cpu`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<usize>,
+    /// `management`.
+    pub management: PathBuf,
+    /// The `[[port]]` tables.
+    #[serde(rename = "port", skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<PortFile>,
+    /// The `[[xc]]` tables.
+    #[serde(rename = "xc", skip_serializing_if = "Vec::is_empty")]
+    pub xcs: Vec<XcFile>,
+}
+
+/// A `[[port]]` table as written: its id, its role when it dials, and its link's keys.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PortFile {
+    /// `id`.
+    pub id: u16,
+    /// The link (its keys are the port's own, as natm-link's `LinkConfig` writes them).
+    #[serde(flatten)]
+    pub link: LinkConfig,
+    /// `role`, written only for [`Role::Connect`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
+}
+
+/// An `[[xc]]` table as written, its fields the text [`XcText`] parses.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct XcFile {
+    /// `a`: `PORT:VPI.VCI`.
+    pub a: String,
+    /// `b`: `PORT:VPI.VCI`.
+    pub b: String,
+    /// `qos`, in qos(7) text.
+    pub qos: String,
+    /// `upc`: off, tag or discard.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upc: Option<String>,
+    /// `aal5`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aal5: Option<bool>,
 }
 
 #[derive(Deserialize)]

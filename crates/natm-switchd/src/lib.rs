@@ -62,13 +62,13 @@
 //!   until the client closes the connection. A client that reads too slowly loses lines.
 //! * `{"op":"shutdown"}` → `{"ok":true}`, and the daemon stops.
 //!
-//! [`client`] has the client side; [`bench::forwarding`] (end to end, with host threads) and
-//! [`bench::switch_capacity`] (the loop alone, in bursts) measure the forwarding loop.
+//! [`client`] has the client side. The forwarding loop's benchmarks (end to end with host
+//! threads, and the loop alone in bursts) drive [`fabric::Fabric`] from natm-bench's
+//! `forwarding` module.
 //!
 //! What it is not: no signalling, no persistence of connections made over the socket, no
 //! per-port UDP peer detection (a UDP port is up from the start).
 
-pub mod bench;
 pub mod client;
 pub mod config;
 pub mod fabric;

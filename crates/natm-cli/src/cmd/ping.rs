@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use natm::{OamScope, PvcAddr};
+use natm_bench::stats::quantile;
 use serde_json::json;
 
 use super::lab::{self, DirArgs};
@@ -40,15 +41,6 @@ pub struct PingArgs {
     pub json: bool,
     #[command(flatten)]
     pub dir: DirArgs,
-}
-
-/// The `q`-quantile (0..=1) of sorted samples, nearest rank.
-pub fn quantile(sorted: &[u64], q: f64) -> u64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let rank = (q * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
 fn secs(what: &str, v: f64, max: f64) -> Result<Duration, CliError> {
@@ -191,19 +183,4 @@ pub fn run(args: PingArgs) -> CmdResult {
         )));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::quantile;
-
-    #[test]
-    fn quantiles_are_nearest_rank() {
-        let s = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
-        assert_eq!(quantile(&s, 0.5), 5);
-        assert_eq!(quantile(&s, 0.9), 9);
-        assert_eq!(quantile(&s, 0.99), 10);
-        assert_eq!(quantile(&s, 0.0), 1);
-        assert_eq!(quantile(&[], 0.5), 0);
-    }
 }

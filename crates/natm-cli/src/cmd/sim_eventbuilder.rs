@@ -21,7 +21,7 @@ use natm_sim::calib::Calibration;
 use natm_sim::eventbuilder::{self as eb, Arrivals, EbConfig, EbReport, Policy};
 use plotters::prelude::*;
 
-use crate::cmd::perf::plot::{Area, SCALE, failed, step, text, text_width};
+use crate::cmd::plot::{Area, SCALE, failed, step, text, text_width};
 
 /// `natm sim eventbuilder --sources S --destinations D --rate HZ --fragment BYTES …`
 #[derive(Args, Debug, Clone)]
@@ -515,8 +515,7 @@ mod tests {
             "0123456789.",
         ] {
             assert!(
-                s.chars()
-                    .all(|c| crate::cmd::perf::plot::glyph(c).is_some()),
+                s.chars().all(|c| crate::cmd::plot::glyph(c).is_some()),
                 "{s}"
             );
         }

@@ -41,18 +41,7 @@ const TIMEOUT: Duration = Duration::from_secs(2);
 
 /// One daemon's status as JSON, or why it did not answer.
 pub fn daemon_status(d: &Daemon) -> Result<Value, String> {
-    if d.role == "switch" {
-        let v = natm_switchd::client::request(&d.socket, &json!({"op": "status"}), TIMEOUT)
-            .map_err(|e| e.to_string())?;
-        if v["ok"] == Value::Bool(false) {
-            return Err(v["error"].as_str().unwrap_or("refused").to_string());
-        }
-        Ok(v)
-    } else {
-        let host = natm::Host::connect_path(&d.socket).map_err(|e| e.to_string())?;
-        let s = host.status().map_err(|e| e.to_string())?;
-        serde_json::to_value(s).map_err(|e| e.to_string())
-    }
+    d.status(TIMEOUT).map_err(|e| e.to_string())
 }
 
 fn n(v: &Value) -> u64 {

@@ -1,39 +1,34 @@
 //! `natm perf`: measurements of natm's parts on this machine, each beside a baseline
-//! measured in the same run.
+//! measured in the same run. The engines are natm-bench's ([`natm_bench`]); each module
+//! here parses its subcommand's options into the engine's plan and prints its report as
+//! a table or as JSON (`--json`).
 //!
 //! * `natm perf wakeup`: how long from a cell's arrival until the application runs, in
 //!   each notification mode, beside raw eventfd and signal wake-ups ([`wakeup`]).
 //! * `natm perf link`: AAL5 goodput application → adapter → link → adapter → application
-//!   over shm, UDP or atmtcp, beside kernel TCP over loopback ([`link`], [`baseline`]).
+//!   over shm, UDP or atmtcp, beside kernel TCP over loopback ([`link`]).
 //! * `natm perf rr`: request/response latency quantiles and transaction rate ([`rr`]);
 //!   `natm perf stream`: one-way goodput over a sweep of message sizes, with a PNG plot
-//!   ([`stream`], [`plot`]). Both measure a [`transport::Transport`]: natm, or the kernel's
-//!   UDP, TCP and Unix `SOCK_SEQPACKET` loopback ([`kernel`]), which are measured beside
-//!   natm in the same run; `natm perf baseline udp|tcp|unix rr|stream` measures one of
-//!   them alone.
+//!   ([`stream`], [`plot`](crate::cmd::plot)). Both measure a natm-bench transport: natm, or the kernel's
+//!   UDP, TCP and Unix `SOCK_SEQPACKET` loopback, measured beside natm in the same run
+//!   ([`transport`] holds their options); `natm perf baseline udp|tcp|unix rr|stream`
+//!   measures one of them alone.
 //! * `natm perf switch`: the switch daemon's forwarding loop on one core beside bare
 //!   shared-memory rings ([`switch`]); `natm perf memory`: the daemons' resident sizes and
 //!   the switch's state per VC against issue 5's goals ([`memory`]); `natm perf paths`:
 //!   round-trip time and throughput of the daemon path against the direct path over a
 //!   sweep of sizes, beside the kernel's UDP and TCP ([`paths`]).
-
-use std::io::IsTerminal;
-use std::time::{Duration, Instant};
+//! * `natm perf isolation` ([`isolation`]) and `natm perf calibrate` ([`calibrate`]).
 
 use clap::{Args, Subcommand};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::{CliError, CmdResult};
 
-pub mod baseline;
 pub mod calibrate;
-pub mod histo;
 pub mod isolation;
-pub mod kernel;
 pub mod link;
 pub mod memory;
 pub mod paths;
-pub mod plot;
 pub mod rr;
 pub mod stream;
 pub mod switch;
@@ -95,12 +90,9 @@ pub fn run(command: PerfCommand) -> CmdResult {
     }
 }
 
-/// Pins the calling thread to `cpu` if one is given. Best effort: a refused pin (a container
-/// may forbid it) leaves an unpinned run, which still measures, only more noisily.
-pub(crate) fn pin(cpu: Option<usize>) {
-    if let Some(cpu) = cpu {
-        let _ = natm_nic::sched::pin_current_thread(cpu);
-    }
+/// A measurement's failure, as the command reports it (exit status 1).
+pub(crate) fn failure(e: natm_bench::Error) -> CliError {
+    CliError::failure(e.to_string())
 }
 
 /// Prints a command's report: pretty JSON with `--json`, else its table.
@@ -138,56 +130,10 @@ pub enum BaselineMeasure {
 }
 
 fn baseline_run(args: BaselineArgs) -> CmdResult {
-    let kind = transport::Kind::parse(&args.transport, "transport", false)?;
-    let targets = transport::Targets::kernel(kind);
+    let kind = transport::parse_kind(&args.transport, "transport", false)?;
+    let targets = natm_bench::transport::Targets::kernel(kind);
     match args.measure {
         BaselineMeasure::Rr(opts) => rr::measure(&opts, &targets),
         BaselineMeasure::Stream(opts) => stream::measure(&opts, &targets),
-    }
-}
-
-/// A progress bar on stderr that appears only once its work has lasted a second, and only
-/// when stderr is a terminal.
-pub(crate) struct Progress {
-    bar: ProgressBar,
-    start: Instant,
-    shown: bool,
-    terminal: bool,
-}
-
-impl Progress {
-    /// A bar of `len` units, labelled `what`.
-    pub(crate) fn new(len: u64, what: &str) -> Progress {
-        let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::hidden());
-        if let Ok(style) = ProgressStyle::with_template("{msg} [{bar:40}] {percent}% ({eta})") {
-            bar.set_style(style.progress_chars("=> "));
-        }
-        bar.set_message(what.to_string());
-        Progress {
-            bar,
-            start: Instant::now(),
-            shown: false,
-            terminal: std::io::stderr().is_terminal(),
-        }
-    }
-
-    /// Adds `n` units of work done.
-    pub(crate) fn inc(&mut self, n: u64) {
-        self.bar.inc(n);
-        if !self.shown && self.terminal && self.start.elapsed() > Duration::from_secs(1) {
-            self.bar.set_draw_target(ProgressDrawTarget::stderr());
-            self.shown = true;
-        }
-    }
-
-    /// Relabels the bar.
-    pub(crate) fn set_message(&self, what: String) {
-        self.bar.set_message(what);
-    }
-}
-
-impl Drop for Progress {
-    fn drop(&mut self) {
-        self.bar.finish_and_clear();
     }
 }

@@ -1,48 +1,18 @@
-//! `natm perf paths`: the per-message cost of natm's data paths over a sweep of message
-//! sizes, after Figures 3 and 4 of the ATLAS DAQ paper (round-trip time and throughput
-//! against message size, a kernel driver's path against a user-space one).
-//!
-//! * the **daemon path**: every SDU is a message on hostd's socket, copied into hostd's
-//!   buffers, one system call per message each way (like a kernel driver's
-//!   `sendmsg`/`recvmsg`);
-//! * the **direct path**: the application's shared-memory channel to its adapter, which
-//!   hostd drives;
-//! * the **lane path**: the application is its own adapter, on its own rings into the
-//!   switch's port (the paper's user-level driver; it needs links at unlimited rate).
-//!
-//! For each size the command measures, through a running lab (client on `--client-host`,
-//! server on `--server-host`, VC `--vc`): the round-trip time's median (`natm perf rr`,
-//! one request in flight) and one-way throughput (`natm perf stream`), on each path of
-//! `--paths`, and the kernel's UDP and TCP over loopback at the same size in the same run
-//! (they ride along in the first path's runs). Sizes above an AAL5 SDU (65,535 bytes) are
-//! measured at 65,535 bytes on every transport, so that each row compares like with like;
-//! UDP carries at most 65,507 bytes and is left out above that.
-//!
-//! The measuring is `natm perf rr` and `natm perf stream` themselves: this command runs
-//! this executable with `--json` for each (the engine's rounds, warm-up and loss handling
-//! unchanged) and gathers their reports into one table and plot. The lab is found as
-//! `natm perf rr` finds it: the hosts' sockets in the runtime directory (`--dir`, else the
-//! `natm lab` default).
+//! `natm perf paths`: the options of natm-bench's data-path engine ([`paths::run`]), its
+//! table and its PNG plots.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use clap::Args;
-use serde::Serialize;
-use serde_json::Value;
+use natm_bench::paths::{self, Figures, Plan, Report, Row};
+use natm_bench::stream::DEFAULT_SWEEP;
+use natm_bench::transport::{self, AAL5_MAX, DataPath, Kind};
 
-use super::plot::{self, Series};
-use super::stream::DEFAULT_SWEEP;
-use super::transport::{AAL5_MAX, DataPath, Kind};
 use crate::cmd::lab;
+use crate::cmd::plot::{self, Series};
 use crate::{CliError, CmdResult};
 
 const MAX_COUNT: u64 = 100_000_000;
-/// Attempts at a run refused because its VC is still in use.
-const IN_USE_TRIES: u32 = 5;
-/// The pause after a stream that lost natm messages: longer than AAL5's reassembly
-/// timeout (natm-aal's default, 1 s), so that a partial SDU it left is gone.
-const SETTLE: std::time::Duration = std::time::Duration::from_millis(1100);
 
 /// Arguments of `natm perf paths`.
 #[derive(Args, Debug)]
@@ -88,72 +58,6 @@ pub struct PathsArgs {
     json: bool,
 }
 
-/// One transport's figures at one size.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Figures {
-    /// Median round trip, microseconds.
-    pub rtt_p50_us: Option<f64>,
-    /// Transactions per second at one request in flight.
-    pub transactions_per_sec: Option<f64>,
-    /// One-way goodput, MB/s (10⁶ bytes).
-    pub mbytes_per_sec: Option<f64>,
-}
-
-/// One size's row.
-#[derive(Debug, Serialize)]
-pub struct Row {
-    /// The size asked for.
-    pub size: usize,
-    /// The size measured (at most an AAL5 SDU).
-    pub measured_size: usize,
-    /// natm, lane path.
-    pub lane: Figures,
-    /// natm, direct path.
-    pub direct: Figures,
-    /// natm, daemon path.
-    pub daemon: Figures,
-    /// Kernel UDP over loopback.
-    pub udp: Figures,
-    /// Kernel TCP over loopback.
-    pub tcp: Figures,
-}
-
-/// What `natm perf paths` reports.
-#[derive(Debug, Serialize)]
-pub struct Report {
-    /// The client's host socket.
-    pub client: String,
-    /// The server's host socket.
-    pub server: String,
-    /// Round trips per size and transport.
-    pub count: u64,
-    /// Streaming seconds per size and transport.
-    pub seconds: f64,
-    /// One per size.
-    pub rows: Vec<Row>,
-    /// The plots written.
-    pub plots: Vec<String>,
-}
-
-impl Row {
-    /// The figures of natm path `path`.
-    fn path_mut(&mut self, path: DataPath) -> &mut Figures {
-        match path {
-            DataPath::Lane => &mut self.lane,
-            DataPath::Direct => &mut self.direct,
-            DataPath::Daemon => &mut self.daemon,
-        }
-    }
-
-    fn path(&self, path: DataPath) -> &Figures {
-        match path {
-            DataPath::Lane => &self.lane,
-            DataPath::Direct => &self.direct,
-            DataPath::Daemon => &self.daemon,
-        }
-    }
-}
-
 /// `--paths`: known names, each once, at least one.
 fn parse_paths(text: &str) -> Result<Vec<DataPath>, CliError> {
     let mut out: Vec<DataPath> = Vec::new();
@@ -173,28 +77,6 @@ fn parse_paths(text: &str) -> Result<Vec<DataPath>, CliError> {
     Ok(out)
 }
 
-/// A failed run of `path`; a lane run's says what a lane needs and how to leave it out.
-fn hint(path: DataPath, mut e: CliError) -> CliError {
-    if path == DataPath::Lane {
-        e.message.push_str(
-            " (lanes need a lab at `--rate unlimited`; `--paths direct,daemon` leaves them out)",
-        );
-    }
-    e
-}
-
-/// A host's socket in the lab's runtime directory (the lab's naming rule).
-fn host_socket(dir: &Path, host: &str) -> Result<PathBuf, CliError> {
-    let p = lab::topology::path_in(dir, host, ".sock");
-    if !p.exists() {
-        return Err(CliError::failure(format!(
-            "no host {host:?} in {}: start a lab first (natm lab up --dir {0})",
-            dir.display()
-        )));
-    }
-    Ok(p)
-}
-
 fn parse_sizes(text: &str) -> Result<Vec<usize>, CliError> {
     let mut sizes = Vec::new();
     for part in text.split(',') {
@@ -202,129 +84,15 @@ fn parse_sizes(text: &str) -> Result<Vec<usize>, CliError> {
             .trim()
             .parse()
             .map_err(|_| CliError::usage(format!("--sizes {part:?}: not a whole number")))?;
-        if n == 0 || n > super::transport::STREAM_MAX {
+        if n == 0 || n > transport::STREAM_MAX {
             return Err(CliError::usage(format!(
                 "--sizes {n}: expected 1 to {} bytes",
-                super::transport::STREAM_MAX
+                transport::STREAM_MAX
             )));
         }
         sizes.push(n);
     }
     Ok(sizes)
-}
-
-/// The size measured for a size asked for: at most an AAL5 SDU, on every transport.
-fn measured_size(asked: usize) -> usize {
-    asked.min(AAL5_MAX)
-}
-
-/// Runs this executable's `natm perf …` with `args` and `--json`; its parsed report. A
-/// refusal because the VC is still held (hostd reclaims a closed channel within about
-/// 100 ms) is tried again, up to [`IN_USE_TRIES`] times.
-fn perf_json(args: &[String]) -> Result<Value, CliError> {
-    let mut tries = 1;
-    loop {
-        match perf_json_once(args) {
-            Err(e) if tries < IN_USE_TRIES && e.message.contains("in use") => {
-                tries += 1;
-                std::thread::sleep(std::time::Duration::from_millis(200));
-            }
-            r => return r,
-        }
-    }
-}
-
-fn perf_json_once(args: &[String]) -> Result<Value, CliError> {
-    let exe = std::env::current_exe()
-        .map_err(|e| CliError::failure(format!("cannot find this executable: {e}")))?;
-    let out = Command::new(exe)
-        .arg("perf")
-        .args(args)
-        .arg("--json")
-        .output()
-        .map_err(|e| CliError::failure(format!("cannot run natm perf: {e}")))?;
-    if !out.status.success() {
-        return Err(CliError::failure(format!(
-            "natm perf {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    serde_json::from_slice(&out.stdout).map_err(|e| {
-        CliError::failure(format!(
-            "natm perf {}: not a JSON report: {e}",
-            args.join(" ")
-        ))
-    })
-}
-
-/// The options both engines take for the natm side.
-struct NatmSide {
-    client: String,
-    server: String,
-    vc: String,
-    mode: String,
-}
-
-impl NatmSide {
-    /// The natm options for `path`; with `baselines` its runs carry the kernel's.
-    fn args(&self, path: DataPath, baselines: bool) -> Vec<String> {
-        let mut a: Vec<String> = [
-            "--kind",
-            "natm",
-            "--path",
-            path.name(),
-            "--client-host",
-            &self.client,
-            "--server-host",
-            &self.server,
-            "--vc",
-            &self.vc,
-            "--mode",
-            &self.mode,
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        if baselines {
-            a.extend(["--baseline".to_string(), "udp,tcp".to_string()]);
-        } else {
-            a.push("--no-baseline".into());
-        }
-        a
-    }
-}
-
-/// The figures of `kind` in an rr report.
-fn rr_figures(report: &Value, kind: &str) -> Option<(f64, f64)> {
-    let r = report["results"]
-        .as_array()?
-        .iter()
-        .find(|r| r["kind"] == kind)?;
-    let p50 = r["latency"]["p50_ns"].as_f64()? / 1e3;
-    Some((p50, r["transactions_per_sec"].as_f64()?))
-}
-
-/// The MB/s of `kind` at `size` in a stream report.
-fn stream_figure(report: &Value, kind: &str, size: usize) -> Option<f64> {
-    let at = report["kinds"].as_array()?.iter().position(|k| k == kind)?;
-    let s = report["sizes"]
-        .as_array()?
-        .iter()
-        .find(|s| s["size"].as_u64() == Some(size as u64))?;
-    Some(s["results"].get(at)?["bits_per_sec"].as_f64()? / 8e6)
-}
-
-/// Whether natm lost messages in a stream report (a partial SDU may then wait on the VC
-/// for the reassembly timeout).
-fn lost_natm(report: &Value) -> bool {
-    let Some(sizes) = report["sizes"].as_array() else {
-        return true;
-    };
-    sizes.iter().any(|s| {
-        let m = &s["results"][0];
-        m["sent_messages"] != m["received_messages"]
-    })
 }
 
 /// Where `--plot FILE` puts natm path `natm`'s plot: the direct path's at FILE, the
@@ -360,90 +128,22 @@ pub fn run(args: PathsArgs) -> CmdResult {
             args.seconds
         )));
     }
-    let dir = lab::runtime_dir(args.dir.as_deref());
-    let side = NatmSide {
-        client: host_socket(&dir, &args.client_host)?
-            .to_string_lossy()
-            .into_owned(),
-        server: host_socket(&dir, &args.server_host)?
-            .to_string_lossy()
-            .into_owned(),
+    let plan = Plan {
+        sizes,
+        count: args.count,
+        warmup: args.warmup,
+        seconds: args.seconds,
+        dir: lab::runtime_dir(args.dir.as_deref()),
+        client_host: args.client_host.clone(),
+        server_host: args.server_host.clone(),
         vc: args.vc.clone(),
         mode: args.mode.clone(),
+        paths: paths.clone(),
+        natm: std::env::current_exe()
+            .map_err(|e| CliError::failure(format!("cannot find this executable: {e}")))?,
     };
-    let measured: Vec<usize> = sizes.iter().map(|&s| measured_size(s)).collect();
-
-    // Round trips first, streams last: a stream that loses cells of a long SDU leaves a
-    // partial reassembly on the VC until its timeout, which a round trip right after it
-    // would wait out.
-    let mut rrs = Vec::new();
-    for &m in &measured {
-        let mut per_path = Vec::new();
-        for (k, &path) in paths.iter().enumerate() {
-            let mut a: Vec<String> = vec![
-                "rr".into(),
-                "--size".into(),
-                m.to_string(),
-                "--count".into(),
-                args.count.to_string(),
-                "--warmup".into(),
-                args.warmup.to_string(),
-            ];
-            a.extend(side.args(path, k == 0));
-            per_path.push(perf_json(&a).map_err(|e| hint(path, e))?);
-        }
-        rrs.push(per_path);
-    }
-    // One stream run per size and path, each its own process: the stream engine opens
-    // the next size's VC before hostd has let go of the last one on the daemon path.
-    let mut streams: Vec<Vec<Value>> = Vec::new();
-    for (k, &path) in paths.iter().enumerate() {
-        let mut per_size = Vec::new();
-        for &m in &measured {
-            let previous = per_size.last().or(streams.last().and_then(|p| p.last()));
-            if previous.is_some_and(lost_natm) {
-                std::thread::sleep(SETTLE);
-            }
-            let mut a: Vec<String> = vec![
-                "stream".into(),
-                "--size".into(),
-                m.to_string(),
-                "--seconds".into(),
-                args.seconds.to_string(),
-            ];
-            a.extend(side.args(path, k == 0));
-            per_size.push(perf_json(&a).map_err(|e| hint(path, e))?);
-        }
-        streams.push(per_size);
-    }
-    let mut rows = Vec::new();
-    for (i, ((&size, &m), per_path)) in sizes.iter().zip(&measured).zip(&rrs).enumerate() {
-        let mut row = Row {
-            size,
-            measured_size: m,
-            lane: Figures::default(),
-            direct: Figures::default(),
-            daemon: Figures::default(),
-            udp: Figures::default(),
-            tcp: Figures::default(),
-        };
-        for (k, ((path, stream), rr)) in paths.iter().zip(&streams).zip(per_path).enumerate() {
-            let stream = &stream[i];
-            let fill = |kind: &str, f: &mut Figures| {
-                if let Some((p50, tps)) = rr_figures(rr, kind) {
-                    f.rtt_p50_us = Some(p50);
-                    f.transactions_per_sec = Some(tps);
-                }
-                f.mbytes_per_sec = stream_figure(stream, kind, m);
-            };
-            fill("natm", row.path_mut(*path));
-            if k == 0 {
-                fill("udp", &mut row.udp);
-                fill("tcp", &mut row.tcp);
-            }
-        }
-        rows.push(row);
-    }
+    let mut report = paths::run(&plan).map_err(super::failure)?;
+    let rows = &report.rows;
     let mut plots = Vec::new();
     if let Some(file) = &args.plot {
         let series = |pick: &dyn Fn(&Row) -> &Figures, kind: Kind| Series {
@@ -470,14 +170,7 @@ pub fn run(args: PathsArgs) -> CmdResult {
             plots.push(path.display().to_string());
         }
     }
-    let report = Report {
-        client: side.client,
-        server: side.server,
-        count: args.count,
-        seconds: args.seconds,
-        rows,
-        plots,
-    };
+    report.plots = plots;
     super::print_report(args.json, &report, print_table)
 }
 
@@ -546,7 +239,7 @@ fn print_table(r: &Report) {
         println!(
             "* measured at {AAL5_MAX} bytes (an AAL5 SDU's most) on every transport; \
              UDP carries at most {} bytes",
-            super::transport::UDP_MAX
+            transport::UDP_MAX
         );
     }
     for p in &r.plots {
@@ -564,8 +257,6 @@ mod tests {
         assert!(parse_sizes("0").is_err());
         assert!(parse_sizes("4k").is_err());
         assert!(parse_sizes("").is_err());
-        assert_eq!(measured_size(65_536), 65_535);
-        assert_eq!(measured_size(40), 40);
     }
 
     #[test]
@@ -602,35 +293,5 @@ mod tests {
             assert_eq!(e.code, 2, "{bad}");
             assert!(e.message.contains(why), "{bad}: {}", e.message);
         }
-    }
-
-    #[test]
-    fn figures_are_read_from_the_engines_reports() {
-        let rr = serde_json::json!({"results": [
-            {"kind": "natm", "latency": {"p50_ns": 12500}, "transactions_per_sec": 70000.0},
-            {"kind": "udp", "latency": {"p50_ns": 20000}, "transactions_per_sec": 45000.0}
-        ]});
-        assert_eq!(rr_figures(&rr, "natm"), Some((12.5, 70000.0)));
-        assert_eq!(rr_figures(&rr, "tcp"), None);
-        let stream = serde_json::json!({"kinds": ["natm", "udp"], "sizes": [
-            {"size": 40, "results": [{"bits_per_sec": 8e6}, null]}
-        ]});
-        assert_eq!(stream_figure(&stream, "natm", 40), Some(1.0));
-        assert_eq!(stream_figure(&stream, "udp", 40), None);
-        assert_eq!(stream_figure(&stream, "natm", 64), None);
-    }
-
-    #[test]
-    fn a_stream_that_lost_natm_messages_is_noticed() {
-        let whole = serde_json::json!({"sizes": [
-            {"results": [{"sent_messages": 5, "received_messages": 5}, null]}
-        ]});
-        assert!(!lost_natm(&whole));
-        let lossy = serde_json::json!({"sizes": [
-            {"results": [{"sent_messages": 5, "received_messages": 5}]},
-            {"results": [{"sent_messages": 9, "received_messages": 7}]}
-        ]});
-        assert!(lost_natm(&lossy));
-        assert!(lost_natm(&serde_json::json!({})));
     }
 }

@@ -5,17 +5,20 @@
 //! natm builds plotters without a font feature (a TrueType font would need a system font
 //! library or a font file in the repository), so the few labels natm's plots need, digits
 //! and some lower-case letters, are drawn from a 3×5 pixel font defined here ([`glyph`],
-//! [`text`]), scaled up; `natm sim eventbuilder`'s plots use it too. Tick labels: every power of two on the size axis (`1k` = 1024), a round
-//! step on the goodput axis; a legend names each line.
+//! [`text`]), scaled up; `natm sim eventbuilder`'s plots use it too. Tick labels: every power of two
+//! on the size axis (`1k` = 1024), a round step on the goodput axis; a legend names each
+//! line.
 //!
-//! This module only draws; the figures come from [`stream`](super::stream).
+//! This module only draws; the figures come from `natm perf stream` and `natm perf paths`
+//! ([`super::perf`]). It sits beside the commands, not under `perf`, because `natm sim
+//! eventbuilder` draws with it too.
 
 use std::io;
 use std::path::Path;
 
 use plotters::prelude::*;
 
-use super::transport::Kind;
+use natm_bench::transport::Kind;
 
 /// What the table prints beside the plot's file name.
 pub const LEGEND: &str = "x: message size in bytes (log scale), y: goodput in Mbit/s; \

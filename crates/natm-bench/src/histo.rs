@@ -43,6 +43,11 @@ impl Latencies {
         self.histogram.len()
     }
 
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.histogram.is_empty()
+    }
+
     /// The summary; `None` when nothing was recorded.
     pub fn summary(&self) -> Option<LatencySummary> {
         let h = &self.histogram;

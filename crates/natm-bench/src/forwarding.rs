@@ -1,4 +1,5 @@
-//! Measurements of the forwarding loop, the daemon's [`Fabric`] on one pinned core:
+//! Measurements of natm-switchd's forwarding loop, the daemon's [`Fabric`] on one pinned
+//! core (the loops of `natm perf switch`, see [`crate::switch`]):
 //!
 //! * [`forwarding`]: between two shared-memory "hosts" on other threads, end to end;
 //! * [`switch_capacity`]: the loop alone, in bursts from a full input ring, on one thread
@@ -31,7 +32,7 @@ use natm_link::shm::{ShmError, ShmLink, ShmWait};
 use natm_link::{CELL_LEN, Cell, CellLink};
 use natm_switch::{CrossConnect, Endpoint, PortConfig, PortId, SwitchConfig, SwitchError};
 
-use crate::fabric::Fabric;
+use natm_switchd::fabric::Fabric;
 
 /// Ring size of each benchmark link, in cells.
 const RING: u32 = 16_384;
@@ -86,12 +87,7 @@ impl Forwarding {
     /// The round at quantile `q` (0 slowest, 1 fastest) of [`Forwarding::round_rates`];
     /// 0 without rounds.
     pub fn round_quantile(&self, q: f64) -> f64 {
-        let n = self.round_rates.len();
-        if n == 0 {
-            return 0.0;
-        }
-        let i = ((n - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize;
-        self.round_rates[i]
+        crate::stats::at_fraction(&self.round_rates, q)
     }
 }
 
@@ -628,7 +624,7 @@ impl Capacity {
     /// The median burst's rate, in cells per second (robust to a burst that was
     /// preempted by another process).
     pub fn median(&self) -> f64 {
-        self.rates.get(self.rates.len() / 2).copied().unwrap_or(0.0)
+        crate::stats::upper_median(&self.rates)
     }
 
     /// The fastest burst's rate.

@@ -1,7 +1,7 @@
 //! The forwarding measurement: a small run checks that it works; the full run (ignored
 //! by default, meant for a release build) prints the figure.
 
-use natm_switchd::bench::{forwarding, switch_capacity};
+use natm_bench::forwarding::{forwarding, switch_capacity};
 
 #[test]
 fn a_small_forwarding_run_moves_every_cell() {
@@ -18,7 +18,7 @@ fn a_small_forwarding_run_moves_every_cell() {
     assert!(switch_capacity(0, 64).is_err());
 }
 
-/// `cargo test -p natm-switchd --release --test bench -- --ignored --nocapture`
+/// `cargo test -p natm-bench --release --test forwarding -- --ignored --nocapture`
 #[test]
 #[ignore = "a measurement: run in release"]
 fn switch_capacity_on_one_core() {
@@ -35,7 +35,7 @@ fn switch_capacity_on_one_core() {
     }
 }
 
-/// `cargo test -p natm-switchd --release --test bench -- --ignored --nocapture`
+/// `cargo test -p natm-bench --release --test forwarding -- --ignored --nocapture`
 #[test]
 #[ignore = "a measurement: run in release"]
 fn forwarding_rate() {

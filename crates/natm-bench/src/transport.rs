@@ -1,0 +1,340 @@
+//! The message transports `natm perf rr` and `natm perf stream` measure, behind one trait.
+//!
+//! A [`Transport`] is one end of a bidirectional channel that carries whole messages: what
+//! one `send` gives is what one `recv` returns, or nothing (a datagram transport may drop
+//! it). The engine opens a connected pair with [`pair`] and runs the client on one end and
+//! the server (or receiver) on the other, in two threads of this process.
+//!
+//! Call contract:
+//!
+//! * messages are 1 byte or more; an empty message is the engine's end-of-session marker,
+//!   and `recv` returning `Ok(0)` means "an empty message arrived, or the peer closed";
+//! * `recv` blocks until a message arrives or the timeout set with
+//!   [`Transport::set_recv_timeout`] passes, which is `Err` of kind
+//!   [`io::ErrorKind::TimedOut`];
+//! * a message longer than the buffer given to `recv` is an error (never silently cut);
+//! * [`Transport::ready`] is called once on each end, on the thread that will use it,
+//!   before the first message.
+//!
+//! The natm transport ([`NatmTransport`]) is one VC of the `natm` API: the client's opened
+//! through host h1's daemon, the server's through h2's (`--client-host`, `--server-host`).
+//! It cannot send the empty end marker (an AAL5 SDU of Length 0 is an abort, I.363.5), so
+//! it sends nothing for it; the engine ends natm sessions, like every lossy one, by a
+//! flag and a receive timeout.
+//!
+//! This layer does no timing and keeps no statistics; that is [`crate::rr`] and
+//! [`crate::stream`]. The kernel transports are in [`crate::kernel`].
+
+use std::fmt;
+use std::io;
+use std::time::Duration;
+
+use natm_core::addr::PvcAddr;
+use natm_core::qos::Qos;
+use serde::Serialize;
+
+use crate::kernel;
+
+/// One end of a message channel.
+pub trait Transport: Send {
+    /// Sends one whole message (blocking while the transport applies back-pressure).
+    fn send(&mut self, msg: &[u8]) -> io::Result<()>;
+    /// Receives one whole message into `buf` and returns its length (see the module doc
+    /// for `Ok(0)` and timeouts).
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize>;
+    /// Bounds every later `recv` by `timeout` (`None`: block without a bound).
+    fn set_recv_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()>;
+    /// What this transport is, for reports.
+    fn name(&self) -> String;
+    /// Makes the end ready on the calling thread, which then uses it (natm opens its VC
+    /// here, so that a signal-mode VC signals the thread that waits on it). The engine
+    /// calls it on each end, in its thread, before any traffic.
+    fn ready(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What carries the messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// natm over a running lab: client on host h1, server on host h2.
+    Natm,
+    /// Kernel UDP datagrams over 127.0.0.1.
+    Udp,
+    /// Kernel TCP over 127.0.0.1, each message behind a 4-byte length, `TCP_NODELAY`.
+    Tcp,
+    /// A kernel Unix `SOCK_SEQPACKET` socket pair.
+    Unix,
+}
+
+/// The largest UDP payload over IPv4 (65,535 minus the IP and UDP headers).
+pub const UDP_MAX: usize = 65_507;
+/// The largest AAL5 SDU.
+pub const AAL5_MAX: usize = 65_535;
+/// The largest message natm's kernel stream transports are asked to carry.
+pub const STREAM_MAX: usize = 1 << 20;
+/// The largest `SOCK_SEQPACKET` record: the default socket send buffer (212,992 bytes on
+/// Linux) less room for the kernel's own accounting.
+pub const SEQPACKET_MAX: usize = 160 * 1024;
+
+impl Kind {
+    /// Its name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Natm => "natm",
+            Kind::Udp => "udp",
+            Kind::Tcp => "tcp",
+            Kind::Unix => "unix",
+        }
+    }
+
+    /// The largest message it carries, and what limits it.
+    pub fn max_message(self) -> (usize, &'static str) {
+        match self {
+            Kind::Natm => (AAL5_MAX, "an AAL5 SDU"),
+            Kind::Udp => (UDP_MAX, "a UDP datagram"),
+            Kind::Tcp => (STREAM_MAX, "a framed TCP message"),
+            Kind::Unix => (SEQPACKET_MAX, "a SOCK_SEQPACKET record"),
+        }
+    }
+
+    /// Whether a message of `size` bytes fits.
+    pub fn carries(self, size: usize) -> bool {
+        size >= 1 && size <= self.max_message().0
+    }
+
+    /// Whether it may lose messages (the engine then bounds its waits).
+    pub fn lossy(self) -> bool {
+        matches!(self, Kind::Natm | Kind::Udp)
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Opens a connected pair of `kind`: (client end, server end).
+pub fn pair(
+    kind: Kind,
+    natm: Option<&NatmTarget>,
+) -> io::Result<(Box<dyn Transport>, Box<dyn Transport>)> {
+    match kind {
+        Kind::Natm => match natm {
+            Some(n) => n.pair(),
+            None => Err(io::Error::other(
+                "natm transport asked for without its options",
+            )),
+        },
+        Kind::Udp => {
+            let (a, b) = kernel::udp_pair()?;
+            Ok((Box::new(a), Box::new(b)))
+        }
+        Kind::Tcp => {
+            let (a, b) = kernel::tcp_pair()?;
+            Ok((Box::new(a), Box::new(b)))
+        }
+        Kind::Unix => {
+            let (a, b) = kernel::seqpacket_pair()?;
+            Ok((Box::new(a), Box::new(b)))
+        }
+    }
+}
+
+/// Where the client and server threads run.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Placement {
+    /// The client's (or sender's) CPU.
+    pub client: Option<usize>,
+    /// The server's (or receiver's) CPU.
+    pub server: Option<usize>,
+}
+
+/// How a natm application waits for its VC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WaitMode {
+    /// Busy polling.
+    Poll,
+    /// Spin, then sleep on an eventfd.
+    Adaptive,
+    /// An eventfd.
+    Eventfd,
+    /// A real-time signal.
+    Signal,
+}
+
+/// natm's data path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DataPath {
+    /// The application's channel goes straight to the adapter.
+    Direct,
+    /// Through the host daemon.
+    Daemon,
+    /// The application's own lane to the switch, no daemon on the way.
+    Lane,
+}
+
+impl DataPath {
+    /// Every path, in the order `natm perf paths` measures them by default.
+    pub const ALL: [DataPath; 3] = [DataPath::Lane, DataPath::Direct, DataPath::Daemon];
+
+    /// The path's name on the command line (`--path`, `--paths`) and in the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            DataPath::Direct => "direct",
+            DataPath::Daemon => "daemon",
+            DataPath::Lane => "lane",
+        }
+    }
+}
+
+/// The natm side of a run, checked.
+#[derive(Clone, Debug)]
+pub struct NatmTarget {
+    /// The VC both ends open.
+    pub vc: PvcAddr,
+    /// Its QoS.
+    pub qos: Qos,
+    /// How the ends wait.
+    pub mode: WaitMode,
+    /// Which data path.
+    pub path: DataPath,
+    /// The client's host: a name, or a socket path when it holds a `/`.
+    pub client_host: String,
+    /// The server's host.
+    pub server_host: String,
+}
+
+/// The transports of a run: the measured one first, then the baselines.
+#[derive(Clone, Debug)]
+pub struct Targets {
+    /// Every transport, the measured one first.
+    pub kinds: Vec<Kind>,
+    /// natm's options (`None` for a kernel baseline run alone).
+    pub natm: Option<NatmTarget>,
+}
+
+impl Targets {
+    /// A kernel baseline alone (`natm perf baseline KIND …`).
+    pub fn kernel(kind: Kind) -> Targets {
+        Targets {
+            kinds: vec![kind],
+            natm: None,
+        }
+    }
+}
+
+impl NatmTarget {
+    /// Connects to both hosts' daemons; each end opens its VC in [`Transport::ready`].
+    fn pair(&self) -> io::Result<(Box<dyn Transport>, Box<dyn Transport>)> {
+        let client = NatmTransport::connect(&self.client_host, self)?;
+        let server = NatmTransport::connect(&self.server_host, self)?;
+        Ok((Box::new(client), Box::new(server)))
+    }
+}
+
+/// One end of a natm VC (see the module doc).
+pub struct NatmTransport {
+    host: natm::Host,
+    options: natm::VcOptions,
+    vc: Option<natm::Vc>,
+    timeout: Option<Duration>,
+    label: String,
+}
+
+/// A natm API error as the engine sees it.
+fn natm_error(e: natm::Error) -> io::Error {
+    let kind = match &e {
+        natm::Error::Timeout => io::ErrorKind::TimedOut,
+        natm::Error::TooLong { .. } => io::ErrorKind::InvalidData,
+        natm::Error::NoDaemon { .. } => io::ErrorKind::NotFound,
+        natm::Error::Io(e) => e.kind(),
+        _ => io::ErrorKind::Other,
+    };
+    io::Error::new(kind, e.to_string())
+}
+
+impl NatmTransport {
+    /// Connects to `host` (a name, or a socket path when it holds a `/`).
+    pub fn connect(host: &str, target: &NatmTarget) -> io::Result<NatmTransport> {
+        let h = if host.contains('/') {
+            natm::Host::connect_path(host)
+        } else {
+            natm::Host::connect(host)
+        }
+        .map_err(natm_error)?;
+        let options = natm::VcOptions::new(target.vc)
+            .qos(target.qos)
+            .notify(match target.mode {
+                WaitMode::Poll => natm::Notify::Poll,
+                WaitMode::Adaptive => natm::Notify::Adaptive,
+                WaitMode::Eventfd => natm::Notify::EventFd,
+                WaitMode::Signal => natm::Notify::Signal,
+            })
+            .path(match target.path {
+                DataPath::Direct => natm::DataPath::Direct,
+                DataPath::Daemon => natm::DataPath::Daemon,
+                DataPath::Lane => natm::DataPath::Lane,
+            });
+        Ok(NatmTransport {
+            host: h,
+            options,
+            vc: None,
+            timeout: None,
+            label: format!(
+                "natm VC {} on {host}, QoS {}, {:?} wait, {:?} path",
+                target.vc, target.qos, target.mode, target.path
+            ),
+        })
+    }
+
+    /// The VC, opened at the first use. Borrowed in place: taking it out and putting it
+    /// back moved the whole `Vc` twice per message (6 % of a pipelined run's CPU).
+    fn vc(&mut self) -> io::Result<&mut natm::Vc> {
+        Ok(match &mut self.vc {
+            Some(vc) => vc,
+            empty => empty.insert(self.host.open(self.options.clone()).map_err(natm_error)?),
+        })
+    }
+}
+
+/// How long a natm sender's end marker waits for its queued SDUs to leave.
+const FLUSH: Duration = Duration::from_secs(5);
+
+impl Transport for NatmTransport {
+    fn send(&mut self, msg: &[u8]) -> io::Result<()> {
+        if msg.is_empty() {
+            // The end marker: AAL5 has no empty SDU (see the module doc). What is queued
+            // still goes out (on the lane path only the application's calls move it).
+            return self.vc()?.flush(FLUSH).map_err(natm_error);
+        }
+        self.vc()?.send(msg).map_err(natm_error)
+    }
+
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let timeout = self.timeout;
+        let vc = self.vc()?;
+        match timeout {
+            Some(t) => vc.recv_timeout(buf, t),
+            None => vc.recv(buf),
+        }
+        .map_err(natm_error)
+    }
+
+    fn set_recv_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        self.timeout = timeout;
+        Ok(())
+    }
+
+    fn name(&self) -> String {
+        self.label.clone()
+    }
+
+    fn ready(&mut self) -> io::Result<()> {
+        self.vc().map(|_| ())
+    }
+}
