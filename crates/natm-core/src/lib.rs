@@ -25,6 +25,6 @@ pub mod slotmap;
 pub mod time;
 
 pub use addr::{Aesa, AtmAddr, E164, PvcAddr, Sel, SvcAddr};
-pub use id::{HeaderFormat, IdError, Itf, VcId, Vci, Vpi};
+pub use id::{HeaderFormat, IdError, Itf, VcId, VcIdParseError, Vci, Vpi};
 pub use qos::{Aal, Qos, Rate, TrafficClass, TrafficParams};
 pub use time::{Duration, Instant};

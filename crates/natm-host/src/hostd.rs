@@ -493,12 +493,8 @@ fn parse_vc(text: &str) -> Result<VcId, String> {
         Sel::Unspecified => return Err(format!("VC \"{text}\": the interface is unspecified")),
         _ => {}
     }
-    match (a.vpi, a.vci) {
-        (Sel::Is(vpi), Sel::Is(vci)) => Ok(VcId::new(vpi, vci)),
-        _ => Err(format!(
-            "VC \"{text}\": give a VPI and a VCI (no `*` or `?`)"
-        )),
-    }
+    a.vc()
+        .ok_or_else(|| format!("VC \"{text}\": give a VPI and a VCI (no `*` or `?`)"))
 }
 
 fn vm_rss_bytes() -> u64 {

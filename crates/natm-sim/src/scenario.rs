@@ -38,7 +38,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Write;
 
-use natm_core::{Duration, Instant, Qos, TrafficClass, VcId};
+use natm_core::{Duration, HeaderFormat, Instant, Qos, TrafficClass, VcId, VcIdParseError};
 use natm_netem::{Impairments, Rate};
 use natm_switch::{CrossConnect, Endpoint, PortConfig, PortId, SwitchConfig, Upc};
 use natm_topology::Topology;
@@ -290,7 +290,7 @@ impl Scenario {
         for (i, f) in t.flow.iter().enumerate() {
             let what = format!("sim.flow {}", i + 1);
             let vc = parse_vc(&f.vc)
-                .ok_or_else(|| ScenarioError(format!("{what}: vc {:?}: not vpi.vci", f.vc)))?;
+                .map_err(|e| ScenarioError(format!("{what}: vc {:?}: not vpi.vci: {e}", f.vc)))?;
             let idx: Vec<usize> = topology
                 .pvcs
                 .iter()
@@ -370,9 +370,8 @@ impl Scenario {
 }
 
 /// `vpi.vci` as a UNI VC.
-fn parse_vc(s: &str) -> Option<VcId> {
-    let (p, c) = s.trim().split_once('.')?;
-    VcId::uni(p.parse().ok()?, c.parse().ok()?).ok()
+fn parse_vc(s: &str) -> Result<VcId, VcIdParseError> {
+    VcId::parse(s.trim(), HeaderFormat::Uni)
 }
 
 fn link_named(topo: &Topology, t: &str) -> Option<usize> {
@@ -444,7 +443,7 @@ fn listed(topo: &Topology, raw: &[RawFault], phase: Duration) -> Result<FaultPla
                 FaultKind::Clog { switch, port }
             }
             "churn" => {
-                let vc = parse_vc(target).ok_or_else(|| no("PVC (\"0.110\")"))?;
+                let vc = parse_vc(target).map_err(|_| no("PVC (\"0.110\")"))?;
                 FaultKind::Churn {
                     pvc: topo
                         .pvcs

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant as StdInstant, SystemTime, UNIX_EPOCH};
 
-use natm_core::HeaderFormat;
+use natm_core::{HeaderFormat, VcId};
 use natm_switch::{CATEGORIES, DirCounters, PortCounters, PortId, XcId};
 use serde_json::{Value, json};
 
@@ -273,17 +273,18 @@ impl Management {
                 };
                 let vc = match req.get("vc") {
                     None | Some(Value::Null) => None,
-                    Some(Value::String(s)) => match parse_vc(s) {
-                        Some((vpi, vci)) => match vc_filter(format, vpi, vci) {
+                    Some(Value::String(s)) => match s.parse::<VcId>() {
+                        Ok(vc) => match vc_filter(format, vc.vpi.get(), vc.vci.get()) {
                             Some(filter) => Some(filter),
                             None => {
                                 return fail(format!(
-                                    "\"vc\": VPI {vpi} is above {} on port {port}",
+                                    "\"vc\": VPI {} is above {} on port {port}",
+                                    vc.vpi,
                                     format.max_vpi()
                                 ));
                             }
                         },
-                        None => return fail(format!("\"vc\": {s:?} is not VPI.VCI")),
+                        Err(e) => return fail(format!("\"vc\": {s:?} is not VPI.VCI: {e}")),
                     },
                     Some(other) => {
                         return fail(format!("\"vc\": {other} is not a \"VPI.VCI\" string"));
@@ -362,11 +363,6 @@ impl Drop for Management {
             let _ = std::fs::remove_file(&self.path);
         }
     }
-}
-
-fn parse_vc(s: &str) -> Option<(u16, u16)> {
-    let (a, b) = s.split_once('.')?;
-    Some((a.parse().ok()?, b.parse().ok()?))
 }
 
 fn reply(c: &mut Client, v: &Value) {
