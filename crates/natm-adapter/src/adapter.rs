@@ -685,7 +685,7 @@ impl Adapter {
         ) {
             return Err(OpenError::ReservedVci(vc));
         }
-        let key = u32::from(vc.vpi.get()) << 16 | u32::from(vc.vci.get());
+        let key = vc.key();
         if self.by_key.get(key).is_some() {
             return Err(OpenError::VcInUse(vc));
         }

@@ -186,6 +186,13 @@ impl VcId {
 }
 
 impl VcId {
+    /// The VC as one number, the VPI above the VCI: `vpi << 16 | vci`. This is the key of
+    /// the per-cell VC tables ([`SlotMap`](crate::slotmap::SlotMap)), and equals bits 4..32
+    /// of an NNI cell header shifted down by 4 (a UNI header's too, once the GFC is masked).
+    pub const fn key(self) -> u32 {
+        (self.vpi.0 as u32) << 16 | self.vci.0 as u32
+    }
+
     /// Parses the `vpi.vci` form, decimal without leading zeros as in libatm's `text2atm`
     /// (`0.100`), with the VPI limit of `format`. No interface, `*` or `?`: for those see
     /// [`PvcAddr`](crate::addr::PvcAddr).
@@ -403,6 +410,13 @@ mod tests {
                 proptest::prop_assert_eq!(uni, Err(VcIdParseError::VpiRange { max: 255 }));
             }
         }
+    }
+
+    #[test]
+    fn vcid_key_is_vpi_above_vci() {
+        assert_eq!(VcId::uni(1, 100).unwrap().key(), 0x0001_0064);
+        let nni = VcId::new(Vpi::nni(4095).unwrap(), Vci::from_u16(65535));
+        assert_eq!(nni.key(), 0x0FFF_FFFF);
     }
 
     #[test]

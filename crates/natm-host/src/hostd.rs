@@ -474,10 +474,6 @@ fn parse_cookie(s: &str) -> Option<[u8; 16]> {
     Some(c)
 }
 
-fn vc_key(vc: VcId) -> u32 {
-    u32::from(vc.vpi.get()) << 16 | u32::from(vc.vci.get())
-}
-
 /// Parses a concrete PVC on interface 0.
 fn parse_vc(text: &str) -> Result<VcId, String> {
     let a: PvcAddr = text
@@ -958,7 +954,7 @@ impl Hostd {
         if !vc.vpi.fits(HeaderFormat::Uni) {
             return Err(refused(format!("VC {vc}: VPI above 255 at the UNI")));
         }
-        if let Some(&h) = self.by_vc.get(&vc_key(vc)) {
+        if let Some(&h) = self.by_vc.get(&vc.key()) {
             let pid = self.ports.get(&h).map_or(0, |p| p.owner_pid);
             return Err(refused(format!(
                 "VC {vc} is in use by another channel (handle {h}, pid {pid})"
@@ -1091,7 +1087,7 @@ impl Hostd {
         if self.link.is_none() {
             port.mem.set_state(ChannelState::LinkDown);
         }
-        self.by_vc.insert(vc_key(vc), handle);
+        self.by_vc.insert(vc.key(), handle);
         self.ports.insert(handle, port);
         Ok((
             Response::Opened {
@@ -1167,7 +1163,7 @@ impl Hostd {
         let Some(mut p) = self.ports.remove(&handle) else {
             return;
         };
-        self.by_vc.remove(&vc_key(p.vc));
+        self.by_vc.remove(&p.vc.key());
         // A lane's socket closes with `p`: the switch drops the lane.
         p.mem.set_state(ChannelState::Revoked);
         let _ = self.cac.release(p.reservation);
@@ -1531,7 +1527,7 @@ impl Hostd {
             self.stats.rx_oam += 1;
             return (None, false);
         }
-        let t = self.by_vc.get(&vc_key(h.vc)).copied();
+        let t = self.by_vc.get(&h.vc.key()).copied();
         if t.is_none() {
             self.stats.rx_unknown_vc += 1;
         }

@@ -9,7 +9,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use natm_core::slotmap::SlotMap;
-use natm_core::{Duration, HeaderFormat, Instant, TrafficClass, TrafficParams};
+use natm_core::{Duration, HeaderFormat, Instant, TrafficClass, TrafficParams, VcId, Vci, Vpi};
 use natm_traffic::cac::{Cac, CacConfig, Handle};
 use natm_traffic::discard::{Decision, DropReason, FrameDiscard, VcFrameState};
 use natm_traffic::policer::{Contract, ContractError, Policer, Verdict};
@@ -1351,9 +1351,12 @@ fn books_bandwidth(params: &TrafficParams) -> bool {
     matches!(params.class, TrafficClass::Cbr | TrafficClass::Vbr)
 }
 
+/// [`VcId::key`] of an endpoint's `vpi.vci`.
 #[inline]
 fn vc_key(vpi: u16, vci: u16) -> u32 {
-    u32::from(vpi) << 16 | u32::from(vci)
+    let vpi = Vpi::nni(u32::from(vpi))
+        .expect("an endpoint's VPI was checked against its port's format, at most 4095");
+    VcId::new(vpi, Vci::from_u16(vci)).key()
 }
 
 /// Queues a translated cell of leg `li` on its output port `p`, or drops it (EPD/PPD on
