@@ -493,17 +493,6 @@ fn parse_vc(text: &str) -> Result<VcId, String> {
         .ok_or_else(|| format!("VC \"{text}\": give a VPI and a VCI (no `*` or `?`)"))
 }
 
-fn vm_rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
-}
-
 /// The daemon: socket, link, channels and the data-path loop. See the [module
 /// documentation](self).
 pub struct Hostd {
@@ -1333,7 +1322,7 @@ impl Hostd {
                 ubr: self.cac.ubr_count(),
             },
             channels,
-            vm_rss_bytes: vm_rss_bytes(),
+            vm_rss_bytes: natm_nic::procfs::resident_bytes(None).unwrap_or(0),
         }
     }
 

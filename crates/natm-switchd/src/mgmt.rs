@@ -400,19 +400,6 @@ fn flush(c: &mut Client) {
     c.output.drain(..done);
 }
 
-/// VmRSS from /proc/self/status, in bytes.
-pub fn resident_bytes() -> Option<u64> {
-    vm_rss_bytes(&std::fs::read_to_string("/proc/self/status").ok()?)
-}
-
-/// The `VmRSS:` line of a /proc status text, in bytes (`None` if missing or not a number
-/// of kB that fits).
-fn vm_rss_bytes(status: &str) -> Option<u64> {
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    kb.checked_mul(1024)
-}
-
 fn port_counters_json(c: &PortCounters) -> Value {
     json!({
         "cells_in": c.cells_in,
@@ -448,7 +435,7 @@ fn dir_json(d: &DirCounters) -> Value {
 fn status(fabric: &Fabric, info: &DaemonInfo<'_>) -> Value {
     // Before the reply is built: a reply listing 65,536 connections is itself ~170 MiB of
     // JSON values, which would be counted as the switch's own size.
-    let memory = resident_bytes();
+    let memory = natm_nic::procfs::resident_bytes(None).ok();
     let ports: Vec<Value> = fabric
         .ports
         .iter()
@@ -587,18 +574,6 @@ mod tests {
         assert_eq!(word(0xA, 5, 100) & mask, value);
         assert_eq!(vc_filter(HeaderFormat::Uni, 256, 100), None);
         assert!(vc_filter(HeaderFormat::Nni, 4095, 100).is_some());
-    }
-
-    #[test]
-    fn vm_rss_is_read_in_bytes_and_a_bad_line_is_none() {
-        assert_eq!(
-            vm_rss_bytes("Name:\tx\nVmRSS:\t  1234 kB\n"),
-            Some(1234 * 1024)
-        );
-        assert_eq!(vm_rss_bytes("VmRSS:\t18446744073709551615 kB\n"), None);
-        assert_eq!(vm_rss_bytes("VmRSS:\tlots kB\n"), None);
-        assert_eq!(vm_rss_bytes("VmRSS:\n"), None);
-        assert_eq!(vm_rss_bytes(""), None);
     }
 
     #[test]

@@ -78,7 +78,8 @@ pub struct EventBuilderArgs {
 /// Runs the event builder the options describe and prints (and draws) its report.
 pub fn run(args: EventBuilderArgs) -> Result<(), String> {
     let (config, costs_from) = config(&args)?;
-    let report = eb::run(&config).map_err(|e| e.to_string())?;
+    let mut report = eb::run(&config).map_err(|e| e.to_string())?;
+    report.peak_rss_bytes = natm_nic::procfs::peak_resident_bytes(None).ok();
     let plots = match &args.plot_dir {
         Some(dir) => write_plots(dir, &report)?,
         None => Vec::new(),

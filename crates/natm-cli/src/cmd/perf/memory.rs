@@ -243,13 +243,7 @@ fn xc_request(i: u32) -> Value {
 
 /// A process's resident bytes (VmRSS), read from `/proc` without asking it anything.
 fn proc_rss(pid: u32) -> Result<u64, CliError> {
-    let path = format!("/proc/{pid}/status");
-    let text = fs::read_to_string(&path).map_err(|e| CliError::failure(format!("{path}: {e}")))?;
-    text.lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map(|kb| kb * 1024)
-        .ok_or_else(|| CliError::failure(format!("{path}: no VmRSS line")))
+    natm_nic::procfs::resident_bytes(Some(pid)).map_err(|e| CliError::failure(e.to_string()))
 }
 
 /// One management request; a refusal is an error.
