@@ -80,10 +80,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use natm_adapter::{
-    Adapter, AdapterConfig, BufferId, Completion, Direction, HecCheck, LinkRate, RxVcConfig,
-    Status, UBR_UNSHAPED_PCR, VecBuffers,
+    Adapter, AdapterConfig, BufferId, Completion, Direction, HecCheck, RxVcConfig, Status,
+    UBR_UNSHAPED_PCR, VecBuffers,
 };
-use natm_core::{HeaderFormat, PvcAddr, Qos, Rate, Sel, TrafficClass, VcId, Vci};
+use natm_core::{HeaderFormat, LineRate, Pcr, PhyRate, PvcAddr, Qos, Sel, TrafficClass, VcId, Vci};
 use natm_link::clock::Epoch;
 use natm_link::endpoint::{EndpointLink, LinkConfig, LinkKind, WaitConfig};
 use natm_nic::channel::{self as nic, AdapterEnd, Channel, ChannelConfig, ChannelState};
@@ -106,7 +106,7 @@ use crate::proto::{
 type Cell = natm_link::Cell;
 
 /// OC-3c's cell rate: what an unlimited link is admitted as.
-pub const NOMINAL_RATE: u32 = 353_207;
+pub const NOMINAL_RATE: u32 = PhyRate::OC3.cells_per_s();
 /// How often a failed link is tried again.
 pub const RECONNECT: Duration = Duration::from_millis(100);
 /// Spin this long after the last progress before sleeping (adaptive wait).
@@ -237,11 +237,7 @@ impl HostdConfig {
             socket: self.socket_path(),
             wait: self.wait,
             link_description: self.effective_link().describe(),
-            link_rate: self
-                .link
-                .rate
-                .exact()
-                .map(|(n, d)| (n / d.max(1)).clamp(1, u64::from(u32::MAX)) as u32),
+            link_rate: self.link.rate.cells_per_s(),
             lanes: match &self.link.kind {
                 LinkKind::Shm { path } if !self.link.is_emulated() => Some(path.clone()),
                 _ => None,
@@ -998,10 +994,11 @@ impl Hostd {
         };
         let handle = self.next_handle;
         let mut config = AdapterConfig::new(buffers, buffer_size as usize);
-        config.link = match self.opts.link_rate {
-            Some(r) => LinkRate::CellsPerSecond(r),
-            None => LinkRate::Unlimited,
-        };
+        config.link = self
+            .opts
+            .link_rate
+            .and_then(LineRate::cells)
+            .unwrap_or(LineRate::Unlimited);
         config.hec = HecCheck::Off;
         config.max_vcs = 1;
         config.max_tx_queued = buffers as usize;
@@ -1857,7 +1854,7 @@ fn ubr_spec(
 ) -> VcSpec {
     let own_rate = [tx.pcr, tx.max_pcr]
         .iter()
-        .any(|r| !r.is_zero() && *r != Rate::Max);
+        .any(|r| !r.is_zero() && *r != Pcr::Max);
     let pcr = match (own_rate, link_rate) {
         (false, None) => UBR_UNSHAPED_PCR,
         _ if contract_pcr == 0 => capacity,

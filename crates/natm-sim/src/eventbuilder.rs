@@ -39,8 +39,7 @@ use std::fmt;
 use std::rc::Rc;
 
 use hdrhistogram::Histogram;
-use natm_core::{Aal, Duration, Instant, Qos, TrafficClass, TrafficParams, VcId, Vci};
-use natm_netem::Rate;
+use natm_core::{Aal, Duration, Instant, LineRate, Qos, TrafficClass, TrafficParams, VcId, Vci};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::{Rng, SeedableRng};
 use serde::Serialize;
@@ -621,7 +620,7 @@ pub struct EbConfig {
     /// The QoS of the data VCs (source ↔ destination); AAL5 is implied.
     pub qos: Qos,
     /// Every link's line rate.
-    pub link: Rate,
+    pub link: LineRate,
     /// Per-message host overheads (from a calibration).
     pub costs: HostCosts,
     /// How long the supervisor assigns events; the run goes on for twice the timeout after
@@ -658,7 +657,7 @@ impl EbConfig {
                 },
                 aal: Aal::Aal5,
             },
-            link: Rate::default(),
+            link: LineRate::default(),
             costs: HostCosts::FREE,
             duration: Duration::from_secs(1),
             seed: 1,

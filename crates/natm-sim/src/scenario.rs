@@ -38,8 +38,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Write;
 
-use natm_core::{Duration, HeaderFormat, Instant, Qos, TrafficClass, VcId, VcIdParseError};
-use natm_netem::{Impairments, Rate};
+use natm_core::{
+    Duration, HeaderFormat, Instant, LineRate, PhyRate, Qos, TrafficClass, VcId, VcIdParseError,
+};
+use natm_netem::Impairments;
 use natm_switch::{CrossConnect, Endpoint, PortConfig, PortId, SwitchConfig, Upc};
 use natm_topology::Topology;
 use serde::Deserialize;
@@ -511,7 +513,7 @@ fn swap(q: &Qos) -> Qos {
     }
 }
 
-fn cells_per_s(rate: &Rate) -> Option<f64> {
+fn cells_per_s(rate: &LineRate) -> Option<f64> {
     rate.exact().map(|(n, d)| n as f64 / d as f64)
 }
 
@@ -531,9 +533,9 @@ impl Built {
         let host_ix = |n: &str| topo.hosts.iter().position(|h| h == n);
         let link_rate = |h: &str| -> f64 {
             topo.host_link(h)
-                .and_then(|(_, l)| l.rate.parse::<Rate>().ok())
+                .and_then(|(_, l)| l.rate.parse::<LineRate>().ok())
                 .and_then(|r| cells_per_s(&r))
-                .unwrap_or(353_207.0)
+                .unwrap_or(f64::from(PhyRate::OC3.cells_per_s()))
         };
         let mut ubr_count = vec![0usize; topo.hosts.len()];
         let mut qoses = Vec::new();
@@ -640,7 +642,7 @@ impl Built {
                     },
                 ))
             };
-            let rate: Rate = l
+            let rate: LineRate = l
                 .rate
                 .parse()
                 .map_err(|e| ScenarioError(format!("{what}: rate: {e}")))?;

@@ -46,12 +46,12 @@ use std::fmt;
 use std::io::Write;
 
 use natm_adapter::{
-    Adapter, AdapterConfig, BufferId, Completion, Direction as AdDir, LinkRate, RxVcConfig, Status,
+    Adapter, AdapterConfig, BufferId, Completion, Direction as AdDir, RxVcConfig, Status,
     UBR_UNSHAPED_PCR, VecBuffers,
 };
-use natm_core::{Duration, Instant, Qos, TrafficClass, VcId};
-use natm_netem::{Config as NetemConfig, Impairments, Netem, Rate};
-use natm_switch::{CrossConnect, Endpoint, PortConfig, PortId, PortRate, Switch, SwitchConfig};
+use natm_core::{Duration, Instant, LineRate, PhyRate, Qos, TrafficClass, VcId};
+use natm_netem::{Config as NetemConfig, Impairments, Netem};
+use natm_switch::{CrossConnect, Endpoint, PortConfig, PortId, Switch, SwitchConfig};
 use natm_traffic::cac::{Cac, CacConfig};
 use natm_traffic::sched::VcSpec;
 
@@ -120,7 +120,7 @@ impl Default for HostConfig {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LinkConfig {
     /// The line rate.
-    pub rate: Rate,
+    pub rate: LineRate,
     /// Impairments; each direction gets its own sub-seed of the world's seed (the seed
     /// here is ignored).
     pub impairments: Impairments,
@@ -132,7 +132,7 @@ impl Default for LinkConfig {
     /// OC-3c, no impairments, natm-netem's default queue.
     fn default() -> LinkConfig {
         LinkConfig {
-            rate: Rate::default(),
+            rate: LineRate::default(),
             impairments: Impairments::default(),
             queue_cells: natm_netem::DEFAULT_QUEUE_CELLS as usize,
         }
@@ -672,7 +672,7 @@ impl World {
         app: Box<dyn App>,
     ) -> Result<HostId, SimError> {
         let adapter =
-            make_adapter(&config, LinkRate::Unlimited).map_err(|reason| SimError::Host {
+            make_adapter(&config, LineRate::Unlimited).map_err(|reason| SimError::Host {
                 host: name.to_string(),
                 reason,
             })?;
@@ -710,10 +710,7 @@ impl World {
     /// port end is added to its switch with the link's rate (whole cells/s).
     pub fn add_link(&mut self, a: End, b: End, config: LinkConfig) -> Result<LinkId, SimError> {
         let li = self.links.len() as u32;
-        let cps = config
-            .rate
-            .exact()
-            .map(|(num, den)| u32::try_from(num / den.max(1)).unwrap_or(u32::MAX).max(1));
+        let cps = config.rate.cells_per_s();
         for end in [&a, &b] {
             match *end {
                 End::Host(h) => {
@@ -741,25 +738,19 @@ impl World {
             match end {
                 End::Host(h) => {
                     let host = &mut self.hosts[h.0 as usize];
-                    let rate = match cps {
-                        Some(r) => LinkRate::CellsPerSecond(r),
-                        None => LinkRate::Unlimited,
-                    };
-                    host.adapter =
-                        make_adapter(&host.config, rate).map_err(|reason| SimError::Host {
+                    host.adapter = make_adapter(&host.config, config.rate).map_err(|reason| {
+                        SimError::Host {
                             host: host.name.clone(),
                             reason,
-                        })?;
+                        }
+                    })?;
                     host.cac = host_cac(&host.name, cps);
                     host.link = Some((li, side));
                     ends[side] = EndRec::Host(h.0);
                 }
                 End::Port(s, p, mut pc) => {
                     let sw = &mut self.switches[s.0 as usize];
-                    pc.rate = match cps {
-                        Some(r) => PortRate::CellsPerSecond(r),
-                        None => PortRate::Unlimited,
-                    };
+                    pc.rate = config.rate;
                     sw.sw.add_port(p, pc).map_err(|e| SimError::Switch {
                         switch: sw.name.clone(),
                         reason: e.to_string(),
@@ -2042,7 +2033,7 @@ fn job_cost(costs: &HostCosts, job: &Job) -> u64 {
     }
 }
 
-fn make_adapter(config: &HostConfig, link: LinkRate) -> Result<Adapter, String> {
+fn make_adapter(config: &HostConfig, link: LineRate) -> Result<Adapter, String> {
     let mut c = config.adapter;
     c.link = link;
     c.buffers = config.buffers;
@@ -2062,15 +2053,12 @@ fn host_cac(name: &str, cps: Option<u32>) -> Cac {
 }
 
 /// hostd's capacity for an unlimited link.
-const NOMINAL_RATE: u32 = 353_207;
+const NOMINAL_RATE: u32 = PhyRate::OC3.cells_per_s();
 
 /// Opens `vc` in the host's adapter with a fresh handle, as hostd derives the spec.
 fn open_in_adapter(host: &mut HostNode, vc: VcId, rec: &mut VcRec) -> Result<(), String> {
     let capacity = host.cac.config().capacity;
-    let link_rate = match host.adapter.config().link {
-        LinkRate::CellsPerSecond(r) => Some(r),
-        LinkRate::Unlimited => None,
-    };
+    let link_rate = host.adapter.config().link.cells_per_s();
     let tx = rec.qos.tx;
     let contract = rec
         .cac
@@ -2092,7 +2080,7 @@ fn open_in_adapter(host: &mut HostNode, vc: VcId, rec: &mut VcRec) -> Result<(),
         _ => {
             let own_rate = [tx.pcr, tx.max_pcr]
                 .iter()
-                .any(|r| !r.is_zero() && *r != natm_core::qos::Rate::Max);
+                .any(|r| !r.is_zero() && *r != natm_core::qos::Pcr::Max);
             let pcr = match (own_rate, link_rate) {
                 (false, None) => UBR_UNSHAPED_PCR,
                 _ if contract.pcr == 0 => capacity,

@@ -316,7 +316,7 @@ impl Topology {
                 TopologyError(format!("{what}: kind {:?}: use shm, udp or tcp", l.kind))
             })?;
             let rate = rate.unwrap_or(&l.rate);
-            rate.parse::<natm_netem::Rate>()
+            rate.parse::<natm_core::LineRate>()
                 .map_err(|e| TopologyError(format!("{what}: rate {rate:?}: {e}")))?;
             if !l.impair.is_empty() {
                 l.impair

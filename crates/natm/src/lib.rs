@@ -107,7 +107,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use natm_adapter::{Adapter, AdapterConfig, HecCheck, LinkRate, RxVcConfig, VecBuffers};
+use natm_adapter::{Adapter, AdapterConfig, HecCheck, RxVcConfig, VecBuffers};
 use natm_host::driver::LinkSide;
 use natm_host::proto::{
     self, ErrorKind, Frame, FrameError, NotifyMode, PathKind, Request, Response, SignalTarget,
@@ -863,7 +863,7 @@ impl Direct {
             .ok_or_else(|| protocol("channel has no buffers"))?;
         let count = geom.count.min(buffers);
         let mut config = AdapterConfig::new(count, geom.size as usize);
-        config.link = LinkRate::Unlimited;
+        config.link = natm_core::LineRate::Unlimited;
         // The switch writes every header it sends: its HEC is checked there, not here.
         config.hec = HecCheck::Off;
         config.max_vcs = 1;

@@ -46,12 +46,11 @@ use std::time::{Duration, Instant};
 use clap::{Args, FromArgMatches};
 use natm_capture::{CellRecord, LinkType, Reader, Record, RecordKind, Writer, summarize};
 use natm_core::qos::Qos;
-use natm_core::{HeaderFormat, PvcAddr, VcId};
+use natm_core::{HeaderFormat, PhyRate, PvcAddr, VcId};
 use natm_switchd::client::{self, ClientError};
 use natm_traffic::cac::{Cac, CacConfig};
 use natm_traffic::discard::{FrameDiscard, FrameQueue};
 use natm_traffic::policer::{Policer, Verdict};
-use natm_traffic::rate::LineRate;
 use natm_traffic::sched::{Scheduler, VcSpec};
 use natm_wire::aal5::{self, MAX_SDU, Reassembler, Reassembly, Segmenter};
 use natm_wire::cell::{Cell, CellHeader, HecReceiver, HecVerdict};
@@ -803,7 +802,7 @@ fn tshark_check(path: &Path) -> Tshark {
 /// Four cell times at OC-3c: a one-cell request over two links and its one-cell answer
 /// back over two, without any processing.
 fn oc3_floor_ns() -> u64 {
-    let (n, d) = LineRate::OC3.exact();
+    let (n, d) = PhyRate::OC3.exact();
     (4 * d as u128 * 1_000_000_000 / n as u128) as u64
 }
 
@@ -1091,7 +1090,8 @@ fn contracts() -> CmdResult {
     // atm-facts 4.3: PCR 1000, SCR 250, MBS 10; cells back to back at PCR, one per ms.
     let text = "vbr:pcr=1000,scr=250,mbs=10";
     let qos: Qos = text.parse().map_err(|e| fail(&e))?;
-    let mut upc = Policer::from_params(None, &qos.tx, 353_207).map_err(|e| fail(&e))?;
+    let mut upc =
+        Policer::from_params(None, &qos.tx, PhyRate::OC3.cells_per_s()).map_err(|e| fail(&e))?;
     let verdicts: String = (0..14)
         .map(|k| match upc.police(ms(k), false) {
             Verdict::Pass => 'P',
@@ -1110,7 +1110,8 @@ fn contracts() -> CmdResult {
     // A CBR source exactly at its PCR, and one 1% faster.
     for (label, spacing_ns) in [("at its PCR", 10_000u64), ("1% faster", 9_900)] {
         let qos: Qos = "cbr:pcr=100000".parse().map_err(|e| fail(&e))?;
-        let mut upc = Policer::from_params(None, &qos.tx, 353_207).map_err(|e| fail(&e))?;
+        let mut upc = Policer::from_params(None, &qos.tx, PhyRate::OC3.cells_per_s())
+            .map_err(|e| fail(&e))?;
         for k in 0..10_000u64 {
             upc.police(natm_core::Instant::from_nanos(k * spacing_ns), false);
         }
@@ -1122,7 +1123,7 @@ fn contracts() -> CmdResult {
     }
 
     // The shaper of an OC-3c link: bursts enqueued at once leave spaced to each contract.
-    let mut sched = Scheduler::new(LineRate::OC3.cells_per_s()).map_err(|e| fail(&e))?;
+    let mut sched = Scheduler::new(PhyRate::OC3.cells_per_s()).map_err(|e| fail(&e))?;
     let specs = [
         ("CBR pcr=100000", VcSpec::cbr(100_000), 20),
         (
@@ -1130,7 +1131,11 @@ fn contracts() -> CmdResult {
             VcSpec::rt_vbr(50_000, 10_000, 5),
             10,
         ),
-        ("UBR (link rate, weight 1)", VcSpec::ubr(353_207, 1), 300),
+        (
+            "UBR (link rate, weight 1)",
+            VcSpec::ubr(PhyRate::OC3.cells_per_s(), 1),
+            300,
+        ),
     ];
     let mut vcs = Vec::new();
     for (label, spec, burst) in specs {
@@ -1169,7 +1174,7 @@ fn contracts() -> CmdResult {
     // Admission control on an OC-3c port already carrying a CBR and a VBR connection.
     let mut cac = Cac::new(CacConfig {
         link: "sw0:1".into(),
-        capacity: 353_207,
+        capacity: PhyRate::OC3.cells_per_s(),
         buffer_cells: 0,
         max_ubr: 1024,
     });

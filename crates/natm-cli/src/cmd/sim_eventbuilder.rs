@@ -15,8 +15,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use natm_core::{Aal, Duration, Qos};
-use natm_netem::Rate;
+use natm_core::{Aal, Duration, LineRate, Qos};
 use natm_sim::calib::Calibration;
 use natm_sim::eventbuilder::{self as eb, Arrivals, EbConfig, EbReport, Policy};
 use plotters::prelude::*;
@@ -107,7 +106,7 @@ pub fn config(args: &EventBuilderArgs) -> Result<(EbConfig, String), String> {
     c.qos = qos;
     c.link = args
         .link
-        .parse::<Rate>()
+        .parse::<LineRate>()
         .map_err(|e| format!("--link {:?}: {e}", args.link))?;
     c.duration = parse_duration(&args.duration).map_err(|e| format!("--duration: {e}"))?;
     c.timeout = parse_duration(&args.timeout).map_err(|e| format!("--timeout: {e}"))?;

@@ -47,14 +47,14 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use natm_adapter::{Adapter, AdapterConfig, RxVcConfig, Status};
-use natm_core::VcId;
+use natm_core::{LineRate, VcId};
 use natm_host::driver::{Driver, status_from_code};
 use natm_link::CellLink;
 use natm_link::atmtcp::{self, AtmtcpLink};
 use natm_link::emulated::Emulated;
 use natm_link::shm::{ShmLink, ShmWait};
 use natm_link::udp::{UdpConfig, UdpLink};
-use natm_netem::{Impairments, Rate};
+use natm_netem::Impairments;
 use natm_nic::channel::{AppEnd, BufferId, Channel, ChannelConfig};
 use natm_nic::memfd::MemfdMem;
 use natm_traffic::sched::VcSpec;
@@ -115,7 +115,7 @@ enum Kind {
 struct Plan {
     kind: Kind,
     sizes: Vec<usize>,
-    rate: Rate,
+    rate: LineRate,
     impair: Option<Impairments>,
     run_time: Duration,
     runs: u32,
@@ -145,7 +145,7 @@ fn plan(args: &LinkArgs) -> Result<Plan, CliError> {
         }
         sizes.push(n);
     }
-    let rate: Rate = args
+    let rate: LineRate = args
         .rate
         .parse()
         .map_err(|e| CliError::usage(format!("--rate {:?}: {e}", args.rate)))?;
@@ -405,7 +405,7 @@ fn with_line<L: CellLink + Send + 'static>(
     tx: L,
     rx: L,
 ) -> io::Result<NatmRun> {
-    if plan.rate == Rate::Unlimited && plan.impair.as_ref().is_none_or(Impairments::is_none) {
+    if plan.rate == LineRate::Unlimited && plan.impair.as_ref().is_none_or(Impairments::is_none) {
         return adapter_run(size, plan.run_time, cpus, tx, rx);
     }
     let config = natm_netem::Config {
