@@ -456,7 +456,7 @@ impl Receiver {
                 needed,
             });
         }
-        let key = key_of(vc);
+        let key = vc.key();
         if self.map.get(key).is_some() {
             return Err(OpenError::AlreadyOpen(vc));
         }
@@ -489,7 +489,7 @@ impl Receiver {
     /// Stop receiving on `vc`: its partial PDU is dropped (not counted as an error); events
     /// already queued stay. Returns its counters.
     pub fn close_vc(&mut self, vc: VcId) -> Result<VcCounters, UnknownVc> {
-        let slot = self.map.remove(key_of(vc)).ok_or(UnknownVc(vc))?;
+        let slot = self.map.remove(vc.key()).ok_or(UnknownVc(vc))?;
         let s = &mut self.slots[slot as usize];
         let state = s.vc.take().expect("the map points at open slots");
         if let Mode::Aal5 { r, deadline, .. } = &state.mode {
@@ -504,7 +504,7 @@ impl Receiver {
 
     /// Whether `vc` is open.
     pub fn is_open(&self, vc: VcId) -> bool {
-        self.map.get(key_of(vc)).is_some()
+        self.map.get(vc.key()).is_some()
     }
 
     /// The counters of an open VC.
@@ -533,7 +533,7 @@ impl Receiver {
     }
 
     fn vc(&self, vc: VcId) -> Option<&Vc> {
-        let slot = self.map.get(key_of(vc))?;
+        let slot = self.map.get(vc.key())?;
         self.slots[slot as usize].vc.as_ref()
     }
 
@@ -563,7 +563,7 @@ impl Receiver {
             self.queue(None, event, CELL_LEN);
             return;
         }
-        let Some(slot) = self.map.get(key_of(id)) else {
+        let Some(slot) = self.map.get(id.key()) else {
             self.counters.unknown_vc += 1;
             return;
         };
@@ -818,11 +818,6 @@ impl Receiver {
             self.expire(slot, generation, d);
         }
     }
-}
-
-/// The SlotMap key of a VC: its VPI above its VCI.
-fn key_of(vc: VcId) -> u32 {
-    u32::from(vc.vpi.get()) << 16 | u32::from(vc.vci.get())
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt;
 
-use natm_core::{Duration, HeaderFormat, Instant, VcId, Vci};
+use natm_core::{Duration, HeaderFormat, Instant, LineRate, VcId, Vci};
 use natm_traffic::gcra::{Gcra, GcraError};
 use natm_traffic::policer::{ContractError, Policer, Verdict};
 use natm_traffic::sched::{Category, SchedError, Scheduler, VcHandle, VcSpec};
@@ -40,17 +40,6 @@ const NIL: u32 = u32::MAX;
 /// polled; more are counted in [`Counters::refusals_dropped`], not queued.
 const REFUSALS_MAX: usize = 1024;
 
-/// The link's cell rate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LinkRate {
-    /// No line rate (a memory ring): a VC with a finite contract is shaped to it (a cell
-    /// leaves when its GCRAs allow, see [`AdapterConfig::shaper_cdv`]); the others (UBR at
-    /// [`UBR_UNSHAPED_PCR`] or more) are served round robin, a burst at a time.
-    Unlimited,
-    /// Cells per second, 1..=10⁹: every cell goes through the scheduler.
-    CellsPerSecond(u32),
-}
-
 /// How received headers are checked (I.432 §4.3).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum HecCheck {
@@ -67,8 +56,12 @@ pub enum HecCheck {
 /// Adapter-wide settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AdapterConfig {
-    /// The link's rate.
-    pub link: LinkRate,
+    /// The link's rate. With one ([`LineRate::cells_per_s`], 1..=10⁹ cells/s; a named
+    /// layer's truncated) every cell goes through the scheduler. At [`LineRate::Unlimited`]
+    /// (a memory ring) a VC with a finite contract is shaped to it (a cell leaves when its
+    /// GCRAs allow, see [`AdapterConfig::shaper_cdv`]); the others (UBR at
+    /// [`UBR_UNSHAPED_PCR`] or more) are served round robin, a burst at a time.
+    pub link: LineRate,
     /// Unlimited links: how late a shaped VC's cells may leave and still count at the
     /// instants they were due, so a driver that calls [`Adapter::poll_transmit`] up to this
     /// late keeps the contract's rate (cells it was late for leave together, as a terminal's
@@ -100,7 +93,7 @@ impl AdapterConfig {
     /// timeout, HEC correction, 1,024 VCs, 4,096 queued descriptors and 1,024 events.
     pub const fn new(buffers: u32, rx_buffer_size: usize) -> AdapterConfig {
         AdapterConfig {
-            link: LinkRate::Unlimited,
+            link: LineRate::Unlimited,
             shaper_cdv: DEFAULT_SHAPER_CDV,
             format: HeaderFormat::Uni,
             buffers,
@@ -584,9 +577,9 @@ impl Adapter {
         if config.max_tx_queued == 0 {
             return Err(ConfigError::MaxTxQueued);
         }
-        let sched = match config.link {
-            LinkRate::Unlimited => None,
-            LinkRate::CellsPerSecond(r) => Some(Scheduler::new(r).map_err(ConfigError::LinkRate)?),
+        let sched = match config.link.cells_per_s() {
+            None => None,
+            Some(r) => Some(Scheduler::new(r).map_err(ConfigError::LinkRate)?),
         };
         Ok(Adapter {
             config,
@@ -685,7 +678,7 @@ impl Adapter {
         ) {
             return Err(OpenError::ReservedVci(vc));
         }
-        let key = u32::from(vc.vpi.get()) << 16 | u32::from(vc.vci.get());
+        let key = vc.key();
         if self.by_key.get(key).is_some() {
             return Err(OpenError::VcInUse(vc));
         }

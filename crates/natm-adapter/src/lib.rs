@@ -123,7 +123,7 @@ mod tests;
 pub use adapter::Completion;
 pub use adapter::{
     Adapter, AdapterConfig, ConfigError, Counters, DEFAULT_SHAPER_CDV, Direction, Event, HecCheck,
-    LinkRate, MAX_BUFFERS, MAX_VCS, OamKind, OpenError, RxVcConfig, STAGE_CELLS, Status,
-    UBR_UNSHAPED_PCR, UnknownHandle, VcCounters,
+    MAX_BUFFERS, MAX_VCS, OamKind, OpenError, RxVcConfig, STAGE_CELLS, Status, UBR_UNSHAPED_PCR,
+    UnknownHandle, VcCounters,
 };
 pub use memory::{BufferId, BufferMemory, MemoryError, VecBuffers};

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::vec::Vec;
 
-use natm_core::{Duration, Instant};
+use natm_core::{Duration, Instant, LineRate};
 use natm_wire::cell::CELL_LEN;
 use proptest::prelude::*;
 
@@ -15,7 +15,7 @@ const VCS: u32 = 4;
 const BUFFERS: u32 = 64;
 const SIZE: usize = 3000;
 
-fn pair_adapter(link: LinkRate) -> Adapter {
+fn pair_adapter(link: LineRate) -> Adapter {
     let mut a = Adapter::new(AdapterConfig {
         link,
         buffers: BUFFERS,
@@ -24,8 +24,8 @@ fn pair_adapter(link: LinkRate) -> Adapter {
     })
     .unwrap();
     let spec = match link {
-        LinkRate::Unlimited => UBR,
-        LinkRate::CellsPerSecond(_) => natm_traffic::sched::VcSpec::ubr(100_000, 1),
+        LineRate::Unlimited => UBR,
+        LineRate::Phy(_) | LineRate::CellsPerSec(_) => natm_traffic::sched::VcSpec::ubr(100_000, 1),
     };
     for i in 0..VCS {
         a.open_vc(100 + i, vc(i), spec, RxVcConfig::aal5(SIZE))
@@ -41,7 +41,7 @@ type Delivered = BTreeMap<u32, Vec<Vec<u8>>>;
 /// cell stream between them. Returns what was sent and what was delivered per handle.
 fn run(
     sdus: &[(u32, usize)],
-    link: LinkRate,
+    link: LineRate,
     batch: usize,
     mut mangle: impl FnMut(Vec<[u8; CELL_LEN]>) -> Vec<[u8; CELL_LEN]>,
 ) -> (Delivered, Delivered) {
@@ -151,7 +151,7 @@ proptest! {
     /// (1) SDUs on random VCs come out identical and in order per VC.
     #[test]
     fn sdus_arrive_whole_and_in_order(sdus in sdu_list(), batch in 1usize..80, rated in any::<bool>()) {
-        let link = if rated { LinkRate::CellsPerSecond(1_000_000) } else { LinkRate::Unlimited };
+        let link = if rated { LineRate::cells(1_000_000).unwrap() } else { LineRate::Unlimited };
         let (sent, got) = run(&sdus, link, batch, |c| c);
         prop_assert_eq!(sent, got);
     }
@@ -168,7 +168,7 @@ proptest! {
         dup in 0u32..100,
     ) {
         let mut rand = xorshift(seed);
-        let (sent, got) = run(&sdus, LinkRate::Unlimited, 16, |cells| {
+        let (sent, got) = run(&sdus, LineRate::Unlimited, 16, |cells| {
             faults(cells, &mut rand, (loss, flip, dup))
         });
         for (h, sdus) in &got {
@@ -197,7 +197,7 @@ proptest! {
         let mut rand = xorshift(seed);
         // The cells of all the SDUs, faults applied (none of them received by `run`).
         let mut cells = Vec::new();
-        run(&sdus, LinkRate::Unlimited, 64, |batch| {
+        run(&sdus, LineRate::Unlimited, 64, |batch| {
             cells.extend(faults(batch, &mut rand, (loss, flip, dup)));
             Vec::new()
         });
@@ -261,7 +261,7 @@ proptest! {
             ..config()
         })
         .unwrap();
-        let mut peer = pair_adapter(LinkRate::Unlimited);
+        let mut peer = pair_adapter(LineRate::Unlimited);
         let mut pm = Checked::new(BUFFERS, SIZE);
         let mut m = Checked::new(16, 500);
         let mut open = [false; 3];

@@ -5,7 +5,7 @@ use std::cell::Cell as StdCell;
 use std::collections::BTreeSet;
 use std::vec::Vec;
 
-use natm_core::{Duration, HeaderFormat, Instant, VcId, Vpi};
+use natm_core::{Duration, HeaderFormat, Instant, LineRate, VcId, Vpi};
 use natm_traffic::policer::{Conformance, Contract, Policer};
 use natm_traffic::sched::VcSpec;
 use natm_wire::aal5::{Segmenter, cell_count, encode_pdu};
@@ -653,7 +653,7 @@ fn test_unlimited_shaper_cdv_gives_no_credit_for_idle_time() {
 fn test_rated_post_tx() {
     // 10,000 cells/s link, one CBR VC at 1,000 cells/s: a cell every millisecond.
     let mut a = Adapter::new(AdapterConfig {
-        link: LinkRate::CellsPerSecond(10_000),
+        link: LineRate::cells(10_000).unwrap(),
         ..config()
     })
     .unwrap();
@@ -692,7 +692,7 @@ fn test_rated_handle_timeout_then_poll_timeout() {
     // Found by fuzzing: the scheduler's clock moves only in poll_transmit, so after time
     // passed in handle_timeout its deadline could be before the adapter's `now`.
     let mut a = Adapter::new(AdapterConfig {
-        link: LinkRate::CellsPerSecond(1000),
+        link: LineRate::cells(1000).unwrap(),
         ..config()
     })
     .unwrap();
@@ -1247,7 +1247,7 @@ fn test_config_and_open_errors() {
     }
     assert!(matches!(
         Adapter::new(AdapterConfig {
-            link: LinkRate::CellsPerSecond(0),
+            link: LineRate::cells(2_000_000_000).unwrap(),
             ..config()
         }),
         Err(ConfigError::LinkRate(_))

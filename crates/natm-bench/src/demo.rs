@@ -17,7 +17,6 @@ use natm_capture::{CellRecord, LinkType, Record, RecordKind, Writer};
 use natm_core::qos::Qos;
 use natm_core::{PvcAddr, VcId};
 use natm_switchd::client::{self, ClientError};
-use natm_traffic::rate::LineRate;
 use natm_wire::aal5::{self, MAX_SDU, Reassembler, Segmenter};
 use serde_json::{Value, json};
 
@@ -317,7 +316,7 @@ pub fn tshark_check(path: &Path) -> Tshark {
 /// Four cell times at OC-3c: a one-cell request over two links and its one-cell answer
 /// back over two, without any processing.
 pub fn oc3_floor_ns() -> u64 {
-    let (n, d) = LineRate::OC3.exact();
+    let (n, d) = natm_core::PhyRate::OC3.exact();
     (4 * d as u128 * 1_000_000_000 / n as u128) as u64
 }
 

@@ -46,6 +46,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use natm_adapter::{Adapter, AdapterConfig, RxVcConfig, Status};
+use natm_core::LineRate;
 use natm_core::VcId;
 use natm_host::driver::{Driver, status_from_code};
 use natm_link::CellLink;
@@ -53,7 +54,7 @@ use natm_link::atmtcp::{self, AtmtcpLink};
 use natm_link::emulated::Emulated;
 use natm_link::shm::{ShmLink, ShmWait};
 use natm_link::udp::{UdpConfig, UdpLink};
-use natm_netem::{Impairments, Rate};
+use natm_netem::Impairments;
 use natm_nic::channel::{AppEnd, BufferId, Channel, ChannelConfig};
 use natm_nic::memfd::MemfdMem;
 use natm_traffic::sched::VcSpec;
@@ -93,7 +94,7 @@ pub struct Plan {
     /// SDU sizes in bytes, each 1 to [`MAX_SDU`].
     pub sizes: Vec<usize>,
     /// The sender's line rate.
-    pub rate: Rate,
+    pub rate: LineRate,
     /// Cell impairments on the sender's line (shm and udp only).
     pub impair: Option<Impairments>,
     /// Length of each run.
@@ -259,7 +260,7 @@ fn with_line<L: CellLink + Send + 'static>(
     tx: L,
     rx: L,
 ) -> io::Result<NatmRun> {
-    if plan.rate == Rate::Unlimited && plan.impair.as_ref().is_none_or(Impairments::is_none) {
+    if plan.rate == LineRate::Unlimited && plan.impair.as_ref().is_none_or(Impairments::is_none) {
         return adapter_run(size, plan.run_time, cpus, tx, rx);
     }
     let config = natm_netem::Config {

@@ -33,11 +33,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use natm_core::LineRate;
 use natm_core::PvcAddr;
 use natm_core::addr::AddrSyntax;
 use natm_host::hostd::HostdConfig;
 use natm_link::endpoint::{DEFAULT_RING_CELLS, LinkConfig, LinkKind, WaitConfig};
-use natm_netem::{Impairments, Rate};
+use natm_netem::Impairments;
 use natm_switchd::config::{ConfigFile, PortFile};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -240,7 +241,7 @@ fn hostd_config(socket: &Path, peer: SocketAddr) -> String {
 fn link_config(kind: LinkKind) -> LinkConfig {
     LinkConfig {
         kind,
-        rate: Rate::Unlimited,
+        rate: LineRate::Unlimited,
         impair: Impairments::default(),
         wait: WaitConfig::default(),
         ring_cells: DEFAULT_RING_CELLS,
@@ -255,13 +256,7 @@ fn xc_request(i: u32) -> Value {
 
 /// A process's resident bytes (VmRSS), read from `/proc` without asking it anything.
 fn proc_rss(pid: u32) -> Result<u64, Error> {
-    let path = format!("/proc/{pid}/status");
-    let text = fs::read_to_string(&path).map_err(|e| Error::io(path.clone(), e))?;
-    text.lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map(|kb| kb * 1024)
-        .ok_or_else(|| Error::Daemon(format!("{path}: no VmRSS line")))
+    natm_nic::procfs::resident_bytes(Some(pid)).map_err(|e| Error::Daemon(e.to_string()))
 }
 
 /// One management request; a refusal is an error.

@@ -74,7 +74,7 @@ use alloc::string::String;
 use core::fmt;
 use core::str::FromStr;
 
-use crate::id::{HeaderFormat, Itf, Vci, Vpi};
+use crate::id::{HeaderFormat, Itf, VcId, Vci, Vpi};
 
 /// One part of a PVC address: a value, any value (`*`), or unspecified (`?`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -157,6 +157,14 @@ impl PvcAddr {
     pub fn parse_with(text: &str, syntax: AddrSyntax) -> Result<PvcAddr, AddrParseError> {
         check_text(text)?;
         try_pvc(text.as_bytes(), text, syntax).map_err(Fail::into_inner)
+    }
+
+    /// The VC, when both the VPI and the VCI are given (not `*` or `?`).
+    pub fn vc(&self) -> Option<VcId> {
+        match (self.vpi, self.vci) {
+            (Sel::Is(vpi), Sel::Is(vci)) => Some(VcId::new(vpi, vci)),
+            _ => None,
+        }
     }
 
     /// Checks that `Display` writes text that `syntax` parses back to this value.

@@ -7,6 +7,7 @@
 //! in the address types that need them.
 
 use core::fmt;
+use core::str::FromStr;
 
 /// Which cell header layout a link uses (I.361 figure 2 and 3).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -184,12 +185,92 @@ impl VcId {
     }
 }
 
+impl VcId {
+    /// The VC as one number, the VPI above the VCI: `vpi << 16 | vci`. This is the key of
+    /// the per-cell VC tables ([`SlotMap`](crate::slotmap::SlotMap)), and equals bits 4..32
+    /// of an NNI cell header shifted down by 4 (a UNI header's too, once the GFC is masked).
+    pub const fn key(self) -> u32 {
+        (self.vpi.0 as u32) << 16 | self.vci.0 as u32
+    }
+
+    /// Parses the `vpi.vci` form, decimal without leading zeros as in libatm's `text2atm`
+    /// (`0.100`), with the VPI limit of `format`. No interface, `*` or `?`: for those see
+    /// [`PvcAddr`](crate::addr::PvcAddr).
+    pub fn parse(text: &str, format: HeaderFormat) -> Result<VcId, VcIdParseError> {
+        let (vpi, vci) = text.split_once('.').ok_or(VcIdParseError::NoDot)?;
+        let vpi = decimal(vpi).ok_or(VcIdParseError::VpiNotDecimal)?;
+        let vci = decimal(vci).ok_or(VcIdParseError::VciNotDecimal)?;
+        let vpi = Vpi::new(vpi, format).map_err(|_| VcIdParseError::VpiRange {
+            max: format.max_vpi(),
+        })?;
+        let vci = Vci::new(vci).map_err(|_| VcIdParseError::VciRange)?;
+        Ok(VcId { vpi, vci })
+    }
+}
+
+/// A decimal number without sign or leading zero, saturating at `u32::MAX` (which no
+/// identifier reaches).
+fn decimal(text: &str) -> Option<u32> {
+    let b = text.as_bytes();
+    if b.is_empty() || !b.iter().all(u8::is_ascii_digit) || (b.len() > 1 && b[0] == b'0') {
+        return None;
+    }
+    Some(b.iter().fold(0u32, |n, d| {
+        n.saturating_mul(10).saturating_add(u32::from(d - b'0'))
+    }))
+}
+
 impl fmt::Display for VcId {
     /// The linux-atm `vpi.vci` form.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{}", self.vpi.0, self.vci.0)
     }
 }
+
+impl FromStr for VcId {
+    type Err = VcIdParseError;
+    /// The `vpi.vci` form that `Display` writes, with NNI VPIs (up to 4095); see
+    /// [`VcId::parse`] for the UNI limit.
+    fn from_str(text: &str) -> Result<VcId, VcIdParseError> {
+        VcId::parse(text, HeaderFormat::Nni)
+    }
+}
+
+/// Why text is not a `vpi.vci` ([`VcId::parse`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VcIdParseError {
+    /// No `.` between the VPI and the VCI.
+    NoDot,
+    /// The VPI is not a decimal number (digits only, no sign, no leading zero).
+    VpiNotDecimal,
+    /// The VCI is not a decimal number (digits only, no sign, no leading zero).
+    VciNotDecimal,
+    /// The VPI is above the header format's limit.
+    VpiRange {
+        /// The largest VPI allowed.
+        max: u16,
+    },
+    /// The VCI is above 65535.
+    VciRange,
+}
+
+impl fmt::Display for VcIdParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            VcIdParseError::NoDot => f.write_str("expected VPI.VCI (e.g. 0.100)"),
+            VcIdParseError::VpiNotDecimal => {
+                f.write_str("the VPI is not a decimal number (digits, no leading zero)")
+            }
+            VcIdParseError::VciNotDecimal => {
+                f.write_str("the VCI is not a decimal number (digits, no leading zero)")
+            }
+            VcIdParseError::VpiRange { max } => write!(f, "VPI out of range 0..={max}"),
+            VcIdParseError::VciRange => write!(f, "VCI out of range 0..={}", Vci::MAX),
+        }
+    }
+}
+
+impl core::error::Error for VcIdParseError {}
 
 impl fmt::Display for Vpi {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -271,6 +352,71 @@ mod tests {
         assert!(Vci::from_u16(31).is_reserved());
         assert!(!Vci::from_u16(32).is_reserved());
         assert_eq!(Vci::new(65536), Err(IdError::VciRange { value: 65536 }));
+    }
+
+    #[test]
+    fn vcid_parse() {
+        assert_eq!("1.100".parse(), Ok(VcId::uni(1, 100).unwrap()));
+        assert_eq!("0.0".parse(), Ok(VcId::default()));
+        assert_eq!(
+            "4095.65535".parse(),
+            Ok(VcId::new(Vpi::nni(4095).unwrap(), Vci::from_u16(65535)))
+        );
+        assert_eq!(
+            VcId::parse("255.65535", HeaderFormat::Uni),
+            Ok(VcId::uni(255, 65535).unwrap())
+        );
+        use VcIdParseError as E;
+        for (text, want) in [
+            ("", E::NoDot),
+            ("1", E::NoDot),
+            ("1.", E::VciNotDecimal),
+            (".5", E::VpiNotDecimal),
+            ("a.b", E::VpiNotDecimal),
+            ("1.2.3", E::VciNotDecimal),
+            ("-1.5", E::VpiNotDecimal),
+            ("+1.5", E::VpiNotDecimal),
+            (" 1.5", E::VpiNotDecimal),
+            ("01.5", E::VpiNotDecimal),
+            ("1.05", E::VciNotDecimal),
+            ("0.*", E::VciNotDecimal),
+            ("?.5", E::VpiNotDecimal),
+            ("4096.5", E::VpiRange { max: 4095 }),
+            ("99999999999999.5", E::VpiRange { max: 4095 }),
+            ("0.65536", E::VciRange),
+        ] {
+            assert_eq!(text.parse::<VcId>(), Err(want), "{text:?}");
+        }
+        assert_eq!(
+            VcId::parse("256.5", HeaderFormat::Uni),
+            Err(E::VpiRange { max: 255 })
+        );
+        assert_eq!(
+            E::VpiRange { max: 255 }.to_string(),
+            "VPI out of range 0..=255"
+        );
+        assert_eq!(E::VciRange.to_string(), "VCI out of range 0..=65535");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn vcid_display_parse_round_trip(vpi in 0u32..=4095, vci in 0u32..=65535) {
+            let vc = VcId::new(Vpi::nni(vpi).unwrap(), Vci::new(vci).unwrap());
+            proptest::prop_assert_eq!(vc.to_string().parse::<VcId>(), Ok(vc));
+            let uni = VcId::parse(&vc.to_string(), HeaderFormat::Uni);
+            if vpi <= 255 {
+                proptest::prop_assert_eq!(uni, Ok(vc));
+            } else {
+                proptest::prop_assert_eq!(uni, Err(VcIdParseError::VpiRange { max: 255 }));
+            }
+        }
+    }
+
+    #[test]
+    fn vcid_key_is_vpi_above_vci() {
+        assert_eq!(VcId::uni(1, 100).unwrap().key(), 0x0001_0064);
+        let nni = VcId::new(Vpi::nni(4095).unwrap(), Vci::from_u16(65535));
+        assert_eq!(nni.key(), 0x0FFF_FFFF);
     }
 
     #[test]

@@ -11,6 +11,8 @@
 //!   `text2qos`/`qos2text` (qos(7)).
 //! * [`addr`]: PVC and SVC addresses ([`AtmAddr`](addr::AtmAddr)) with the text form of
 //!   libatm's `text2atm`/`atm2text`.
+//! * [`rate`]: a link's [`LineRate`](rate::LineRate) (OC-3c, a number of cells/s or
+//!   unlimited) and the named physical layers' [`PhyRate`](rate::PhyRate)s.
 //! * [`slotmap`]: [`SlotMap`](slotmap::SlotMap), the deterministic `u32` → slot table behind
 //!   the per-cell VC lookups.
 #![cfg_attr(not(test), no_std)]
@@ -21,10 +23,12 @@ extern crate alloc;
 pub mod addr;
 pub mod id;
 pub mod qos;
+pub mod rate;
 pub mod slotmap;
 pub mod time;
 
 pub use addr::{Aesa, AtmAddr, E164, PvcAddr, Sel, SvcAddr};
-pub use id::{HeaderFormat, IdError, Itf, VcId, Vci, Vpi};
-pub use qos::{Aal, Qos, Rate, TrafficClass, TrafficParams};
+pub use id::{HeaderFormat, IdError, Itf, VcId, VcIdParseError, Vci, Vpi};
+pub use qos::{Aal, Pcr, Qos, TrafficClass, TrafficParams};
+pub use rate::{LineRate, PhyRate};
 pub use time::{Duration, Instant};

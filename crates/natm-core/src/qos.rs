@@ -7,11 +7,11 @@
 //! mean here exactly what they mean to libatm:
 //!
 //! ```
-//! use natm_core::qos::{Aal, Qos, Rate, TrafficClass};
+//! use natm_core::qos::{Aal, Pcr, Qos, TrafficClass};
 //!
 //! let q: Qos = "cbr,aal5:max_pcr=11Mbps,min_pcr=10Mbps,sdu=8192".parse().unwrap();
 //! assert_eq!(q.tx.class, TrafficClass::Cbr);
-//! assert_eq!(q.tx.max_pcr, Rate::Cps(28_645)); // 11e6 / 384 bits per cell, rounded down
+//! assert_eq!(q.tx.max_pcr, Pcr::Cps(28_645)); // 11e6 / 384 bits per cell, rounded down
 //! assert_eq!(q.rx.min_pcr, 26_042); // min_pcr rounds up
 //! assert_eq!(q.aal, Aal::Aal5);
 //! assert_eq!(q.to_string(), "cbr,aal5:max_pcr=28645,min_pcr=26042,max_sdu=8192");
@@ -41,7 +41,7 @@
 //! * `bps` rates are converted at 384 bits (48 bytes) per cell, rounded down, except
 //!   `min_pcr`, which is rounded up. `cps` or no unit means cells per second. A multiplier
 //!   needs a unit (`1k` is rejected, `1kcps` is 1000).
-//! * `max` is the link rate ([`Rate::Max`], libatm's `ATM_MAX_PCR = -1`); not allowed for
+//! * `max` is the link rate ([`Pcr::Max`], libatm's `ATM_MAX_PCR = -1`); not allowed for
 //!   `min_pcr`. Everything that is not given is 0, as in libatm.
 //! * No whitespace is allowed anywhere, except that numbers are read with C's
 //!   `strtoul`/`strtol`, which skip leading whitespace and accept a sign.
@@ -188,41 +188,42 @@ impl fmt::Display for Aal {
     }
 }
 
-/// A peak cell rate: the link rate, or cells per second.
+/// A peak cell rate of a traffic contract: the link rate, or cells per second. (A link's
+/// own rate is a [`LineRate`](crate::rate::LineRate).)
 ///
 /// `Cps(0)` is libatm's 0, "not given". The text form reaches `Cps` values up to
-/// [`Rate::TEXT_MAX`].
+/// [`Pcr::TEXT_MAX`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Rate {
+pub enum Pcr {
     /// Whatever the link can carry (linux-atm `ATM_MAX_PCR`, written `max`).
     Max,
     /// This many cells per second.
     Cps(u32),
 }
 
-impl Rate {
+impl Pcr {
     /// Not given (libatm's 0).
-    pub const ZERO: Rate = Rate::Cps(0);
+    pub const ZERO: Pcr = Pcr::Cps(0);
     /// The largest rate libatm stores (its fields are C `int`s).
     pub const TEXT_MAX: u32 = i32::MAX as u32;
 
     /// Whether this is "not given".
     pub const fn is_zero(self) -> bool {
-        matches!(self, Rate::Cps(0))
+        matches!(self, Pcr::Cps(0))
     }
 }
 
-impl Default for Rate {
-    fn default() -> Rate {
-        Rate::ZERO
+impl Default for Pcr {
+    fn default() -> Pcr {
+        Pcr::ZERO
     }
 }
 
-impl fmt::Display for Rate {
+impl fmt::Display for Pcr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Rate::Max => f.write_str("max"),
-            Rate::Cps(n) => write!(f, "{n}"),
+            Pcr::Max => f.write_str("max"),
+            Pcr::Cps(n) => write!(f, "{n}"),
         }
     }
 }
@@ -234,9 +235,9 @@ pub struct TrafficParams {
     /// Service category.
     pub class: TrafficClass,
     /// Maximum peak cell rate (`max_pcr=`).
-    pub max_pcr: Rate,
+    pub max_pcr: Pcr,
     /// Desired peak cell rate (`pcr=`).
-    pub pcr: Rate,
+    pub pcr: Pcr,
     /// Minimum acceptable peak cell rate in cells per second (`min_pcr=`).
     pub min_pcr: u32,
     /// Maximum cell delay variation in microseconds. No text sets it (libatm has no
@@ -304,7 +305,7 @@ impl fmt::Display for QosValueError {
                 write!(f, "transmit class {tx} and receive class {rx} differ")
             }
             QosValueError::OutOfRange { field } => {
-                write!(f, "{field} is above {}", Rate::TEXT_MAX)
+                write!(f, "{field} is above {}", Pcr::TEXT_MAX)
             }
             QosValueError::MaxCdv => f.write_str("max_cdv cannot be expressed in text"),
             QosValueError::VbrOnly { field } => write!(f, "{field} is only allowed for vbr"),
@@ -330,11 +331,11 @@ impl Val {
     }
 }
 
-impl From<Rate> for Val {
-    fn from(r: Rate) -> Val {
+impl From<Pcr> for Val {
+    fn from(r: Pcr) -> Val {
         match r {
-            Rate::Max => Val::Max,
-            Rate::Cps(n) => Val::N(n),
+            Pcr::Max => Val::Max,
+            Pcr::Cps(n) => Val::N(n),
         }
     }
 }
@@ -364,7 +365,7 @@ impl TrafficParams {
     }
 
     fn check_ranges(&self) -> Result<(), QosValueError> {
-        let max = Rate::TEXT_MAX;
+        let max = Pcr::TEXT_MAX;
         for (name, v) in FIELD_NAMES.iter().zip(self.text_fields()) {
             if matches!(v, Val::N(n) if n > max) {
                 return Err(QosValueError::OutOfRange { field: name });
@@ -802,7 +803,7 @@ impl Parser<'_> {
                     set(q, &|t| t.pcr = v);
                 }
                 2 => {
-                    let Rate::Cps(v) = self.rate(true, "min_pcr")? else {
+                    let Pcr::Cps(v) = self.rate(true, "min_pcr")? else {
                         return Err(self.err(vat, K::MaxNotAllowed("min_pcr")));
                     };
                     set(q, &|t| t.min_pcr = v);
@@ -823,7 +824,7 @@ impl Parser<'_> {
                     return Err(self.err(at, K::VbrOnly(name)));
                 }
                 5 => {
-                    let Rate::Cps(v) = self.rate(false, "scr")? else {
+                    let Pcr::Cps(v) = self.rate(false, "scr")? else {
                         return Err(self.err(vat, K::MaxNotAllowed("scr")));
                     };
                     set(q, &|t| t.scr = v);
@@ -855,7 +856,7 @@ impl Parser<'_> {
             v = v
                 .checked_mul(10)
                 .and_then(|v| v.checked_add(u32::from(self.peek() - b'0')))
-                .filter(|&v| v <= Rate::TEXT_MAX)
+                .filter(|&v| v <= Pcr::TEXT_MAX)
                 .ok_or_else(|| self.err(start, QosErrorKind::BadNumber(name)))?;
             self.p += 1;
         }
@@ -866,7 +867,7 @@ impl Parser<'_> {
     }
 
     /// libatm's `__t2q_get_rate`, with its C integer semantics; `up` rounds `bps` up.
-    fn rate(&mut self, up: bool, name: &'static str) -> Result<Rate, QosParseError> {
+    fn rate(&mut self, up: bool, name: &'static str) -> Result<Pcr, QosParseError> {
         use QosErrorKind as K;
         let start = self.p;
         if self
@@ -875,7 +876,7 @@ impl Parser<'_> {
             .is_some_and(|r| r.starts_with(b"max"))
         {
             self.p += 3;
-            return Ok(Rate::Max);
+            return Ok(Pcr::Max);
         }
         let (int, mut end) = c_strtoul(self.bytes(), start);
         // strtoul's unsigned long lands in an unsigned int.
@@ -941,11 +942,11 @@ impl Parser<'_> {
         } else if scale.is_some() {
             return Err(self.err(end, K::MissingUnit(name)));
         }
-        if rate > Rate::TEXT_MAX {
+        if rate > Pcr::TEXT_MAX {
             return Err(self.err(start, K::RateRange(name)));
         }
         self.p = end;
-        Ok(Rate::Cps(rate))
+        Ok(Pcr::Cps(rate))
     }
 }
 
@@ -1029,20 +1030,20 @@ mod tests {
     fn pcr_is_not_max_pcr() {
         // qos(7) calls pcr= a synonym of max_pcr=; libatm stores it in pcr.
         let v = q("ubr:pcr=100kbps");
-        assert_eq!(v.tx.pcr, Rate::Cps(260));
-        assert_eq!(v.tx.max_pcr, Rate::ZERO);
+        assert_eq!(v.tx.pcr, Pcr::Cps(260));
+        assert_eq!(v.tx.max_pcr, Pcr::ZERO);
         assert_eq!(v.to_string(), "ubr:pcr=260");
     }
 
     #[test]
     fn c_number_semantics() {
-        assert_eq!(q("ubr:pcr=4294967297").tx.pcr, Rate::Cps(1));
-        assert_eq!(q("ubr:pcr=-18446744073709551615").tx.pcr, Rate::Cps(1));
-        assert_eq!(q("ubr:pcr=-2147483649").tx.pcr, Rate::Cps(2_147_483_647));
-        assert_eq!(q("ubr:pcr=4294967.999kcps").tx.pcr, Rate::Cps(703));
+        assert_eq!(q("ubr:pcr=4294967297").tx.pcr, Pcr::Cps(1));
+        assert_eq!(q("ubr:pcr=-18446744073709551615").tx.pcr, Pcr::Cps(1));
+        assert_eq!(q("ubr:pcr=-2147483649").tx.pcr, Pcr::Cps(2_147_483_647));
+        assert_eq!(q("ubr:pcr=4294967.999kcps").tx.pcr, Pcr::Cps(703));
         assert_eq!(q("ubr:min_pcr=4294967295bps").tx.min_pcr, 0);
-        assert_eq!(q("ubr:pcr=.5kcps").tx.pcr, Rate::Cps(500));
-        assert_eq!(q("ubr:pcr= +7").tx.pcr, Rate::Cps(7));
+        assert_eq!(q("ubr:pcr=.5kcps").tx.pcr, Pcr::Cps(500));
+        assert_eq!(q("ubr:pcr= +7").tx.pcr, Pcr::Cps(7));
         assert_eq!(q("ubr:sdu=-4294967295").tx.max_sdu, 1);
         assert_eq!(q("ubr:sdu=-99999999999999999999").tx.max_sdu, 0);
         assert!("ubr:sdu=99999999999999999999".parse::<Qos>().is_err());
@@ -1052,13 +1053,13 @@ mod tests {
 
     #[test]
     fn units_and_rounding() {
-        assert_eq!(q("ubr:pcr=1.5Mbps").tx.pcr, Rate::Cps(3906));
+        assert_eq!(q("ubr:pcr=1.5Mbps").tx.pcr, Pcr::Cps(3906));
         assert_eq!(q("ubr:min_pcr=1kbps").tx.min_pcr, 3);
-        assert_eq!(q("ubr:pcr=2Gcps").tx.pcr, Rate::Cps(2_000_000_000));
+        assert_eq!(q("ubr:pcr=2Gcps").tx.pcr, Pcr::Cps(2_000_000_000));
         assert!("ubr:pcr=1k".parse::<Qos>().is_err());
         assert!("ubr:pcr=1KBPS".parse::<Qos>().is_err());
         assert!("ubr:pcr=MAX".parse::<Qos>().is_err());
-        assert_eq!(q("UBR:PCR=max").tx.pcr, Rate::Max);
+        assert_eq!(q("UBR:PCR=max").tx.pcr, Pcr::Max);
     }
 
     #[test]
@@ -1067,14 +1068,14 @@ mod tests {
         assert_eq!(
             v.tx,
             TrafficParams {
-                pcr: Rate::Cps(2),
+                pcr: Pcr::Cps(2),
                 ..tp(TrafficClass::Ubr)
             }
         );
         assert_eq!(
             v.rx,
             TrafficParams {
-                pcr: Rate::Cps(1),
+                pcr: Pcr::Cps(1),
                 ..tp(TrafficClass::None)
             }
         );

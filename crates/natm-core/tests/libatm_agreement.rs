@@ -5,7 +5,7 @@
 //! wherever their output reads back to the same value, and always reads back itself.
 
 use natm_core::addr::{AddrSyntax, AtmAddr, Sel};
-use natm_core::qos::{Qos, Rate, TrafficParams};
+use natm_core::qos::{Pcr, Qos, TrafficParams};
 use serde_json::{Value, json};
 
 fn entries(golden: &str) -> Vec<Value> {
@@ -13,10 +13,10 @@ fn entries(golden: &str) -> Vec<Value> {
     v["entries"].as_array().expect("entries").clone()
 }
 
-fn rate(r: Rate) -> Value {
+fn rate(r: Pcr) -> Value {
     match r {
-        Rate::Max => json!("max"),
-        Rate::Cps(n) => json!(n),
+        Pcr::Max => json!("max"),
+        Pcr::Cps(n) => json!(n),
     }
 }
 

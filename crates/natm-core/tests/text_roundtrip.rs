@@ -2,7 +2,7 @@
 //! `Display` → `FromStr`, and no input makes a parser panic.
 
 use natm_core::addr::{AddrSyntax, Aesa, AtmAddr, E164, PvcAddr, Sel, SvcAddr};
-use natm_core::qos::{Aal, Qos, Rate, TrafficClass, TrafficParams};
+use natm_core::qos::{Aal, Pcr, Qos, TrafficClass, TrafficParams};
 use natm_core::{Itf, Vci, Vpi};
 use proptest::prelude::*;
 
@@ -13,8 +13,8 @@ fn count() -> impl Strategy<Value = u32> {
     prop_oneof![3 => Just(0u32), 2 => 0u32..100_000, 1 => 0..=INT_MAX]
 }
 
-fn rate() -> impl Strategy<Value = Rate> {
-    prop_oneof![1 => Just(Rate::Max), 4 => count().prop_map(Rate::Cps)]
+fn rate() -> impl Strategy<Value = Pcr> {
+    prop_oneof![1 => Just(Pcr::Max), 4 => count().prop_map(Pcr::Cps)]
 }
 
 fn params(class: TrafficClass, vbr: bool) -> impl Strategy<Value = TrafficParams> {

@@ -63,9 +63,9 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt;
 
-use natm_adapter::{Adapter, AdapterConfig, BufferMemory, HecCheck, LinkRate, RxVcConfig};
+use natm_adapter::{Adapter, AdapterConfig, BufferMemory, HecCheck, RxVcConfig};
 use natm_core::slotmap::SlotMap;
-use natm_core::{Duration, HeaderFormat, Instant, Qos, VcId, Vci};
+use natm_core::{Duration, HeaderFormat, Instant, LineRate, PhyRate, Qos, VcId, Vci};
 use natm_traffic::cac::{self, Cac, CacConfig};
 use natm_traffic::sched::{Category, VcSpec};
 use natm_wire::cell::{Cell as WireCell, CellHeader, HecReceiver, HecStats, HecVerdict, Pti};
@@ -77,7 +77,7 @@ pub use spec::{Scale, shaping};
 pub type Cell = [u8; 53];
 
 /// OC-3c's cell rate: what an unlimited link is admitted as.
-pub const NOMINAL_RATE: u32 = 353_207;
+pub const NOMINAL_RATE: u32 = PhyRate::OC3.cells_per_s();
 
 /// The largest AAL5 SDU.
 const MAX_SDU: usize = 65535;
@@ -336,10 +336,6 @@ pub struct Host<M> {
     source: Source,
 }
 
-fn vc_key(vc: VcId) -> u32 {
-    u32::from(vc.vpi.get()) << 16 | u32::from(vc.vci.get())
-}
-
 impl<M: ChannelMemory> Host<M> {
     /// A host with no channels and its link down.
     pub fn new(config: HostConfig) -> Host<M> {
@@ -411,10 +407,11 @@ impl<M: ChannelMemory> Host<M> {
                 max: self.config.max_channels,
             });
         }
-        adapter.link = match self.config.link_rate {
-            Some(r) => LinkRate::CellsPerSecond(r),
-            None => LinkRate::Unlimited,
-        };
+        adapter.link = self
+            .config
+            .link_rate
+            .and_then(LineRate::cells)
+            .unwrap_or(LineRate::Unlimited);
         adapter.hec = HecCheck::Off;
         let made = Adapter::new(adapter).map_err(OpenError::Config)?;
         let id = ChannelId(self.next_channel);
@@ -475,7 +472,7 @@ impl<M: ChannelMemory> Host<M> {
         }
         self.next_handle = self.next_handle.wrapping_add(1).max(1);
         channel.realtime += u32::from(spec.category != Category::Ubr);
-        self.by_vc.insert(vc_key(vc), ch.0);
+        self.by_vc.insert(vc.key(), ch.0);
         self.vcs.insert(
             handle,
             VcInfo {
@@ -498,7 +495,7 @@ impl<M: ChannelMemory> Host<M> {
         if !vc.vpi.fits(HeaderFormat::Uni) {
             return Err(OpenError::VpiTooLarge(vc));
         }
-        if let Some(c) = self.by_vc.get(vc_key(vc)) {
+        if let Some(c) = self.by_vc.get(vc.key()) {
             let by = self
                 .vcs
                 .iter()
@@ -517,7 +514,7 @@ impl<M: ChannelMemory> Host<M> {
     /// reservation is returned. `None` if it is not open.
     pub fn close_vc(&mut self, handle: VcHandle) -> Option<VcInfo> {
         let info = self.vcs.remove(&handle)?;
-        self.by_vc.remove(vc_key(info.vc));
+        self.by_vc.remove(info.vc.key());
         let _ = self.cac.release(info.reservation);
         if let Some(c) = self.channels.get_mut(&info.channel) {
             let _ = c.adapter.close_vc(handle.0);
@@ -700,7 +697,7 @@ impl<M: ChannelMemory> Host<M> {
             self.counters.rx_oam += 1;
             return (None, false);
         }
-        let key = vc_key(h.vc);
+        let key = h.vc.key();
         let target = match *last {
             Some((k, t)) if k == key => t,
             _ => {

@@ -1,7 +1,7 @@
 //! From a QoS to the adapter's shaping of one VC.
 
 use natm_adapter::UBR_UNSHAPED_PCR;
-use natm_core::{Rate, TrafficClass, TrafficParams};
+use natm_core::{Pcr, TrafficClass, TrafficParams};
 use natm_traffic::policer::Contract;
 use natm_traffic::sched::VcSpec;
 
@@ -63,7 +63,7 @@ pub fn shaping(
         _ => {
             let own_rate = [tx.pcr, tx.max_pcr]
                 .iter()
-                .any(|r| !r.is_zero() && *r != Rate::Max);
+                .any(|r| !r.is_zero() && *r != Pcr::Max);
             let pcr = match (own_rate, link_rate) {
                 (false, None) => UBR_UNSHAPED_PCR,
                 _ if contract.pcr == 0 => capacity,

@@ -588,6 +588,8 @@ proptest! {
                 None => now += 50,
             }
         }
+        // Then the link takes everything.
+        wire.extend(drain(&mut a, t(now)));
         b.handle_cells(t(now), &mut wire);
         for (v, ch) in rx.iter().enumerate() {
             prop_assert_eq!(&received(&mut b, *ch), &want[v]);

@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 
+use natm_core::PhyRate;
 use natm_link::emulated::Emulated;
 use natm_link::shm::{ShmLink, ShmWait};
 use natm_link::{Cell, CellLink};
@@ -51,10 +52,12 @@ fn main() {
     e.finish(T).unwrap();
     let (n, span) = rx.join().unwrap();
     let rate = n as f64 / span.as_secs_f64();
+    let (num, den) = PhyRate::OC3.exact();
+    let oc3 = num as f64 / den as f64;
     println!(
         "emulated OC-3c over shm: {n} cells in {:.3} s = {rate:.0} cells/s ({:.3} % of 353207.547)",
         span.as_secs_f64(),
-        100.0 * rate / 353_207.547
+        100.0 * rate / oc3
     );
 
     // Bare shm, one thread: send a batch, receive it.

@@ -291,9 +291,8 @@ mod tests {
     use crate::cell::CELL_LEN;
     use crate::shm::ShmLink;
     use crate::udp::{UdpConfig, UdpLink};
-    use natm_netem::Rate;
+    use natm_core::LineRate;
     use std::net::UdpSocket;
-    use std::num::NonZeroU32;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -329,7 +328,7 @@ mod tests {
         )
     }
 
-    fn config(rate: Rate, impairments: &str) -> Config {
+    fn config(rate: LineRate, impairments: &str) -> Config {
         Config {
             rate,
             impairments: impairments.parse().unwrap(),
@@ -337,8 +336,8 @@ mod tests {
         }
     }
 
-    fn cps(n: u32) -> Rate {
-        Rate::CellsPerSec(NonZeroU32::new(n).unwrap())
+    fn cps(n: u32) -> LineRate {
+        LineRate::cells(n).unwrap()
     }
 
     /// Receives on another thread until the sender is done and the link stays quiet;
@@ -446,7 +445,7 @@ mod tests {
     fn burst_loss_over_shm_has_the_mean_burst_length() {
         let (a, b) = ShmLink::pair(1024).unwrap();
         const N: u64 = 100_000;
-        let cfg = config(Rate::Unlimited, "burst=2%/8,seed=3");
+        let cfg = config(LineRate::Unlimited, "burst=2%/8,seed=3");
         let (got, e, _, _) = run(a, b, &cfg, N, 1);
         let c = e.emulator_counters();
         assert_eq!(got.len() as u64, N - c.lost_burst);
@@ -478,7 +477,7 @@ mod tests {
     fn bit_and_header_errors_over_shm() {
         let (a, b) = ShmLink::pair(1024).unwrap();
         const N: u64 = 50_000;
-        let cfg = config(Rate::Unlimited, "hec=1%,hec2=0.5%,ber=1e-4,seed=11");
+        let cfg = config(LineRate::Unlimited, "hec=1%,hec2=0.5%,ber=1e-4,seed=11");
         let (got, e, _, _) = run(a, b, &cfg, N, 4);
         let c = e.emulator_counters();
         assert_eq!(got.len() as u64, N, "no loss configured");

@@ -54,7 +54,8 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use natm_netem::{Impairments, Rate};
+use natm_core::LineRate;
+use natm_netem::Impairments;
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use serde::{Deserialize, Serialize};
 
@@ -199,7 +200,7 @@ pub struct LinkConfig {
     /// Where the link goes.
     pub kind: LinkKind,
     /// The emulated line rate of this end's sending direction.
-    pub rate: Rate,
+    pub rate: LineRate,
     /// The emulated impairments of this end's sending direction.
     pub impair: Impairments,
     /// How a shared-memory host side waits (ignored by the other kinds).
@@ -280,7 +281,7 @@ impl TryFrom<RawLinkConfig> for LinkConfig {
             },
         };
         let rate = match raw.rate {
-            None => Rate::Unlimited,
+            None => LineRate::Unlimited,
             Some(r) => r
                 .parse()
                 .map_err(|e| format!("`rate` = {r:?}: {e} (oc3, oc12, unlimited or cells/s)"))?,
@@ -308,7 +309,7 @@ impl TryFrom<RawLinkConfig> for LinkConfig {
 impl From<LinkConfig> for RawLinkConfig {
     fn from(c: LinkConfig) -> RawLinkConfig {
         let mut raw = RawLinkConfig {
-            rate: (c.rate != Rate::Unlimited).then(|| c.rate.to_string()),
+            rate: (c.rate != LineRate::Unlimited).then(|| c.rate.to_string()),
             impair: (c.impair != Impairments::default()).then(|| c.impair.to_string()),
             ..RawLinkConfig::default()
         };
@@ -409,7 +410,7 @@ impl LinkConfig {
 
     /// Whether sent cells cross an emulated line ([`Emulated`]).
     pub fn is_emulated(&self) -> bool {
-        self.rate != Rate::Unlimited || self.impair != Impairments::default()
+        self.rate != LineRate::Unlimited || self.impair != Impairments::default()
     }
 
     fn io(&self, what: &'static str) -> impl FnOnce(io::Error) -> LinkSetupError {

@@ -3,7 +3,8 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use natm_core::Instant;
-use natm_netem::{Config, Netem, Rate};
+use natm_core::LineRate;
+use natm_netem::{Config, Netem};
 
 const CELLS: u64 = 100_000;
 
@@ -34,7 +35,7 @@ fn bench(c: &mut Criterion) {
     let plain = Config::default();
     g.bench_function("oc3_unimpaired", |b| b.iter(|| run(&plain)));
     let impaired = Config {
-        rate: Rate::default(),
+        rate: LineRate::default(),
         impairments:
             "loss=1%,burst=0.5%/8,hec=1e-4,hec2=1e-5,ber=1e-6,delay=100us,jitter=20us,seed=7"
                 .parse()

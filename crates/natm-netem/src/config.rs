@@ -1,7 +1,8 @@
 //! A link's configuration and its text forms.
 //!
-//! [`Rate`] reads `oc3`, `stm1`, `oc12`, `stm4`, `25m`, `ds3`, a whole number of cells/s
-//! (`100000`) or `unlimited`. [`Impairments`] reads a comma-separated list of `key=value`
+//! A link's rate is natm-core's [`LineRate`](natm_core::LineRate), with its own text form
+//! (`oc3`, `stm1`, `oc12`, `stm4`, `25m`, `ds3`, a whole number of cells/s or `unlimited`).
+//! [`Impairments`] reads a comma-separated list of `key=value`
 //! parts, each key at most once, in any order; `""` and `none` mean no impairment:
 //!
 //! | key | value | meaning |
@@ -40,67 +41,9 @@
 
 use alloc::string::{String, ToString};
 use core::fmt;
-use core::num::NonZeroU32;
 use core::str::FromStr;
 
 use natm_core::Duration;
-use natm_traffic::rate::LineRate;
-
-/// The line rate a link emulates.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Rate {
-    /// A named physical layer, at its exact fractional cell rate.
-    Line(LineRate),
-    /// Any whole number of cells per second.
-    CellsPerSec(NonZeroU32),
-    /// No serialisation time and no transmit queue: a cell leaves the line when offered.
-    Unlimited,
-}
-
-impl Default for Rate {
-    /// OC-3c, 353 207.547 cells/s.
-    fn default() -> Rate {
-        Rate::Line(LineRate::OC3)
-    }
-}
-
-impl Rate {
-    /// The exact rate as `(numerator, denominator)` cells/s, or `None` when unlimited.
-    pub fn exact(&self) -> Option<(u64, u64)> {
-        match self {
-            Rate::Line(r) => Some(r.exact()),
-            Rate::CellsPerSec(n) => Some((u64::from(n.get()), 1)),
-            Rate::Unlimited => None,
-        }
-    }
-}
-
-impl fmt::Display for Rate {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Rate::Line(r) => f.write_str(r.name()),
-            Rate::CellsPerSec(n) => write!(f, "{n}"),
-            Rate::Unlimited => f.write_str("unlimited"),
-        }
-    }
-}
-
-impl FromStr for Rate {
-    type Err = ParseError;
-    fn from_str(s: &str) -> Result<Rate, ParseError> {
-        if s.eq_ignore_ascii_case("unlimited") {
-            return Ok(Rate::Unlimited);
-        }
-        if let Some(r) = LineRate::by_name(s) {
-            return Ok(Rate::Line(r));
-        }
-        s.parse::<u32>()
-            .ok()
-            .and_then(NonZeroU32::new)
-            .map(Rate::CellsPerSec)
-            .ok_or_else(|| ParseError::new(0, s, ParseErrorKind::BadRate))
-    }
-}
 
 /// A probability in [0, 1].
 #[derive(Clone, Copy, Debug, Default, PartialEq, PartialOrd)]
@@ -262,8 +205,6 @@ pub enum ParseErrorKind {
     MissingSlash,
     /// `hec` and `hec2` together above 1.
     HecSum,
-    /// Not a rate name, a whole number of cells/s above 0, nor `unlimited`.
-    BadRate,
 }
 
 impl fmt::Display for ParseErrorKind {
@@ -285,9 +226,6 @@ impl fmt::Display for ParseErrorKind {
             ParseErrorKind::BadJitterShape => f.write_str("jitter shape is uniform or exp"),
             ParseErrorKind::MissingSlash => f.write_str("expected two numbers: A/B"),
             ParseErrorKind::HecSum => f.write_str("hec + hec2 is above 1"),
-            ParseErrorKind::BadRate => f.write_str(
-                "expected oc3, stm1, oc12, stm4, 25m, ds3, cells/s above 0, or unlimited",
-            ),
         }
     }
 }
@@ -667,31 +605,6 @@ mod tests {
         );
     }
 
-    #[test]
-    fn rates() {
-        for (text, rate) in [
-            ("oc3", Rate::Line(LineRate::OC3)),
-            ("STM4", Rate::Line(LineRate::OC12)),
-            ("25m", Rate::Line(LineRate::ATM25)),
-            ("unlimited", Rate::Unlimited),
-            ("1000", Rate::CellsPerSec(NonZeroU32::new(1000).unwrap())),
-        ] {
-            assert_eq!(text.parse::<Rate>(), Ok(rate));
-        }
-        assert_eq!(Rate::default().to_string(), "oc3");
-        assert_eq!(Rate::Line(LineRate::OC12).to_string(), "oc12");
-        assert_eq!(
-            "0".parse::<Rate>().unwrap_err().kind,
-            ParseErrorKind::BadRate
-        );
-        assert_eq!(
-            "oc48".parse::<Rate>().unwrap_err().kind,
-            ParseErrorKind::BadRate
-        );
-        assert_eq!(Rate::Unlimited.exact(), None);
-        assert_eq!("ds3".parse::<Rate>().unwrap().exact(), Some((96_000, 1)));
-    }
-
     fn probability() -> impl Strategy<Value = Probability> {
         prop_oneof![
             Just(Probability::ZERO),
@@ -757,7 +670,7 @@ mod tests {
         #[test]
         fn p_parser_never_panics(s in "\\PC*") {
             let _ = s.parse::<Impairments>();
-            let _ = s.parse::<Rate>();
+            let _ = s.parse::<natm_core::LineRate>();
         }
 
         #[test]

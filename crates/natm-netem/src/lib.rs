@@ -4,13 +4,14 @@
 //! [`Netem`] is one direction of a link. Cells go in with [`Netem::handle_cell`] at the
 //! caller's `now` and come out of [`Netem::poll_transmit`] at the instant they finish
 //! crossing the line; [`Netem::poll_timeout`] says when the next one does. Its type doc has
-//! the call contract and the drain rule. [`Config`] chooses the rate ([`Rate`]), the queue
+//! the call contract and the drain rule. [`Config`] chooses the rate (natm-core's
+//! [`LineRate`](natm_core::LineRate)), the queue
 //! and the [`Impairments`], which also have a text form for the command line (see
 //! [`config`](crate::config) for the syntax):
 //!
 //! ```
 //! use natm_core::Instant;
-//! use natm_netem::{Config, Netem, Rate};
+//! use natm_netem::{Config, Netem};
 //!
 //! let config = Config {
 //!     rate: "oc3".parse().unwrap(),
@@ -31,12 +32,12 @@
 //! # The models
 //!
 //! * **Line rate.** Cells are serialised one after another at the rate exactly: the line
-//!   counts in ticks of 1/`num` ns for a rate of `num/den` cells/s (natm-traffic's
-//!   [`LineRate`](natm_traffic::rate::LineRate) fractions), so one cell lasts exactly
+//!   counts in ticks of 1/`num` ns for a rate of `num/den` cells/s (natm-core's
+//!   [`PhyRate`](natm_core::PhyRate) fractions), so one cell lasts exactly
 //!   `den · 10⁹` ticks and a long busy period has exactly ⌊t · rate⌋ cells out by time t,
 //!   with no drift. A cell leaves at the first whole ns at or after its last bit. A cell
 //!   offered while the line is busy waits in a FIFO transmit queue of `queue_cells`;
-//!   beyond it, the cell is tail-dropped. At [`Rate::Unlimited`] cells leave when offered.
+//!   beyond it, the cell is tail-dropped. At [`LineRate::Unlimited`](natm_core::LineRate::Unlimited) cells leave when offered.
 //! * **Random loss**: each cell carried is lost with probability `loss` (Bernoulli).
 //! * **Burst loss**: Gilbert's two-state Markov chain (E. N. Gilbert, "Capacity of a
 //!   burst-noise channel", BSTJ 39, 1960; the general form with loss in both states is
@@ -79,5 +80,5 @@ pub mod config;
 mod math;
 mod netem;
 
-pub use config::{BurstLoss, Impairments, Jitter, ParseError, ParseErrorKind, Probability, Rate};
+pub use config::{BurstLoss, Impairments, Jitter, ParseError, ParseErrorKind, Probability};
 pub use netem::{Config, Counters, DEFAULT_IN_FLIGHT_CELLS, DEFAULT_QUEUE_CELLS, Netem, Transmit};

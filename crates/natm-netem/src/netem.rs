@@ -4,10 +4,10 @@ use alloc::collections::{BTreeMap, BinaryHeap, VecDeque};
 use alloc::vec::Vec;
 use core::cmp::{Ordering, Reverse};
 
-use natm_core::{Duration, Instant};
+use natm_core::{Duration, Instant, LineRate};
 use natm_wire::cell::{CELL_LEN, HEADER_LEN};
 
-use crate::config::{Impairments, Jitter, Rate};
+use crate::config::{Impairments, Jitter};
 use crate::math::{BitErrors, Stream};
 
 /// Nanoseconds per second.
@@ -27,9 +27,9 @@ pub const DEFAULT_IN_FLIGHT_CELLS: u32 = 1 << 20;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Config {
     /// The line rate.
-    pub rate: Rate,
+    pub rate: LineRate,
     /// Cells that may wait for the line behind the one being sent; more are tail-dropped.
-    /// Unused at [`Rate::Unlimited`].
+    /// Unused at [`LineRate::Unlimited`].
     pub queue_cells: u32,
     /// Cells the emulator holds at most, delayed ones included; more are dropped
     /// ([`Counters::overflow_drops`]). Bounds memory when a long delay meets a fast line.
@@ -42,7 +42,7 @@ impl Default for Config {
     /// OC-3c, a 1024-cell queue, no impairments.
     fn default() -> Config {
         Config {
-            rate: Rate::default(),
+            rate: LineRate::default(),
             queue_cells: DEFAULT_QUEUE_CELLS,
             in_flight_cells: DEFAULT_IN_FLIGHT_CELLS,
             impairments: Impairments::default(),
@@ -612,11 +612,10 @@ fn flip(cell: &mut [u8; CELL_LEN], bit: u64) {
 mod tests {
     use super::*;
     use crate::config::{BurstLoss, Probability};
-    use natm_traffic::rate::LineRate;
     use natm_wire::cell::{Cell, HecReceiver, HecVerdict, hec};
     use proptest::prelude::*;
 
-    const OC3: Rate = Rate::Line(LineRate::OC3);
+    const OC3: LineRate = LineRate::OC3;
 
     /// A cell of VC key `vc` (the 28 bits above PTI/CLP) with a valid HEC and `seq` in its
     /// first four payload bytes.
@@ -640,7 +639,7 @@ mod tests {
         Instant::from_nanos(n)
     }
 
-    fn netem(rate: Rate, imp: &str) -> Netem {
+    fn netem(rate: LineRate, imp: &str) -> Netem {
         Netem::new(&Config {
             rate,
             queue_cells: u32::MAX,
@@ -696,7 +695,10 @@ mod tests {
         // the same cells in the same order, and count the same, as one call per cell.
         for (rate, imp) in [
             (OC3, "loss=0.1,ber=1e-3,hec=0.05,seed=7"),
-            (Rate::Unlimited, "jitter=20us,delay=50us,loss=0.05,seed=3"),
+            (
+                LineRate::Unlimited,
+                "jitter=20us,delay=50us,loss=0.05,seed=3",
+            ),
             (OC3, "jitter=5us:exp,ber=1e-4,seed=11"),
         ] {
             let mut one = netem(rate, imp);
@@ -735,7 +737,7 @@ mod tests {
     #[test]
     fn set_impairments_applies_from_now_and_keeps_order_per_vc() {
         // 1 ms delay, then none: later cells would pass earlier ones of their VC.
-        let mut l = netem(Rate::Unlimited, "delay=1ms");
+        let mut l = netem(LineRate::Unlimited, "delay=1ms");
         for i in 0..3 {
             l.handle_cell(ns(u64::from(i) * 100), cell(1, i));
         }
@@ -764,7 +766,7 @@ mod tests {
         assert_eq!(l.counters().delivered, 6);
 
         // Loss switched on applies to new cells only, and off again stops it.
-        let mut l = netem(Rate::Unlimited, "delay=10us");
+        let mut l = netem(LineRate::Unlimited, "delay=10us");
         for i in 0..10 {
             l.handle_cell(ns(0), cell(1, i));
         }
@@ -779,7 +781,7 @@ mod tests {
         assert_eq!(l.counters().lost_random, 10);
 
         // Jitter switched on over a FIFO in flight: order per VC still holds.
-        let mut l = netem(Rate::Unlimited, "delay=50us");
+        let mut l = netem(LineRate::Unlimited, "delay=50us");
         for i in 0..50 {
             l.handle_cell(ns(u64::from(i)), cell(1, i));
         }
@@ -852,7 +854,7 @@ mod tests {
     #[test]
     fn test_in_flight_limit_cell() {
         let mut l = Netem::new(&Config {
-            rate: Rate::Unlimited,
+            rate: LineRate::Unlimited,
             in_flight_cells: 3,
             impairments: "delay=1ms".parse().unwrap(),
             ..Config::default()
@@ -866,7 +868,7 @@ mod tests {
 
     #[test]
     fn test_unlimited_cell() {
-        let mut l = netem(Rate::Unlimited, "none");
+        let mut l = netem(LineRate::Unlimited, "none");
         for i in 0..1000 {
             l.handle_cell(ns(7), cell(i, i));
         }
@@ -893,7 +895,7 @@ mod tests {
     fn test_jitter_one_vc_cell() {
         // Jitter ± 50 µs on cells 1 µs apart: drawn departures cross all the time, yet
         // the VC leaves in order.
-        let mut l = netem(Rate::Unlimited, "delay=60us,jitter=50us,seed=3");
+        let mut l = netem(LineRate::Unlimited, "delay=60us,jitter=50us,seed=3");
         let out = run(&mut l, 10_000, 1000, 1);
         assert_eq!(out.len(), 10_000);
         for (k, w) in out.windows(2).enumerate() {
@@ -907,7 +909,7 @@ mod tests {
     #[test]
     fn test_jitter_many_vcs_cell() {
         // Different VCs pass each other; each VC on its own keeps order.
-        let mut l = netem(Rate::Unlimited, "delay=60us,jitter=50us:uniform,seed=4");
+        let mut l = netem(LineRate::Unlimited, "delay=60us,jitter=50us:uniform,seed=4");
         let out = run(&mut l, 10_000, 1000, 7);
         let mut last = [None; 7];
         let mut passed = 0;
@@ -926,7 +928,7 @@ mod tests {
 
     #[test]
     fn test_time_backwards_cell() {
-        let mut l = netem(Rate::Unlimited, "delay=1us");
+        let mut l = netem(LineRate::Unlimited, "delay=1us");
         l.handle_cell(ns(10_000), cell(1, 0));
         // Earlier than already seen: clamped to 10 000, so it does not overtake.
         l.handle_cell(ns(5_000), cell(1, 1));
@@ -960,9 +962,9 @@ mod tests {
     fn line_rate_is_exact() {
         let cases = [
             (OC3, 1_000_000_000, 353_207),
-            (Rate::Line(LineRate::OC12), 100_000_000, 141_283),
-            (Rate::Line(LineRate::ATM25), 1_000_000_000, 59_111),
-            (Rate::Line(LineRate::DS3), 10_000_000, 960),
+            (LineRate::OC12, 100_000_000, 141_283),
+            (LineRate::ATM25, 1_000_000_000, 59_111),
+            (LineRate::DS3, 10_000_000, 960),
             ("1000".parse().unwrap(), 1_000_000_000, 1000),
         ];
         for (rate, window, expect) in cases {
@@ -1009,7 +1011,7 @@ mod tests {
     fn random_loss_rate() {
         let n = 1_000_000;
         let p = 0.01;
-        let mut l = netem(Rate::Unlimited, "loss=1%,seed=11");
+        let mut l = netem(LineRate::Unlimited, "loss=1%,seed=11");
         let out = run(&mut l, n, 10, 1);
         let c = l.counters();
         assert_eq!(c.lost_random + out.len() as u64, u64::from(n));
@@ -1044,7 +1046,7 @@ mod tests {
     /// λ = 1 − p − r the chain's autocorrelation; burst lengths are geometric (sd √(1−r)/r).
     fn check_gilbert(imp: &str, p: f64, r: f64) {
         let n = 1_000_000;
-        let mut l = netem(Rate::Unlimited, imp);
+        let mut l = netem(LineRate::Unlimited, imp);
         let out = run(&mut l, n, 10, 1);
         let (rate, mean_len, bursts) = loss_runs(&out, n);
         assert_eq!(l.counters().lost_burst, u64::from(n) - out.len() as u64);
@@ -1073,7 +1075,7 @@ mod tests {
     #[test]
     fn burst_and_random_loss_together() {
         let n = 1_000_000;
-        let mut l = netem(Rate::Unlimited, "loss=1%,burst=2%/4,seed=14");
+        let mut l = netem(LineRate::Unlimited, "loss=1%,burst=2%/4,seed=14");
         let out = run(&mut l, n, 10, 1);
         let c = l.counters();
         assert_eq!(
@@ -1095,7 +1097,7 @@ mod tests {
     fn header_errors_single_corrected_double_discarded() {
         let n = 1_000_000u32;
         let (p1, p2) = (1e-3, 5e-4);
-        let mut l = netem(Rate::Unlimited, "hec=1e-3,hec2=5e-4,seed=15");
+        let mut l = netem(LineRate::Unlimited, "hec=1e-3,hec2=5e-4,seed=15");
         let out = run(&mut l, n, 10, 4096);
         assert_eq!(out.len(), n as usize);
         let (mut corrected, mut discarded) = (0u64, 0u64);
@@ -1140,7 +1142,7 @@ mod tests {
     fn payload_bit_error_rate() {
         let n = 200_000u32;
         let b = 1e-4;
-        let mut l = netem(Rate::Unlimited, "ber=1e-4,seed=16");
+        let mut l = netem(LineRate::Unlimited, "ber=1e-4,seed=16");
         let mut flips = 0u64;
         let mut errored = 0u64;
         let mut halves = [0u64; 2];
@@ -1209,7 +1211,7 @@ mod tests {
     fn uniform_jitter_mean_and_spread() {
         // delay 100 µs ± 20 µs on 1000 VCs each sending every 1 ms: order never binds.
         let n = 100_000u32;
-        let mut l = netem(Rate::Unlimited, "delay=100us,jitter=20us,seed=17");
+        let mut l = netem(LineRate::Unlimited, "delay=100us,jitter=20us,seed=17");
         let out = run(&mut l, n, 1000, 1000);
         assert_eq!(l.counters().held_for_order, 0);
         assert_eq!(l.counters().delayed, u64::from(n));
@@ -1227,7 +1229,7 @@ mod tests {
     #[test]
     fn exponential_jitter_mean_and_spread() {
         let n = 100_000u32;
-        let mut l = netem(Rate::Unlimited, "delay=100us,jitter=20us:exp,seed=18");
+        let mut l = netem(LineRate::Unlimited, "delay=100us,jitter=20us:exp,seed=18");
         let out = run(&mut l, n, 1000, 1000);
         assert_eq!(l.counters().held_for_order, 0);
         let (mean, var, min, _) = delay_moments(&out);
@@ -1243,7 +1245,7 @@ mod tests {
     fn seeds_fork_per_impairment() {
         // Adding jitter does not move which cells are lost.
         let lost = |imp: &str| {
-            let mut l = netem(Rate::Unlimited, imp);
+            let mut l = netem(LineRate::Unlimited, imp);
             let mut seqs: Vec<u32> = run(&mut l, 5000, 1000, 1000)
                 .iter()
                 .map(|(_, t)| seq_of(&t.cell))
@@ -1261,7 +1263,7 @@ mod tests {
     #[test]
     fn probability_one_loses_everything() {
         let mut l = Netem::new(&Config {
-            rate: Rate::Unlimited,
+            rate: LineRate::Unlimited,
             impairments: Impairments {
                 loss: Probability::ONE,
                 ..Impairments::default()
@@ -1274,16 +1276,14 @@ mod tests {
 
     // ---- properties ----
 
-    fn rate_strategy() -> impl Strategy<Value = Rate> {
+    fn rate_strategy() -> impl Strategy<Value = LineRate> {
         prop_oneof![
-            Just(Rate::Unlimited),
+            Just(LineRate::Unlimited),
             Just(OC3),
-            Just(Rate::Line(LineRate::ATM25)),
-            (1u32..2_000_000).prop_map(|n| Rate::CellsPerSec(NonZeroU32::new(n).unwrap())),
+            Just(LineRate::ATM25),
+            (1u32..2_000_000).prop_map(|n| LineRate::cells(n).unwrap()),
         ]
     }
-
-    use core::num::NonZeroU32;
 
     fn jitter_strategy() -> impl Strategy<Value = Jitter> {
         prop_oneof![

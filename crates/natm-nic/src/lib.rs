@@ -11,6 +11,8 @@
 //! - [`cells`]: the shared-memory link: a pair of SPSC rings of 53-byte cells, batched.
 //! - [`notify`] and [`signal`]: busy polling, adaptive polling, eventfd and real-time
 //!   signal notification, with no system call on the fast path.
+//! - [`procfs`]: a process's resident memory from `/proc`, for the daemons' status and the
+//!   tools that measure them.
 //!
 //! Where `unsafe` lives: mapping and unmapping ([`memfd`]), viewing the header as bytes
 //! ([`layout`]), the signal calls ([`signal`]), and a streaming cell producer's
@@ -26,6 +28,7 @@ pub mod channel;
 pub mod layout;
 pub mod memfd;
 pub mod notify;
+pub mod procfs;
 mod ring;
 pub mod sched;
 pub mod shm;

@@ -39,8 +39,7 @@ use std::fmt;
 use std::rc::Rc;
 
 use hdrhistogram::Histogram;
-use natm_core::{Aal, Duration, Instant, Qos, TrafficClass, TrafficParams, VcId, Vci};
-use natm_netem::Rate;
+use natm_core::{Aal, Duration, Instant, LineRate, Qos, TrafficClass, TrafficParams, VcId, Vci};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::{Rng, SeedableRng};
 use serde::Serialize;
@@ -621,7 +620,7 @@ pub struct EbConfig {
     /// The QoS of the data VCs (source ↔ destination); AAL5 is implied.
     pub qos: Qos,
     /// Every link's line rate.
-    pub link: Rate,
+    pub link: LineRate,
     /// Per-message host overheads (from a calibration).
     pub costs: HostCosts,
     /// How long the supervisor assigns events; the run goes on for twice the timeout after
@@ -658,7 +657,7 @@ impl EbConfig {
                 },
                 aal: Aal::Aal5,
             },
-            link: Rate::default(),
+            link: LineRate::default(),
             costs: HostCosts::FREE,
             duration: Duration::from_secs(1),
             seed: 1,
@@ -1011,7 +1010,9 @@ pub struct EbReport {
     pub cell_events: u64,
     /// Cell events per wall-clock second (not deterministic).
     pub cell_events_per_s: f64,
-    /// Peak resident memory of this process in bytes (`VmHWM`), if the system says.
+    /// Peak resident memory of this process in bytes (`VmHWM`), if the system says. [`run`]
+    /// reads no `/proc` and leaves it `None`; the caller that runs it in a process of its own
+    /// fills it in (`natm sim eventbuilder` does, with `natm_nic::procfs`).
     pub peak_rss_bytes: Option<u64>,
 }
 
@@ -1026,20 +1027,6 @@ impl EbReport {
             ..self.clone()
         }
     }
-}
-
-/// This process's peak resident set (`VmHWM` of `/proc/self/status`), if readable.
-pub fn peak_rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line
-        .trim_start_matches("VmHWM:")
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kb * 1024)
 }
 
 /// The name of switch port `p` (1-based): `sup`, `src0`…, `dst0`….
@@ -1466,7 +1453,7 @@ pub fn run(config: &EbConfig) -> Result<EbReport, EbError> {
         wall_seconds,
         cell_events: ws.cell_events,
         cell_events_per_s: ws.cell_events as f64 / wall_seconds.max(1e-9),
-        peak_rss_bytes: peak_rss_bytes(),
+        peak_rss_bytes: None,
     })
 }
 

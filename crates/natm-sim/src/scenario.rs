@@ -38,8 +38,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Write;
 
-use natm_core::{Duration, Instant, Qos, TrafficClass, VcId};
-use natm_netem::{Impairments, Rate};
+use natm_core::{
+    Duration, HeaderFormat, Instant, LineRate, PhyRate, Qos, TrafficClass, VcId, VcIdParseError,
+};
+use natm_netem::Impairments;
 use natm_switch::{CrossConnect, Endpoint, PortConfig, PortId, SwitchConfig, Upc};
 use natm_topology::Topology;
 use serde::Deserialize;
@@ -290,7 +292,7 @@ impl Scenario {
         for (i, f) in t.flow.iter().enumerate() {
             let what = format!("sim.flow {}", i + 1);
             let vc = parse_vc(&f.vc)
-                .ok_or_else(|| ScenarioError(format!("{what}: vc {:?}: not vpi.vci", f.vc)))?;
+                .map_err(|e| ScenarioError(format!("{what}: vc {:?}: not vpi.vci: {e}", f.vc)))?;
             let idx: Vec<usize> = topology
                 .pvcs
                 .iter()
@@ -370,9 +372,8 @@ impl Scenario {
 }
 
 /// `vpi.vci` as a UNI VC.
-fn parse_vc(s: &str) -> Option<VcId> {
-    let (p, c) = s.trim().split_once('.')?;
-    VcId::uni(p.parse().ok()?, c.parse().ok()?).ok()
+fn parse_vc(s: &str) -> Result<VcId, VcIdParseError> {
+    VcId::parse(s.trim(), HeaderFormat::Uni)
 }
 
 fn link_named(topo: &Topology, t: &str) -> Option<usize> {
@@ -444,7 +445,7 @@ fn listed(topo: &Topology, raw: &[RawFault], phase: Duration) -> Result<FaultPla
                 FaultKind::Clog { switch, port }
             }
             "churn" => {
-                let vc = parse_vc(target).ok_or_else(|| no("PVC (\"0.110\")"))?;
+                let vc = parse_vc(target).map_err(|_| no("PVC (\"0.110\")"))?;
                 FaultKind::Churn {
                     pvc: topo
                         .pvcs
@@ -512,7 +513,7 @@ fn swap(q: &Qos) -> Qos {
     }
 }
 
-fn cells_per_s(rate: &Rate) -> Option<f64> {
+fn cells_per_s(rate: &LineRate) -> Option<f64> {
     rate.exact().map(|(n, d)| n as f64 / d as f64)
 }
 
@@ -532,9 +533,9 @@ impl Built {
         let host_ix = |n: &str| topo.hosts.iter().position(|h| h == n);
         let link_rate = |h: &str| -> f64 {
             topo.host_link(h)
-                .and_then(|(_, l)| l.rate.parse::<Rate>().ok())
+                .and_then(|(_, l)| l.rate.parse::<LineRate>().ok())
                 .and_then(|r| cells_per_s(&r))
-                .unwrap_or(353_207.0)
+                .unwrap_or(f64::from(PhyRate::OC3.cells_per_s()))
         };
         let mut ubr_count = vec![0usize; topo.hosts.len()];
         let mut qoses = Vec::new();
@@ -641,7 +642,7 @@ impl Built {
                     },
                 ))
             };
-            let rate: Rate = l
+            let rate: LineRate = l
                 .rate
                 .parse()
                 .map_err(|e| ScenarioError(format!("{what}: rate: {e}")))?;

@@ -10,8 +10,8 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use natm_core::Instant;
-use natm_switch::{CrossConnect, Endpoint, PortConfig, PortId, PortRate, Switch, SwitchConfig};
+use natm_core::{Instant, LineRate};
+use natm_switch::{CrossConnect, Endpoint, PortConfig, PortId, Switch, SwitchConfig};
 use natm_wire::cell::hec;
 
 const VCS: u32 = 1000;
@@ -71,7 +71,7 @@ fn forward(c: &mut Criterion) {
     // The same through an OC-3c port (353,207 cells/s), virtual time advancing 64 slots
     // per batch: the cost of slot pacing.
     let rated = PortConfig {
-        rate: PortRate::CellsPerSecond(353_207),
+        rate: LineRate::OC3,
         ..PortConfig::default()
     };
     let (mut sw, batches) = setup(rated);

@@ -110,6 +110,5 @@ pub use natm_traffic::sched::Category;
 pub use switch::Switch;
 pub use types::{
     CATEGORIES, CrossConnect, DirCounters, Direction, Endpoint, ParseError, PortConfig,
-    PortCounters, PortId, PortRate, SwitchConfig, SwitchError, Upc, XcCounters, XcId,
-    category_index,
+    PortCounters, PortId, SwitchConfig, SwitchError, Upc, XcCounters, XcId, category_index,
 };

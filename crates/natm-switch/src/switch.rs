@@ -9,7 +9,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use natm_core::slotmap::SlotMap;
-use natm_core::{Duration, HeaderFormat, Instant, TrafficClass, TrafficParams};
+use natm_core::{Duration, HeaderFormat, Instant, TrafficClass, TrafficParams, VcId, Vci, Vpi};
 use natm_traffic::cac::{Cac, CacConfig, Handle};
 use natm_traffic::discard::{Decision, DropReason, FrameDiscard, VcFrameState};
 use natm_traffic::policer::{Contract, ContractError, Policer, Verdict};
@@ -19,8 +19,8 @@ use natm_wire::oam::{self, Defect, OamCell, OamRepr};
 
 use crate::hec::hec;
 use crate::types::{
-    CrossConnect, DirCounters, Direction, Endpoint, PortConfig, PortCounters, PortId, PortRate,
-    SwitchConfig, SwitchError, Upc, XcCounters, XcId, category_index,
+    CrossConnect, DirCounters, Direction, Endpoint, PortConfig, PortCounters, PortId, SwitchConfig,
+    SwitchError, Upc, XcCounters, XcId, category_index,
 };
 
 /// "No index" in the `u32` links and tables.
@@ -441,9 +441,6 @@ impl Switch {
         if config.epd_percent > 100 {
             return Err(bad("the EPD threshold is a percentage (0..=100)"));
         }
-        if config.rate == PortRate::CellsPerSecond(0) {
-            return Err(bad("a rate of 0 cells/s sends nothing"));
-        }
         let mut discard = [FrameDiscard::new(1, 1).map_err(|_| bad("queue limits"))?; 4];
         for (d, &cap) in discard.iter_mut().zip(&config.queue_cells) {
             let pct = match config.epd_percent {
@@ -454,10 +451,7 @@ impl Switch {
             *d = FrameDiscard::new(cap, threshold).map_err(|_| bad("queue limits"))?;
         }
         let vpis = usize::from(config.format.max_vpi()) + 1;
-        let capacity = match config.rate {
-            PortRate::Unlimited => u32::MAX,
-            PortRate::CellsPerSecond(r) => r,
-        };
+        let capacity = config.rate.cells_per_s().unwrap_or(u32::MAX);
         let p = Port {
             id: port,
             config,
@@ -472,10 +466,10 @@ impl Switch {
             served: 0,
             #[cfg(feature = "mutants")]
             reorder_count: 0,
-            pacer: match config.rate {
-                PortRate::Unlimited => None,
-                PortRate::CellsPerSecond(rate) => Some(Pacer::new(rate, Instant::ZERO)),
-            },
+            pacer: config
+                .rate
+                .cells_per_s()
+                .map(|rate| Pacer::new(rate, Instant::ZERO)),
             next_ais: None,
             counters: PortCounters {
                 up: true,
@@ -1351,9 +1345,12 @@ fn books_bandwidth(params: &TrafficParams) -> bool {
     matches!(params.class, TrafficClass::Cbr | TrafficClass::Vbr)
 }
 
+/// [`VcId::key`] of an endpoint's `vpi.vci`.
 #[inline]
 fn vc_key(vpi: u16, vci: u16) -> u32 {
-    u32::from(vpi) << 16 | u32::from(vci)
+    let vpi = Vpi::nni(u32::from(vpi))
+        .expect("an endpoint's VPI was checked against its port's format, at most 4095");
+    VcId::new(vpi, Vci::from_u16(vci)).key()
 }
 
 /// Queues a translated cell of leg `li` on its output port `p`, or drops it (EPD/PPD on
@@ -1510,7 +1507,7 @@ mod tests {
     #[test]
     fn pacer_slots_are_exact_across_the_second_boundary() {
         // OC-3c: 353,207 cells/s does not divide 10⁹.
-        let rate = 353_207u32;
+        let rate = natm_core::PhyRate::OC3.cells_per_s();
         let epoch = Instant::from_nanos(5);
         let mut p = Pacer::new(rate, epoch);
         for k in 0..2 * u64::from(rate) + 10 {

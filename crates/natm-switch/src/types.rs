@@ -5,7 +5,7 @@ use alloc::string::{String, ToString};
 use core::fmt;
 use core::str::FromStr;
 
-use natm_core::{HeaderFormat, Qos, TrafficClass};
+use natm_core::{HeaderFormat, LineRate, Qos, TrafficClass};
 use natm_traffic::cac::Refusal;
 use natm_traffic::policer::ContractError;
 use natm_traffic::sched::Category;
@@ -25,15 +25,6 @@ impl FromStr for PortId {
     fn from_str(s: &str) -> Result<PortId, ParseError> {
         parse_u16(s, "a port number 0..=65535").map(PortId)
     }
-}
-
-/// How fast a port's output may send.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum PortRate {
-    /// Whatever is queued, as fast as the caller polls.
-    Unlimited,
-    /// At most this many cells per second, one per slot of `1/rate` (e.g. 353207 for OC-3c).
-    CellsPerSecond(u32),
 }
 
 /// The category queues of a port, in [`PortConfig::queue_cells`] order.
@@ -59,8 +50,10 @@ pub const fn category_index(c: Category) -> usize {
 pub struct PortConfig {
     /// UNI (8-bit VPI, GFC) or NNI (12-bit VPI) headers on this port's link.
     pub format: HeaderFormat,
-    /// The output rate.
-    pub rate: PortRate,
+    /// The output rate: at most [`LineRate::cells_per_s`] cells per second, one per slot of
+    /// `1/rate` (a named layer's rate truncated, 353207 for OC-3c); at
+    /// [`LineRate::Unlimited`] whatever is queued, as fast as the caller polls.
+    pub rate: LineRate,
     /// Output queue limits in cells per category: CBR, rt-VBR, nrt-VBR, UBR (each ≥ 1).
     pub queue_cells: [u32; 4],
     /// EPD threshold in percent of a queue's limit (1..=100; 0 or 100 = PPD only).
@@ -77,7 +70,7 @@ impl Default for PortConfig {
     fn default() -> PortConfig {
         PortConfig {
             format: HeaderFormat::Uni,
-            rate: PortRate::Unlimited,
+            rate: LineRate::Unlimited,
             queue_cells: [256, 256, 1024, 4096],
             epd_percent: 80,
             cdvt: natm_core::Duration::ZERO,

@@ -3,10 +3,10 @@
 mod common;
 
 use common::{cell, drain, header, qos, switch_with, two_ports};
-use natm_core::{HeaderFormat, Instant};
+use natm_core::{HeaderFormat, Instant, LineRate};
 use natm_switch::{
-    Category, CrossConnect, Endpoint, PortConfig, PortId, PortRate, Switch, SwitchConfig,
-    SwitchError, Upc, XcId,
+    Category, CrossConnect, Endpoint, PortConfig, PortId, Switch, SwitchConfig, SwitchError, Upc,
+    XcId,
 };
 use natm_traffic::cac::Refusal;
 
@@ -19,7 +19,7 @@ fn vc(a: Endpoint, b: Endpoint) -> CrossConnect {
 #[test]
 fn cac_refuses_with_the_binding_constraint() {
     let slow = PortConfig {
-        rate: PortRate::CellsPerSecond(1000),
+        rate: LineRate::cells(1000).unwrap(),
         ..PortConfig::default()
     };
     let mut sw = switch_with(&[(1, PortConfig::default()), (2, slow)]);

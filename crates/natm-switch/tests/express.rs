@@ -7,9 +7,9 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::{cell, header, qos};
-use natm_core::{Duration, HeaderFormat, Instant};
+use natm_core::{Duration, HeaderFormat, Instant, LineRate};
 use natm_switch::{
-    Category, CrossConnect, Endpoint, PortConfig, PortId, PortRate, Switch, SwitchConfig, Upc, XcId,
+    Category, CrossConnect, Endpoint, PortConfig, PortId, Switch, SwitchConfig, Upc, XcId,
 };
 use natm_wire::cell::hec;
 use proptest::prelude::*;
@@ -22,7 +22,7 @@ fn four_ports() -> Switch {
         ..PortConfig::default()
     };
     let rated = PortConfig {
-        rate: PortRate::CellsPerSecond(10_000),
+        rate: LineRate::cells(10_000).unwrap(),
         ..PortConfig::default()
     };
     for (id, config) in [

@@ -4,8 +4,8 @@
 mod common;
 
 use common::{cell, drain, drain_at, header, qos, switch_with, take, two_ports};
-use natm_core::{Duration, Instant, VcId};
-use natm_switch::{Category, CrossConnect, Endpoint, PortConfig, PortId, PortRate, Upc};
+use natm_core::{Duration, Instant, LineRate, VcId};
+use natm_switch::{Category, CrossConnect, Endpoint, PortConfig, PortId, Upc};
 use natm_wire::aal5::{Reassembler, Reassembly, Segmenter};
 
 const T0: Instant = Instant::ZERO;
@@ -271,7 +271,7 @@ fn epd_drops_whole_frames_and_ppd_keeps_the_last_cell() {
 fn rated_port_paces_exactly_in_virtual_time() {
     // 3 cells/s: slots at 0, ⌈10⁹/3⌉ = 333,333,334 ns, 666,666,667 ns, 1 s, …
     let config = PortConfig {
-        rate: PortRate::CellsPerSecond(3),
+        rate: LineRate::cells(3).unwrap(),
         ..PortConfig::default()
     };
     let mut sw = switch_with(&[(1, PortConfig::default()), (2, config)]);

@@ -39,7 +39,7 @@ use std::path::PathBuf;
 
 use natm_core::{HeaderFormat, Qos};
 use natm_link::endpoint::LinkConfig;
-use natm_switch::{Category, CrossConnect, Endpoint, PortConfig, PortId, PortRate, Upc};
+use natm_switch::{Category, CrossConnect, Endpoint, PortConfig, PortId, Upc};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -385,10 +385,7 @@ fn port_entry(text: &str, raw: RawPort) -> Result<PortEntry, ConfigError> {
     let link: LinkConfig = rest
         .try_into()
         .map_err(|e: toml::de::Error| invalid("link", e.message().to_string()))?;
-    if let Some((num, den)) = link.rate.exact() {
-        let cps = u32::try_from((num / den).max(1)).unwrap_or(u32::MAX);
-        switch.rate = PortRate::CellsPerSecond(cps);
-    }
+    switch.rate = link.rate;
     Ok(PortEntry {
         id,
         role,
@@ -485,6 +482,7 @@ impl SwitchdConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use natm_core::LineRate;
 
     const GOOD: &str = r#"
 name = "s1"
@@ -521,7 +519,8 @@ category = "rt-vbr"
         assert_eq!(c.name, "s1");
         assert_eq!(c.wait, IdleWait::Adaptive);
         assert_eq!(c.ports.len(), 2);
-        assert_eq!(c.ports[0].switch.rate, PortRate::CellsPerSecond(353_207));
+        assert_eq!(c.ports[0].switch.rate, LineRate::OC3);
+        assert_eq!(c.ports[0].switch.rate.cells_per_s(), Some(353_207));
         assert_eq!(c.ports[0].role, Role::Listen);
         let p2 = &c.ports[1];
         assert_eq!(
@@ -533,7 +532,7 @@ category = "rt-vbr"
             ),
             (Role::Connect, HeaderFormat::Nni, [10, 20, 30, 40], 50)
         );
-        assert_eq!(p2.switch.rate, PortRate::Unlimited);
+        assert_eq!(p2.switch.rate, LineRate::Unlimited);
         assert_eq!(p2.link.describe(), "tcp 127.0.0.1:41002, unlimited");
         let x = &c.xcs[0];
         assert_eq!(

@@ -221,7 +221,7 @@ fn serve(
         // again, in one FIFO for every class, and keep that queue while the port is busy
         // (CBR cells waited milliseconds behind UBR there); it keeps only the impairments.
         let mut line = p.link.clone();
-        line.rate = natm_netem::Rate::Unlimited;
+        line.rate = natm_core::LineRate::Unlimited;
         sources.push(match p.role {
             Role::Listen => Source::Listen(
                 line.listen()

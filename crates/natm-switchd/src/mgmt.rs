@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant as StdInstant, SystemTime, UNIX_EPOCH};
 
-use natm_core::HeaderFormat;
+use natm_core::{HeaderFormat, VcId};
 use natm_switch::{CATEGORIES, DirCounters, PortCounters, PortId, XcId};
 use serde_json::{Value, json};
 
@@ -273,17 +273,18 @@ impl Management {
                 };
                 let vc = match req.get("vc") {
                     None | Some(Value::Null) => None,
-                    Some(Value::String(s)) => match parse_vc(s) {
-                        Some((vpi, vci)) => match vc_filter(format, vpi, vci) {
+                    Some(Value::String(s)) => match s.parse::<VcId>() {
+                        Ok(vc) => match vc_filter(format, vc.vpi.get(), vc.vci.get()) {
                             Some(filter) => Some(filter),
                             None => {
                                 return fail(format!(
-                                    "\"vc\": VPI {vpi} is above {} on port {port}",
+                                    "\"vc\": VPI {} is above {} on port {port}",
+                                    vc.vpi,
                                     format.max_vpi()
                                 ));
                             }
                         },
-                        None => return fail(format!("\"vc\": {s:?} is not VPI.VCI")),
+                        Err(e) => return fail(format!("\"vc\": {s:?} is not VPI.VCI: {e}")),
                     },
                     Some(other) => {
                         return fail(format!("\"vc\": {other} is not a \"VPI.VCI\" string"));
@@ -364,11 +365,6 @@ impl Drop for Management {
     }
 }
 
-fn parse_vc(s: &str) -> Option<(u16, u16)> {
-    let (a, b) = s.split_once('.')?;
-    Some((a.parse().ok()?, b.parse().ok()?))
-}
-
 fn reply(c: &mut Client, v: &Value) {
     let mut line = v.to_string();
     line.push('\n');
@@ -402,19 +398,6 @@ fn flush(c: &mut Client) {
         }
     }
     c.output.drain(..done);
-}
-
-/// VmRSS from /proc/self/status, in bytes.
-pub fn resident_bytes() -> Option<u64> {
-    vm_rss_bytes(&std::fs::read_to_string("/proc/self/status").ok()?)
-}
-
-/// The `VmRSS:` line of a /proc status text, in bytes (`None` if missing or not a number
-/// of kB that fits).
-fn vm_rss_bytes(status: &str) -> Option<u64> {
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    kb.checked_mul(1024)
 }
 
 fn port_counters_json(c: &PortCounters) -> Value {
@@ -452,7 +435,7 @@ fn dir_json(d: &DirCounters) -> Value {
 fn status(fabric: &Fabric, info: &DaemonInfo<'_>) -> Value {
     // Before the reply is built: a reply listing 65,536 connections is itself ~170 MiB of
     // JSON values, which would be counted as the switch's own size.
-    let memory = resident_bytes();
+    let memory = natm_nic::procfs::resident_bytes(None).ok();
     let ports: Vec<Value> = fabric
         .ports
         .iter()
@@ -591,18 +574,6 @@ mod tests {
         assert_eq!(word(0xA, 5, 100) & mask, value);
         assert_eq!(vc_filter(HeaderFormat::Uni, 256, 100), None);
         assert!(vc_filter(HeaderFormat::Nni, 4095, 100).is_some());
-    }
-
-    #[test]
-    fn vm_rss_is_read_in_bytes_and_a_bad_line_is_none() {
-        assert_eq!(
-            vm_rss_bytes("Name:\tx\nVmRSS:\t  1234 kB\n"),
-            Some(1234 * 1024)
-        );
-        assert_eq!(vm_rss_bytes("VmRSS:\t18446744073709551615 kB\n"), None);
-        assert_eq!(vm_rss_bytes("VmRSS:\tlots kB\n"), None);
-        assert_eq!(vm_rss_bytes("VmRSS:\n"), None);
-        assert_eq!(vm_rss_bytes(""), None);
     }
 
     #[test]

@@ -42,8 +42,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use natm_core::VcId;
 use natm_core::qos::Qos;
+use natm_core::{HeaderFormat, VcId, Vci};
 use serde::Deserialize;
 
 /// The default topology: one switch `s1`, two hosts `h1` and `h2` on OC-3c shared-memory
@@ -232,22 +232,30 @@ fn err<T>(msg: impl Into<String>) -> Result<T, TopologyError> {
 
 /// `vpi.vci` or `vpi.first-last` (same VPI).
 fn parse_vc_range(s: &str) -> Result<Vec<VcId>, String> {
-    let (vpi, rest) = s
-        .split_once('.')
-        .ok_or_else(|| format!("{s:?} is not vpi.vci or vpi.first-last"))?;
-    let vpi: u16 = vpi.parse().map_err(|_| format!("bad VPI in {s:?}"))?;
-    let (first, last) = match rest.split_once('-') {
-        Some((f, l)) => (f, l),
-        None => (rest, rest),
+    let vc = |t: &str| {
+        VcId::parse(t, HeaderFormat::Uni)
+            .map_err(|e| format!("{s:?} is not vpi.vci or vpi.first-last: {e}"))
     };
-    // The end of a range may repeat the VPI: 0.100-0.109 or 0.100-109.
-    let last = match last.split_once('.') {
-        Some((v, l)) if v.parse::<u16>() == Ok(vpi) => l,
-        Some(_) => return Err(format!("{s:?}: a range stays within one VPI")),
-        None => last,
+    let (first, last) = match s.split_once('-') {
+        None => {
+            let only = vc(s)?;
+            (only, only)
+        }
+        Some((first, last)) => {
+            let first = vc(first)?;
+            // The end of a range may repeat the VPI: 0.100-0.109 or 0.100-109.
+            let last = if last.contains('.') {
+                vc(last)?
+            } else {
+                vc(&format!("{}.{last}", first.vpi))?
+            };
+            if last.vpi != first.vpi {
+                return Err(format!("{s:?}: a range stays within one VPI"));
+            }
+            (first, last)
+        }
     };
-    let first: u16 = first.parse().map_err(|_| format!("bad VCI in {s:?}"))?;
-    let last: u16 = last.parse().map_err(|_| format!("bad VCI in {s:?}"))?;
+    let (vpi, first, last) = (first.vpi, first.vci.get(), last.vci.get());
     if last < first || last - first >= 1024 {
         return Err(format!(
             "{s:?}: the range must run upward and hold at most 1024 VCs"
@@ -255,10 +263,11 @@ fn parse_vc_range(s: &str) -> Result<Vec<VcId>, String> {
     }
     (first..=last)
         .map(|vci| {
-            if vci < 32 {
+            let vci = Vci::from_u16(vci);
+            if vci.is_reserved() {
                 return Err(format!("{s:?}: VCIs below 32 are reserved (I.361)"));
             }
-            VcId::uni(u32::from(vpi), u32::from(vci)).map_err(|e| format!("{s:?}: {e}"))
+            Ok(VcId::new(vpi, vci))
         })
         .collect()
 }
@@ -309,7 +318,7 @@ impl Topology {
                 TopologyError(format!("{what}: kind {:?}: use shm, udp or tcp", l.kind))
             })?;
             let rate = rate.unwrap_or(&l.rate);
-            rate.parse::<natm_netem::Rate>()
+            rate.parse::<natm_core::LineRate>()
                 .map_err(|e| TopologyError(format!("{what}: rate {rate:?}: {e}")))?;
             if !l.impair.is_empty() {
                 l.impair
@@ -523,6 +532,28 @@ mod tests {
             (xcs[0].1.as_str(), xcs[0].2.as_str()),
             ("1:0.100", "2:0.100")
         );
+    }
+
+    #[test]
+    fn pvc_ranges_stay_in_one_vpi_and_say_what_is_wrong() {
+        let vcs = |s| parse_vc_range(s).map(|v| v.iter().map(VcId::to_string).collect::<Vec<_>>());
+        assert_eq!(vcs("1.100").unwrap(), ["1.100"]);
+        assert_eq!(vcs("0.100-0.102").unwrap(), ["0.100", "0.101", "0.102"]);
+        assert_eq!(vcs("0.100-101").unwrap(), ["0.100", "0.101"]);
+        for (bad, says) in [
+            ("100", "expected VPI.VCI"),
+            ("256.100", "VPI out of range 0..=255"),
+            ("0.x", "the VCI is not a decimal number"),
+            ("0.100-1.101", "a range stays within one VPI"),
+            ("0.101-100", "must run upward"),
+            ("0.31", "reserved"),
+        ] {
+            let e = vcs(bad).unwrap_err();
+            assert!(
+                e.starts_with(&format!("{bad:?}")) && e.contains(says),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -18,11 +18,10 @@ use std::time::Duration as StdDuration;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use natm_core::{Duration, Instant};
 use natm_traffic::policer::{Conformance, Contract, Policer};
-use natm_traffic::rate::LineRate;
 use natm_traffic::sched::{Scheduler, VcSpec};
 
 /// OC-3c, cells/s.
-const OC3: u32 = LineRate::OC3.cells_per_s();
+const OC3: u32 = natm_core::PhyRate::OC3.cells_per_s();
 /// Arrivals per policer iteration.
 const ARRIVALS: usize = 4096;
 /// Cells per shaper iteration.

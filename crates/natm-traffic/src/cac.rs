@@ -354,10 +354,10 @@ mod tests {
     use super::*;
     use alloc::string::ToString;
     use alloc::vec::Vec;
-    use natm_core::{Qos, Rate};
+    use natm_core::{Pcr, Qos};
     use proptest::prelude::*;
 
-    const OC3: u32 = 353_207;
+    const OC3: u32 = natm_core::PhyRate::OC3.cells_per_s();
 
     fn link(buffer_cells: u32, max_ubr: u32) -> Cac {
         Cac::new(CacConfig {
@@ -505,7 +505,7 @@ mod tests {
             let mut model: Vec<(Handle, Reservation)> = Vec::new();
             let mut dead: Vec<Handle> = Vec::new();
             for (op, pcr, scr_frac, mbs, pick) in ops {
-                let mut p = TrafficParams { pcr: Rate::Cps(pcr), ..TrafficParams::default() };
+                let mut p = TrafficParams { pcr: Pcr::Cps(pcr), ..TrafficParams::default() };
                 match op {
                     0 => p.class = TrafficClass::Cbr,
                     1 => {

@@ -463,7 +463,7 @@ mod tests {
     #[test]
     fn oc3_increment_is_exact() {
         // 1/353207 s is 2831.2... ns; 353207 cells at the ideal spacing take exactly 1 s.
-        let p = GcraParams::peak(353_207, Duration::ZERO).unwrap();
+        let p = GcraParams::peak(natm_core::PhyRate::OC3.cells_per_s(), Duration::ZERO).unwrap();
         assert_eq!(p.increment(), 1_000_000_000);
         assert_eq!(p.ticks_per_ns(), 353_207);
         let mut g = Gcra::new(p);

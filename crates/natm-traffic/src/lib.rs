@@ -14,7 +14,6 @@
 //!   at CDVT 0.
 //! * [`smooth`]: packet-level smoothing, an SDU queue drained by a leaky bucket.
 //! * [`discard`]: early and partial packet discard (EPD/PPD) for queues of AAL5 cells.
-//! * [`rate`]: the named line rates (OC-3c, OC-12c, 25.6 Mbit/s, DS3) as exact fractions.
 //! * `mutants` (test-only feature `mutants`): planted bugs for natm-sim's meta-test.
 //!
 //! This crate is pure: no I/O, no clocks, no randomness, no `unsafe`, and it builds without
@@ -24,13 +23,13 @@
 //! send.
 //!
 //! ```
-//! use natm_core::{Instant, Qos};
+//! use natm_core::{Instant, PhyRate, Qos};
 //! use natm_traffic::cac::{Cac, CacConfig};
 //! use natm_traffic::policer::{Conformance, Policer, Verdict};
 //!
 //! // atm-facts §4.3: PCR 1000, SCR 250, MBS 10 on an OC-3c link.
 //! let qos: Qos = "vbr:pcr=1000,scr=250,mbs=10".parse().unwrap();
-//! let mut upc = Policer::from_params(None, &qos.tx, 353_207).unwrap();
+//! let mut upc = Policer::from_params(None, &qos.tx, PhyRate::OC3.cells_per_s()).unwrap();
 //! assert_eq!(upc.definition(), Conformance::Vbr1);
 //! let ms = |k: u64| Instant::from_nanos(k * 1_000_000);
 //! // A back-to-back burst at PCR: 10 cells pass, the 11th is discarded.
@@ -39,7 +38,7 @@
 //!
 //! let mut cac = Cac::new(CacConfig {
 //!     link: "sw0:1".into(),
-//!     capacity: 353_207,
+//!     capacity: PhyRate::OC3.cells_per_s(),
 //!     buffer_cells: 0,
 //!     max_ubr: 16,
 //! });
@@ -58,6 +57,5 @@ pub mod gcra;
 #[cfg(feature = "mutants")]
 pub mod mutants;
 pub mod policer;
-pub mod rate;
 pub mod sched;
 pub mod smooth;

@@ -73,7 +73,7 @@ mod tests {
     use crate::policer::{Policer, Verdict};
     use natm_core::{Instant, Qos};
 
-    const OC3: u32 = 353_207;
+    const OC3: u32 = natm_core::PhyRate::OC3.cells_per_s();
 
     fn ms(k: u64) -> Instant {
         Instant::from_nanos(k * 1_000_000)

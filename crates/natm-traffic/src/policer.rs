@@ -43,7 +43,7 @@
 
 use core::fmt;
 
-use natm_core::{Duration, Instant, Rate, TrafficClass, TrafficParams};
+use natm_core::{Duration, Instant, Pcr, TrafficClass, TrafficParams};
 
 use crate::gcra::{Gcra, GcraError, GcraParams};
 
@@ -241,13 +241,13 @@ impl core::error::Error for ContractError {}
 impl Contract {
     /// The contract of one direction of linux-atm's [`TrafficParams`] on a link of
     /// `link_pcr` cells/s: the PCR is `pcr`, or `max_pcr` if `pcr` is 0 (libatm keeps them
-    /// apart, see [`natm_core::qos`]), [`Rate::Max`] being the link rate; SCR, MBS and CDVT
+    /// apart, see [`natm_core::qos`]), [`Pcr::Max`] being the link rate; SCR, MBS and CDVT
     /// (µs) are the VBR extension's fields. `min_pcr` and `max_sdu` play no part.
     pub fn from_params(p: &TrafficParams, link_pcr: u32) -> Result<Contract, ContractError> {
         let rate = if p.pcr.is_zero() { p.max_pcr } else { p.pcr };
         let pcr = match rate {
-            Rate::Max => link_pcr,
-            Rate::Cps(n) => n,
+            Pcr::Max => link_pcr,
+            Pcr::Cps(n) => n,
         };
         if pcr == 0 {
             return Err(ContractError::NoPcr);
@@ -696,7 +696,7 @@ mod tests {
     #[test]
     fn from_linux_atm_params() {
         let q: natm_core::Qos = "vbr:pcr=1000,scr=250,mbs=10,cdvt=250".parse().unwrap();
-        let p = Policer::from_params(None, &q.tx, 353_207).unwrap();
+        let p = Policer::from_params(None, &q.tx, natm_core::PhyRate::OC3.cells_per_s()).unwrap();
         assert_eq!(p.definition(), Conformance::Vbr1);
         assert_eq!(
             *p.contract(),
@@ -709,11 +709,11 @@ mod tests {
         );
         assert_eq!(p.peak().to_string(), "GCRA(I = 1000000 ns, L = 250000 ns)");
         let q: natm_core::Qos = "cbr:max_pcr=max".parse().unwrap();
-        let p = Policer::from_params(None, &q.tx, 353_207).unwrap();
+        let p = Policer::from_params(None, &q.tx, natm_core::PhyRate::OC3.cells_per_s()).unwrap();
         assert_eq!(p.contract().pcr, 353_207);
         let q: natm_core::Qos = "cbr:pcr=400000".parse().unwrap();
         assert_eq!(
-            Policer::from_params(None, &q.tx, 353_207)
+            Policer::from_params(None, &q.tx, natm_core::PhyRate::OC3.cells_per_s())
                 .unwrap_err()
                 .to_string(),
             "PCR 400000 cells/s is above the link's 353207 cells/s"

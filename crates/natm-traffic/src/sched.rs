@@ -1001,7 +1001,7 @@ mod tests {
     /// 10⁶ cells/s: slot `k` is `[k, k + 1)` µs, so the expected times read plainly.
     const MEGA: u32 = 1_000_000;
     /// OC-3c, where 1/R is not a whole number of ns.
-    const OC3: u32 = crate::rate::LineRate::OC3.cells_per_s();
+    const OC3: u32 = natm_core::PhyRate::OC3.cells_per_s();
 
     fn at(ns: u64) -> Instant {
         Instant::from_nanos(ns)

@@ -334,7 +334,7 @@ mod tests {
         use crate::policer::{Policer, Verdict};
         use crate::sched::{Scheduler, VcSpec};
         let mut sm = smoother(1000, 16);
-        let mut s = Scheduler::new(crate::rate::LineRate::OC3.cells_per_s()).unwrap();
+        let mut s = Scheduler::new(natm_core::PhyRate::OC3.cells_per_s()).unwrap();
         let spec = VcSpec::rt_vbr(10_000, 2_000, 16);
         let vc = s.add_vc(spec).unwrap();
         let mut upc = Policer::new(spec.category.conformance(), &spec.contract()).unwrap();

@@ -107,7 +107,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use natm_adapter::{Adapter, AdapterConfig, HecCheck, LinkRate, RxVcConfig, VecBuffers};
+use natm_adapter::{Adapter, AdapterConfig, HecCheck, RxVcConfig, VecBuffers};
 use natm_host::driver::LinkSide;
 use natm_host::proto::{
     self, ErrorKind, Frame, FrameError, NotifyMode, PathKind, Request, Response, SignalTarget,
@@ -121,7 +121,6 @@ use natm_nic::notify::{AdaptivePolicy, WaitOutcome, Waiter, check_eventfd};
 use natm_nic::signal;
 use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, recvmsg};
 
-use natm_core::Sel;
 pub use natm_core::{PvcAddr, Qos, VcId};
 pub use natm_host::proto::{HostStatus, VcStats};
 
@@ -566,10 +565,10 @@ impl Host {
         } else if opts.path == DataPath::Lane {
             let daemon = lock(&self.conn).stream.try_clone()?;
             let shape = lane.ok_or_else(|| protocol("hostd's lane answer has no shape"))?;
-            let vc_id = match (opts.addr.vpi, opts.addr.vci) {
-                (Sel::Is(vpi), Sel::Is(vci)) => VcId::new(vpi, vci),
-                _ => return Err(protocol("hostd opened a VC with no VPI or VCI")),
-            };
+            let vc_id = opts
+                .addr
+                .vc()
+                .ok_or_else(|| protocol("hostd opened a VC with no VPI or VCI"))?;
             let setup = LaneSetup {
                 handle,
                 vc: vc_id,
@@ -864,7 +863,7 @@ impl Direct {
             .ok_or_else(|| protocol("channel has no buffers"))?;
         let count = geom.count.min(buffers);
         let mut config = AdapterConfig::new(count, geom.size as usize);
-        config.link = LinkRate::Unlimited;
+        config.link = natm_core::LineRate::Unlimited;
         // The switch writes every header it sends: its HEC is checked there, not here.
         config.hec = HecCheck::Off;
         config.max_vcs = 1;

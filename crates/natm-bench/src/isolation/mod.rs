@@ -191,7 +191,7 @@ impl Plan {
         ubr_over: &str,
         aggressor_cpu: AggressorCpu,
     ) -> Result<Plan, Error> {
-        let rate: natm_netem::Rate = sink_rate
+        let rate: natm_core::LineRate = sink_rate
             .parse()
             .map_err(|e| Error::Plan(format!("--sink-rate {sink_rate}: {e}")))?;
         let Some((num, den)) = rate.exact() else {

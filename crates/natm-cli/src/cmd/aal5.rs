@@ -18,7 +18,7 @@ use clap::{Args, Subcommand};
 use natm_capture::erf::MAX_AAL5_PDU;
 use natm_capture::{CellRecord, LinkType, Record, RecordKind, Writer};
 use natm_core::addr::AddrSyntax;
-use natm_core::{Duration, HeaderFormat, Instant, PvcAddr, Sel, VcId};
+use natm_core::{Duration, HeaderFormat, Instant, PvcAddr, VcId};
 use natm_wire::aal5::Segmenter;
 use natm_wire::cell::{CellHeader, HEADER_LEN};
 
@@ -73,15 +73,12 @@ pub fn run(command: Aal5Command) -> CmdResult {
 /// `*`) into a VC; the interface is accepted and not recorded.
 fn parse_vc(text: &str) -> Result<VcId, CliError> {
     match PvcAddr::parse_with(text, AddrSyntax::EXACT) {
-        Ok(PvcAddr {
-            vpi: Sel::Is(vpi),
-            vci: Sel::Is(vci),
-            ..
-        }) => Ok(VcId::new(vpi, vci)),
         // AddrSyntax::EXACT admits no `?` or `*`; should it ever, refuse them here.
-        Ok(_) => Err(CliError::usage(format!(
-            "bad --vc {text:?}: a capture needs a concrete VPI.VCI"
-        ))),
+        Ok(pvc) => pvc.vc().ok_or_else(|| {
+            CliError::usage(format!(
+                "bad --vc {text:?}: a capture needs a concrete VPI.VCI"
+            ))
+        }),
         Err(e) => Err(CliError::usage(format!(
             "bad --vc {text:?} {e} (expected [ITF.]VPI.VCI, e.g. 0.100)"
         ))),

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
 use natm_core::qos::Qos;
+use natm_core::{VcId, VcIdParseError, Vci, Vpi};
 use natm_link::atmtcp::{AtmtcpLink, CloseReason, Event, LinkError, Vc};
 use serde_json::json;
 
@@ -83,19 +84,19 @@ pub struct Common {
 }
 
 fn parse_vc(s: &str) -> Result<Vc, String> {
-    let (p, c) = s
-        .split_once('.')
-        .ok_or_else(|| format!("{s:?}: expected VPI.VCI"))?;
-    let vpi: u16 = p
-        .parse()
-        .map_err(|_| format!("{s:?}: VPI must be 0..=65535"))?;
-    let vci: u16 = c
-        .parse()
-        .map_err(|_| format!("{s:?}: VCI must be 0..=65535"))?;
-    if vpi == 0 && vci == 0 {
+    let vc: VcId = s.parse().map_err(|e| match e {
+        VcIdParseError::VpiNotDecimal | VcIdParseError::VpiRange { .. } => {
+            format!("{s:?}: VPI must be 0..={}", Vpi::MAX_NNI)
+        }
+        VcIdParseError::VciNotDecimal | VcIdParseError::VciRange => {
+            format!("{s:?}: VCI must be 0..={}", Vci::MAX)
+        }
+        VcIdParseError::NoDot => format!("{s:?}: {e}"),
+    })?;
+    if vc == VcId::default() {
         return Err("VC 0.0 carries atmtcp's control messages, not data".into());
     }
-    Ok(Vc::new(vpi, vci))
+    Ok(Vc::new(vc.vpi.get(), vc.vci.get()))
 }
 
 fn parse_secs(s: &str) -> Result<Duration, String> {

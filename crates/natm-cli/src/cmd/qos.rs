@@ -3,7 +3,7 @@
 use std::io::{self, BufRead, Write};
 
 use clap::{Args, Subcommand};
-use natm_core::qos::{Qos, Rate, TrafficClass, TrafficParams};
+use natm_core::qos::{Pcr, Qos, TrafficClass, TrafficParams};
 use serde_json::{Value, json};
 
 use crate::{CliError, CmdResult};
@@ -59,10 +59,10 @@ pub fn run(args: QosArgs) -> CmdResult {
 }
 
 /// A rate as JSON: its number, or "max" for the link rate.
-fn rate(r: Rate) -> Value {
+fn rate(r: Pcr) -> Value {
     match r {
-        Rate::Max => json!("max"),
-        Rate::Cps(n) => json!(n),
+        Pcr::Max => json!("max"),
+        Pcr::Cps(n) => json!(n),
     }
 }
 

@@ -5,10 +5,10 @@
 //! repeated on stderr), 2 when the text or the options cannot be read.
 
 use clap::Args;
-use natm_core::qos::{Qos, Rate, TrafficClass, TrafficParams};
+use natm_core::LineRate;
+use natm_core::qos::{Pcr, Qos, TrafficClass, TrafficParams};
 use natm_traffic::gcra::GcraParams;
 use natm_traffic::policer::{Conformance, Policer};
-use natm_traffic::rate::LineRate;
 use serde_json::{Value, json};
 
 use super::qos::print_line;
@@ -35,12 +35,11 @@ pub struct CheckArgs {
 
 /// A link rate: a number of cells/s or one of linux-atm's named rates.
 pub(super) fn parse_link(s: &str) -> Result<u32, String> {
-    if let Some(rate) = LineRate::by_name(s) {
-        return Ok(rate.cells_per_s());
-    }
-    match s.parse::<u32>() {
-        Ok(0) => Err("a link of 0 cells/s carries nothing".into()),
-        Ok(n) => Ok(n),
+    match s.parse::<LineRate>() {
+        Ok(rate) => rate
+            .cells_per_s()
+            .ok_or_else(|| format!("{s:?}: admission needs a link with a cell rate")),
+        Err(_) if s.parse::<u32>() == Ok(0) => Err("a link of 0 cells/s carries nothing".into()),
         Err(_) => Err(format!(
             "{s:?} is not a cell rate (cells/s, or oc3, oc12, ds3, 25m)"
         )),
@@ -86,7 +85,7 @@ fn check_direction(
     let pcr_from_link =
         class == TrafficClass::Ubr && params.pcr.is_zero() && params.max_pcr.is_zero();
     if pcr_from_link {
-        params.max_pcr = Rate::Max;
+        params.max_pcr = Pcr::Max;
     }
     let result = Policer::from_params(def, &params, link).map_err(|e| e.to_string());
     Ok(Checked {
@@ -243,5 +242,10 @@ mod tests {
         assert_eq!(parse_link("1000"), Ok(1000));
         assert!(parse_link("0").is_err());
         assert!(parse_link("fast").unwrap_err().contains("not a cell rate"));
+        assert!(
+            parse_link("unlimited")
+                .unwrap_err()
+                .contains("needs a link with a cell rate")
+        );
     }
 }

@@ -15,8 +15,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use natm_core::{Aal, Duration, Qos};
-use natm_netem::Rate;
+use natm_core::{Aal, Duration, LineRate, Qos};
 use natm_sim::calib::Calibration;
 use natm_sim::eventbuilder::{self as eb, Arrivals, EbConfig, EbReport, Policy};
 use plotters::prelude::*;
@@ -78,7 +77,8 @@ pub struct EventBuilderArgs {
 /// Runs the event builder the options describe and prints (and draws) its report.
 pub fn run(args: EventBuilderArgs) -> Result<(), String> {
     let (config, costs_from) = config(&args)?;
-    let report = eb::run(&config).map_err(|e| e.to_string())?;
+    let mut report = eb::run(&config).map_err(|e| e.to_string())?;
+    report.peak_rss_bytes = natm_nic::procfs::peak_resident_bytes(None).ok();
     let plots = match &args.plot_dir {
         Some(dir) => write_plots(dir, &report)?,
         None => Vec::new(),
@@ -106,7 +106,7 @@ pub fn config(args: &EventBuilderArgs) -> Result<(EbConfig, String), String> {
     c.qos = qos;
     c.link = args
         .link
-        .parse::<Rate>()
+        .parse::<LineRate>()
         .map_err(|e| format!("--link {:?}: {e}", args.link))?;
     c.duration = parse_duration(&args.duration).map_err(|e| format!("--duration: {e}"))?;
     c.timeout = parse_duration(&args.timeout).map_err(|e| format!("--timeout: {e}"))?;

@@ -99,23 +99,8 @@ pub(super) fn parse_vc(text: &str) -> Result<VcId, String> {
         Sel::Unspecified => return Err(format!("VC \"{text}\": the interface is unspecified")),
         _ => {}
     }
-    match (a.vpi, a.vci) {
-        (Sel::Is(vpi), Sel::Is(vci)) => Ok(VcId::new(vpi, vci)),
-        _ => Err(format!(
-            "VC \"{text}\": give a VPI and a VCI (no `*` or `?`)"
-        )),
-    }
-}
-
-pub(super) fn vm_rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
+    a.vc()
+        .ok_or_else(|| format!("VC \"{text}\": give a VPI and a VCI (no `*` or `?`)"))
 }
 
 impl Hostd {
@@ -553,7 +538,7 @@ impl Hostd {
                 ubr: self.host.cac().ubr_count(),
             },
             channels,
-            vm_rss_bytes: vm_rss_bytes(),
+            vm_rss_bytes: natm_nic::procfs::resident_bytes(None).unwrap_or(0),
         }
     }
 }

@@ -110,11 +110,7 @@ impl HostdConfig {
             socket: self.socket_path(),
             wait: self.wait,
             link_description: self.effective_link().describe(),
-            link_rate: self
-                .link
-                .rate
-                .exact()
-                .map(|(n, d)| (n / d.max(1)).clamp(1, u64::from(u32::MAX)) as u32),
+            link_rate: self.link.rate.cells_per_s(),
             lanes: match &self.link.kind {
                 LinkKind::Shm { path } if !self.link.is_emulated() => Some(path.clone()),
                 _ => None,

@@ -48,10 +48,10 @@ use std::io::Write;
 use natm_adapter::{
     Adapter, AdapterConfig, BufferId, Completion, Direction as AdDir, Status, VecBuffers,
 };
-use natm_core::{Duration, Instant, Qos, VcId};
+use natm_core::{Duration, Instant, LineRate, Qos, VcId};
 use natm_host_core::{ChannelId, Host, HostConfig as CoreConfig, Scale, VcHandle};
-use natm_netem::{Config as NetemConfig, Impairments, Netem, Rate};
-use natm_switch::{CrossConnect, Endpoint, PortConfig, PortId, PortRate, Switch, SwitchConfig};
+use natm_netem::{Config as NetemConfig, Impairments, Netem};
+use natm_switch::{CrossConnect, Endpoint, PortConfig, PortId, Switch, SwitchConfig};
 
 use crate::app::{App, AppIo, HostCosts};
 use crate::check::{Checker, FastMap};
@@ -253,10 +253,7 @@ impl World {
     /// port end is added to its switch with the link's rate (whole cells/s).
     pub fn add_link(&mut self, a: End, b: End, config: LinkConfig) -> Result<LinkId, SimError> {
         let li = self.links.len() as u32;
-        let cps = config
-            .rate
-            .exact()
-            .map(|(num, den)| u32::try_from(num / den.max(1)).unwrap_or(u32::MAX).max(1));
+        let cps = config.rate.cells_per_s();
         for end in [&a, &b] {
             match *end {
                 End::Host(h) => {
@@ -296,10 +293,7 @@ impl World {
                 }
                 End::Port(s, p, mut pc) => {
                     let sw = &mut self.switches[s.0 as usize];
-                    pc.rate = match cps {
-                        Some(r) => PortRate::CellsPerSecond(r),
-                        None => PortRate::Unlimited,
-                    };
+                    pc.rate = config.rate;
                     sw.sw.add_port(p, pc).map_err(|e| SimError::Switch {
                         switch: sw.name.clone(),
                         reason: e.to_string(),

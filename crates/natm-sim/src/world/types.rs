@@ -62,7 +62,7 @@ impl Default for HostConfig {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LinkConfig {
     /// The line rate.
-    pub rate: Rate,
+    pub rate: LineRate,
     /// Impairments; each direction gets its own sub-seed of the world's seed (the seed
     /// here is ignored).
     pub impairments: Impairments,
@@ -74,7 +74,7 @@ impl Default for LinkConfig {
     /// OC-3c, no impairments, natm-netem's default queue.
     fn default() -> LinkConfig {
         LinkConfig {
-            rate: Rate::default(),
+            rate: LineRate::default(),
             impairments: Impairments::default(),
             queue_cells: natm_netem::DEFAULT_QUEUE_CELLS as usize,
         }

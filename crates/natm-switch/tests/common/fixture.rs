@@ -3,9 +3,9 @@
 //! cells and commands, and the conservation check both make after every step. Depends on
 //! natm-core and natm-switch only.
 
-use natm_core::{HeaderFormat, Instant, Qos};
+use natm_core::{HeaderFormat, Instant, LineRate, Qos};
 use natm_switch::{
-    Category, CrossConnect, Endpoint, PortConfig, PortId, PortRate, Switch, SwitchConfig, Upc, XcId,
+    Category, CrossConnect, Endpoint, PortConfig, PortId, Switch, SwitchConfig, Upc, XcId,
 };
 
 fn qos(text: &str) -> Qos {
@@ -26,7 +26,7 @@ pub fn three_ports() -> Switch {
         ..small
     };
     let rated = PortConfig {
-        rate: PortRate::CellsPerSecond(10_000),
+        rate: LineRate::cells(10_000).unwrap(),
         ..small
     };
     for (id, config) in [(1, small), (2, nni), (3, rated)] {

@@ -13,7 +13,6 @@ use natm_core::{HeaderFormat, VcId};
 use natm_traffic::cac::{Cac, CacConfig};
 use natm_traffic::discard::{FrameDiscard, FrameQueue};
 use natm_traffic::policer::{Policer, Verdict};
-use natm_traffic::rate::LineRate;
 use natm_traffic::sched::{Scheduler, VcSpec};
 use natm_wire::aal5::{self, MAX_SDU, Reassembler, Reassembly, Segmenter};
 use natm_wire::cell::{Cell, CellHeader, HecReceiver, HecVerdict};
@@ -21,6 +20,9 @@ use natm_wire::llc::{Encapsulation, LlcHeader};
 use natm_wire::oam::{Loopback, OamCell, OamFlow, OamRepr};
 
 use crate::{CliError, CmdResult};
+
+/// OC-3c's cell rate, the line every step here runs at.
+const OC3: u32 = natm_core::PhyRate::OC3.cells_per_s();
 
 const MESSAGE: &[u8] = b"Hello from natm: cells, HEC, AAL5 and OAM, all in user space.";
 
@@ -217,7 +219,7 @@ fn contracts() -> CmdResult {
     // atm-facts 4.3: PCR 1000, SCR 250, MBS 10; cells back to back at PCR, one per ms.
     let text = "vbr:pcr=1000,scr=250,mbs=10";
     let qos: Qos = text.parse().map_err(|e| fail(&e))?;
-    let mut upc = Policer::from_params(None, &qos.tx, 353_207).map_err(|e| fail(&e))?;
+    let mut upc = Policer::from_params(None, &qos.tx, OC3).map_err(|e| fail(&e))?;
     let verdicts: String = (0..14)
         .map(|k| match upc.police(ms(k), false) {
             Verdict::Pass => 'P',
@@ -236,7 +238,7 @@ fn contracts() -> CmdResult {
     // A CBR source exactly at its PCR, and one 1% faster.
     for (label, spacing_ns) in [("at its PCR", 10_000u64), ("1% faster", 9_900)] {
         let qos: Qos = "cbr:pcr=100000".parse().map_err(|e| fail(&e))?;
-        let mut upc = Policer::from_params(None, &qos.tx, 353_207).map_err(|e| fail(&e))?;
+        let mut upc = Policer::from_params(None, &qos.tx, OC3).map_err(|e| fail(&e))?;
         for k in 0..10_000u64 {
             upc.police(natm_core::Instant::from_nanos(k * spacing_ns), false);
         }
@@ -248,7 +250,7 @@ fn contracts() -> CmdResult {
     }
 
     // The shaper of an OC-3c link: bursts enqueued at once leave spaced to each contract.
-    let mut sched = Scheduler::new(LineRate::OC3.cells_per_s()).map_err(|e| fail(&e))?;
+    let mut sched = Scheduler::new(OC3).map_err(|e| fail(&e))?;
     let specs = [
         ("CBR pcr=100000", VcSpec::cbr(100_000), 20),
         (
@@ -256,7 +258,7 @@ fn contracts() -> CmdResult {
             VcSpec::rt_vbr(50_000, 10_000, 5),
             10,
         ),
-        ("UBR (link rate, weight 1)", VcSpec::ubr(353_207, 1), 300),
+        ("UBR (link rate, weight 1)", VcSpec::ubr(OC3, 1), 300),
     ];
     let mut vcs = Vec::new();
     for (label, spec, burst) in specs {
@@ -295,7 +297,7 @@ fn contracts() -> CmdResult {
     // Admission control on an OC-3c port already carrying a CBR and a VBR connection.
     let mut cac = Cac::new(CacConfig {
         link: "sw0:1".into(),
-        capacity: 353_207,
+        capacity: OC3,
         buffer_cells: 0,
         max_ubr: 1024,
     });

@@ -6,7 +6,8 @@ use std::time::Duration;
 use clap::Args;
 use natm_bench::link::{self, Kind, MAX_SDU, Plan, Report};
 use natm_bench::stats::Spread;
-use natm_netem::{Impairments, Rate};
+use natm_core::LineRate;
+use natm_netem::Impairments;
 
 use crate::{CliError, CmdResult};
 
@@ -70,7 +71,7 @@ fn plan(args: &LinkArgs) -> Result<Plan, CliError> {
         }
         sizes.push(n);
     }
-    let rate: Rate = args
+    let rate: LineRate = args
         .rate
         .parse()
         .map_err(|e| CliError::usage(format!("--rate {:?}: {e}", args.rate)))?;
