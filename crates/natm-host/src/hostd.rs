@@ -99,8 +99,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::driver::{self, BATCH, ChannelMemory, status_code};
 use crate::proto::{
-    self, CacStatus, ChannelStatus, ErrorKind, Frame, FrameError, HostStatus, LinkStatus,
-    NotifyMode, PathKind, Request, Response, SignalTarget, VcStats,
+    self, CacStatus, ChannelStatus, DataPath, ErrorKind, Frame, FrameError, HostStatus, LinkStatus,
+    NotifyMode, Request, Response, SignalTarget, VcStats,
 };
 
 type Cell = natm_link::Cell;
@@ -126,7 +126,9 @@ pub const MAX_VC_BYTES: u64 = 64 << 20;
 /// Most VCs open at once on a host (each has an adapter and, direct, a mapped region).
 pub const MAX_CHANNELS: usize = 1024;
 
-/// How the data-path loop waits when there is nothing to do.
+/// How the daemon's own data-path loop waits when there is nothing to do (natm-switchd's
+/// `IdleWait` for the switch). Not how an application is woken: that is its channel's
+/// [`NotifyMode`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WaitMode {
@@ -921,7 +923,7 @@ impl Hostd {
         id: u64,
         vc_text: &str,
         qos_text: &str,
-        path: PathKind,
+        path: DataPath,
         notify: NotifyMode,
         signal_target: Option<SignalTarget>,
         buffers: u32,
@@ -1016,11 +1018,11 @@ impl Hostd {
         }
         let owner_pid = self.conns.get(&id).map_or(0, |c| c.pid);
         let made = match path {
-            PathKind::Direct => {
+            DataPath::Direct => {
                 make_channel(buffers, buffer_size, notify, signal_target, owner_pid)
             }
-            PathKind::Lane => self.make_lane(vc, buffers, buffer_size, notify),
-            PathKind::Daemon => {
+            DataPath::Lane => self.make_lane(vc, buffers, buffer_size, notify),
+            DataPath::Daemon => {
                 let bufs = VecBuffers::new(buffers, buffer_size as usize);
                 let rx_count = buffers / 2;
                 for b in 0..rx_count {
@@ -1084,7 +1086,7 @@ impl Hostd {
                 buffer_size,
                 max_sdu: max_sdu as u32,
                 link_up: self.link.is_some(),
-                lane: (path == PathKind::Lane).then(|| proto::LaneShape::from_spec(&spec)),
+                lane: (path == DataPath::Lane).then(|| proto::LaneShape::from_spec(&spec)),
             },
             fds,
         ))
@@ -1290,9 +1292,9 @@ impl Hostd {
                     owner_pid: p.owner_pid,
                     notify: p.notify,
                     path: match p.mem {
-                        PortMem::Direct { .. } => PathKind::Direct,
-                        PortMem::Daemon { .. } => PathKind::Daemon,
-                        PortMem::Lane { .. } => PathKind::Lane,
+                        PortMem::Direct { .. } => DataPath::Direct,
+                        PortMem::Daemon { .. } => DataPath::Daemon,
+                        PortMem::Lane { .. } => DataPath::Lane,
                     },
                     counters: VcStats::from_adapter(&c, p.client_drops, p.tx_failed),
                     tx_queued: p.adapter.tx_queued() as u64,
@@ -1963,7 +1965,7 @@ fn make_channel(
         .map_err(|e| internal("dup", &e))?;
     let waker = match notify {
         NotifyMode::Poll => Waker::None,
-        NotifyMode::Adaptive | NotifyMode::Eventfd => app_waker,
+        NotifyMode::Adaptive | NotifyMode::EventFd => app_waker,
         NotifyMode::Signal => {
             let Some(t) = signal_target else {
                 return Err((

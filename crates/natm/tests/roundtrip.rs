@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{SIZES, TwoHosts, pattern};
-use natm::{DataPath, Error, Host, Notify, Vc, VcOptions};
+use natm::{DataPath, Error, Host, NotifyMode, Vc, VcOptions};
 use natm_host::hostd::WaitMode;
 
 const T: Duration = Duration::from_secs(10);
@@ -63,10 +63,10 @@ fn round_trips(wait: WaitMode) {
     let hb = Host::connect_path(hosts.b.socket()).unwrap();
     for path in [DataPath::Direct, DataPath::Daemon] {
         for notify in [
-            Notify::Poll,
-            Notify::Adaptive,
-            Notify::EventFd,
-            Notify::Signal,
+            NotifyMode::Poll,
+            NotifyMode::Adaptive,
+            NotifyMode::EventFd,
+            NotifyMode::Signal,
         ] {
             let opts = || {
                 VcOptions::new("0.100".parse().unwrap())

@@ -59,7 +59,7 @@ use natm_wire::oam::{Loopback, OamCell, OamFlow, OamRepr};
 use serde_json::{Value, json};
 
 use super::lab::{OwnedLab, topology};
-use super::perf::transport::{DataPath, Kind, NatmTarget, Targets, WaitMode};
+use super::perf::transport::{DataPath, Kind, NatmTarget, NotifyMode, Targets};
 use super::perf::{Progress, rr, stream};
 use super::ping::quantile;
 use crate::{CliError, CmdResult};
@@ -344,9 +344,9 @@ fn network(args: &DemoArgs) -> CmdResult {
     // On unlimited links the applications take their own lanes to the switch and sleep on
     // eventfds; a paced link is hostd's to pace, so there they use its direct path.
     let (path, mode) = if args.rate == "unlimited" {
-        (DataPath::Lane, WaitMode::Eventfd)
+        (DataPath::Lane, NotifyMode::EventFd)
     } else {
-        (DataPath::Direct, WaitMode::Adaptive)
+        (DataPath::Direct, NotifyMode::Adaptive)
     };
     let target = |vc: PvcAddr, qos: Qos| NatmTarget {
         vc,

@@ -408,7 +408,7 @@ fn measure_hostd(scratch: &mut Scratch, channels: u32) -> Result<(u64, u64), Cli
                 natm::VcOptions::new(addr)
                     .buffers(2)
                     .buffer_size(1024)
-                    .notify(natm::Notify::EventFd),
+                    .notify(natm::NotifyMode::EventFd),
             )
             .map_err(|e| CliError::failure(format!("opening channel {} ({text}): {e}", k + 1)))?;
         open.push(vc);

@@ -30,6 +30,9 @@ use std::io;
 use std::time::Duration;
 
 use clap::Args;
+/// The natm application's notification mode and data path (natm-host's protocol types, as
+/// the natm library takes them).
+pub use natm::{DataPath, NotifyMode};
 use natm_core::addr::{AddrSyntax, PvcAddr};
 use natm_core::qos::Qos;
 use serde::Serialize;
@@ -246,46 +249,6 @@ pub struct TargetArgs {
     server_host: String,
 }
 
-/// How a natm application waits for its VC.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum WaitMode {
-    /// Busy polling.
-    Poll,
-    /// Spin, then sleep on an eventfd.
-    Adaptive,
-    /// An eventfd.
-    Eventfd,
-    /// A real-time signal.
-    Signal,
-}
-
-/// natm's data path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DataPath {
-    /// The application's channel goes straight to the adapter.
-    Direct,
-    /// Through the host daemon.
-    Daemon,
-    /// The application's own lane to the switch, no daemon on the way.
-    Lane,
-}
-
-impl DataPath {
-    /// Every path, in the order `natm perf paths` measures them by default.
-    pub const ALL: [DataPath; 3] = [DataPath::Lane, DataPath::Direct, DataPath::Daemon];
-
-    /// The path's name on the command line (`--path`, `--paths`) and in the JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            DataPath::Direct => "direct",
-            DataPath::Daemon => "daemon",
-            DataPath::Lane => "lane",
-        }
-    }
-}
-
 /// The natm side of a run, checked.
 #[derive(Clone, Debug)]
 pub struct NatmTarget {
@@ -294,7 +257,7 @@ pub struct NatmTarget {
     /// Its QoS.
     pub qos: Qos,
     /// How the ends wait.
-    pub mode: WaitMode,
+    pub mode: NotifyMode,
     /// Which data path.
     pub path: DataPath,
     /// The client's host: a name, or a socket path when it holds a `/`.
@@ -331,16 +294,11 @@ impl TargetArgs {
             .qos
             .parse()
             .map_err(|e| CliError::usage(format!("--qos {:?}: {e}", self.qos)))?;
-        let mode = match self.mode.as_str() {
-            "poll" => WaitMode::Poll,
-            "adaptive" => WaitMode::Adaptive,
-            "eventfd" => WaitMode::Eventfd,
-            "signal" => WaitMode::Signal,
-            m => {
-                return Err(CliError::usage(format!(
-                    "--mode {m:?}: expected poll, adaptive, eventfd or signal"
-                )));
-            }
+        let Some(mode) = NotifyMode::ALL.into_iter().find(|m| m.name() == self.mode) else {
+            return Err(CliError::usage(format!(
+                "--mode {:?}: expected poll, adaptive, eventfd or signal",
+                self.mode
+            )));
         };
         let Some(path) = DataPath::ALL.into_iter().find(|p| p.name() == self.path) else {
             return Err(CliError::usage(format!(
@@ -413,17 +371,8 @@ impl NatmTransport {
         .map_err(natm_error)?;
         let options = natm::VcOptions::new(target.vc)
             .qos(target.qos)
-            .notify(match target.mode {
-                WaitMode::Poll => natm::Notify::Poll,
-                WaitMode::Adaptive => natm::Notify::Adaptive,
-                WaitMode::Eventfd => natm::Notify::EventFd,
-                WaitMode::Signal => natm::Notify::Signal,
-            })
-            .path(match target.path {
-                DataPath::Direct => natm::DataPath::Direct,
-                DataPath::Daemon => natm::DataPath::Daemon,
-                DataPath::Lane => natm::DataPath::Lane,
-            });
+            .notify(target.mode)
+            .path(target.path);
         Ok(NatmTransport {
             host: h,
             options,
