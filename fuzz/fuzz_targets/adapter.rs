@@ -10,10 +10,10 @@ use std::collections::BTreeSet;
 
 use libfuzzer_sys::fuzz_target;
 use natm_adapter::{
-    Adapter, AdapterConfig, BufferId, BufferMemory, Direction, HecCheck, LinkRate, MemoryError,
+    Adapter, AdapterConfig, BufferId, BufferMemory, Direction, HecCheck, MemoryError,
     RxVcConfig, Status, UBR_UNSHAPED_PCR, VecBuffers,
 };
-use natm_core::{Duration, Instant, VcId};
+use natm_core::{Duration, Instant, LineRate, VcId};
 use natm_traffic::sched::VcSpec;
 use natm_wire::cell::CELL_LEN;
 
@@ -70,9 +70,10 @@ fuzz_target!(|data: &[u8]| {
     };
     let config = AdapterConfig {
         link: if rate & 1 == 0 {
-            LinkRate::Unlimited
+            LineRate::Unlimited
         } else {
-            LinkRate::CellsPerSecond(u32::from(rate) * 1000)
+            // An odd byte is at least 1: 1000 cells/s or more.
+            LineRate::cells(u32::from(rate) * 1000).unwrap_or(LineRate::Unlimited)
         },
         // Unlimited links: shaping tolerance 0 to 1.27 ms.
         shaper_cdv: Duration::from_micros(u64::from(rate >> 1) * 10),

@@ -425,7 +425,7 @@ fn measure_hostd(scratch: &mut Scratch, channels: u32) -> Result<(u64, u64), Err
                 natm::VcOptions::new(addr)
                     .buffers(2)
                     .buffer_size(1024)
-                    .notify(natm::Notify::EventFd),
+                    .notify(natm::NotifyMode::EventFd),
             )
             .map_err(|source| Error::Natm {
                 what: format!("opening channel {} ({text})", k + 1),

@@ -29,6 +29,9 @@ use std::fmt;
 use std::io;
 use std::time::Duration;
 
+/// The natm application's notification mode and data path (natm-host's protocol types, as
+/// the natm library takes them).
+pub use natm::{DataPath, NotifyMode};
 use natm_core::addr::PvcAddr;
 use natm_core::qos::Qos;
 use serde::Serialize;
@@ -152,46 +155,6 @@ pub struct Placement {
     pub server: Option<usize>,
 }
 
-/// How a natm application waits for its VC.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum WaitMode {
-    /// Busy polling.
-    Poll,
-    /// Spin, then sleep on an eventfd.
-    Adaptive,
-    /// An eventfd.
-    Eventfd,
-    /// A real-time signal.
-    Signal,
-}
-
-/// natm's data path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DataPath {
-    /// The application's channel goes straight to the adapter.
-    Direct,
-    /// Through the host daemon.
-    Daemon,
-    /// The application's own lane to the switch, no daemon on the way.
-    Lane,
-}
-
-impl DataPath {
-    /// Every path, in the order `natm perf paths` measures them by default.
-    pub const ALL: [DataPath; 3] = [DataPath::Lane, DataPath::Direct, DataPath::Daemon];
-
-    /// The path's name on the command line (`--path`, `--paths`) and in the JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            DataPath::Direct => "direct",
-            DataPath::Daemon => "daemon",
-            DataPath::Lane => "lane",
-        }
-    }
-}
-
 /// The natm side of a run, checked.
 #[derive(Clone, Debug)]
 pub struct NatmTarget {
@@ -200,7 +163,7 @@ pub struct NatmTarget {
     /// Its QoS.
     pub qos: Qos,
     /// How the ends wait.
-    pub mode: WaitMode,
+    pub mode: NotifyMode,
     /// Which data path.
     pub path: DataPath,
     /// The client's host: a name, or a socket path when it holds a `/`.
@@ -269,17 +232,8 @@ impl NatmTransport {
         .map_err(natm_error)?;
         let options = natm::VcOptions::new(target.vc)
             .qos(target.qos)
-            .notify(match target.mode {
-                WaitMode::Poll => natm::Notify::Poll,
-                WaitMode::Adaptive => natm::Notify::Adaptive,
-                WaitMode::Eventfd => natm::Notify::EventFd,
-                WaitMode::Signal => natm::Notify::Signal,
-            })
-            .path(match target.path {
-                DataPath::Direct => natm::DataPath::Direct,
-                DataPath::Daemon => natm::DataPath::Daemon,
-                DataPath::Lane => natm::DataPath::Lane,
-            });
+            .notify(target.mode)
+            .path(target.path);
         Ok(NatmTransport {
             host: h,
             options,

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 
 use common::{natm, stderr, stdout};
 use lab::{Lab, exchange};
-use natm::{DataPath, Error, Host, Notify, OamScope, VcOptions};
+use natm::{DataPath, Error, Host, NotifyMode, OamScope, VcOptions};
 use serde_json::Value;
 
-fn lane_options(vc: &str, notify: Notify) -> VcOptions {
+fn lane_options(vc: &str, notify: NotifyMode) -> VcOptions {
     VcOptions::new(vc.parse().expect("vc"))
         .qos("ubr".parse().expect("qos"))
         .notify(notify)
@@ -54,10 +54,10 @@ fn applications_on_their_own_lanes_exchange_sdus_and_oam_still_goes_through_host
     let lab = Lab::up("lane-default", "unlimited", None);
     let (h1, h2) = (lab.host("h1"), lab.host("h2"));
     let mut a = h1
-        .open(lane_options("0.100", Notify::EventFd))
+        .open(lane_options("0.100", NotifyMode::EventFd))
         .expect("open a lane VC on h1");
     let mut b = h2
-        .open(lane_options("0.100", Notify::EventFd))
+        .open(lane_options("0.100", NotifyMode::EventFd))
         .expect("open a lane VC on h2");
     exchange(&mut a, &mut b, "lanes");
 
@@ -122,14 +122,17 @@ fn applications_on_their_own_lanes_exchange_sdus_and_oam_still_goes_through_host
     let socket = lab.socket("h1");
     std::thread::spawn(move || {
         let h = Host::connect_path(socket).expect("host answers");
-        let _ = tx.send(h.open(lane_options("0.101", Notify::Signal)).map(|_| ()));
+        let _ = tx.send(
+            h.open(lane_options("0.101", NotifyMode::Signal))
+                .map(|_| ()),
+        );
     });
     let got = rx
         .recv_timeout(Duration::from_secs(20))
         .expect("the open returned");
     match got {
         Err(Error::Refused(why)) => assert!(why.contains("signal"), "{why}"),
-        other => panic!("a lane VC with Notify::Signal: {other:?}"),
+        other => panic!("a lane VC with NotifyMode::Signal: {other:?}"),
     }
     assert_eq!(
         h1.status().expect("status").channels.len(),
@@ -163,10 +166,10 @@ fn applications_on_their_own_lanes_exchange_sdus_and_oam_still_goes_through_host
     }
     // The VC can be had on the lane path again.
     let mut a = h1
-        .open(lane_options("0.100", Notify::EventFd))
+        .open(lane_options("0.100", NotifyMode::EventFd))
         .expect("reopen on h1");
     let mut b = h2
-        .open(lane_options("0.100", Notify::EventFd))
+        .open(lane_options("0.100", NotifyMode::EventFd))
         .expect("reopen on h2");
     exchange(&mut a, &mut b, "lanes");
 }
@@ -179,9 +182,9 @@ fn lanes_carry_data_in_every_wait_mode_zero_copy_shaped_and_in_bursts() {
     let lab = Lab::up("lane-modes", "unlimited", None);
     let (h1, h2) = (lab.host("h1"), lab.host("h2"));
     for (vc, notify) in [
-        ("0.101", Notify::Poll),
-        ("0.102", Notify::Adaptive),
-        ("0.103", Notify::EventFd),
+        ("0.101", NotifyMode::Poll),
+        ("0.102", NotifyMode::Adaptive),
+        ("0.103", NotifyMode::EventFd),
     ] {
         let mut a = h1.open(lane_options(vc, notify)).expect("open on h1");
         let mut b = h2.open(lane_options(vc, notify)).expect("open on h2");
@@ -233,7 +236,7 @@ fn lanes_carry_data_in_every_wait_mode_zero_copy_shaped_and_in_bursts() {
     let cbr = |vc: &str| {
         VcOptions::new(vc.parse().expect("vc"))
             .qos("cbr,aal5:max_pcr=2000".parse().expect("qos"))
-            .notify(Notify::Adaptive)
+            .notify(NotifyMode::Adaptive)
             .path(DataPath::Lane)
     };
     let mut a = h1.open(cbr("0.104")).expect("CBR on h1");
@@ -263,7 +266,7 @@ fn lanes_carry_data_in_every_wait_mode_zero_copy_shaped_and_in_bursts() {
 fn a_lab_with_paced_links_refuses_the_lane_path() {
     let lab = Lab::up("lane-oc3", "oc3", None);
     let h1 = lab.host("h1");
-    match h1.open(lane_options("0.100", Notify::EventFd)) {
+    match h1.open(lane_options("0.100", NotifyMode::EventFd)) {
         Err(e) => {
             let text = e.to_string();
             assert!(text.contains("unlimited shared-memory link"), "{text}");
@@ -276,7 +279,7 @@ fn a_lab_with_paced_links_refuses_the_lane_path() {
         .open(
             VcOptions::new("0.100".parse().unwrap())
                 .qos("ubr".parse().unwrap())
-                .notify(Notify::EventFd)
+                .notify(NotifyMode::EventFd)
                 .path(DataPath::Direct),
         )
         .expect("a direct-path VC");
@@ -287,10 +290,10 @@ fn lanes_come_back_after_a_switch_restart() {
     let lab = Lab::up("lane-restart", "unlimited", None);
     let (h1, h2) = (lab.host("h1"), lab.host("h2"));
     let mut a = h1
-        .open(lane_options("0.100", Notify::EventFd))
+        .open(lane_options("0.100", NotifyMode::EventFd))
         .expect("open on h1");
     let mut b = h2
-        .open(lane_options("0.100", Notify::EventFd))
+        .open(lane_options("0.100", NotifyMode::EventFd))
         .expect("open on h2");
     exchange(&mut a, &mut b, "lanes");
     let o = natm(&[
@@ -346,7 +349,7 @@ fn child_lane_application() {
     };
     let host = Host::connect_path(socket).expect("hostd");
     let mut vc = host
-        .open(lane_options("0.100", Notify::EventFd))
+        .open(lane_options("0.100", NotifyMode::EventFd))
         .expect("open a lane VC");
     println!("ready {}", vc.handle());
     let m = vec![7u8; 9000];
@@ -363,7 +366,7 @@ fn an_application_killed_on_its_lane_leaves_no_lane_behind() {
     let lab = Lab::up("lane-kill", "unlimited", None);
     let (h1, h2) = (lab.host("h1"), lab.host("h2"));
     let mut b = h2
-        .open(lane_options("0.100", Notify::EventFd))
+        .open(lane_options("0.100", NotifyMode::EventFd))
         .expect("open on h2");
     let mut child = Command::new(std::env::current_exe().expect("test binary"))
         .args([
@@ -411,7 +414,7 @@ fn an_application_killed_on_its_lane_leaves_no_lane_behind() {
         vec![vec![vec!["0.100".to_string()]]]
     );
     let mut a = h1
-        .open(lane_options("0.100", Notify::EventFd))
+        .open(lane_options("0.100", NotifyMode::EventFd))
         .expect("reopen on h1");
     // The child may have died in the middle of an SDU: h2's reassembly drops the frame
     // the next cells complete, so the first SDUs may be lost.

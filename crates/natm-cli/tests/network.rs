@@ -15,13 +15,13 @@ use std::time::{Duration, Instant};
 
 use common::{natm, stderr};
 use lab::{Lab, exchange};
-use natm::{DataPath, Error, Host, Notify, VcOptions};
+use natm::{DataPath, Error, Host, NotifyMode, VcOptions};
 
 fn open(host: &Host, vc: &str, qos: &str) -> natm::Vc {
     host.open(
         VcOptions::new(vc.parse().expect("vc"))
             .qos(qos.parse().expect("qos"))
-            .notify(Notify::Adaptive)
+            .notify(NotifyMode::Adaptive)
             .path(DataPath::Direct),
     )
     .expect("open")

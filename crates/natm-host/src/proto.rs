@@ -75,32 +75,74 @@ pub const LANE_OPEN_FDS: usize = 6;
 /// is down (the adapter's own codes are `natm_host::driver::status_code`, 0..=7).
 pub const STATUS_LINK_DOWN: u16 = 16;
 
-/// How an application is told that its channel has something for it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// How an application is told that its channel has something for it: the one type for
+/// it, in this protocol, the natm library's `VcOptions` and `natm perf`. (Not the daemons'
+/// own idle wait, which is hostd's [`WaitMode`](crate::hostd::WaitMode).)
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum NotifyMode {
-    /// It spins on the completion ring.
+    /// It spins on the completion ring: lowest latency, one CPU.
     Poll,
-    /// It spins briefly, then sleeps on an eventfd hostd writes.
+    /// It spins briefly (the natm library: 30 µs), then sleeps on an eventfd hostd writes.
+    #[default]
     Adaptive,
-    /// It sleeps on an eventfd hostd writes.
-    Eventfd,
-    /// hostd sends it a real-time signal carrying its channel number.
+    /// It sleeps on an eventfd hostd writes, at once.
+    EventFd,
+    /// hostd sends it a real-time signal carrying its channel number (the natm library:
+    /// use the VC on the thread that opened it).
     Signal,
 }
 
-/// Where a VC's data goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+impl NotifyMode {
+    /// Every mode.
+    pub const ALL: [NotifyMode; 4] = [
+        NotifyMode::Poll,
+        NotifyMode::Adaptive,
+        NotifyMode::EventFd,
+        NotifyMode::Signal,
+    ];
+
+    /// The mode's name on the wire, on command lines and in JSON.
+    pub const fn name(self) -> &'static str {
+        match self {
+            NotifyMode::Poll => "poll",
+            NotifyMode::Adaptive => "adaptive",
+            NotifyMode::EventFd => "eventfd",
+            NotifyMode::Signal => "signal",
+        }
+    }
+}
+
+/// Where a VC's data goes: the one type for it, in this protocol, the natm library's
+/// `VcOptions` and `natm perf`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum PathKind {
+pub enum DataPath {
     /// Through a shared-memory channel: no system call or copy per SDU in hostd's path.
+    #[default]
     Direct,
     /// Through the socket: one message and a copy per SDU each way.
     Daemon,
     /// The application's own lane to the switch ([`natm_link::lane`]): it runs the
     /// adapter itself and moves cells on its own ring pair; hostd only admits the VC,
-    /// brokers the lane and reports the link's state in the channel.
+    /// brokers the lane and reports the link's state in the channel (needs an unlimited
+    /// shared-memory link).
     Lane,
+}
+
+impl DataPath {
+    /// Every path, the application's own lane first (the order `natm perf paths` measures
+    /// them in by default).
+    pub const ALL: [DataPath; 3] = [DataPath::Lane, DataPath::Direct, DataPath::Daemon];
+
+    /// The path's name on the wire, on command lines (`--path`, `--paths`) and in JSON.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DataPath::Direct => "direct",
+            DataPath::Daemon => "daemon",
+            DataPath::Lane => "lane",
+        }
+    }
 }
 
 /// Where hostd sends the signal of a [`NotifyMode::Signal`] channel.
@@ -125,7 +167,7 @@ pub enum Request {
         /// QoS in linux-atm's qos(7) text.
         qos: String,
         /// Direct (channel) or daemon (socket) path.
-        path: PathKind,
+        path: DataPath,
         /// Notification (direct path only).
         notify: NotifyMode,
         /// For [`NotifyMode::Signal`].
@@ -167,7 +209,7 @@ pub enum Response {
         /// 128 random bits, 32 hex digits: presented to close the VC.
         cookie: String,
         /// The path.
-        path: PathKind,
+        path: DataPath,
         /// Buffers (as granted).
         buffers: u32,
         /// Bytes per buffer.
@@ -297,7 +339,7 @@ pub struct ChannelStatus {
     /// Notification mode.
     pub notify: NotifyMode,
     /// Path.
-    pub path: PathKind,
+    pub path: DataPath,
     /// The adapter's counters for the VC (all zero on the lane path, whose adapter runs
     /// in the application: `natm::Vc::counters` there).
     pub counters: VcStats,
@@ -650,6 +692,22 @@ pub fn send_with_fds(sock: &UnixStream, frame: &[u8], fds: &[BorrowedFd<'_>]) ->
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn mode_and_path_names_are_their_json() {
+        for m in NotifyMode::ALL {
+            assert_eq!(
+                serde_json::to_string(&m).unwrap(),
+                format!("\"{}\"", m.name())
+            );
+        }
+        for p in DataPath::ALL {
+            assert_eq!(
+                serde_json::to_string(&p).unwrap(),
+                format!("\"{}\"", p.name())
+            );
+        }
+    }
 
     proptest! {
         /// Whatever a peer writes, framing and decoding answer with a value or an error.

@@ -74,7 +74,7 @@ fn open(vc: &str, qos: &str) -> Request {
     Request::Open {
         vc: vc.into(),
         qos: qos.into(),
-        path: proto::PathKind::Daemon,
+        path: proto::DataPath::Daemon,
         notify: proto::NotifyMode::Poll,
         signal: None,
         buffers: 4,
@@ -151,7 +151,7 @@ fn garbage_gets_an_error_and_a_hang_up_while_others_are_served() {
     let big = Request::Open {
         vc: "0.100".into(),
         qos: "ubr".into(),
-        path: proto::PathKind::Daemon,
+        path: proto::DataPath::Daemon,
         notify: proto::NotifyMode::Poll,
         signal: None,
         buffers: 4096,
@@ -169,7 +169,7 @@ fn garbage_gets_an_error_and_a_hang_up_while_others_are_served() {
         ..
     } = &mut signalled
     {
-        *path = proto::PathKind::Direct;
+        *path = proto::DataPath::Direct;
         *notify = proto::NotifyMode::Signal;
         *signal = Some(proto::SignalTarget {
             tid: 1,
@@ -202,7 +202,7 @@ fn garbage_gets_an_error_and_a_hang_up_while_others_are_served() {
         Response::Status(s) => {
             assert_eq!(s.channels.len(), 1);
             assert_eq!(s.channels[0].owner_pid, std::process::id() as i32);
-            assert_eq!(s.channels[0].path, proto::PathKind::Daemon);
+            assert_eq!(s.channels[0].path, proto::DataPath::Daemon);
             assert!(s.vm_rss_bytes > 0);
         }
         r => panic!("{r:?}"),

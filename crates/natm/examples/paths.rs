@@ -11,7 +11,7 @@ use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use natm::{DataPath, Host, Notify, VcOptions};
+use natm::{DataPath, Host, NotifyMode, VcOptions};
 use natm_host::hostd::{HostdOptions, HostdThread, WaitMode};
 use natm_link::endpoint::EndpointLink;
 use natm_link::shm::ShmLink;
@@ -51,9 +51,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let hb = Host::connect_path(db.socket())?;
     println!("path            rr_64B_median_us  rr_64B_p99_us  stream_9180B_MBps  stream_lost_%");
     let rows = [
-        ("direct/adaptive", DataPath::Direct, Notify::Adaptive),
-        ("direct/eventfd", DataPath::Direct, Notify::EventFd),
-        ("daemon", DataPath::Daemon, Notify::EventFd),
+        ("direct/adaptive", DataPath::Direct, NotifyMode::Adaptive),
+        ("direct/eventfd", DataPath::Direct, NotifyMode::EventFd),
+        ("daemon", DataPath::Daemon, NotifyMode::EventFd),
     ];
     for (name, path, notify) in rows {
         let opts = || {

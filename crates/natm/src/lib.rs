@@ -9,7 +9,7 @@
 //!   channel region). [`Vc::send`] copies the SDU into a free buffer of the region and posts
 //!   a descriptor; hostd's adapter segments the cells straight from that buffer. Received
 //!   SDUs are reassembled straight into buffers the application posted. No system call
-//!   per SDU unless somebody sleeps ([`Notify`] says how the application waits), and
+//!   per SDU unless somebody sleeps ([`NotifyMode`] says how the application waits), and
 //!   [`Vc::tx_buffer`] / [`Vc::recv_zero_copy`] avoid the copies too.
 //! * **Daemon**: each SDU is one message on the Unix socket, copied by hostd, as with a
 //!   kernel driver. It exists to be measured against the direct path.
@@ -30,7 +30,7 @@
 //! send that finds a free buffer does not wait and does not look.
 //!
 //! What it is not: no switched VCs (no signalling yet), no async API; a [`Vc`] in
-//! [`Notify::Signal`] mode must be used on the thread that opened it (the signal goes to
+//! [`NotifyMode::Signal`] mode must be used on the thread that opened it (the signal goes to
 //! that thread).
 //!
 //! # Example
@@ -40,7 +40,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use natm::{DataPath, Host, Notify, OamScope, VcOptions};
+//! use natm::{DataPath, Host, NotifyMode, OamScope, VcOptions};
 //! use natm_host::hostd::{HostdOptions, HostdThread, WaitMode};
 //! use natm_host::loopback::LoopLink;
 //!
@@ -60,7 +60,7 @@
 //! let mut vc = host.open(
 //!     VcOptions::new("0.100".parse()?)
 //!         .qos("ubr".parse()?)
-//!         .notify(Notify::Adaptive)
+//!         .notify(NotifyMode::Adaptive)
 //!         .path(DataPath::Direct),
 //! )?;
 //! vc.send(b"hello, ATM")?;
@@ -109,9 +109,7 @@ use std::time::{Duration, Instant};
 
 use natm_adapter::{Adapter, AdapterConfig, HecCheck, RxVcConfig, VecBuffers};
 use natm_host::driver::LinkSide;
-use natm_host::proto::{
-    self, ErrorKind, Frame, FrameError, NotifyMode, PathKind, Request, Response, SignalTarget,
-};
+use natm_host::proto::{self, ErrorKind, Frame, FrameError, Request, Response, SignalTarget};
 use natm_link::CellLink;
 use natm_link::clock::Epoch;
 use natm_link::shm::{ShmHandover, ShmLink, ShmWait};
@@ -122,7 +120,7 @@ use natm_nic::signal;
 use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, recvmsg};
 
 pub use natm_core::{PvcAddr, Qos, VcId};
-pub use natm_host::proto::{HostStatus, VcStats};
+pub use natm_host::proto::{DataPath, HostStatus, NotifyMode, VcStats};
 
 /// What went wrong.
 #[derive(Debug, thiserror::Error)]
@@ -177,33 +175,6 @@ impl From<FrameError> for Error {
     }
 }
 
-/// How a VC's application waits for its channel (direct path).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Notify {
-    /// Spin on the completion ring: lowest latency, one CPU.
-    Poll,
-    /// Spin 30 µs, then sleep on an eventfd.
-    #[default]
-    Adaptive,
-    /// Sleep on an eventfd at once.
-    EventFd,
-    /// Sleep until hostd's real-time signal (use the VC on the thread that opened it).
-    Signal,
-}
-
-/// Where a VC's data travels.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum DataPath {
-    /// A shared-memory channel.
-    #[default]
-    Direct,
-    /// The daemon's socket, one message and a copy per SDU.
-    Daemon,
-    /// The application's own lane to the switch: it runs the adapter itself, in its own
-    /// calls, and no daemon is on the data path (needs an unlimited shared-memory link).
-    Lane,
-}
-
 /// Which OAM F5 loopback: answered by the segment end point (the switch) or the far end.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OamScope {
@@ -218,7 +189,7 @@ pub enum OamScope {
 pub struct VcOptions {
     addr: PvcAddr,
     qos: Option<Qos>,
-    notify: Notify,
+    notify: NotifyMode,
     path: DataPath,
     buffers: u32,
     buffer_size: u32,
@@ -231,7 +202,7 @@ impl VcOptions {
         VcOptions {
             addr,
             qos: None,
-            notify: Notify::Adaptive,
+            notify: NotifyMode::Adaptive,
             path: DataPath::Direct,
             buffers: 32,
             buffer_size: 65536,
@@ -245,7 +216,7 @@ impl VcOptions {
     }
 
     /// How to wait.
-    pub fn notify(mut self, notify: Notify) -> VcOptions {
+    pub fn notify(mut self, notify: NotifyMode) -> VcOptions {
         self.notify = notify;
         self
     }
@@ -493,7 +464,7 @@ impl Host {
     /// Opens a VC.
     pub fn open(&self, opts: VcOptions) -> Result<Vc, Error> {
         let mut receiver = None;
-        let signal_target = if opts.notify == Notify::Signal && opts.path == DataPath::Direct {
+        let signal_target = if opts.notify == NotifyMode::Signal && opts.path == DataPath::Direct {
             let signo = signal::rt_signal(4).ok_or_else(|| {
                 Error::Io(io::Error::other("no real-time signal SIGRTMIN+4 here"))
             })?;
@@ -514,17 +485,8 @@ impl Host {
             qos: opts
                 .qos
                 .map_or_else(|| "ubr".to_string(), |q| q.to_string()),
-            path: match opts.path {
-                DataPath::Direct => PathKind::Direct,
-                DataPath::Daemon => PathKind::Daemon,
-                DataPath::Lane => PathKind::Lane,
-            },
-            notify: match opts.notify {
-                Notify::Poll => NotifyMode::Poll,
-                Notify::Adaptive => NotifyMode::Adaptive,
-                Notify::EventFd => NotifyMode::Eventfd,
-                Notify::Signal => NotifyMode::Signal,
-            },
+            path: opts.path,
+            notify: opts.notify,
             signal: signal_target,
             buffers: opts.buffers,
             buffer_size: opts.buffer_size,
@@ -659,7 +621,7 @@ struct LaneEngine {
     side: LinkSide<ShmLink>,
     buffers: VecBuffers,
     epoch: Epoch,
-    notify: Notify,
+    notify: NotifyMode,
     /// hostd writes it when it changes the channel's state (link down, revoked).
     state_fd: OwnedFd,
     /// The last pump moved nothing: its look at the lane found it empty, which asked the
@@ -715,8 +677,8 @@ impl LaneEngine {
             return Ok(true);
         }
         let spin = match self.notify {
-            Notify::Poll => left,
-            Notify::Adaptive => LANE_SPIN.min(left),
+            NotifyMode::Poll => left,
+            NotifyMode::Adaptive => LANE_SPIN.min(left),
             _ => Duration::ZERO,
         };
         let mut now = start;
@@ -767,7 +729,7 @@ impl Direct {
     fn attach(
         daemon: UnixStream,
         fds: Vec<OwnedFd>,
-        notify: Notify,
+        notify: NotifyMode,
         receiver: Option<signal::Receiver>,
         buffers: u32,
     ) -> Result<Direct, Error> {
@@ -784,16 +746,16 @@ impl Direct {
         let mut app = ch.app().map_err(|e| protocol(format!("channel: {e}")))?;
         app.set_waker(Waiter::eventfd_waker(kick).map_err(|e| protocol(format!("eventfd: {e}")))?);
         let waiter = match (notify, receiver) {
-            (Notify::Poll, _) => Waiter::BusyPoll,
-            (Notify::Adaptive, _) => {
+            (NotifyMode::Poll, _) => Waiter::BusyPoll,
+            (NotifyMode::Adaptive, _) => {
                 check_eventfd(&wake_me).map_err(|e| protocol(format!("eventfd: {e}")))?;
                 Waiter::Adaptive(AdaptivePolicy::default(), Arc::new(wake_me))
             }
-            (Notify::EventFd, _) => {
+            (NotifyMode::EventFd, _) => {
                 Waiter::eventfd_from(wake_me).map_err(|e| protocol(format!("eventfd: {e}")))?
             }
-            (Notify::Signal, Some(r)) => Waiter::Signal(r),
-            (Notify::Signal, None) => return Err(protocol("no signal receiver")),
+            (NotifyMode::Signal, Some(r)) => Waiter::Signal(r),
+            (NotifyMode::Signal, None) => return Err(protocol("no signal receiver")),
         };
         let geom = ch
             .layout()
@@ -840,7 +802,7 @@ impl Direct {
     fn attach_lane(
         daemon: UnixStream,
         fds: Vec<OwnedFd>,
-        notify: Notify,
+        notify: NotifyMode,
         buffers: u32,
         setup: LaneSetup,
     ) -> Result<Direct, Error> {
@@ -880,7 +842,7 @@ impl Direct {
             )
             .map_err(|e| protocol(format!("lane adapter: {e}")))?;
         let wait = match notify {
-            Notify::Poll => ShmWait::BusyPoll,
+            NotifyMode::Poll => ShmWait::BusyPoll,
             _ => ShmWait::EventFd,
         };
         let mut link = ShmLink::open_a(

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::TempDir;
-use natm::{DataPath, Error, Host, Notify, VcOptions};
+use natm::{DataPath, Error, Host, NotifyMode, VcOptions};
 use natm_host::hostd::{HostdOptions, HostdThread, WaitMode};
 use natm_host::loopback::LoopLink;
 
@@ -43,10 +43,10 @@ fn an_application_outlives_a_killed_hostd() {
     let dir = TempDir::new();
     let socket = dir.0.join("doomed.sock");
     for notify in [
-        Notify::Poll,
-        Notify::Adaptive,
-        Notify::EventFd,
-        Notify::Signal,
+        NotifyMode::Poll,
+        NotifyMode::Adaptive,
+        NotifyMode::EventFd,
+        NotifyMode::Signal,
     ] {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args(["--ignored", "--exact", "child_runs_hostd", "--nocapture"])

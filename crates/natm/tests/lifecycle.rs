@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::TwoHosts;
-use natm::{DataPath, Error, Host, Notify, OamScope, VcOptions};
+use natm::{DataPath, Error, Host, NotifyMode, OamScope, VcOptions};
 use natm_host::hostd::WaitMode;
 
 const T: Duration = Duration::from_secs(10);
@@ -49,11 +49,11 @@ fn a_blocked_receiver_sees_link_down_and_traffic_flows_after_reconnection() {
     let ha = Host::connect_path(hosts.a.socket()).unwrap();
     let hb = Host::connect_path(hosts.b.socket()).unwrap();
     let cases = [
-        (DataPath::Direct, Notify::Poll),
-        (DataPath::Direct, Notify::Adaptive),
-        (DataPath::Direct, Notify::EventFd),
-        (DataPath::Direct, Notify::Signal),
-        (DataPath::Daemon, Notify::EventFd),
+        (DataPath::Direct, NotifyMode::Poll),
+        (DataPath::Direct, NotifyMode::Adaptive),
+        (DataPath::Direct, NotifyMode::EventFd),
+        (DataPath::Direct, NotifyMode::Signal),
+        (DataPath::Daemon, NotifyMode::EventFd),
     ];
     for (path, notify) in cases {
         let opts = || {
@@ -151,7 +151,10 @@ fn end_to_end_ping_crosses_to_the_other_host_and_segment_ping_times_out() {
 
 #[test]
 fn refusals_name_the_reason_and_the_daemon_goes_on() {
-    let hosts = TwoHosts::with_rate(WaitMode::Adaptive, Some(353_207));
+    let hosts = TwoHosts::with_rate(
+        WaitMode::Adaptive,
+        Some(natm_core::PhyRate::OC3.cells_per_s()),
+    );
     let h = Host::connect_path(hosts.a.socket()).unwrap();
     let refused = |r: Result<natm::Vc, Error>| match r {
         Err(Error::Refused(m)) => m,

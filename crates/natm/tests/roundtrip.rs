@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{SIZES, TwoHosts, pattern};
-use natm::{DataPath, Error, Host, Notify, Vc, VcOptions};
+use natm::{DataPath, Error, Host, NotifyMode, Vc, VcOptions};
 use natm_host::hostd::WaitMode;
 
 const T: Duration = Duration::from_secs(10);
@@ -63,10 +63,10 @@ fn round_trips(wait: WaitMode) {
     let hb = Host::connect_path(hosts.b.socket()).unwrap();
     for path in [DataPath::Direct, DataPath::Daemon] {
         for notify in [
-            Notify::Poll,
-            Notify::Adaptive,
-            Notify::EventFd,
-            Notify::Signal,
+            NotifyMode::Poll,
+            NotifyMode::Adaptive,
+            NotifyMode::EventFd,
+            NotifyMode::Signal,
         ] {
             let opts = || {
                 VcOptions::new("0.100".parse().unwrap())
@@ -159,7 +159,10 @@ fn a_burst_queues_in_the_channel_and_arrives_in_order() {
 #[test]
 fn on_a_rated_link_a_cbr_vc_is_shaped_to_its_pcr() {
     // OC-3c hosts: every adapter runs natm-traffic's scheduler.
-    let hosts = TwoHosts::with_rate(WaitMode::Adaptive, Some(353_207));
+    let hosts = TwoHosts::with_rate(
+        WaitMode::Adaptive,
+        Some(natm_core::PhyRate::OC3.cells_per_s()),
+    );
     let ha = Host::connect_path(hosts.a.socket()).unwrap();
     let hb = Host::connect_path(hosts.b.socket()).unwrap();
     let opts = || {

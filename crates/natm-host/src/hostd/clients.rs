@@ -504,9 +504,9 @@ impl Hostd {
                     owner_pid: p.owner_pid,
                     notify: p.notify,
                     path: match p.mem {
-                        PortMem::Direct { .. } => PathKind::Direct,
-                        PortMem::Daemon { .. } => PathKind::Daemon,
-                        PortMem::Lane { .. } => PathKind::Lane,
+                        PortMem::Direct { .. } => DataPath::Direct,
+                        PortMem::Daemon { .. } => DataPath::Daemon,
+                        PortMem::Lane { .. } => DataPath::Lane,
                     },
                     counters: VcStats::from_adapter(&c, p.client_drops, p.tx_failed),
                     tx_queued: adapter.tx_queued() as u64,

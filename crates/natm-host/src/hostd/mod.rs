@@ -99,8 +99,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::driver::{self, BATCH, ChannelMemory, status_code};
 use crate::proto::{
-    self, CacStatus, ChannelStatus, ErrorKind, Frame, FrameError, HostStatus, LinkStatus,
-    NotifyMode, PathKind, Request, Response, SignalTarget, VcStats,
+    self, CacStatus, ChannelStatus, DataPath, ErrorKind, Frame, FrameError, HostStatus, LinkStatus,
+    NotifyMode, Request, Response, SignalTarget, VcStats,
 };
 
 pub use natm_host_core::NOMINAL_RATE;

@@ -132,7 +132,7 @@ impl Hostd {
         id: u64,
         vc_text: &str,
         qos_text: &str,
-        path: PathKind,
+        path: DataPath,
         notify: NotifyMode,
         signal_target: Option<SignalTarget>,
         buffers: u32,
@@ -174,11 +174,11 @@ impl Hostd {
             .map_err(|e| refused(e.to_string()))?;
         let owner_pid = self.conns.get(&id).map_or(0, |c| c.pid);
         let (mem, fds) = match path {
-            PathKind::Direct => {
+            DataPath::Direct => {
                 make_channel(buffers, buffer_size, notify, signal_target, owner_pid)?
             }
-            PathKind::Lane => self.make_lane(vc, buffers, buffer_size, notify)?,
-            PathKind::Daemon => (
+            DataPath::Lane => self.make_lane(vc, buffers, buffer_size, notify)?,
+            DataPath::Daemon => (
                 PortMem::Daemon {
                     bufs: VecBuffers::new(buffers, buffer_size as usize),
                     free_tx: (buffers / 2..buffers).rev().collect(),
@@ -241,7 +241,7 @@ impl Hostd {
                 buffer_size,
                 max_sdu: info.rx.max_sdu as u32,
                 link_up,
-                lane: (path == PathKind::Lane).then(|| proto::LaneShape::from_spec(&info.spec)),
+                lane: (path == DataPath::Lane).then(|| proto::LaneShape::from_spec(&info.spec)),
             },
             fds,
         ))
@@ -502,7 +502,7 @@ pub(super) fn make_channel(
         .map_err(|e| internal("dup", &e))?;
     let waker = match notify {
         NotifyMode::Poll => Waker::None,
-        NotifyMode::Adaptive | NotifyMode::Eventfd => app_waker,
+        NotifyMode::Adaptive | NotifyMode::EventFd => app_waker,
         NotifyMode::Signal => {
             let Some(t) = signal_target else {
                 return Err((

@@ -53,7 +53,7 @@ use natm_bench::demo::{
     CBR_VC, CaptureRun, PingSummary, Tshark, connect_cbr, hello, oc3_floor_ns, ping, policing,
     tshark_check,
 };
-use natm_bench::transport::{DataPath, Kind, NatmTarget, Targets, WaitMode};
+use natm_bench::transport::{DataPath, Kind, NatmTarget, NotifyMode, Targets};
 
 mod layers;
 
@@ -326,9 +326,9 @@ fn network(args: &DemoArgs) -> CmdResult {
     // On unlimited links the applications take their own lanes to the switch and sleep on
     // eventfds; a paced link is hostd's to pace, so there they use its direct path.
     let (path, mode) = if args.rate == "unlimited" {
-        (DataPath::Lane, WaitMode::Eventfd)
+        (DataPath::Lane, NotifyMode::EventFd)
     } else {
-        (DataPath::Direct, WaitMode::Adaptive)
+        (DataPath::Direct, NotifyMode::Adaptive)
     };
     let target = |vc: PvcAddr, qos: Qos| NatmTarget {
         vc,

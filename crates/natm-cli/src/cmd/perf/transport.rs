@@ -3,7 +3,7 @@
 //! [`Targets`] and [`Placement`].
 
 use clap::Args;
-use natm_bench::transport::{DataPath, Kind, NatmTarget, Placement, Targets, WaitMode};
+use natm_bench::transport::{DataPath, Kind, NatmTarget, NotifyMode, Placement, Targets};
 use natm_core::addr::{AddrSyntax, PvcAddr};
 use natm_core::qos::Qos;
 
@@ -120,16 +120,11 @@ impl TargetArgs {
             .qos
             .parse()
             .map_err(|e| CliError::usage(format!("--qos {:?}: {e}", self.qos)))?;
-        let mode = match self.mode.as_str() {
-            "poll" => WaitMode::Poll,
-            "adaptive" => WaitMode::Adaptive,
-            "eventfd" => WaitMode::Eventfd,
-            "signal" => WaitMode::Signal,
-            m => {
-                return Err(CliError::usage(format!(
-                    "--mode {m:?}: expected poll, adaptive, eventfd or signal"
-                )));
-            }
+        let Some(mode) = NotifyMode::ALL.into_iter().find(|m| m.name() == self.mode) else {
+            return Err(CliError::usage(format!(
+                "--mode {:?}: expected poll, adaptive, eventfd or signal",
+                self.mode
+            )));
         };
         let Some(path) = DataPath::ALL.into_iter().find(|p| p.name() == self.path) else {
             return Err(CliError::usage(format!(
