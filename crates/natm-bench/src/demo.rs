@@ -16,9 +16,8 @@ use std::time::{Duration, Instant};
 use natm_capture::{CellRecord, LinkType, Record, RecordKind, Writer};
 use natm_core::qos::Qos;
 use natm_core::{PvcAddr, VcId};
-use natm_switchd::client::{self, ClientError};
+use natm_switchd::client::{Client, ClientError, Connect};
 use natm_wire::aal5::{self, MAX_SDU, Reassembler, Segmenter};
-use serde_json::{Value, json};
 
 use crate::Error;
 use crate::stats::{Spread, quantile};
@@ -54,32 +53,21 @@ pub struct PingSummary {
 
 /// Adds the CBR PVC between `ports` of the switch at `s1`; returns the connection's id.
 pub fn connect_cbr(s1: &Path, ports: (u16, u16), qos: &str, upc: &str) -> Result<String, Error> {
-    let reply = client::request(
-        s1,
-        &json!({
-            "op": "connect",
-            "a": format!("{}:{CBR_VC}", ports.0),
-            "b": format!("{}:{CBR_VC}", ports.1),
-            "qos": qos,
-            "upc": upc,
-        }),
-        Duration::from_secs(2),
-    )
-    .map_err(|source| Error::Switchd {
-        what: "s1".into(),
-        source,
-    })?;
-    if reply.get("ok") != Some(&Value::Bool(true)) {
-        return Err(Error::Daemon(format!(
-            "s1 refused the CBR PVC: {}",
-            reply.get("error").and_then(Value::as_str).unwrap_or("?")
-        )));
-    }
-    Ok(reply
-        .get("id")
-        .and_then(Value::as_str)
-        .unwrap_or("?")
-        .to_string())
+    Client::new(s1, Duration::from_secs(2))
+        .connect(&Connect {
+            a: format!("{}:{CBR_VC}", ports.0),
+            b: format!("{}:{CBR_VC}", ports.1),
+            qos: qos.into(),
+            upc: Some(upc.into()),
+            ..Connect::default()
+        })
+        .map_err(|source| match source.refusal() {
+            Some(r) => Error::Daemon(format!("s1 refused the CBR PVC: {r}")),
+            None => Error::Switchd {
+                what: "s1".into(),
+                source,
+            },
+        })
 }
 
 /// Opens `vc` on both hosts and sends one SDU each way.
@@ -173,22 +161,13 @@ pub struct Policing {
 /// The counters of the connection whose end `a` is `end` (`PORT:VPI.VCI`), from the
 /// switch's status; `None` when the switch does not say.
 pub fn policing(switch: &Path, end: &str) -> Option<Policing> {
-    let status = client::request(switch, &json!({"op": "status"}), Duration::from_secs(2)).ok()?;
-    let xc = status
-        .get("connections")?
-        .as_array()?
-        .iter()
-        .find(|c| c.get("a").and_then(Value::as_str) == Some(end))?;
-    let sum = |field: &str| {
-        ["a_to_b", "b_to_a"]
-            .iter()
-            .filter_map(|d| xc.get(*d)?.get(field)?.as_u64())
-            .sum()
-    };
+    let status = Client::new(switch, Duration::from_secs(2)).status().ok()?;
+    let xc = status.connections.iter().find(|c| c.a == end)?;
+    let (ab, ba) = (&xc.a_to_b, &xc.b_to_a);
     Some(Policing {
-        cells_in: sum("cells_in"),
-        tagged: sum("tagged"),
-        dropped: sum("dropped"),
+        cells_in: ab.cells_in + ba.cells_in,
+        tagged: ab.tagged + ba.tagged,
+        dropped: ab.dropped + ba.dropped,
     })
 }
 
@@ -212,12 +191,12 @@ impl CaptureRun {
         let file = File::create(path).map_err(|e| Error::io(path.display().to_string(), e))?;
         let mut writer = Writer::new(BufWriter::new(file), LinkType::Erf)
             .map_err(|e| Error::Traffic(format!("{}: {e}", path.display())))?;
-        let mut capture = client::capture(switch, port, None, CAPTURE_QUIET).map_err(|source| {
-            Error::Switchd {
+        let mut capture = Client::new(switch, CAPTURE_QUIET)
+            .capture(port, None)
+            .map_err(|source| Error::Switchd {
                 what: format!("capture on s1:{port}"),
                 source,
-            }
-        })?;
+            })?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let name = path.display().to_string();

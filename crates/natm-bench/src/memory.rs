@@ -39,9 +39,11 @@ use natm_core::addr::AddrSyntax;
 use natm_host::hostd::HostdConfig;
 use natm_link::endpoint::{DEFAULT_RING_CELLS, LinkConfig, LinkKind, WaitConfig};
 use natm_netem::Impairments;
+use natm_switchd::client::{
+    Client, Connect, Request, Response, SwitchStatus, decode_response, encode_request,
+};
 use natm_switchd::config::{ConfigFile, PortFile};
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use crate::Error;
 
@@ -249,9 +251,14 @@ fn link_config(kind: LinkKind) -> LinkConfig {
 }
 
 /// The management request that makes cross-connect `i` (`1:VPI.VCI ↔ 2:VPI.VCI`, UBR).
-fn xc_request(i: u32) -> Value {
+fn xc_request(i: u32) -> Connect {
     let (vpi, vci) = (i / VCI_PER_VPI, 32 + i % VCI_PER_VPI);
-    json!({"op": "connect", "a": format!("1:{vpi}.{vci}"), "b": format!("2:{vpi}.{vci}"), "qos": "ubr"})
+    Connect {
+        a: format!("1:{vpi}.{vci}"),
+        b: format!("2:{vpi}.{vci}"),
+        qos: "ubr".into(),
+        ..Connect::default()
+    }
 }
 
 /// A process's resident bytes (VmRSS), read from `/proc` without asking it anything.
@@ -259,22 +266,14 @@ fn proc_rss(pid: u32) -> Result<u64, Error> {
     natm_nic::procfs::resident_bytes(Some(pid)).map_err(|e| Error::Daemon(e.to_string()))
 }
 
-/// One management request; a refusal is an error.
-fn switch_request(socket: &Path, req: &Value) -> Result<Value, Error> {
-    let reply =
-        natm_switchd::client::request(socket, req, Duration::from_secs(10)).map_err(|source| {
-            Error::Switchd {
-                what: format!("switchd {}", socket.display()),
-                source,
-            }
-        })?;
-    if reply["ok"] != json!(true) {
-        return Err(Error::Daemon(format!(
-            "switchd refused {req}: {}",
-            reply["error"]
-        )));
-    }
-    Ok(reply)
+/// The switch's status; a refusal is an error.
+fn switch_status(socket: &Path) -> Result<SwitchStatus, Error> {
+    Client::new(socket, Duration::from_secs(10))
+        .status()
+        .map_err(|source| Error::Switchd {
+            what: format!("switchd {} status", socket.display()),
+            source,
+        })
 }
 
 /// Sends `n` connect requests on one management connection, a reader thread taking the
@@ -294,18 +293,20 @@ fn make_xcs(socket: &Path, n: u32) -> Result<(), Error> {
                 Some(Err(e)) => return Err(format!("reply {}: {e}", i + 1)),
                 None => return Err(format!("closed after {i} replies")),
             };
-            let v: Value = serde_json::from_str(&line)
-                .map_err(|e| format!("reply {}: not JSON: {e}", i + 1))?;
-            if v["ok"] != json!(true) {
-                return Err(format!("cross-connect {} refused: {}", i + 1, v["error"]));
+            match decode_response(line.as_bytes()) {
+                Ok(Response::Connected { .. }) => {}
+                Ok(Response::Error(e)) => {
+                    return Err(format!("cross-connect {} refused: {e}", i + 1));
+                }
+                Ok(other) => return Err(format!("reply {}: a {} response", i + 1, other.op())),
+                Err(e) => return Err(format!("reply {}: {e}", i + 1)),
             }
         }
         Ok(())
     });
     let mut writer = BufWriter::new(&stream);
     for i in 0..n {
-        let mut line = xc_request(i).to_string();
-        line.push('\n');
+        let line = encode_request(&Request::Connect(xc_request(i)));
         if let Err(e) = writer.write_all(line.as_bytes()) {
             // The reader says why the daemon stopped listening, if it knows.
             let why = replies.join().ok().and_then(Result::err);
@@ -347,7 +348,7 @@ fn measure_switch(scratch: &mut Scratch, xcs: u32) -> Result<SwitchFigures, Erro
     let pid = scratch.children[i].0.id();
     loop {
         scratch.check_alive(i, "natm switchd")?;
-        if socket.exists() && switch_request(&socket, &json!({"op": "status"})).is_ok() {
+        if socket.exists() && switch_status(&socket).is_ok() {
             break;
         }
         if t0.elapsed() > START_WAIT {
@@ -362,17 +363,17 @@ fn measure_switch(scratch: &mut Scratch, xcs: u32) -> Result<SwitchFigures, Erro
     make_xcs(&socket, xcs)?;
     let connect_seconds = t1.elapsed().as_secs_f64();
     let loaded = proc_rss(pid)?;
-    let status = switch_request(&socket, &json!({"op": "status"}))?;
-    let n = status["connections"].as_array().map_or(0, |c| c.len());
+    let status = switch_status(&socket)?;
+    let n = status.connections.len();
     if n != xcs as usize {
         return Err(Error::Daemon(format!(
             "natm switchd holds {n} cross-connects, {xcs} were made"
         )));
     }
-    let memory = status["memory"].as_u64().ok_or_else(|| {
+    let memory = status.memory.ok_or_else(|| {
         Error::Daemon("switchd's status has no `memory` (VmRSS not readable)".into())
     })?;
-    let _ = switch_request(&socket, &json!({"op": "shutdown"}));
+    let _ = Client::new(&socket, Duration::from_secs(10)).shutdown();
     scratch.stop(i);
     Ok(SwitchFigures {
         empty,
@@ -533,11 +534,8 @@ mod tests {
         assert_eq!(c.ports.len(), 2);
         assert!(c.xcs.is_empty());
         let r = xc_request(2048);
-        assert_eq!(
-            (r["a"].as_str(), r["b"].as_str()),
-            (Some("1:2.32"), Some("2:2.32"))
-        );
-        assert_eq!(xc_request(1)["a"], "1:0.33");
+        assert_eq!((r.a.as_str(), r.b.as_str()), ("1:2.32", "2:2.32"));
+        assert_eq!(xc_request(1).a, "1:0.33");
         let peer = SocketAddr::from(([127, 0, 0, 1], 9));
         let h = HostdConfig::from_toml(&hostd_config(&s.path("h.sock"), peer)).unwrap();
         assert_eq!(h.socket_path(), s.path("h.sock"));

@@ -47,7 +47,9 @@ mod state;
 pub mod topology;
 
 pub use lab::{OwnedLab, down, restart, start};
-pub use state::{Daemon, LabState, StatusError, is_our_daemon, load_state, runtime_dir};
+pub use state::{
+    Daemon, DaemonStatus, LabState, StatusError, is_our_daemon, load_state, runtime_dir,
+};
 
 /// Why a lab could not be started, looked at or stopped. Its `Display` is one line.
 #[derive(Debug, thiserror::Error)]

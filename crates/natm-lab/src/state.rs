@@ -4,8 +4,8 @@ use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use natm_switchd::client::{Client, SwitchStatus};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 use crate::Error;
 
@@ -100,32 +100,48 @@ pub enum StatusError {
     /// The switch's management socket failed.
     #[error(transparent)]
     Switch(#[from] natm_switchd::client::ClientError),
-    /// The switch refused the request, saying this.
-    #[error("{0}")]
-    Refused(String),
     /// The host daemon failed.
     #[error(transparent)]
     Host(#[from] natm::Error),
-    /// The host's status could not be put as JSON.
-    #[error(transparent)]
-    Json(#[from] serde_json::Error),
+}
+
+/// A daemon's status: a switch's management `status` reply, a host daemon's
+/// `Host::status`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DaemonStatus {
+    /// A switch's.
+    Switch(SwitchStatus),
+    /// A host's.
+    Host(natm::HostStatus),
+}
+
+/// As `natm stat --json` and `natm lab status --json` have always printed it: the status
+/// object itself, a switch's with the `"ok": true` of its reply.
+impl Serialize for DaemonStatus {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Reply<'a> {
+            ok: bool,
+            #[serde(flatten)]
+            status: &'a SwitchStatus,
+        }
+        match self {
+            DaemonStatus::Switch(status) => Reply { ok: true, status }.serialize(s),
+            DaemonStatus::Host(status) => status.serialize(s),
+        }
+    }
 }
 
 impl Daemon {
-    /// The daemon's status as JSON: a switch's management `status` reply, a host daemon's
-    /// `Host::status`; a switch waits at most `timeout`.
-    pub fn status(&self, timeout: std::time::Duration) -> Result<Value, StatusError> {
+    /// The daemon's status; a switch waits at most `timeout`.
+    pub fn status(&self, timeout: std::time::Duration) -> Result<DaemonStatus, StatusError> {
         if self.role == "switch" {
-            let v = natm_switchd::client::request(&self.socket, &json!({"op": "status"}), timeout)?;
-            if v["ok"] == Value::Bool(false) {
-                return Err(StatusError::Refused(
-                    v["error"].as_str().unwrap_or("refused").to_string(),
-                ));
-            }
-            Ok(v)
+            Ok(DaemonStatus::Switch(
+                Client::new(&self.socket, timeout).status()?,
+            ))
         } else {
             let host = natm::Host::connect_path(&self.socket)?;
-            Ok(serde_json::to_value(host.status()?)?)
+            Ok(DaemonStatus::Host(host.status()?))
         }
     }
 }

@@ -38,29 +38,36 @@
 //! # Management protocol
 //!
 //! A Unix stream socket at `management`; only the daemon's own uid or root may connect
-//! (SO_PEERCRED). Each request is one JSON object on one line and gets one JSON line back;
-//! every reply has `"ok"`. A line that is not JSON, has no `"op"` or an unknown one gets
-//! `{"ok":false,"error":"…"}` naming it, and the connection stays usable.
+//! (SO_PEERCRED). Each request is one JSON object on one line and gets one JSON line back,
+//! in order. The messages are types of [`natm_proto::switchd`] (its docs have the details):
+//! a [`Request`](natm_proto::switchd::Request) names its operation in `"op"`; every
+//! [`Response`](natm_proto::switchd::Response) has `"ok"` and `"op"`. A line that is not
+//! JSON, has no `"op"`, an unknown one or a bad field gets
+//! `{"ok":false,"op":"error","kind":"…","error":"…"}` naming it (a typed
+//! [`Refusal`](natm_proto::switchd::Refusal)), and the connection stays usable.
 //!
-//! * `{"op":"status"}` → `{"ok":true,"name","pid","uptime_s","memory"` (VmRSS, bytes)`,
-//!   "state_bytes_per_connection","ports":[…],"connections":[…]}`. A port: `id`, `link`
-//!   (its description), `up`, `attached`, `counters` (the switch's per-port counters by
-//!   name, with `dropped`), `queue_depth` (`{"cbr","rt-vbr","nrt-vbr","ubr"}`),
+//! * `{"op":"status"}` → `{"ok":true,"op":"status","name","pid","uptime_s","memory"`
+//!   (VmRSS, bytes)`,"state_bytes_per_connection","capture_overflow","ports":[…],
+//!   "connections":[…]}` ([`SwitchStatus`](natm_proto::switchd::SwitchStatus)). A port:
+//!   `id`, `link` (its description), `up`, `attached`, `counters` (the switch's per-port
+//!   counters by name, with `dropped`), `queue_depth` (`{"cbr","rt-vbr","nrt-vbr","ubr"}`),
 //!   `link_counters` (or null), `held` (cells the link refused so far), `connects`,
 //!   `disconnects`, `tx_lost`, `last_error`, `lanes` (each `{"vcs","rx","tx","dropped",
-//!   "paused","held"}`), `lanes_attached`, `lanes_removed`, `lane_refused`, `lane_dropped`, `held_dropped`. A connection: `id` (`"SLOT.GENERATION"`),
-//!   `a`, `b`, `qos` (qos(7) text), `category`, `upc`, `aal5`, `weight`, and `a_to_b` /
-//!   `b_to_a` each `{"cells_in","cells_out","dropped","tagged","queued"}`.
+//!   "paused","held"}`), `lanes_attached`, `lanes_removed`, `lane_refused`, `lane_dropped`,
+//!   `held_dropped`. A connection: `id` (`"SLOT.GENERATION"`), `a`, `b`, `qos` (qos(7)
+//!   text), `category`, `upc`, `aal5`, `weight`, and `a_to_b` / `b_to_a` each
+//!   `{"cells_in","cells_out","dropped","tagged","queued"}`.
 //! * `{"op":"connect","a":"1:0.101","b":"2:0.101","qos":"cbr:pcr=1000"}`, optionally
 //!   with `"upc"`, `"aal5"`, `"weight"`, `"category"` as in the configuration →
-//!   `{"ok":true,"id":"3.1"}` or `{"ok":false,"error":"…"}` (a CAC refusal's text
-//!   included).
-//! * `{"op":"disconnect","id":"3.1"}` → `{"ok":true}` or an error.
-//! * `{"op":"capture","port":1,"vc":"0.100"}` (`vc` optional) → `{"ok":true,"capturing":1}`
-//!   and then one line per cell seen on that port in either direction,
-//!   `{"t_ns":…,"dir":"in"|"out","cell":"<106 hex digits>"}` (`t_ns` since the Unix epoch),
-//!   until the client closes the connection. A client that reads too slowly loses lines.
-//! * `{"op":"shutdown"}` → `{"ok":true}`, and the daemon stops.
+//!   `{"ok":true,"op":"connected","id":"3.1"}` or an error (a CAC refusal's text
+//!   included, kind `refused`).
+//! * `{"op":"disconnect","id":"3.1"}` → `{"ok":true,"op":"disconnected"}` or an error.
+//! * `{"op":"capture","port":1,"vc":"0.100"}` (`vc` optional) →
+//!   `{"ok":true,"op":"capturing","capturing":1}` and then one line per cell seen on that
+//!   port in either direction, `{"t_ns":…,"dir":"in"|"out","cell":"<106 hex digits>"}`
+//!   (`t_ns` since the Unix epoch), until the client closes the connection. A client that
+//!   reads too slowly loses lines.
+//! * `{"op":"shutdown"}` → `{"ok":true,"op":"shutting_down"}`, and the daemon stops.
 //!
 //! [`client`] has the client side. The forwarding loop's benchmarks (end to end with host
 //! threads, and the loop alone in bursts) drive [`fabric::Fabric`] from natm-bench's

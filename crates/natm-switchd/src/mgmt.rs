@@ -1,5 +1,5 @@
-//! The management socket's server side: JSON lines on a Unix stream socket (the protocol
-//! is documented in the crate documentation).
+//! The management socket's server side: JSON lines on a Unix stream socket, the protocol
+//! of [`natm_proto::switchd`] (summarised in the crate documentation).
 //!
 //! Non-blocking throughout: the daemon loop calls [`Management::service`] between
 //! forwarding steps; a client that does not read its replies or its capture stream only
@@ -16,10 +16,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant as StdInstant, SystemTime, UNIX_EPOCH};
 
 use natm_core::{HeaderFormat, VcId};
-use natm_switch::{CATEGORIES, DirCounters, PortCounters, PortId, XcId};
-use serde_json::{Value, json};
+use natm_proto::switchd::{
+    self as proto, Connect, ConnectionStatus, ErrorKind, LaneStatus, PortStatus, Refusal, Request,
+    Response, SwitchStatus,
+};
+use natm_switch::{
+    CATEGORIES, Category, DirCounters, PortCounters, PortId, SwitchError, Upc, XcId,
+};
 
-use crate::config::{XcText, category_name};
+use crate::config::XcText;
 use crate::fabric::{Fabric, Tapped};
 
 /// Capture lines waiting for a slow client beyond which new ones are dropped (bytes).
@@ -173,7 +178,10 @@ impl Management {
         if !allowed {
             reply(
                 &mut c,
-                &json!({"ok": false, "error": "permission denied: only the daemon's user (or root) may manage this switch"}),
+                &Response::Error(Refusal::new(
+                    ErrorKind::PermissionDenied,
+                    "permission denied: only the daemon's user (or root) may manage this switch",
+                )),
             );
             flush(&mut c);
             c.closed = true;
@@ -216,7 +224,10 @@ impl Management {
         if c.input.len() > LINE_LIMIT {
             reply(
                 c,
-                &json!({"ok": false, "error": format!("request line longer than {LINE_LIMIT} bytes")}),
+                &Response::Error(Refusal::new(
+                    ErrorKind::LineTooLong,
+                    format!("request line longer than {LINE_LIMIT} bytes"),
+                )),
             );
             flush(c);
             c.closed = true;
@@ -230,80 +241,28 @@ impl Management {
         line: &[u8],
         fabric: &mut Fabric,
         info: &DaemonInfo<'_>,
-    ) -> Value {
-        let fail = |e: String| json!({"ok": false, "error": e});
-        let req: Value = match serde_json::from_slice(line) {
-            Ok(v) => v,
-            Err(e) => return fail(format!("bad JSON: {e}")),
+    ) -> Response {
+        let req = match proto::decode_request(line) {
+            Ok(req) => req,
+            Err(refusal) => return Response::Error(refusal),
         };
-        let Some(op) = req.get("op").and_then(Value::as_str) else {
-            return fail("the request has no \"op\" string".into());
-        };
-        match op {
-            "status" => status(fabric, info),
-            "connect" => connect(&req, fabric),
-            "disconnect" => {
-                let Some(id) = req.get("id").and_then(Value::as_str) else {
-                    return fail("disconnect needs \"id\" (\"SLOT.GENERATION\")".into());
-                };
-                let id: XcId = match id.parse() {
-                    Ok(id) => id,
-                    Err(e) => return fail(format!("\"id\": {e}")),
-                };
-                match fabric.switch.disconnect(id) {
-                    Ok(_) => json!({"ok": true}),
-                    Err(e) => fail(e.to_string()),
-                }
-            }
-            "capture" => {
-                let Some(port) = req
-                    .get("port")
-                    .and_then(Value::as_u64)
-                    .and_then(|p| u16::try_from(p).ok())
-                else {
-                    return fail("capture needs \"port\" (a port number)".into());
-                };
-                let Some(format) = fabric
-                    .switch
-                    .ports()
-                    .find(|(id, _)| *id == PortId(port))
-                    .map(|(_, c)| c.format)
-                else {
-                    return fail(format!("no port {port}"));
-                };
-                let vc = match req.get("vc") {
-                    None | Some(Value::Null) => None,
-                    Some(Value::String(s)) => match s.parse::<VcId>() {
-                        Ok(vc) => match vc_filter(format, vc.vpi.get(), vc.vci.get()) {
-                            Some(filter) => Some(filter),
-                            None => {
-                                return fail(format!(
-                                    "\"vc\": VPI {} is above {} on port {port}",
-                                    vc.vpi,
-                                    format.max_vpi()
-                                ));
-                            }
-                        },
-                        Err(e) => return fail(format!("\"vc\": {s:?} is not VPI.VCI: {e}")),
-                    },
-                    Some(other) => {
-                        return fail(format!("\"vc\": {other} is not a \"VPI.VCI\" string"));
-                    }
-                };
-                self.clients[i].capture = Some((PortId(port), vc));
+        let result = match req {
+            Request::Status => Ok(Response::Status(status(fabric, info))),
+            Request::Connect(c) => connect(&c, fabric),
+            Request::Disconnect { id } => disconnect(&id, fabric),
+            Request::Capture { port, vc } => capture(port, vc.as_deref(), fabric).map(|filter| {
+                self.clients[i].capture = Some((PortId(port), filter));
                 if !fabric.tap_ports.contains(&PortId(port)) {
                     fabric.tap_ports.push(PortId(port));
                 }
-                json!({"ok": true, "capturing": port})
-            }
-            "shutdown" => {
+                Response::Capturing { port }
+            }),
+            Request::Shutdown => {
                 info.stop.store(true, Ordering::Release);
-                json!({"ok": true})
+                Ok(Response::ShuttingDown)
             }
-            other => fail(format!(
-                "unknown op {other:?} (status, connect, disconnect, capture, shutdown)"
-            )),
-        }
+        };
+        result.unwrap_or_else(Response::Error)
     }
 
     /// Gives every capturing client the lines of its cells, each line formatted once
@@ -365,9 +324,8 @@ impl Drop for Management {
     }
 }
 
-fn reply(c: &mut Client, v: &Value) {
-    let mut line = v.to_string();
-    line.push('\n');
+fn reply(c: &mut Client, response: &Response) {
+    let line = proto::encode_response(response);
     // Replies are never dropped; a client that lets far more than the limit pile up
     // is not reading and is closed.
     if c.output.len() > 4 * OUT_LIMIT {
@@ -400,158 +358,228 @@ fn flush(c: &mut Client) {
     c.output.drain(..done);
 }
 
-fn port_counters_json(c: &PortCounters) -> Value {
-    json!({
-        "cells_in": c.cells_in,
-        "cells_out": c.cells_out,
-        "dropped": c.dropped(),
-        "idle": c.idle,
-        "hec_corrected": c.hec_corrected,
-        "hec_discarded": c.hec_discarded,
-        "unknown_vc": c.unknown_vc,
-        "policed": c.policed,
-        "tagged": c.tagged,
-        "queue_full": c.queue_full,
-        "epd": c.epd,
-        "ppd": c.ppd,
-        "port_down": c.port_down,
-        "flushed": c.flushed,
-        "oam_answered": c.oam_answered,
-        "oam_terminated": c.oam_terminated,
-        "ais_sent": c.ais_sent,
-    })
+fn port_counters(c: &PortCounters) -> proto::PortCounters {
+    proto::PortCounters {
+        cells_in: c.cells_in,
+        cells_out: c.cells_out,
+        dropped: c.dropped(),
+        idle: c.idle,
+        hec_corrected: c.hec_corrected,
+        hec_discarded: c.hec_discarded,
+        unknown_vc: c.unknown_vc,
+        policed: c.policed,
+        tagged: c.tagged,
+        queue_full: c.queue_full,
+        epd: c.epd,
+        ppd: c.ppd,
+        port_down: c.port_down,
+        flushed: c.flushed,
+        oam_answered: c.oam_answered,
+        oam_terminated: c.oam_terminated,
+        ais_sent: c.ais_sent,
+    }
 }
 
-fn dir_json(d: &DirCounters) -> Value {
-    json!({
-        "cells_in": d.cells_in,
-        "cells_out": d.cells_out,
-        "dropped": d.dropped,
-        "tagged": d.tagged,
-        "queued": d.queued,
-    })
+/// The queue depths of `c`, by category.
+fn queue_depth(c: &PortCounters) -> proto::QueueDepth {
+    let mut q = proto::QueueDepth::default();
+    for (cat, depth) in CATEGORIES.iter().zip(c.queue_depth) {
+        *match cat {
+            Category::Cbr => &mut q.cbr,
+            Category::RtVbr => &mut q.rt_vbr,
+            Category::NrtVbr => &mut q.nrt_vbr,
+            Category::Ubr => &mut q.ubr,
+        } = depth;
+    }
+    q
 }
 
-fn status(fabric: &Fabric, info: &DaemonInfo<'_>) -> Value {
-    // Before the reply is built: a reply listing 65,536 connections is itself ~170 MiB of
-    // JSON values, which would be counted as the switch's own size.
+fn dir_counters(d: &DirCounters) -> proto::DirCounters {
+    proto::DirCounters {
+        cells_in: d.cells_in,
+        cells_out: d.cells_out,
+        dropped: d.dropped,
+        tagged: d.tagged,
+        queued: d.queued,
+    }
+}
+
+fn category(c: Category) -> proto::Category {
+    match c {
+        Category::Cbr => proto::Category::Cbr,
+        Category::RtVbr => proto::Category::RtVbr,
+        Category::NrtVbr => proto::Category::NrtVbr,
+        Category::Ubr => proto::Category::Ubr,
+    }
+}
+
+fn upc(u: Upc) -> proto::Upc {
+    match u {
+        Upc::Off => proto::Upc::Off,
+        Upc::Tag => proto::Upc::Tag,
+        Upc::Discard => proto::Upc::Discard,
+    }
+}
+
+fn count(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+fn status(fabric: &Fabric, info: &DaemonInfo<'_>) -> SwitchStatus {
+    // Before the reply is built: a reply listing 65,536 connections is itself many MiB,
+    // which would be counted as the switch's own size.
     let memory = natm_nic::procfs::resident_bytes(None).ok();
-    let ports: Vec<Value> = fabric
+    let ports = fabric
         .ports
         .iter()
         .map(|p| {
             let c = fabric.switch.port_counters(p.id).unwrap_or_default();
-            let mut queues = serde_json::Map::new();
-            for (cat, depth) in CATEGORIES.iter().zip(c.queue_depth) {
-                queues.insert(category_name(*cat).into(), json!(depth));
-            }
             let link = info
                 .links
                 .iter()
                 .find(|(id, _)| *id == p.id)
                 .map_or(String::new(), |(_, d)| d.clone());
-            let lc = p.link.as_ref().map(|l| l.counters());
-            json!({
-                "id": p.id.0,
-                "link": link,
-                "up": c.up,
-                "attached": p.link.is_some(),
-                "counters": port_counters_json(&c),
-                "queue_depth": queues,
-                "link_counters": lc.map(|l| json!({
-                    "tx_cells": l.tx_cells, "tx_batches": l.tx_batches,
-                    "rx_cells": l.rx_cells, "rx_batches": l.rx_batches,
-                    "rx_malformed": l.rx_malformed, "rx_lost": l.rx_lost,
-                })),
-                "held": p.held(),
-                "connects": p.stats.connects,
-                "disconnects": p.stats.disconnects,
-                "tx_lost": p.stats.tx_lost,
-                "last_error": p.stats.last_error,
-                "lanes": p.lanes.iter().map(|l| json!({
-                    "vcs": l.vcs.iter().map(|v| format!("{}.{}", v.vpi, v.vci)).collect::<Vec<_>>(),
-                    "rx": l.stats.rx, "tx": l.stats.tx, "dropped": l.stats.dropped,
-                    "paused": l.stats.paused,
-                    "held": l.held(),
-                })).collect::<Vec<_>>(),
-                "lanes_attached": p.stats.lanes_attached,
-                "lanes_removed": p.stats.lanes_removed,
-                "lane_refused": p.stats.lane_refused,
-                "lane_dropped": p.stats.lane_dropped,
-                "held_dropped": p.stats.held_dropped,
-            })
+            PortStatus {
+                id: p.id.0,
+                link,
+                up: c.up,
+                attached: p.link.is_some(),
+                counters: port_counters(&c),
+                queue_depth: queue_depth(&c),
+                link_counters: p.link.as_ref().map(|l| {
+                    let l = l.counters();
+                    proto::LinkCounters {
+                        tx_cells: l.tx_cells,
+                        tx_batches: l.tx_batches,
+                        rx_cells: l.rx_cells,
+                        rx_batches: l.rx_batches,
+                        rx_malformed: l.rx_malformed,
+                        rx_lost: l.rx_lost,
+                    }
+                }),
+                held: count(p.held()),
+                connects: p.stats.connects,
+                disconnects: p.stats.disconnects,
+                tx_lost: p.stats.tx_lost,
+                last_error: p.stats.last_error.clone(),
+                lanes: p
+                    .lanes
+                    .iter()
+                    .map(|l| LaneStatus {
+                        vcs: l
+                            .vcs
+                            .iter()
+                            .map(|v| format!("{}.{}", v.vpi, v.vci))
+                            .collect(),
+                        rx: l.stats.rx,
+                        tx: l.stats.tx,
+                        dropped: l.stats.dropped,
+                        paused: l.stats.paused,
+                        held: count(l.held()),
+                    })
+                    .collect(),
+                lanes_attached: p.stats.lanes_attached,
+                lanes_removed: p.stats.lanes_removed,
+                lane_refused: p.stats.lane_refused,
+                lane_dropped: p.stats.lane_dropped,
+                held_dropped: p.stats.held_dropped,
+            }
         })
         .collect();
-    let connections: Vec<Value> = fabric
+    let connections = fabric
         .switch
         .connections()
         .filter_map(|(id, _)| fabric.switch.connection(id).map(|(xc, c)| (id, *xc, c)))
-        .map(|(id, xc, c)| {
-            json!({
-                "id": id.to_string(),
-                "a": xc.a.to_string(),
-                "b": xc.b.to_string(),
-                "qos": xc.qos.to_string(),
-                "category": xc.effective_category().ok().map(category_name),
-                "upc": xc.upc.to_string(),
-                "aal5": xc.aal5,
-                "weight": xc.weight,
-                "a_to_b": dir_json(&c.a_to_b),
-                "b_to_a": dir_json(&c.b_to_a),
-            })
+        .map(|(id, xc, c)| ConnectionStatus {
+            id: id.to_string(),
+            a: xc.a.to_string(),
+            b: xc.b.to_string(),
+            qos: xc.qos.to_string(),
+            category: xc.effective_category().ok().map(category),
+            upc: upc(xc.upc),
+            aal5: xc.aal5,
+            weight: xc.weight,
+            a_to_b: dir_counters(&c.a_to_b),
+            b_to_a: dir_counters(&c.b_to_a),
         })
         .collect();
-    json!({
-        "ok": true,
-        "name": info.name,
-        "pid": std::process::id(),
-        "uptime_s": info.started.elapsed().as_secs_f64(),
-        "memory": memory,
-        "state_bytes_per_connection": natm_switch::Switch::state_bytes_per_connection(),
-        "capture_overflow": fabric.tap_overflow,
-        "ports": ports,
-        "connections": connections,
-    })
+    SwitchStatus {
+        name: info.name.to_string(),
+        pid: std::process::id(),
+        uptime_s: info.started.elapsed().as_secs_f64(),
+        memory,
+        state_bytes_per_connection: count(natm_switch::Switch::state_bytes_per_connection()),
+        capture_overflow: fabric.tap_overflow,
+        ports,
+        connections,
+    }
 }
 
-fn connect(req: &Value, fabric: &mut Fabric) -> Value {
-    let fail = |e: String| json!({"ok": false, "error": e});
-    let text = |key: &str| req.get(key).and_then(Value::as_str);
-    for key in ["a", "b", "qos"] {
-        if text(key).is_none() {
-            return fail(format!("connect needs \"{key}\" (a string)"));
-        }
-    }
-    let weight = match req.get("weight") {
-        None => None,
-        Some(w) => match w.as_u64().and_then(|w| u32::try_from(w).ok()) {
-            Some(w) => Some(w),
-            None => return fail(format!("\"weight\": {w} is not a whole number")),
-        },
+/// The refusal of what the switch core refused.
+fn switch_refusal(e: &SwitchError) -> Refusal {
+    let kind = match e {
+        SwitchError::UnknownPort(_) | SwitchError::UnknownConnection(_) => ErrorKind::NotFound,
+        _ => ErrorKind::Refused,
     };
-    let aal5 = match req.get("aal5") {
-        None => None,
-        Some(Value::Bool(b)) => Some(*b),
-        Some(other) => return fail(format!("\"aal5\": {other} is not true or false")),
-    };
+    Refusal::new(kind, e.to_string())
+}
+
+fn connect(req: &Connect, fabric: &mut Fabric) -> Result<Response, Refusal> {
     let t = XcText {
-        a: text("a").unwrap_or_default(),
-        b: text("b").unwrap_or_default(),
-        qos: text("qos").unwrap_or_default(),
-        upc: text("upc"),
-        aal5,
-        weight,
-        category: text("category"),
+        a: &req.a,
+        b: &req.b,
+        qos: &req.qos,
+        upc: req.upc.as_deref(),
+        aal5: req.aal5,
+        weight: req.weight,
+        category: req.category.as_deref(),
     };
-    let xc = match t.parse() {
-        Ok(xc) => xc,
-        Err((key, e)) => return fail(format!("\"{key}\": {e}")),
-    };
+    let xc = t
+        .parse()
+        .map_err(|(key, e)| Refusal::new(ErrorKind::BadRequest, format!("\"{key}\": {e}")))?;
     let now = fabric.now();
     match fabric.switch.connect(now, &xc) {
-        Ok(id) => json!({"ok": true, "id": id.to_string()}),
-        Err(e) => fail(e.to_string()),
+        Ok(id) => Ok(Response::Connected { id: id.to_string() }),
+        Err(e) => Err(switch_refusal(&e)),
     }
+}
+
+fn disconnect(id: &str, fabric: &mut Fabric) -> Result<Response, Refusal> {
+    let id: XcId = id
+        .parse()
+        .map_err(|e| Refusal::new(ErrorKind::BadRequest, format!("\"id\": {e}")))?;
+    match fabric.switch.disconnect(id) {
+        Ok(_) => Ok(Response::Disconnected),
+        Err(e) => Err(switch_refusal(&e)),
+    }
+}
+
+/// The header filter of a capture of `port` (only VC `vc`, `VPI.VCI`, if given).
+fn capture(port: u16, vc: Option<&str>, fabric: &Fabric) -> Result<Option<(u32, u32)>, Refusal> {
+    let Some(format) = fabric
+        .switch
+        .ports()
+        .find(|(id, _)| *id == PortId(port))
+        .map(|(_, c)| c.format)
+    else {
+        return Err(Refusal::new(ErrorKind::NotFound, format!("no port {port}")));
+    };
+    let Some(vc) = vc else {
+        return Ok(None);
+    };
+    let bad = |message: String| Refusal::new(ErrorKind::BadRequest, message);
+    let parsed: VcId = vc
+        .parse()
+        .map_err(|e| bad(format!("\"vc\": {vc:?} is not VPI.VCI: {e}")))?;
+    vc_filter(format, parsed.vpi.get(), parsed.vci.get())
+        .map(Some)
+        .ok_or_else(|| {
+            bad(format!(
+                "\"vc\": VPI {} is above {} on port {port}",
+                parsed.vpi,
+                format.max_vpi()
+            ))
+        })
 }
 
 #[cfg(test)]
@@ -590,8 +618,14 @@ mod tests {
         let mut line = Vec::new();
         capture_line(&mut line, 1_000, &t);
         assert_eq!(line.last(), Some(&b'\n'));
-        let v: Value = serde_json::from_slice(&line).unwrap();
-        let hex = format!("ab{}0f", "00".repeat(51));
-        assert_eq!(v, json!({"t_ns": 1_007, "dir": "out", "cell": hex}));
+        let parsed: proto::CaptureLine = serde_json::from_slice(&line).unwrap();
+        assert_eq!(
+            parsed,
+            proto::CaptureLine {
+                t_ns: 1_007,
+                dir: proto::CaptureDir::Out,
+                cell
+            }
+        );
     }
 }

@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 use natm_core::VcId;
 use natm_link::endpoint::{EndpointLink, LinkConfig};
 use natm_link::{CELL_LEN, Cell};
-use natm_switchd::{SwitchdConfig, client};
+use natm_switchd::SwitchdConfig;
+use natm_switchd::client::{Connect, ErrorKind, Response, Upc, decode_response};
 use natm_wire::aal5::{Reassembler, Reassembly, Segmenter};
-use serde_json::{Value, json};
 
 use common::{Daemon, T, TempDir};
 
@@ -197,24 +197,20 @@ fn frames_both_ways(kind: &str) {
     let a_cells: u64 = (0..FRAMES)
         .map(|i| (frame(i).len() + 8).div_ceil(48) as u64)
         .sum();
-    let s = d.ask(json!({"op": "status"}));
-    assert_eq!(s["ok"], true);
-    assert_eq!(s["name"], "s1");
-    assert!(s["memory"].as_u64().unwrap() > 0);
-    let xc = &s["connections"][0];
-    assert_eq!(
-        (xc["a"].as_str(), xc["b"].as_str()),
-        (Some("1:0.100"), Some("2:0.200"))
-    );
-    assert_eq!(xc["qos"], "ubr");
-    assert_eq!(xc["a_to_b"]["cells_in"], a_cells, "{s}");
-    assert_eq!(xc["a_to_b"]["cells_out"], a_cells, "{s}");
-    assert_eq!(xc["a_to_b"]["dropped"], 0);
+    let s = d.status();
+    assert_eq!(s.name, "s1");
+    assert!(s.memory.unwrap() > 0);
+    let xc = &s.connections[0];
+    assert_eq!((xc.a.as_str(), xc.b.as_str()), ("1:0.100", "2:0.200"));
+    assert_eq!(xc.qos, "ubr");
+    assert_eq!(xc.a_to_b.cells_in, a_cells, "{s:?}");
+    assert_eq!(xc.a_to_b.cells_out, a_cells, "{s:?}");
+    assert_eq!(xc.a_to_b.dropped, 0);
     let p1 = d.port(1);
-    assert_eq!(p1["counters"]["cells_in"], a_cells, "{p1}");
-    assert_eq!(p1["attached"], true);
-    assert!(p1["link"].as_str().unwrap().starts_with(kind), "{p1}");
-    assert_eq!(p1["queue_depth"]["ubr"], 0);
+    assert_eq!(p1.counters.cells_in, a_cells, "{p1:?}");
+    assert!(p1.attached);
+    assert!(p1.link.starts_with(kind), "{p1:?}");
+    assert_eq!(p1.queue_depth.ubr, 0);
     assert_eq!(a.other + b.other, 0);
     drop((a, b));
     d.stop();
@@ -261,13 +257,13 @@ fn a_host_that_leaves_brings_ais_and_its_return_brings_traffic_back() {
         b.poll(Duration::from_millis(20));
     }
     let p1 = d.port(1);
-    assert_eq!(p1["attached"], false);
-    assert_eq!(p1["disconnects"], 1);
+    assert!(!p1.attached);
+    assert_eq!(p1.disconnects, 1);
     assert!(
-        p1["last_error"].as_str().unwrap().contains("peer gone"),
-        "{p1}"
+        p1.last_error.as_deref().unwrap().contains("peer gone"),
+        "{p1:?}"
     );
-    assert!(d.port(2)["counters"]["ais_sent"].as_u64().unwrap() >= 1);
+    assert!(d.port(2).counters.ais_sent >= 1);
     // It comes back: the port is up and frames flow again.
     let mut a = Host::connect(&h1, (0, 100));
     d.wait_port(1, true);
@@ -277,7 +273,7 @@ fn a_host_that_leaves_brings_ais_and_its_return_brings_traffic_back() {
     b.send_frame((0, 200), &frame(3));
     a.wait_frames(1);
     assert_eq!(a.frames[0], frame(3));
-    assert_eq!(d.port(1)["connects"], 2);
+    assert_eq!(d.port(1).connects, 2);
 }
 
 #[test]
@@ -296,11 +292,18 @@ fn connect_disconnect_and_capture_over_the_socket() {
     let mut b = Host::connect(&h2, (0, 201));
     d.wait_port(1, true);
     d.wait_port(2, true);
-    let r = d.ask(json!({"op": "connect", "a": "1:0.101", "b": "2:0.201", "qos": "cbr:pcr=100000", "upc": "tag"}));
-    assert_eq!(r["ok"], true, "{r}");
-    let id = r["id"].as_str().unwrap().to_string();
+    let client = d.client();
+    let id = client
+        .connect(&Connect {
+            a: "1:0.101".into(),
+            b: "2:0.201".into(),
+            qos: "cbr:pcr=100000".into(),
+            upc: Some("tag".into()),
+            ..Connect::default()
+        })
+        .unwrap();
     // The capture sees the frame's cells going in on port 1.
-    let mut cap = client::capture(&d.mgmt, 1, Some("0.101"), T).unwrap();
+    let mut cap = client.capture(1, Some("0.101")).unwrap();
     a.send_frame((0, 101), &frame(5));
     b.wait_frames(1);
     assert_eq!(b.frames[0], frame(5));
@@ -315,29 +318,35 @@ fn connect_disconnect_and_capture_over_the_socket() {
         assert!(c.t_ns > 1_600_000_000_000_000_000, "a Unix time in ns");
     }
     drop(cap);
-    let s = d.ask(json!({"op": "status"}));
-    let xc = s["connections"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|x| x["id"] == id.as_str())
-        .unwrap();
-    assert_eq!(xc["qos"], "cbr:pcr=100000", "{xc}");
-    assert_eq!(xc["upc"], "tag");
-    assert_eq!(xc["a_to_b"]["cells_out"], cells as u64);
+    let s = d.status();
+    let xc = s.connections.iter().find(|x| x.id == id).unwrap();
+    assert_eq!(xc.qos, "cbr:pcr=100000", "{xc:?}");
+    assert_eq!(xc.upc, Upc::Tag);
+    assert_eq!(xc.a_to_b.cells_out, cells as u64);
     // CAC: port 3 carries 1000 cells/s.
-    let r = d.ask(json!({"op": "connect", "a": "1:0.102", "b": "3:0.102", "qos": "cbr:pcr=5000"}));
-    assert_eq!(r["ok"], false, "{r}");
-    assert!(r["error"].as_str().unwrap().contains("port 3"), "{r}");
+    let e = client
+        .connect(&Connect {
+            a: "1:0.102".into(),
+            b: "3:0.102".into(),
+            qos: "cbr:pcr=5000".into(),
+            ..Connect::default()
+        })
+        .unwrap_err();
+    let refusal = e.refusal().unwrap();
+    assert_eq!(refusal.kind, ErrorKind::Refused, "{e}");
+    assert!(refusal.message.contains("port 3"), "{e}");
     // Disconnect: cells on the VC are now unknown.
-    let r = d.ask(json!({"op": "disconnect", "id": id}));
-    assert_eq!(r["ok"], true, "{r}");
-    let r = d.ask(json!({"op": "disconnect", "id": id}));
-    assert_eq!(r["ok"], false, "a second disconnect: {r}");
-    let before = d.port(1)["counters"]["unknown_vc"].as_u64().unwrap();
+    client.disconnect(&id).unwrap();
+    let e = client.disconnect(&id).unwrap_err();
+    assert_eq!(
+        e.refusal().map(|r| r.kind),
+        Some(ErrorKind::NotFound),
+        "a second disconnect: {e}"
+    );
+    let before = d.port(1).counters.unknown_vc;
     a.send_frame((0, 101), &frame(6));
     let deadline = Instant::now() + T;
-    while d.port(1)["counters"]["unknown_vc"].as_u64().unwrap() == before {
+    while d.port(1).counters.unknown_vc == before {
         assert!(
             Instant::now() < deadline,
             "cells after disconnect not counted"
@@ -346,8 +355,7 @@ fn connect_disconnect_and_capture_over_the_socket() {
     }
     assert_eq!(b.poll(Duration::from_millis(50)), 0, "nothing crosses");
     // Shutdown over the socket ends run() cleanly.
-    let r = d.ask(json!({"op": "shutdown"}));
-    assert_eq!(r["ok"], true);
+    client.shutdown().unwrap();
     let mut d = d;
     let t = d.thread.take().unwrap();
     let deadline = Instant::now() + T;
@@ -371,42 +379,65 @@ fn bad_requests_get_errors_naming_them_and_the_connection_stays_usable() {
     s.set_read_timeout(Some(T)).unwrap();
     let mut w = s.try_clone().unwrap();
     let mut r = BufReader::new(s);
-    let cases: [(&str, &str); 9] = [
-        ("this is not json", "bad JSON"),
-        ("{\"op\": 7}", "\"op\""),
-        ("{\"op\": \"fly\"}", "unknown op \"fly\""),
-        ("{\"op\": \"connect\", \"a\": \"1:0.300\"}", "\"b\""),
+    let cases: [(&str, ErrorKind, &str); 9] = [
+        ("this is not json", ErrorKind::BadJson, "bad JSON"),
+        ("{\"op\": 7}", ErrorKind::NoOp, "\"op\""),
+        (
+            "{\"op\": \"fly\"}",
+            ErrorKind::UnknownOp,
+            "unknown op \"fly\"",
+        ),
+        (
+            "{\"op\": \"connect\", \"a\": \"1:0.300\"}",
+            ErrorKind::BadRequest,
+            "\"b\"",
+        ),
         (
             "{\"op\": \"connect\", \"a\": \"1:0.300\", \"b\": \"2:0.300\", \"qos\": \"cbr:pcr=x\"}",
+            ErrorKind::BadRequest,
             "\"qos\"",
         ),
         (
             "{\"op\": \"connect\", \"a\": \"9:0.300\", \"b\": \"2:0.300\", \"qos\": \"ubr\"}",
+            ErrorKind::NotFound,
             "no port 9",
         ),
-        ("{\"op\": \"disconnect\", \"id\": \"banana\"}", "\"id\""),
-        ("{\"op\": \"capture\", \"port\": 42}", "no port 42"),
+        (
+            "{\"op\": \"disconnect\", \"id\": \"banana\"}",
+            ErrorKind::BadRequest,
+            "\"id\"",
+        ),
+        (
+            "{\"op\": \"capture\", \"port\": 42}",
+            ErrorKind::NotFound,
+            "no port 42",
+        ),
         (
             "{\"op\": \"capture\", \"port\": 1, \"vc\": \"x\"}",
+            ErrorKind::BadRequest,
             "\"vc\"",
         ),
     ];
-    for (req, needle) in cases {
+    for (req, kind, needle) in cases {
         w.write_all(format!("{req}\n").as_bytes()).unwrap();
         let mut line = String::new();
         r.read_line(&mut line).unwrap();
-        let v: Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(v["ok"], false, "{req}: {v}");
-        let e = v["error"].as_str().unwrap();
-        assert!(e.contains(needle), "{req}: {e}");
+        // The raw line keeps the shape scripts read: "ok" false, "error" a string.
+        assert!(line.starts_with("{\"ok\":false,"), "{req}: {line}");
+        let Ok(Response::Error(e)) = decode_response(line.as_bytes()) else {
+            panic!("{req}: {line}");
+        };
+        assert_eq!(e.kind, kind, "{req}: {e}");
+        assert!(e.message.contains(needle), "{req}: {e}");
     }
     // Still usable.
     w.write_all(b"{\"op\":\"status\"}\n").unwrap();
     let mut line = String::new();
     r.read_line(&mut line).unwrap();
-    let v: Value = serde_json::from_str(&line).unwrap();
-    assert_eq!(v["ok"], true);
-    assert_eq!(v["ports"].as_array().unwrap().len(), 2);
+    let Ok(Response::Status(s)) = decode_response(line.as_bytes()) else {
+        panic!("{line}");
+    };
+    assert_eq!(s.ports.len(), 2);
     // A line without end is refused and the connection closed.
     let _ = w.write_all(&vec![b'x'; 100 << 10]);
     let mut line = String::new();
@@ -415,7 +446,7 @@ fn bad_requests_get_errors_naming_them_and_the_connection_stays_usable() {
     let mut rest = String::new();
     assert_eq!(r.read_line(&mut rest).unwrap_or(0), 0, "closed: {rest}");
     // Others are still served.
-    assert_eq!(d.ask(json!({"op": "status"}))["ok"], true);
+    assert_eq!(d.status().ports.len(), 2);
     d.stop();
 }
 
@@ -478,7 +509,7 @@ fn two_daemons_joined_by_a_trunk_one_dialling_the_other() {
     a.send_frame((0, 100), &frame(77));
     b.wait_frames(21);
     assert_eq!(b.frames[20], frame(77));
-    assert!(d2.port(1)["connects"].as_u64().unwrap() >= 2);
+    assert!(d2.port(1).connects >= 2);
 }
 
 #[test]
@@ -518,32 +549,23 @@ fn a_host_that_does_not_read_backs_cells_into_the_switch_queues_and_nothing_is_l
     let sent = per_frame * FRAMES as u64;
     let deadline = Instant::now() + T;
     let x = loop {
-        let s = d.ask(json!({"op": "status"}));
-        let x = s["connections"][0]["a_to_b"].clone();
-        if x["cells_in"] == sent {
+        let x = d.status().connections[0].a_to_b;
+        if x.cells_in == sent {
             break x;
         }
         assert!(
             Instant::now() < deadline,
-            "not all cells reached the switch: {x}"
+            "not all cells reached the switch: {x:?}"
         );
         std::thread::sleep(Duration::from_millis(5));
     };
     let p2 = d.port(2);
-    let (out, dropped, queued) = (
-        x["cells_out"].as_u64().unwrap(),
-        x["dropped"].as_u64().unwrap(),
-        x["queued"].as_u64().unwrap(),
-    );
-    assert_eq!(out + dropped + queued, sent, "{x}");
-    assert!(dropped > 0, "the queue limit was reached: {x}");
-    assert!(queued > 0, "cells wait in the switch: {x}");
-    let c = &p2["counters"];
-    assert_eq!(
-        c["epd"].as_u64().unwrap() + c["ppd"].as_u64().unwrap() + c["queue_full"].as_u64().unwrap(),
-        dropped,
-        "{p2}"
-    );
+    let (out, dropped, queued) = (x.cells_out, x.dropped, u64::from(x.queued));
+    assert_eq!(out + dropped + queued, sent, "{x:?}");
+    assert!(dropped > 0, "the queue limit was reached: {x:?}");
+    assert!(queued > 0, "cells wait in the switch: {x:?}");
+    let c = &p2.counters;
+    assert_eq!(c.epd + c.ppd + c.queue_full, dropped, "{p2:?}");
     // b reads now: every cell the switch sent arrives, and the frames are whole.
     let deadline = Instant::now() + T;
     let mut got = 0u64;
@@ -556,7 +578,7 @@ fn a_host_that_does_not_read_backs_cells_into_the_switch_queues_and_nothing_is_l
     for f in &b.frames {
         assert_eq!(f, &sdu(usize::from(f[0])), "a whole frame");
     }
-    assert_eq!(d.port(2)["tx_lost"], 0);
+    assert_eq!(d.port(2).tx_lost, 0);
 }
 
 #[test]
@@ -570,7 +592,7 @@ fn a_paced_port_carries_frames_at_its_rate() {
         1,
     );
     let d = Daemon::start(&text);
-    assert!(d.port(2)["link"].as_str().unwrap().contains("20000"));
+    assert!(d.port(2).link.contains("20000"));
     let mut a = Host::connect(&h1, (0, 100));
     let mut b = Host::connect(&h2, (0, 200));
     d.wait_port(1, true);

@@ -25,7 +25,6 @@ use std::time::{Duration, Instant};
 use natm_link::shm::{ShmLink, ShmWait};
 use natm_link::{CELL_LEN, Cell, CellLink};
 use natm_switchd::{MAX_SLEEP, client};
-use serde_json::json;
 
 use common::{Daemon, T, TempDir, cell};
 /// Cells per round: one ring of the default size, so no queue in the switch overflows.
@@ -125,7 +124,7 @@ fn rounds_of_a_full_ring_flow_without_waiting_out_the_longest_sleep() {
         std::thread::spawn(move || {
             let mut n = 0u64;
             while asking.load(Ordering::Acquire) {
-                client::request(&mgmt, &json!({"op": "status"}), T).unwrap();
+                client::Client::new(&mgmt, T).status().unwrap();
                 n += 1;
             }
             n

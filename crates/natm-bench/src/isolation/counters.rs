@@ -1,8 +1,8 @@
 //! The switch's side of `natm perf isolation`: each connection's counters (cells in and
 //! out, policed, tagged, dropped in the queues) read from s1's management `status`.
 
+use natm_switchd::client::{Client, SwitchStatus};
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use natm_lab::OwnedLab;
 
@@ -54,56 +54,43 @@ pub(super) struct SwitchSnap {
     pub(super) ubr: ConnCounters,
 }
 
-fn field(v: &Value, key: &str) -> u64 {
-    v[key].as_u64().unwrap_or(0)
-}
-
 /// The counters of the connection whose source end is `…:vc`.
-fn conn(status: &Value, vc: &str) -> Result<ConnCounters, Error> {
+fn conn(status: &SwitchStatus, vc: &str) -> Result<ConnCounters, Error> {
     let missing = || Error::Traffic(format!("the switch's status has no connection {vc}"));
-    let conns = status["connections"].as_array().ok_or_else(missing)?;
-    let c = conns
+    let c = status
+        .connections
         .iter()
-        .find(|c| {
-            c["a"]
-                .as_str()
-                .is_some_and(|a| a.ends_with(&format!(":{vc}")))
-        })
+        .find(|c| c.a.ends_with(&format!(":{vc}")))
         .ok_or_else(missing)?;
-    let port: u64 = c["a"]
-        .as_str()
-        .and_then(|a| a.split(':').next())
-        .and_then(|p| p.parse().ok())
-        .ok_or_else(missing)?;
+    let port: u16 =
+        c.a.split(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .ok_or_else(missing)?;
     // Each source host has its own port, carrying this one connection: the port's policed
     // count is the connection's.
-    let policed = status["ports"]
-        .as_array()
-        .and_then(|ps| ps.iter().find(|p| p["id"].as_u64() == Some(port)))
-        .map_or(0, |p| field(&p["counters"], "policed"));
-    let d = &c["a_to_b"];
+    let policed = status
+        .ports
+        .iter()
+        .find(|p| p.id == port)
+        .map_or(0, |p| p.counters.policed);
+    let d = &c.a_to_b;
     Ok(ConnCounters {
-        cells_in: field(d, "cells_in"),
-        cells_out: field(d, "cells_out"),
+        cells_in: d.cells_in,
+        cells_out: d.cells_out,
         policed,
-        tagged: field(d, "tagged"),
-        queue_dropped: field(d, "dropped").saturating_sub(policed),
+        tagged: d.tagged,
+        queue_dropped: d.dropped.saturating_sub(policed),
     })
 }
 
 pub(super) fn switch_snap(lab: &OwnedLab) -> Result<SwitchSnap, Error> {
-    let v =
-        natm_switchd::client::request(&lab.socket("s1")?, &json!({"op": "status"}), SWITCH_TIMEOUT)
-            .map_err(|source| Error::Switchd {
-                what: "switch s1 status".into(),
-                source,
-            })?;
-    if v["ok"] != Value::Bool(true) {
-        return Err(Error::Traffic(format!(
-            "switch s1 status refused: {}",
-            v["error"].as_str().unwrap_or("no reason")
-        )));
-    }
+    let v = Client::new(lab.socket("s1")?, SWITCH_TIMEOUT)
+        .status()
+        .map_err(|source| Error::Switchd {
+            what: "switch s1 status".into(),
+            source,
+        })?;
     Ok(SwitchSnap {
         cbr: conn(&v, CBR_VC)?,
         vbr: conn(&v, VBR_VC)?,
@@ -117,16 +104,37 @@ mod tests {
 
     #[test]
     fn a_connection_is_read_from_the_switch_status_by_its_source_vc() {
-        let status = json!({
-            "ports": [
-                {"id": 2, "counters": {"policed": 7}},
-                {"id": 4, "counters": {"policed": 0}},
-            ],
-            "connections": [
-                {"a": "2:0.101", "b": "4:0.101",
-                 "a_to_b": {"cells_in": 100, "cells_out": 80, "dropped": 20, "tagged": 1}},
-            ],
-        });
+        use natm_switchd::client::{ConnectionStatus, DirCounters, PortCounters, PortStatus, Upc};
+        let port = |id, policed| PortStatus {
+            id,
+            counters: PortCounters {
+                policed,
+                ..PortCounters::default()
+            },
+            ..PortStatus::default()
+        };
+        let status = SwitchStatus {
+            ports: vec![port(2, 7), port(4, 0)],
+            connections: vec![ConnectionStatus {
+                id: "0.1".into(),
+                a: "2:0.101".into(),
+                b: "4:0.101".into(),
+                qos: "ubr".into(),
+                category: None,
+                upc: Upc::Off,
+                aal5: false,
+                weight: 1,
+                a_to_b: DirCounters {
+                    cells_in: 100,
+                    cells_out: 80,
+                    dropped: 20,
+                    tagged: 1,
+                    queued: 0,
+                },
+                b_to_a: DirCounters::default(),
+            }],
+            ..SwitchStatus::default()
+        };
         let c = conn(&status, "0.101").unwrap();
         assert_eq!(
             c,

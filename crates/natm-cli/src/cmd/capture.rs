@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use natm_capture::{CellRecord, LinkType, Record, RecordKind, Writer};
-use natm_switchd::client::{self, ClientError};
+use natm_switchd::client::{Client, ClientError};
 
 use super::lab::topology::Topology;
 use super::lab::{self, DirArgs};
@@ -102,13 +102,9 @@ pub fn run(args: CaptureArgs) -> CmdResult {
         .map_err(|e| CliError::failure(format!("{}: {e}", args.out.display())))?;
     let mut writer = Writer::new(BufWriter::new(file), LinkType::Erf)
         .map_err(|e| CliError::failure(format!("{}: {e}", args.out.display())))?;
-    let mut stream = client::capture(
-        &daemon.socket,
-        port,
-        args.vc.as_deref(),
-        Duration::from_millis(200),
-    )
-    .map_err(|e| CliError::failure(format!("{sw}:{port}: {e}")))?;
+    let mut stream = Client::new(&daemon.socket, Duration::from_millis(200))
+        .capture(port, args.vc.as_deref())
+        .map_err(|e| CliError::failure(format!("{sw}:{port}: {e}")))?;
     let stop = Arc::new(AtomicBool::new(false));
     natm_switchd::install_signal_stop(&stop)
         .map_err(|e| CliError::failure(format!("cannot install signal handlers: {e}")))?;

@@ -10,6 +10,9 @@
 use std::time::Duration;
 
 use clap::Args;
+use natm::HostStatus;
+use natm_lab::DaemonStatus;
+use natm_switchd::client::SwitchStatus;
 use serde_json::{Value, json};
 
 use super::lab::{self, Daemon, DirArgs};
@@ -39,57 +42,47 @@ pub struct StatArgs {
 
 const TIMEOUT: Duration = Duration::from_secs(2);
 
-/// One daemon's status as JSON, or why it did not answer.
-pub fn daemon_status(d: &Daemon) -> Result<Value, String> {
+/// One daemon's status, or why it did not answer.
+pub fn daemon_status(d: &Daemon) -> Result<DaemonStatus, String> {
     d.status(TIMEOUT).map_err(|e| e.to_string())
 }
 
-fn n(v: &Value) -> u64 {
-    v.as_u64().unwrap_or(0)
-}
-
-fn mib(v: &Value) -> String {
-    match v.as_u64() {
+fn mib(bytes: Option<u64>) -> String {
+    match bytes {
         Some(b) => format!("{:.1} MiB", b as f64 / (1 << 20) as f64),
         None => "?".into(),
     }
 }
 
 /// A one-line summary of a daemon's status.
-pub fn one_line(role: &str, v: &Value) -> String {
-    if role == "switch" {
-        let ports = v["ports"].as_array().map(Vec::len).unwrap_or(0);
-        let up = v["ports"]
-            .as_array()
-            .map(|p| p.iter().filter(|p| p["up"] == Value::Bool(true)).count())
-            .unwrap_or(0);
-        let xcs = v["connections"].as_array().map(Vec::len).unwrap_or(0);
-        format!(
-            "{up}/{ports} ports up, {xcs} cross-connects, {}",
-            mib(&v["memory"])
-        )
-    } else {
-        let up = if v["link"]["up"] == Value::Bool(true) {
-            "up"
-        } else {
-            "DOWN"
-        };
-        let ch = v["channels"].as_array().map(Vec::len).unwrap_or(0);
-        format!(
-            "link {up} ({}), {ch} channels, {}",
-            v["link"]["description"].as_str().unwrap_or("?"),
-            mib(&v["vm_rss_bytes"])
-        )
+pub fn one_line(status: &DaemonStatus) -> String {
+    match status {
+        DaemonStatus::Switch(v) => {
+            let up = v.ports.iter().filter(|p| p.up).count();
+            format!(
+                "{up}/{} ports up, {} cross-connects, {}",
+                v.ports.len(),
+                v.connections.len(),
+                mib(v.memory)
+            )
+        }
+        DaemonStatus::Host(v) => format!(
+            "link {} ({}), {} channels, {}",
+            if v.link.up { "up" } else { "DOWN" },
+            v.link.description,
+            v.channels.len(),
+            mib(Some(v.vm_rss_bytes))
+        ),
     }
 }
 
-fn print_switch(name: &str, v: &Value) {
+fn print_switch(name: &str, v: &SwitchStatus) {
     println!(
         "switch {name}: pid {}, up {:.0} s, {}, {} B of state per cross-connect",
-        n(&v["pid"]),
-        v["uptime_s"].as_f64().unwrap_or(0.0),
-        mib(&v["memory"]),
-        n(&v["state_bytes_per_connection"])
+        v.pid,
+        v.uptime_s,
+        mib(v.memory),
+        v.state_bytes_per_connection
     );
     println!(
         "  {:<5} {:<4} {:>12} {:>12} {:>9} {:>9} {:>9}  {:<18} link",
@@ -102,90 +95,70 @@ fn print_switch(name: &str, v: &Value) {
         "unknown",
         "queued cbr/rt/nrt/ubr"
     );
-    for p in v["ports"].as_array().into_iter().flatten() {
-        let c = &p["counters"];
-        // By name: the object's keys come back sorted, not in priority order.
-        let q: Vec<String> = ["cbr", "rt-vbr", "nrt-vbr", "ubr"]
-            .iter()
-            .map(|k| n(&p["queue_depth"][*k]).to_string())
-            .collect();
+    for p in &v.ports {
+        let c = &p.counters;
+        let q = &p.queue_depth;
         println!(
             "  {:<5} {:<4} {:>12} {:>12} {:>9} {:>9} {:>9}  {:<18} {}",
-            n(&p["id"]),
-            if p["up"] == Value::Bool(true) {
-                "yes"
-            } else {
-                "no"
-            },
-            n(&c["cells_in"]),
-            n(&c["cells_out"]),
-            n(&c["dropped"]),
-            n(&c["policed"]),
-            n(&c["unknown_vc"]),
-            q.join("/"),
-            p["link"].as_str().unwrap_or("-")
+            p.id,
+            if p.up { "yes" } else { "no" },
+            c.cells_in,
+            c.cells_out,
+            c.dropped,
+            c.policed,
+            c.unknown_vc,
+            format!("{}/{}/{}/{}", q.cbr, q.rt_vbr, q.nrt_vbr, q.ubr),
+            p.link
         );
-        for l in p["lanes"].as_array().into_iter().flatten() {
-            let vcs: Vec<&str> = l["vcs"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
+        for l in &p.lanes {
             println!(
                 "        lane {}: {} cells in, {} out, {} held, {} dropped, {} steps paused",
-                vcs.join(","),
-                n(&l["rx"]),
-                n(&l["tx"]),
-                n(&l["held"]),
-                n(&l["dropped"]),
-                n(&l["paused"])
+                l.vcs.join(","),
+                l.rx,
+                l.tx,
+                l.held,
+                l.dropped,
+                l.paused
             );
         }
     }
-    let xcs = v["connections"].as_array().cloned().unwrap_or_default();
-    if !xcs.is_empty() {
+    if !v.connections.is_empty() {
         println!(
             "  {:<8} {:<10} {:<10} {:<24} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8}",
             "xc", "a", "b", "qos", "a>b in", "a>b out", "drop", "b>a in", "b>a out", "drop"
         );
-        for x in &xcs {
-            let (ab, ba) = (&x["a_to_b"], &x["b_to_a"]);
+        for x in &v.connections {
+            let (ab, ba) = (&x.a_to_b, &x.b_to_a);
             println!(
                 "  {:<8} {:<10} {:<10} {:<24} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8}",
-                x["id"].as_str().unwrap_or("?"),
-                x["a"].as_str().unwrap_or("?"),
-                x["b"].as_str().unwrap_or("?"),
-                x["qos"].as_str().unwrap_or("?"),
-                n(&ab["cells_in"]),
-                n(&ab["cells_out"]),
-                n(&ab["dropped"]),
-                n(&ba["cells_in"]),
-                n(&ba["cells_out"]),
-                n(&ba["dropped"])
+                x.id,
+                x.a,
+                x.b,
+                x.qos,
+                ab.cells_in,
+                ab.cells_out,
+                ab.dropped,
+                ba.cells_in,
+                ba.cells_out,
+                ba.dropped
             );
         }
     }
 }
 
-fn print_host(name: &str, v: &Value) {
-    let l = &v["link"];
+fn print_host(name: &str, v: &HostStatus) {
+    let l = &v.link;
     println!(
         "host {name}: pid {}, {}, link {} {} (tx {} cells, rx {} cells, {} reconnects)",
-        n(&v["pid"]),
-        mib(&v["vm_rss_bytes"]),
-        l["description"].as_str().unwrap_or("?"),
-        if l["up"] == Value::Bool(true) {
-            "up"
-        } else {
-            "DOWN"
-        },
-        n(&l["tx_cells"]),
-        n(&l["rx_cells"]),
-        n(&l["reconnects"])
+        v.pid,
+        mib(Some(v.vm_rss_bytes)),
+        l.description,
+        if l.up { "up" } else { "DOWN" },
+        l.tx_cells,
+        l.rx_cells,
+        l.reconnects
     );
-    let chans = v["channels"].as_array().cloned().unwrap_or_default();
-    if chans.is_empty() {
+    if v.channels.is_empty() {
         println!("  no channels");
         return;
     }
@@ -193,41 +166,46 @@ fn print_host(name: &str, v: &Value) {
         "  {:<6} {:<8} {:<22} {:>8} {:<9} {:<7} {:>10} {:>10} {:>8} {:>8}",
         "handle", "vc", "qos", "pid", "notify", "path", "sdus tx", "sdus rx", "txq", "drops"
     );
-    for c in &chans {
-        let k = &c["counters"];
-        let drops: u64 = k
-            .as_object()
-            .map(|o| {
-                o.iter()
-                    .filter(|(key, _)| key.starts_with("drops"))
-                    .map(|(_, x)| n(x))
-                    .sum()
-            })
-            .unwrap_or(0);
+    for c in &v.channels {
+        let k = &c.counters;
+        let drops = k.drops_no_buffer
+            + k.drops_crc
+            + k.drops_length
+            + k.drops_oversize
+            + k.drops_timeout
+            + k.drops_policed;
         // A lane's adapter runs in the application: hostd has no data counters for it.
-        let counts: [String; 4] = if c["path"].as_str() == Some("lane") {
+        let counts: [String; 4] = if c.path == natm_host::proto::DataPath::Lane {
             ["(in app)".into(), "-".into(), "-".into(), "-".into()]
         } else {
             [
-                n(&k["sdus_sent"]).to_string(),
-                n(&k["sdus_received"]).to_string(),
-                n(&c["tx_queued"]).to_string(),
+                k.sdus_sent.to_string(),
+                k.sdus_received.to_string(),
+                c.tx_queued.to_string(),
                 drops.to_string(),
             ]
         };
         println!(
             "  {:<6} {:<8} {:<22} {:>8} {:<9} {:<7} {:>10} {:>10} {:>8} {:>8}",
-            n(&c["handle"]),
-            c["vc"].as_str().unwrap_or("?"),
-            c["qos"].as_str().unwrap_or("?"),
-            c["owner_pid"].as_i64().unwrap_or(0),
-            c["notify"].as_str().unwrap_or("?"),
-            c["path"].as_str().unwrap_or("?"),
+            c.handle,
+            c.vc,
+            c.qos,
+            c.owner_pid,
+            json_name(&c.notify),
+            json_name(&c.path),
             counts[0],
             counts[1],
             counts[2],
             counts[3]
         );
+    }
+}
+
+/// A unit enum's name as its JSON has it (`"eventfd"`, `"lane"`).
+fn json_name<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(Value::String(s)) => s,
+        _ => "?".into(),
     }
 }
 
@@ -261,7 +239,7 @@ pub fn run(args: StatArgs) -> CmdResult {
     }
     let mut printed = 0u64;
     loop {
-        let answers: Vec<(&Daemon, Result<Value, String>)> =
+        let answers: Vec<(&Daemon, Result<DaemonStatus, String>)> =
             daemons.iter().map(|d| (*d, daemon_status(d))).collect();
         if args.json {
             let doc = json!({
@@ -278,8 +256,8 @@ pub fn run(args: StatArgs) -> CmdResult {
             }
             for (d, r) in &answers {
                 match r {
-                    Ok(v) if d.role == "switch" => print_switch(&d.name, v),
-                    Ok(v) => print_host(&d.name, v),
+                    Ok(DaemonStatus::Switch(v)) => print_switch(&d.name, v),
+                    Ok(DaemonStatus::Host(v)) => print_host(&d.name, v),
                     Err(e) => println!("{} {}: no answer: {e}", d.role, d.name),
                 }
             }
@@ -292,7 +270,7 @@ pub fn run(args: StatArgs) -> CmdResult {
     }
 }
 
-fn node_json(d: &Daemon, r: &Result<Value, String>) -> Value {
+fn node_json(d: &Daemon, r: &Result<DaemonStatus, String>) -> Value {
     match r {
         Ok(v) => json!({"name": d.name, "pid": d.pid, "status": v}),
         Err(e) => json!({"name": d.name, "pid": d.pid, "error": e}),

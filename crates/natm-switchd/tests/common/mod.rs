@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use natm_switchd::{SwitchdConfig, SwitchdError, client};
-use serde_json::{Value, json};
+use natm_switchd::client::{Client, PortStatus, SwitchStatus};
+use natm_switchd::{SwitchdConfig, SwitchdError};
 
 /// How long a test waits for anything.
 pub const T: Duration = Duration::from_secs(10);
@@ -61,7 +61,7 @@ impl Daemon {
         let s = stop.clone();
         let thread = std::thread::spawn(move || natm_switchd::run(config, s));
         let deadline = Instant::now() + T;
-        while client::request(&mgmt, &json!({"op": "status"}), T).is_err() {
+        while Client::new(&mgmt, T).status().is_err() {
             assert!(!thread.is_finished(), "the daemon ended at start");
             assert!(Instant::now() < deadline, "the daemon never answered");
             std::thread::sleep(Duration::from_millis(5));
@@ -73,25 +73,27 @@ impl Daemon {
         }
     }
 
-    pub fn ask(&self, req: Value) -> Value {
-        client::request(&self.mgmt, &req, T).unwrap()
+    /// The daemon's management client.
+    pub fn client(&self) -> Client {
+        Client::new(&self.mgmt, T)
     }
 
-    pub fn port(&self, id: u64) -> Value {
-        let s = self.ask(json!({"op": "status"}));
-        s["ports"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["id"] == id)
-            .cloned()
+    pub fn status(&self) -> SwitchStatus {
+        self.client().status().unwrap()
+    }
+
+    pub fn port(&self, id: u16) -> PortStatus {
+        self.status()
+            .ports
+            .into_iter()
+            .find(|p| p.id == id)
             .unwrap()
     }
 
     /// Waits until port `id`'s `up` is `up`.
-    pub fn wait_port(&self, id: u64, up: bool) {
+    pub fn wait_port(&self, id: u16, up: bool) {
         let deadline = Instant::now() + T;
-        while self.port(id)["up"] != up {
+        while self.port(id).up != up {
             assert!(Instant::now() < deadline, "port {id} never went up={up}");
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -101,13 +103,7 @@ impl Daemon {
     pub fn wait_all_up(&self) {
         let deadline = Instant::now() + T;
         loop {
-            let s = self.ask(json!({"op": "status"}));
-            if s["ports"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .all(|p| p["up"] == true)
-            {
+            if self.status().ports.iter().all(|p| p.up) {
                 return;
             }
             assert!(Instant::now() < deadline, "hosts never attached");

@@ -246,7 +246,7 @@ fn status(args: StatusArgs) -> CmdResult {
         details
             .iter()
             .map(|r| match r {
-                Ok(v) => v.clone(),
+                Ok(v) => json!(v),
                 Err(e) => json!({ "error": e }),
             })
             .collect(),
@@ -263,7 +263,7 @@ fn status(args: StatusArgs) -> CmdResult {
             "NOT RUNNING"
         };
         let summary = match r {
-            Ok(v) => crate::cmd::stat::one_line(&d.role, v),
+            Ok(v) => crate::cmd::stat::one_line(v),
             Err(e) => format!("no answer: {e}"),
         };
         println!(

@@ -1,0 +1,15 @@
+//! natm's daemon socket protocols as types, shared by the daemons and their clients.
+//!
+//! A protocol here is its messages (serde types) and their encoding on the wire, nothing
+//! more: no sockets, threads or clocks. The daemon that serves a protocol and the tools
+//! that speak to it both depend on this crate, so neither reaches into the other's
+//! internals for the vocabulary, and a message is defined once.
+//!
+//! * [`switchd`]: the switch daemon's management socket (JSON lines): [`switchd::Request`],
+//!   [`switchd::Response`] and the status it reports.
+//!
+//! hostd's protocol (`natm_host::proto`, framed, with descriptors) still lives with hostd.
+
+#![forbid(unsafe_code)]
+
+pub mod switchd;
