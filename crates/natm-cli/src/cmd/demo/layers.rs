@@ -1,7 +1,7 @@
 //! `natm demo --layers`: the older walk through the layers without a network: QoS text,
 //! cells and HEC (I.432), AAL5 (I.363.5), OAM cells (I.610), captures, contracts.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use natm_bench::demo::layers::{self as work, VBR_TEXT};
 use natm_bench::stats::Spread;
@@ -264,7 +264,7 @@ fn feed<'a>(r: &mut Reassembler, cells: impl Iterator<Item = &'a [u8; 53]>) -> S
 }
 
 /// tshark's own verdicts on the captures ([`work::tshark_checks`]), if it is installed.
-fn tshark_view(pdus: &PathBuf, cells: &PathBuf, oam_frames: &[usize]) {
+fn tshark_view(pdus: &Path, cells: &Path, oam_frames: &[usize]) {
     match work::tshark_checks(pdus, cells, oam_frames) {
         Some(checks) => {
             println!("  tshark -V, the lines with its checks:");
