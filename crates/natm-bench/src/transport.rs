@@ -155,6 +155,44 @@ pub struct Placement {
     pub server: Option<usize>,
 }
 
+impl Placement {
+    /// The CPUs asked for, checked against the ones this process may use, with the
+    /// defaults filled in: the client on the first allowed CPU, the server on the first
+    /// other one (the client's with `same_core`). An [`Error::Plan`] names the option
+    /// (`--cpu-client`, `--cpu-server`) as the command line does.
+    pub fn choose(
+        client: Option<usize>,
+        server: Option<usize>,
+        same_core: bool,
+    ) -> Result<Placement, crate::Error> {
+        let allowed = natm_nic::sched::allowed_cpus().unwrap_or_default();
+        for (name, cpu) in [("--cpu-client", client), ("--cpu-server", server)] {
+            if let Some(c) = cpu
+                && !allowed.is_empty()
+                && !allowed.contains(&c)
+            {
+                return Err(crate::Error::Plan(format!(
+                    "{name} {c}: this process may run on CPUs {allowed:?} only"
+                )));
+            }
+        }
+        let chosen = client.or(allowed.first().copied());
+        let server = if same_core {
+            chosen
+        } else {
+            server.or(match client {
+                // The first allowed CPU that is not the client's.
+                Some(c) => allowed.iter().copied().find(|&x| x != c),
+                None => allowed.get(1).copied(),
+            })
+        };
+        Ok(Placement {
+            client: chosen,
+            server,
+        })
+    }
+}
+
 /// The natm side of a run, checked.
 #[derive(Clone, Debug)]
 pub struct NatmTarget {

@@ -50,6 +50,7 @@ mod error;
 pub mod exported_pdu;
 pub mod pcap;
 mod record;
+pub mod send;
 pub mod summary;
 pub mod sunatm;
 

@@ -375,6 +375,59 @@ impl AtmtcpLink {
         AtmtcpLink::from_stream(s)
     }
 
+    /// Accept one connection on `listener`, giving up at `deadline` (`None`: wait as long as
+    /// it takes). The listener is left non-blocking when there is a deadline; giving up is
+    /// an [`io::ErrorKind::TimedOut`] error.
+    pub fn accept_until(
+        listener: &TcpListener,
+        deadline: Option<Instant>,
+    ) -> io::Result<AtmtcpLink> {
+        let Some(deadline) = deadline else {
+            return AtmtcpLink::accept(listener);
+        };
+        listener.set_nonblocking(true)?;
+        loop {
+            match listener.accept() {
+                Ok((s, _)) => return AtmtcpLink::from_stream(s),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if Instant::now() >= deadline {
+                        return Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            "no connection before the timeout",
+                        ));
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Connect to `addrs`; with a `deadline`, a refused connection is retried until then
+    /// (so the connecting end may start before the listener), without one each attempt is
+    /// bounded by 10 s and a refusal is final.
+    pub fn connect_until(
+        addrs: &[SocketAddr],
+        deadline: Option<Instant>,
+    ) -> io::Result<AtmtcpLink> {
+        loop {
+            let attempt = deadline
+                .map(|d| d.saturating_duration_since(Instant::now()))
+                .unwrap_or(Duration::from_secs(10))
+                .max(Duration::from_millis(1));
+            match AtmtcpLink::connect(addrs, attempt) {
+                Ok(l) => return Ok(l),
+                Err(e)
+                    if e.kind() == io::ErrorKind::ConnectionRefused
+                        && deadline.is_some_and(|d| Instant::now() < d) =>
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// A link over a connected stream.
     pub fn from_stream(stream: TcpStream) -> io::Result<AtmtcpLink> {
         stream.set_nodelay(true)?;
@@ -600,6 +653,28 @@ impl AsFd for AtmtcpLink {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn accept_until_gives_up_at_the_deadline_and_connect_until_retries_a_refusal() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let soon = Instant::now() + Duration::from_millis(30);
+        let e = AtmtcpLink::accept_until(&l, Some(soon)).err().unwrap();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        assert!(Instant::now() >= soon);
+        // A port nothing listens on: refused at once without a deadline, retried until one.
+        let addr = l.local_addr().unwrap();
+        drop(l);
+        let e = AtmtcpLink::connect_until(&[addr], None).err().unwrap();
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused);
+        let l = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            let l = TcpListener::bind(addr).unwrap();
+            AtmtcpLink::accept(&l).map(|_| ())
+        });
+        let deadline = Instant::now() + Duration::from_secs(5);
+        assert!(AtmtcpLink::connect_until(&[addr], Some(deadline)).is_ok());
+        l.join().unwrap().unwrap();
+    }
 
     fn stream() -> (Vec<u8>, Vec<Event>) {
         let events = vec![

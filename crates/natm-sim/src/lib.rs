@@ -50,6 +50,7 @@ pub mod queue;
 pub mod scenario;
 pub mod seed;
 pub mod swarm;
+pub mod units;
 pub mod world;
 
 pub use app::{App, AppIo, HostCosts};

@@ -379,6 +379,28 @@ impl Policer {
         Policer::new(def, &Contract::from_params(params, link_pcr)?)
     }
 
+    /// Checks one direction of a QoS on a link of `link_pcr` cells/s, as `natm qos check`
+    /// does: `None` for a direction without traffic, else the policer
+    /// [`from_params`](Self::from_params) makes or why the contract is not well formed, and
+    /// whether the PCR is the link's (a UBR direction that gives no PCR is checked at the
+    /// link rate). `def` must be of the direction's class, as for `from_params`.
+    pub fn check(
+        def: Option<Conformance>,
+        params: &TrafficParams,
+        link_pcr: u32,
+    ) -> Option<(Result<Policer, ContractError>, bool)> {
+        if params.class == TrafficClass::None {
+            return None;
+        }
+        let mut params = *params;
+        let pcr_from_link =
+            params.class == TrafficClass::Ubr && params.pcr.is_zero() && params.max_pcr.is_zero();
+        if pcr_from_link {
+            params.max_pcr = Pcr::Max;
+        }
+        Some((Policer::from_params(def, &params, link_pcr), pcr_from_link))
+    }
+
     /// The conformance definition.
     pub const fn definition(&self) -> Conformance {
         self.def
@@ -467,6 +489,28 @@ mod tests {
     use super::*;
     use alloc::vec::Vec;
     use proptest::prelude::*;
+
+    #[test]
+    fn check_takes_the_link_rate_for_a_ubr_direction_without_a_pcr() {
+        let ubr = TrafficParams {
+            class: TrafficClass::Ubr,
+            ..TrafficParams::default()
+        };
+        let (p, from_link) = Policer::check(None, &ubr, 353_207).unwrap();
+        assert!(from_link);
+        assert_eq!(p.unwrap().contract().pcr, 353_207);
+        assert!(Policer::check(None, &TrafficParams::default(), 353_207).is_none());
+        let cbr = TrafficParams {
+            class: TrafficClass::Cbr,
+            ..TrafficParams::default()
+        };
+        let (p, from_link) = Policer::check(None, &cbr, 353_207).unwrap();
+        assert!(!from_link);
+        assert!(
+            p.is_err(),
+            "a CBR direction without a PCR is not well formed"
+        );
+    }
 
     const NS_PER_S: u64 = 1_000_000_000;
 

@@ -16,11 +16,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 use natm_capture::erf::MAX_AAL5_PDU;
-use natm_capture::{CellRecord, LinkType, Record, RecordKind, Writer};
+use natm_capture::send::sdu_records;
+use natm_capture::{LinkType, Writer};
 use natm_core::addr::AddrSyntax;
-use natm_core::{Duration, HeaderFormat, Instant, PvcAddr, VcId};
-use natm_wire::aal5::Segmenter;
-use natm_wire::cell::{CellHeader, HEADER_LEN};
+use natm_core::{Duration, Instant, PvcAddr, VcId};
 
 use crate::{CliError, CmdResult};
 
@@ -124,64 +123,35 @@ fn send(args: SendArgs) -> CmdResult {
     let uu = parse_u8("--uu", &args.uu)?;
     let cpi = parse_u8("--cpi", &args.cpi)?;
     let sdu = read_sdu(&args)?;
-    let segmenter = Segmenter::new(
-        CellHeader::data(vc, false),
-        HeaderFormat::Uni,
+    let sent = sdu_records(
+        vc,
         &sdu,
-        uu,
-        cpi,
+        (uu, cpi),
+        now(),
+        Duration::from_nanos(CELL_TIME_NS),
+        args.cells,
     )
     .map_err(|e| CliError::usage(format!("cannot send this SDU: {e}")))?;
-    let trailer = segmenter.trailer();
-    let cells: Vec<_> = segmenter.collect();
-    let pdu: Vec<u8> = cells
-        .iter()
-        .flat_map(|c| c[HEADER_LEN..].iter().copied())
-        .collect();
-    let pad = pdu.len() - sdu.len() - natm_wire::aal5::TRAILER_LEN;
-    let pdu_fits = pdu.len() <= MAX_AAL5_PDU;
-
+    let (trailer, pad, pdu_fits) = (sent.trailer, sent.pad, sent.pdu_fits);
     let out = File::create(&args.pcap)
         .map_err(|e| CliError::failure(format!("cannot create {}: {e}", args.pcap.display())))?;
     let fail = |e: natm_capture::CaptureError| {
         CliError::failure(format!("writing {}: {e}", args.pcap.display()))
     };
     let mut w = Writer::new(BufWriter::new(out), LinkType::Erf).map_err(fail)?;
-    let start = now();
-    let cell_time = |i: usize| start + Duration::from_nanos(CELL_TIME_NS * i as u64);
-    let write_cells = args.cells || !pdu_fits;
-    if write_cells {
-        for (i, cell) in cells.iter().enumerate() {
-            w.write(&Record {
-                time: cell_time(i),
-                kind: RecordKind::Cell(CellRecord::from_cell(cell)),
-            })
-            .map_err(fail)?;
-        }
-    }
-    if pdu_fits {
-        // A receiver completes the PDU with its last cell.
-        let time = if write_cells {
-            cell_time(cells.len() - 1)
-        } else {
-            start
-        };
-        w.write(&Record {
-            time,
-            kind: RecordKind::Aal5Pdu { vc, pdu },
-        })
-        .map_err(fail)?;
+    for record in &sent.records {
+        w.write(record).map_err(fail)?;
     }
     w.flush().map_err(fail)?;
 
-    let n = cells.len();
+    let n = sent.cells;
     let plural = |k: usize| if k == 1 { "" } else { "s" };
-    let wrote = match (pdu_fits, write_cells) {
+    let wrote = match (pdu_fits, sent.cells_written) {
         (true, false) => "1 AAL5 record".to_string(),
         (true, true) => format!("1 AAL5 record and {n} cell record{}", plural(n)),
         (false, _) => format!(
             "{n} cell records only (a {}-byte PDU is longer than an ERF AAL5 record holds, {MAX_AAL5_PDU})",
-            cells.len() * natm_wire::PAYLOAD_LEN
+            n * natm_wire::PAYLOAD_LEN
         ),
     };
     println!(

@@ -199,14 +199,21 @@ pub fn run(cmd: AtmtcpCommand) -> CmdResult {
                 .local_addr()
                 .map_err(|e| CliError::failure(e.to_string()))?;
             eprintln!("natm atmtcp: listening on {local}");
-            accept_until(&l, deadline)?
+            AtmtcpLink::accept_until(&l, deadline).map_err(|e| {
+                CliError::failure(if e.kind() == io::ErrorKind::TimedOut {
+                    format!("atmtcp: {e}")
+                } else {
+                    format!("accept: {e}")
+                })
+            })?
         }
         AtmtcpCommand::Connect { target, .. } => {
             let addrs: Vec<SocketAddr> = target
                 .to_socket_addrs()
                 .map_err(|e| CliError::usage(format!("{target:?}: expected HOST:PORT ({e})")))?
                 .collect();
-            connect_until(&addrs, target, deadline)?
+            AtmtcpLink::connect_until(&addrs, deadline)
+                .map_err(|e| CliError::failure(format!("connect to {target}: {e}")))?
         }
     };
     eprintln!("natm atmtcp: connected to {}", link.peer_addr());
@@ -253,56 +260,5 @@ pub fn run(cmd: AtmtcpCommand) -> CmdResult {
             "atmtcp: received {received} of {n} frames"
         ))),
         _ => Ok(()),
-    }
-}
-
-/// Accept one connection, giving up at the deadline.
-fn accept_until(l: &TcpListener, deadline: Option<Instant>) -> Result<AtmtcpLink, CliError> {
-    let Some(deadline) = deadline else {
-        return AtmtcpLink::accept(l).map_err(|e| CliError::failure(format!("accept: {e}")));
-    };
-    l.set_nonblocking(true)
-        .map_err(|e| CliError::failure(e.to_string()))?;
-    loop {
-        match l.accept() {
-            Ok((s, _)) => {
-                return AtmtcpLink::from_stream(s)
-                    .map_err(|e| CliError::failure(format!("accept: {e}")));
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                if Instant::now() >= deadline {
-                    return Err(CliError::failure(
-                        "atmtcp: no connection before the timeout",
-                    ));
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Err(e) => return Err(CliError::failure(format!("accept: {e}"))),
-        }
-    }
-}
-
-/// Connect; with a deadline, a refused connection is retried until then (so natm may be
-/// started before the listener).
-fn connect_until(
-    addrs: &[SocketAddr],
-    target: &str,
-    deadline: Option<Instant>,
-) -> Result<AtmtcpLink, CliError> {
-    loop {
-        let attempt = deadline
-            .map(|d| d.saturating_duration_since(Instant::now()))
-            .unwrap_or(Duration::from_secs(10))
-            .max(Duration::from_millis(1));
-        match AtmtcpLink::connect(addrs, attempt) {
-            Ok(l) => return Ok(l),
-            Err(e)
-                if e.kind() == io::ErrorKind::ConnectionRefused
-                    && deadline.is_some_and(|d| Instant::now() < d) =>
-            {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(e) => return Err(CliError::failure(format!("connect to {target}: {e}"))),
-        }
     }
 }

@@ -6,7 +6,7 @@
 
 use clap::Args;
 use natm_core::LineRate;
-use natm_core::qos::{Pcr, Qos, TrafficClass, TrafficParams};
+use natm_core::qos::{Qos, TrafficClass, TrafficParams};
 use natm_traffic::gcra::GcraParams;
 use natm_traffic::policer::{Conformance, Policer};
 use serde_json::{Value, json};
@@ -64,17 +64,9 @@ fn check_direction(
     link: u32,
     def: Option<Conformance>,
 ) -> Result<Checked, CliError> {
-    let mut params = *params;
     let class = params.class;
-    if class == TrafficClass::None {
-        return Ok(Checked {
-            dir,
-            class,
-            result: None,
-            pcr_from_link: false,
-        });
-    }
     if let Some(def) = def
+        && class != TrafficClass::None
         && def.class() != class
     {
         return Err(CliError::usage(format!(
@@ -82,17 +74,12 @@ fn check_direction(
             def.class()
         )));
     }
-    let pcr_from_link =
-        class == TrafficClass::Ubr && params.pcr.is_zero() && params.max_pcr.is_zero();
-    if pcr_from_link {
-        params.max_pcr = Pcr::Max;
-    }
-    let result = Policer::from_params(def, &params, link).map_err(|e| e.to_string());
+    let checked = Policer::check(def, params, link);
     Ok(Checked {
         dir,
         class,
-        result: Some(result),
-        pcr_from_link,
+        pcr_from_link: checked.as_ref().is_some_and(|c| c.1),
+        result: checked.map(|(r, _)| r.map_err(|e| e.to_string())),
     })
 }
 

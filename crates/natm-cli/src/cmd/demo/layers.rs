@@ -1,63 +1,21 @@
 //! `natm demo --layers`: the older walk through the layers without a network: QoS text,
 //! cells and HEC (I.432), AAL5 (I.363.5), OAM cells (I.610), captures, contracts.
 
-use std::fs::File;
-use std::io::{BufReader, BufWriter};
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
 
+use natm_bench::demo::layers::{self as work, VBR_TEXT};
 use natm_bench::stats::Spread;
-use natm_capture::{CellRecord, LinkType, Reader, Record, RecordKind, Writer, summarize};
+use natm_capture::{CellRecord, LinkType, Record, RecordKind, summarize};
 use natm_core::qos::Qos;
 use natm_core::{HeaderFormat, VcId};
-use natm_traffic::cac::{Cac, CacConfig};
-use natm_traffic::discard::{FrameDiscard, FrameQueue};
-use natm_traffic::policer::{Policer, Verdict};
-use natm_traffic::sched::{Scheduler, VcSpec};
+use natm_traffic::policer::Verdict;
 use natm_wire::aal5::{self, MAX_SDU, Reassembler, Reassembly, Segmenter};
 use natm_wire::cell::{Cell, CellHeader, HecReceiver, HecVerdict};
-use natm_wire::llc::{Encapsulation, LlcHeader};
 use natm_wire::oam::{Loopback, OamCell, OamFlow, OamRepr};
 
 use crate::{CliError, CmdResult};
 
-/// OC-3c's cell rate, the line every step here runs at.
-const OC3: u32 = natm_core::PhyRate::OC3.cells_per_s();
-
 const MESSAGE: &[u8] = b"Hello from natm: cells, HEC, AAL5 and OAM, all in user space.";
-
-/// The message as RFC 2684 would carry it for classical IP: LLC/SNAP, then an IPv4/UDP
-/// datagram 10.0.0.1:9 → 10.0.0.2:9 (the UDP checksum is optional in IPv4 and left 0).
-fn llc_udp_datagram(payload: &[u8]) -> Vec<u8> {
-    let udp_len = 8 + payload.len();
-    let ip_len = 20 + udp_len;
-    let mut ip = vec![
-        0x45,
-        0,
-        (ip_len >> 8) as u8,
-        ip_len as u8,
-        0,
-        1,
-        0,
-        0,
-        64,
-        17,
-        0,
-        0,
-    ];
-    ip.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
-    let sum = ip
-        .chunks(2)
-        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
-        .sum::<u32>();
-    let folded = !(((sum & 0xFFFF) + (sum >> 16)) as u16);
-    ip[10..12].copy_from_slice(&folded.to_be_bytes());
-    ip.extend_from_slice(&[0, 9, 0, 9, (udp_len >> 8) as u8, udp_len as u8, 0, 0]);
-    ip.extend_from_slice(payload);
-    let mut sdu = Vec::new();
-    Encapsulation::Llc.encapsulate(LlcHeader::IPV4, &ip, &mut sdu);
-    sdu
-}
 
 /// `natm demo --layers`: the walk through the layers, without the network.
 pub(super) fn layers(pcap: Option<PathBuf>, no_measure: bool) -> CmdResult {
@@ -93,7 +51,7 @@ pub(super) fn layers(pcap: Option<PathBuf>, no_measure: bool) -> CmdResult {
     }
 
     heading("2. A UDP datagram, LLC/SNAP-encapsulated (RFC 2684), becomes AAL5 cells on 0.100");
-    let sdu = llc_udp_datagram(MESSAGE);
+    let sdu = work::llc_udp_datagram(MESSAGE);
     let cells: Vec<[u8; 53]> = Segmenter::uni(vc, &sdu)
         .map_err(|e| CliError::failure(e.to_string()))?
         .collect();
@@ -175,16 +133,17 @@ pub(super) fn layers(pcap: Option<PathBuf>, no_measure: bool) -> CmdResult {
     stamp(RecordKind::Cell(CellRecord::from_cell(&reply_cell)));
 
     heading("6. Captures Wireshark reads");
-    let path = pcap.unwrap_or_else(|| std::env::temp_dir().join("natm-demo.pcap"));
+    let path = pcap.unwrap_or_else(natm_bench::demo::network::default_pcap);
     let cells_path = path.with_extension("cells.pcap");
     // AAL5 PDUs as ERF records (Wireshark checks the CRC-32); cells as exported PDUs for
     // Wireshark's `atm_oam_cell` dissector, the one pcap form that keeps the HEC.
-    write_capture(&path, LinkType::Erf, &pdus)?;
-    write_capture(&cells_path, LinkType::ExportedPdu, &cell_records)?;
+    let fail = |e: natm_bench::Error| CliError::failure(e.to_string());
+    work::write_capture(&path, LinkType::Erf, &pdus).map_err(fail)?;
+    work::write_capture(&cells_path, LinkType::ExportedPdu, &cell_records).map_err(fail)?;
     for file in [&path, &cells_path] {
         println!("  natm dump {}:", file.display());
-        for line in read_back(file)? {
-            println!("    {line}");
+        for summary in work::read_back(file).map_err(fail)? {
+            println!("    {summary}");
         }
     }
     // tshark decodes every exported cell as OAM; its CRC-10 verdict means something only for
@@ -211,131 +170,61 @@ pub(super) fn layers(pcap: Option<PathBuf>, no_measure: bool) -> CmdResult {
 }
 
 /// Step 7: the contract of a VC policed cell by cell, a connection refused by admission
-/// control with the reason, and EPD/PPD keeping a congested queue's losses to whole frames.
+/// control with the reason, and EPD/PPD keeping a congested queue's losses to whole frames
+/// ([`work::contracts`]).
 fn contracts() -> CmdResult {
-    let fail = |e: &dyn std::fmt::Display| CliError::failure(format!("demo contracts: {e}"));
-    let ms = |k: u64| natm_core::Instant::from_nanos(k * 1_000_000);
-
-    // atm-facts 4.3: PCR 1000, SCR 250, MBS 10; cells back to back at PCR, one per ms.
-    let text = "vbr:pcr=1000,scr=250,mbs=10";
-    let qos: Qos = text.parse().map_err(|e| fail(&e))?;
-    let mut upc = Policer::from_params(None, &qos.tx, OC3).map_err(|e| fail(&e))?;
-    let verdicts: String = (0..14)
-        .map(|k| match upc.police(ms(k), false) {
+    let c = work::contracts().map_err(|e| CliError::failure(e.to_string()))?;
+    let (def, verdicts) = &c.vbr;
+    let verdicts: String = verdicts
+        .iter()
+        .map(|v| match v {
             Verdict::Pass => 'P',
             Verdict::Tag => 'T',
             Verdict::Discard => 'D',
         })
         .collect();
-    println!(
-        "  UPC {} on {text}: 14 cells at PCR -> {verdicts}",
-        upc.definition()
-    );
+    println!("  UPC {def} on {VBR_TEXT}: 14 cells at PCR -> {verdicts}");
     println!(
         "    (P pass, D discard: MBS = 10 cells pass, the 14th conforms again after the bucket drains)"
     );
-
-    // A CBR source exactly at its PCR, and one 1% faster.
-    for (label, spacing_ns) in [("at its PCR", 10_000u64), ("1% faster", 9_900)] {
-        let qos: Qos = "cbr:pcr=100000".parse().map_err(|e| fail(&e))?;
-        let mut upc = Policer::from_params(None, &qos.tx, OC3).map_err(|e| fail(&e))?;
-        for k in 0..10_000u64 {
-            upc.police(natm_core::Instant::from_nanos(k * spacing_ns), false);
-        }
-        let c = upc.counters();
+    for (label, k) in &c.cbr {
         println!(
             "  UPC CBR.1 on cbr:pcr=100000, 10000 cells {label:<10} -> {} passed, {} discarded",
-            c.pass, c.discard
+            k.pass, k.discard
         );
     }
-
-    // The shaper of an OC-3c link: bursts enqueued at once leave spaced to each contract.
-    let mut sched = Scheduler::new(OC3).map_err(|e| fail(&e))?;
-    let specs = [
-        ("CBR pcr=100000", VcSpec::cbr(100_000), 20),
-        (
-            "rt-VBR pcr=50000,scr=10000,mbs=5",
-            VcSpec::rt_vbr(50_000, 10_000, 5),
-            10,
-        ),
-        ("UBR (link rate, weight 1)", VcSpec::ubr(OC3, 1), 300),
-    ];
-    let mut vcs = Vec::new();
-    for (label, spec, burst) in specs {
-        let h = sched.add_vc(spec).map_err(|e| fail(&e))?;
-        sched.enqueue(h, burst).map_err(|e| fail(&e))?;
-        let upc =
-            Policer::new(spec.category.conformance(), &spec.contract()).map_err(|e| fail(&e))?;
-        vcs.push((label, h, upc, Vec::new()));
-    }
-    let mut now = natm_core::Instant::ZERO;
-    while let Some(t) = sched.poll_transmit(now).or_else(|| {
-        now = sched.poll_timeout()?;
-        sched.poll_transmit(now)
-    }) {
-        if let Some((_, _, upc, times)) = vcs.iter_mut().find(|v| v.1 == t.vc) {
-            upc.police(t.at, false);
-            times.push(t.at.as_nanos());
-        }
-    }
-    for (label, _, upc, times) in &vcs {
-        let gaps: Vec<String> = times
+    for s in &c.shaped {
+        let gaps: Vec<String> = s
+            .times_ns
             .windows(2)
             .take(7)
             .map(|w| format!("{:.1}", (w[1] - w[0]) as f64 / 1000.0))
             .collect();
-        let c = upc.counters();
+        let k = s.policed;
         println!(
-            "  shaper {label:<34} {} cells: gaps {} µs…, policer at CDVT 0 passes {}/{}",
-            times.len(),
+            "  shaper {:<34} {} cells: gaps {} µs…, policer at CDVT 0 passes {}/{}",
+            s.label,
+            s.times_ns.len(),
             gaps.join(" "),
-            c.pass,
-            c.pass + c.tag + c.discard
+            k.pass,
+            k.pass + k.tag + k.discard
         );
     }
-
-    // Admission control on an OC-3c port already carrying a CBR and a VBR connection.
-    let mut cac = Cac::new(CacConfig {
-        link: "sw0:1".into(),
-        capacity: OC3,
-        buffer_cells: 0,
-        max_ubr: 1024,
-    });
-    for existing in ["cbr:pcr=310000", "vbr:pcr=30707,scr=1000,mbs=100"] {
-        let q: Qos = existing.parse().map_err(|e| fail(&e))?;
-        cac.admit(&q.tx).map_err(|e| fail(&e))?;
-    }
-    for request in ["cbr:pcr=20000", "cbr:pcr=12000"] {
-        let q: Qos = request.parse().map_err(|e| fail(&e))?;
-        match cac.admit(&q.tx) {
-            Ok(_) => println!(
-                "  CAC {request:<16} -> admitted, {} cells/s left",
-                cac.free()
-            ),
+    for (request, verdict) in &c.cac {
+        match verdict {
+            Ok(free) => println!("  CAC {request:<16} -> admitted, {free} cells/s left"),
             Err(e) => println!("  CAC {request:<16} -> {e}"),
         }
     }
-
-    // A queue of 64 cells (EPD from 48) fed frames of 10 cells by 4 VCs at twice the rate
-    // it is drained: what is lost goes in whole frames, and few frames are cut.
-    let mut q: FrameQueue<u8, ()> =
-        FrameQueue::new(FrameDiscard::new(64, 48).map_err(|e| fail(&e))?);
-    for k in 0..8_000u32 {
-        let (vc, cell) = ((k % 4) as u8, (k / 4) % 10);
-        q.push_aal5(vc, cell == 9, ());
-        if k % 2 == 1 {
-            q.pop();
-        }
-    }
-    let c = q.policy().counters();
+    let e = &c.epd;
     println!(
         "  EPD/PPD, 800 frames of 10 cells into a queue drained at half the rate -> {} cells queued, \
          {} frames refused whole (EPD), {} cells cut from frames under way (PPD {} + full {})",
-        c.enqueued,
-        c.epd_frames,
-        c.ppd_cells + c.full_cells,
-        c.ppd_cells,
-        c.full_cells
+        e.enqueued,
+        e.epd_frames,
+        e.ppd_cells + e.full_cells,
+        e.ppd_cells,
+        e.full_cells
     );
     Ok(())
 }
@@ -374,80 +263,20 @@ fn feed<'a>(r: &mut Reassembler, cells: impl Iterator<Item = &'a [u8; 53]>) -> S
     out
 }
 
-fn write_capture(path: &PathBuf, link: LinkType, records: &[Record]) -> CmdResult {
-    let fail = |e: &dyn std::fmt::Display| CliError::failure(format!("{}: {e}", path.display()));
-    let file = File::create(path).map_err(|e| fail(&e))?;
-    let mut w = Writer::new(BufWriter::new(file), link).map_err(|e| fail(&e))?;
-    for r in records {
-        w.write(r).map_err(|e| fail(&e))?;
-    }
-    w.flush().map_err(|e| fail(&e))
-}
-
-/// The summaries `natm dump` prints, read back from the file.
-fn read_back(path: &PathBuf) -> Result<Vec<String>, CliError> {
-    let fail = |e: &dyn std::fmt::Display| CliError::failure(format!("{}: {e}", path.display()));
-    let reader = Reader::new(BufReader::new(File::open(path).map_err(|e| fail(&e))?))
-        .map_err(|e| fail(&e))?;
-    reader
-        .map(|r| r.map(|r| summarize(&r).to_string()).map_err(|e| fail(&e)))
-        .collect()
-}
-
-/// Show tshark's own verdicts on the captures, if it is installed.
-fn tshark_view(pdus: &PathBuf, cells: &PathBuf, oam_frames: &[usize]) {
-    let mut shown = false;
-    for file in [pdus, cells] {
-        let out = Command::new("tshark")
-            .args(["-o", "erf.aal5_type:unspecified", "-V", "-r"])
-            .arg(file)
-            .output();
-        let Ok(out) = out else { break };
-        if !out.status.success() {
-            break;
-        }
-        if !shown {
+/// tshark's own verdicts on the captures ([`work::tshark_checks`]), if it is installed.
+fn tshark_view(pdus: &Path, cells: &Path, oam_frames: &[usize]) {
+    match work::tshark_checks(pdus, cells, oam_frames) {
+        Some(checks) => {
             println!("  tshark -V, the lines with its checks:");
-            shown = true;
-        }
-        let text = String::from_utf8_lossy(&out.stdout);
-        let mut frame = 0;
-        for line in text.lines() {
-            let line = line.trim();
-            if let Some(n) = line
-                .strip_prefix("Frame ")
-                .and_then(|rest| rest.split(':').next())
-                .and_then(|n| n.parse().ok())
-            {
-                frame = n;
-            }
-            // The CRC-10 is a bit field: "…. = CRC-10: 0x22a ( (correct))".
-            let crc10 = file == cells && oam_frames.contains(&frame);
-            let line = match line.split_once(" = CRC-10:") {
-                Some((_, verdict)) if crc10 => format!("CRC-10:{verdict}"),
-                _ => line.to_string(),
-            };
-            let check = ["AAL5 CRC:", "Header Error Check:"]
-                .iter()
-                .any(|k| line.starts_with(k))
-                || line.starts_with("CRC-10:");
-            if check || line.starts_with("User Datagram Protocol") {
-                println!("    {} frame {frame}: {line}", file_name(file));
+            for c in checks {
+                println!("    {} frame {}: {}", c.file, c.frame, c.line);
             }
         }
-    }
-    if !shown {
-        println!(
+        None => println!(
             "  (install tshark to see Wireshark's view: tshark -V -r {})",
             pdus.display()
-        );
+        ),
     }
-}
-
-fn file_name(p: &std::path::Path) -> String {
-    p.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }
 
 /// The memcpy against AAL5 figures of [`natm_bench::demo::copy_vs_aal5`].

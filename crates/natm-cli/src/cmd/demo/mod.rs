@@ -36,24 +36,20 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
-use clap::{Args, FromArgMatches};
-use natm_core::PvcAddr;
+use clap::Args;
 use natm_core::qos::Qos;
 use serde_json::{Value, json};
 
-use super::lab::{OwnedLab, topology};
-use natm_bench::progress::Progress;
-
-use super::perf::{rr, stream};
+use super::lab::topology;
 use crate::{CliError, CmdResult};
-use natm_bench::demo::{
-    CBR_VC, CaptureRun, PingSummary, Tshark, connect_cbr, hello, oc3_floor_ns, ping, policing,
-    tshark_check,
+use natm_bench::demo::network::{
+    self, Outcome, Plan, RR_SIZE, RR_WARMUP, Row, STREAM_SIZE, Step, UBR_VC, ratios,
 };
-use natm_bench::transport::{DataPath, Kind, NatmTarget, NotifyMode, Targets};
+use natm_bench::demo::{CBR_VC, Tshark, oc3_floor_ns};
+use natm_bench::transport::DataPath;
 
 mod layers;
 
@@ -97,19 +93,6 @@ pub struct DemoArgs {
     cbr_upc: String,
 }
 
-/// The UBR PVC of the default topology the demo measures.
-const UBR_VC: &str = "0.100";
-/// The table's rows.
-const ROW_UBR: usize = 0;
-const ROW_CBR: usize = 1;
-const ROW_UDP: usize = 2;
-const ROW_TCP: usize = 3;
-/// Request and response size: one cell with its AAL5 trailer (32 + 8 ≤ 48).
-const RR_SIZE: usize = 32;
-/// Message size of the goodput runs.
-const STREAM_SIZE: usize = 8192;
-/// Transactions per transport before recording (not counted).
-const RR_WARMUP: u64 = 500;
 /// Runs `natm demo`.
 pub fn run(args: DemoArgs) -> CmdResult {
     if args.layers {
@@ -133,7 +116,8 @@ impl Say {
     }
 }
 
-/// A step's failure as the command reports it; an interruption exits 130, as [`check`]'s.
+/// A step's failure as the command reports it; an interruption exits 130 (128 + SIGINT,
+/// as a shell reports a command Ctrl-C stopped).
 fn failed(e: natm_bench::Error) -> CliError {
     match e {
         natm_bench::Error::Interrupted => CliError {
@@ -142,18 +126,6 @@ fn failed(e: natm_bench::Error) -> CliError {
         },
         e => CliError::failure(e.to_string()),
     }
-}
-
-/// An error unless SIGINT or SIGTERM came.
-fn check(stop: &AtomicBool) -> CmdResult {
-    if stop.load(Ordering::Relaxed) {
-        // 128 + SIGINT, as a shell reports a command Ctrl-C stopped.
-        return Err(CliError {
-            code: 130,
-            message: "interrupted (the lab is taken down, nothing is left running)".into(),
-        });
-    }
-    Ok(())
 }
 
 fn usage_secs(what: &str, v: f64) -> Result<Duration, CliError> {
@@ -174,21 +146,8 @@ fn fresh_dir() -> PathBuf {
     std::env::temp_dir().join(format!("natm-demo-{}-{nanos:09}", std::process::id()))
 }
 
-/// One row of the table.
-#[derive(Debug, Default)]
-struct Row {
-    name: String,
-    ping: Option<PingSummary>,
-    p50_ns: Option<u64>,
-    p99_ns: Option<u64>,
-    rr_per_sec: Option<f64>,
-    rr_lost: u64,
-    stream_bps: Option<f64>,
-}
-
-/// The demo's network run.
-fn network(args: &DemoArgs) -> CmdResult {
-    let say = Say { json: args.json };
+/// The demo's plan from the options.
+fn plan(args: &DemoArgs) -> Result<Plan, CliError> {
     let stream_time = usage_secs("--stream-seconds", args.stream_seconds)?;
     if args.pings == 0 || args.pings > 1000 {
         return Err(CliError::usage(format!(
@@ -202,12 +161,6 @@ fn network(args: &DemoArgs) -> CmdResult {
             args.rr_count
         )));
     }
-    let ubr_vc: PvcAddr = UBR_VC
-        .parse()
-        .map_err(|e| CliError::failure(format!("{UBR_VC}: {e}")))?;
-    let cbr_vc: PvcAddr = CBR_VC
-        .parse()
-        .map_err(|e| CliError::failure(format!("{CBR_VC}: {e}")))?;
     let cbr_text = format!("cbr:pcr={}", args.cbr_pcr);
     if !matches!(args.cbr_upc.as_str(), "tag" | "discard") {
         return Err(CliError::usage(format!(
@@ -218,337 +171,195 @@ fn network(args: &DemoArgs) -> CmdResult {
     let cbr_qos: Qos = cbr_text
         .parse()
         .map_err(|e| CliError::usage(format!("--cbr-pcr {}: {e}", args.cbr_pcr)))?;
-    let ubr_qos: Qos = "ubr"
-        .parse()
-        .map_err(|e| CliError::failure(format!("ubr: {e}")))?;
-    let topo = topology::Topology::parse(topology::DEFAULT_TOPOLOGY, Some(&args.rate))
+    let topology = topology::Topology::parse(topology::DEFAULT_TOPOLOGY, Some(&args.rate))
         .map_err(|e| CliError::usage(format!("--rate {}: {e}", args.rate)))?;
-    let pcap = args
-        .pcap
-        .clone()
-        .unwrap_or_else(|| std::env::temp_dir().join("natm-demo.pcap"));
-    let dir = args.dir.clone().unwrap_or_else(fresh_dir);
+    Ok(Plan {
+        dir: args.dir.clone().unwrap_or_else(fresh_dir),
+        topology,
+        topology_text: topology::DEFAULT_TOPOLOGY.to_string(),
+        rate: args.rate.clone(),
+        pcap: args.pcap.clone().unwrap_or_else(network::default_pcap),
+        pings: args.pings,
+        rr_count: args.rr_count,
+        stream_time,
+        cbr: (cbr_text, cbr_qos),
+        cbr_upc: args.cbr_upc.clone(),
+        natm: super::lab::natm_exe()?,
+    })
+}
+
+/// The demo's network run: natm-bench's engine, narrated as it goes, then the table.
+fn network(args: &DemoArgs) -> CmdResult {
+    let say = Say { json: args.json };
+    let plan = plan(args)?;
     let stop = Arc::new(AtomicBool::new(false));
     natm_switchd::install_signal_stop(&stop)
         .map_err(|e| CliError::failure(format!("cannot install signal handlers: {e}")))?;
-    let started = Instant::now();
+    let out = network::run(&plan, &stop, |step| narrate(&say, &plan, step)).map_err(failed)?;
+    let floor_ns = oc3_floor_ns();
+    if args.json {
+        print_json(&plan, &out, floor_ns)?;
+    } else {
+        print_table(&out.rows, floor_ns, &args.rate);
+    }
+    if let Tshark::Decoded { errors, .. } = out.tshark
+        && errors > 0
+    {
+        return Err(CliError::failure(format!(
+            "tshark found {errors} errors in {}",
+            plan.pcap.display()
+        )));
+    }
+    Ok(())
+}
 
-    say.line(&format!(
-        "1. The default lab: switch s1, hosts h1 and h2 on shared-memory links at rate {}, in {}",
-        args.rate,
-        dir.display()
-    ));
-    if args.rate == "unlimited" {
-        say.line(
-            "   (links unpaced, to show what this machine can do; OC-3c's floor is in the table)",
-        );
-    }
-    let mut demo_lab = OwnedLab::start(
-        "natm demo",
-        &dir,
-        &topo,
-        topology::DEFAULT_TOPOLOGY.to_string(),
-        Some(args.rate.clone()),
-        &super::lab::natm_exe()?,
-    )?;
-    let pids: Vec<i32> = demo_lab.state.daemons.iter().map(|d| d.pid).collect();
-    for d in &demo_lab.state.daemons {
-        say.line(&format!("   {:<3} {:<6} pid {}", d.name, d.role, d.pid));
-    }
-    check(&stop)?;
-
-    let s1 = demo_lab.socket("s1")?;
-    let (h1, h2) = (demo_lab.socket("h1")?, demo_lab.socket("h2")?);
-    let port_of = |h: &str| {
-        topo.host_link(h)
-            .and_then(|(li, _)| topo.port_of("s1", li))
-            .ok_or_else(|| CliError::failure(format!("no port of s1 faces {h}")))
-    };
-    let (p1, p2) = (port_of("h1")?, port_of("h2")?);
-    say.line(&format!(
-        "2. A CBR PVC {CBR_VC} ({cbr_text}, UPC {}) added through s1's management socket beside UBR {UBR_VC}",
-        args.cbr_upc
-    ));
-    if args.cbr_upc == "tag" {
-        say.line(
-            "   (UPC tag: s1's CBR.1 policer has CDVT 0 and cells reach it in batches, so it tags\n    \
-             cells above the PCR with CLP=1 rather than discarding them; --cbr-upc discard shows the loss)",
-        );
-    }
-    let id = connect_cbr(&s1, (p1, p2), &cbr_text, &args.cbr_upc).map_err(failed)?;
-    say.line(&format!(
-        "   s1 connected {p1}:{CBR_VC} - {p2}:{CBR_VC} (connection {id})"
-    ));
-    for (vc, qos, text) in [(ubr_vc, ubr_qos, UBR_VC), (cbr_vc, cbr_qos, CBR_VC)] {
-        hello(&h1, &h2, vc, qos).map_err(failed)?;
-        say.line(&format!(
+/// The lines of explanation of one step.
+fn narrate(say: &Say, plan: &Plan, step: Step<'_>) {
+    let cbr_text = &plan.cbr.0;
+    match step {
+        Step::LabStarting => {
+            say.line(&format!(
+                "1. The default lab: switch s1, hosts h1 and h2 on shared-memory links at rate {}, in {}",
+                plan.rate,
+                plan.dir.display()
+            ));
+            if plan.rate == "unlimited" {
+                say.line(
+                    "   (links unpaced, to show what this machine can do; OC-3c's floor is in the table)",
+                );
+            }
+        }
+        Step::LabUp(daemons) => {
+            for d in daemons {
+                say.line(&format!("   {:<3} {:<6} pid {}", d.name, d.role, d.pid));
+            }
+        }
+        Step::CbrStarting { .. } => {
+            say.line(&format!(
+                "2. A CBR PVC {CBR_VC} ({cbr_text}, UPC {}) added through s1's management socket beside UBR {UBR_VC}",
+                plan.cbr_upc
+            ));
+            if plan.cbr_upc == "tag" {
+                say.line(
+                    "   (UPC tag: s1's CBR.1 policer has CDVT 0 and cells reach it in batches, so it tags\n    \
+                     cells above the PCR with CLP=1 rather than discarding them; --cbr-upc discard shows the loss)",
+                );
+            }
+        }
+        Step::CbrConnected { ports: (p1, p2), id } => say.line(&format!(
+            "   s1 connected {p1}:{CBR_VC} - {p2}:{CBR_VC} (connection {id})"
+        )),
+        Step::Hello(text) => say.line(&format!(
             "   {text} opened on h1 and h2: one SDU h1 -> h2 and one back, both arrived whole"
-        ));
-    }
-    check(&stop)?;
-
-    say.line(&format!(
-        "3. Capturing s1's port {p1} (h1's link) during the pings and request/response runs into {}",
-        pcap.display()
-    ));
-    let capture = CaptureRun::start(&s1, p1, &pcap).map_err(failed)?;
-    let mut rows: Vec<Row> = [
-        format!("natm UBR {UBR_VC}"),
-        format!("natm CBR {CBR_VC}"),
-        "kernel UDP".into(),
-        "kernel TCP".into(),
-    ]
-    .into_iter()
-    .map(|name| Row {
-        name,
-        ..Row::default()
-    })
-    .collect();
-
-    say.line(&format!(
-        "4. OAM F5 end-to-end loopback from h1, {} request(s) per PVC: h2's daemon answers each cell",
-        args.pings
-    ));
-    for (i, (vc, text)) in [(ubr_vc, UBR_VC), (cbr_vc, CBR_VC)].iter().enumerate() {
-        let p = ping(&h1, *vc, args.pings, &stop).map_err(failed)?;
-        say.line(&format!(
+        )),
+        Step::CaptureStarting(p1) => say.line(&format!(
+            "3. Capturing s1's port {p1} (h1's link) during the pings and request/response runs into {}",
+            plan.pcap.display()
+        )),
+        Step::PingsStarting => say.line(&format!(
+            "4. OAM F5 end-to-end loopback from h1, {} request(s) per PVC: h2's daemon answers each cell",
+            plan.pings
+        )),
+        Step::Pinged(text, p) => say.line(&format!(
             "   {text}: {}/{} replies, RTT min/avg/max {:.1}/{:.1}/{:.1} µs",
             p.received,
             p.sent,
             us(p.min_ns),
             us(p.avg_ns),
             us(p.max_ns)
-        ));
-        rows[ROW_UBR + i].ping = Some(p);
-    }
-    check(&stop)?;
-
-    // On unlimited links the applications take their own lanes to the switch and sleep on
-    // eventfds; a paced link is hostd's to pace, so there they use its direct path.
-    let (path, mode) = if args.rate == "unlimited" {
-        (DataPath::Lane, NotifyMode::EventFd)
-    } else {
-        (DataPath::Direct, NotifyMode::Adaptive)
-    };
-    let target = |vc: PvcAddr, qos: Qos| NatmTarget {
-        vc,
-        qos,
-        mode,
-        path,
-        client_host: h1.display().to_string(),
-        server_host: h2.display().to_string(),
-    };
-    let ubr = Targets {
-        kinds: vec![Kind::Natm, Kind::Udp, Kind::Tcp],
-        natm: Some(target(ubr_vc, ubr_qos)),
-    };
-    let cbr = Targets {
-        kinds: vec![Kind::Natm],
-        natm: Some(target(cbr_vc, cbr_qos)),
-    };
-    say.line(&format!(
-        "5. Request/response, {RR_SIZE}-byte requests and responses, {} transactions each (after {RR_WARMUP} unrecorded), h1 -> h2 and back; the kernel's UDP and TCP loopback take turns with natm",
-        args.rr_count
-    ));
-    say.line(&match path {
-        DataPath::Lane => "   natm's applications on their own lanes to s1 (no daemon on the data path), sleeping on eventfds".to_string(),
-        _ => "   natm's applications on hostd's direct path, adaptive wait".to_string(),
-    });
-    rr_step(&say, &mut rows, [&ubr, &cbr], args.rr_count, &stop)?;
-    let captured = capture.finish().map_err(failed)?;
-    say.line(&format!(
-        "   capture stopped: {} cells of s1:{p1} written{}",
-        captured.cells,
-        if captured.skipped > 0 {
-            format!(", {} damaged lines skipped", captured.skipped)
-        } else {
-            String::new()
+        )),
+        Step::RrStarting(path) => {
+            say.line(&format!(
+                "5. Request/response, {RR_SIZE}-byte requests and responses, {} transactions each (after {RR_WARMUP} unrecorded), h1 -> h2 and back; the kernel's UDP and TCP loopback take turns with natm",
+                plan.rr_count
+            ));
+            say.line(&match path {
+                DataPath::Lane => "   natm's applications on their own lanes to s1 (no daemon on the data path), sleeping on eventfds".to_string(),
+                _ => "   natm's applications on hostd's direct path, adaptive wait".to_string(),
+            });
         }
-    ));
-
-    say.line(&format!(
-        "6. One-way goodput, {STREAM_SIZE}-byte messages for {:.1} s each: natm on both PVCs, then kernel TCP",
-        stream_time.as_secs_f64()
-    ));
-    stream_step(&say, &mut rows, [&ubr, &cbr], args.stream_seconds, &stop)?;
-
-    let policed = policing(&s1, &format!("{p1}:{CBR_VC}"));
-    if let Some(p) = &policed {
-        say.line(&format!(
+        Step::Rr(row) => say.line(&format!(
+            "   {:<15} p50 {:.1} µs, p99 {:.1} µs, {:.0} transactions/s{}",
+            row.name,
+            us(row.p50_ns.unwrap_or(0)),
+            us(row.p99_ns.unwrap_or(0)),
+            row.rr_per_sec.unwrap_or(0.0),
+            if row.rr_lost > 0 {
+                format!(", {} lost", row.rr_lost)
+            } else {
+                String::new()
+            }
+        )),
+        Step::CaptureDone(p1, captured) => say.line(&format!(
+            "   capture stopped: {} cells of s1:{p1} written{}",
+            captured.cells,
+            if captured.skipped > 0 {
+                format!(", {} damaged lines skipped", captured.skipped)
+            } else {
+                String::new()
+            }
+        )),
+        Step::StreamStarting => say.line(&format!(
+            "6. One-way goodput, {STREAM_SIZE}-byte messages for {:.1} s each: natm on both PVCs, then kernel TCP",
+            plan.stream_time.as_secs_f64()
+        )),
+        Step::Stream(row, received, sent) => say.line(&format!(
+            "   {:<15} {:.1} Mbit/s ({received} of {sent} messages arrived)",
+            row.name,
+            row.stream_bps.unwrap_or(0.0) / 1e6,
+        )),
+        Step::Policed(p) => say.line(&format!(
             "   s1's policer on {CBR_VC}: {} cells in, {} tagged CLP=1, {} discarded",
             p.cells_in, p.tagged, p.dropped
-        ));
-    }
-
-    say.line("7. tshark over the capture");
-    let tshark = tshark_check(&pcap);
-    match &tshark {
-        Tshark::Missing => say.line("   tshark not installed"),
-        Tshark::Failed(e) => say.line(&format!("   tshark failed: {e}")),
-        Tshark::Decoded { packets, errors } => say.line(&format!(
+        )),
+        Step::TsharkStarting => say.line("7. tshark over the capture"),
+        Step::Tshark(Tshark::Missing) => say.line("   tshark not installed"),
+        Step::Tshark(Tshark::Failed(e)) => say.line(&format!("   tshark failed: {e}")),
+        Step::Tshark(Tshark::Decoded { packets, errors }) => say.line(&format!(
             "   tshark: {packets} packets decoded, {errors} errors"
         )),
+        Step::LabDown(stopped, seconds) => say.line(&format!(
+            "8. Lab down: {stopped} daemons stopped, {} removed ({seconds:.1} s in all)",
+            plan.dir.display()
+        )),
     }
+}
 
-    let stopped = demo_lab.down()?;
-    say.line(&format!(
-        "8. Lab down: {stopped} daemons stopped, {} removed ({:.1} s in all)",
-        dir.display(),
-        started.elapsed().as_secs_f64()
-    ));
-
-    let floor_ns = oc3_floor_ns();
-    if args.json {
-        let doc = json!({
-            "rate": args.rate,
-            "dir": dir,
-            "pids": pids,
-            "daemons_stopped": stopped,
-            "rr_size": RR_SIZE,
-            "stream_size": STREAM_SIZE,
-            "oc3_floor_us": floor_ns as f64 / 1e3,
-            "cbr": {
-                "qos": cbr_text,
-                "upc": args.cbr_upc,
-                "policed": policed.as_ref().map(|p| json!({
-                    "cells_in": p.cells_in, "tagged": p.tagged, "dropped": p.dropped,
-                })),
+/// The table as JSON.
+fn print_json(plan: &Plan, out: &Outcome, floor_ns: u64) -> CmdResult {
+    let rows = &out.rows;
+    let doc = json!({
+        "rate": plan.rate,
+        "dir": plan.dir,
+        "pids": out.pids,
+        "daemons_stopped": out.stopped,
+        "rr_size": RR_SIZE,
+        "stream_size": STREAM_SIZE,
+        "oc3_floor_us": floor_ns as f64 / 1e3,
+        "cbr": {
+            "qos": plan.cbr.0,
+            "upc": plan.cbr_upc,
+            "policed": out.policed.as_ref().map(|p| json!({
+                "cells_in": p.cells_in, "tagged": p.tagged, "dropped": p.dropped,
+            })),
+        },
+        "rows": rows.iter().map(|r| row_json(r, rows)).collect::<Vec<_>>(),
+        "pcap": {
+            "path": plan.pcap,
+            "cells": out.captured.cells,
+            "skipped_lines": out.captured.skipped,
+            "tshark": match &out.tshark {
+                Tshark::Missing => Value::Null,
+                Tshark::Failed(e) => json!({ "error": e }),
+                Tshark::Decoded { packets, errors } => json!({ "packets": packets, "errors": errors }),
             },
-            "rows": rows.iter().map(|r| row_json(r, &rows)).collect::<Vec<_>>(),
-            "pcap": {
-                "path": pcap,
-                "cells": captured.cells,
-                "skipped_lines": captured.skipped,
-                "tshark": match &tshark {
-                    Tshark::Missing => Value::Null,
-                    Tshark::Failed(e) => json!({ "error": e }),
-                    Tshark::Decoded { packets, errors } => json!({ "packets": packets, "errors": errors }),
-                },
-            },
-            "seconds": started.elapsed().as_secs_f64(),
-        });
-        let text = serde_json::to_string_pretty(&doc)
-            .map_err(|e| CliError::failure(format!("JSON: {e}")))?;
-        println!("{text}");
-    } else {
-        print_table(&rows, floor_ns, &args.rate);
-    }
-    if let Tshark::Decoded { errors, .. } = tshark
-        && errors > 0
-    {
-        return Err(CliError::failure(format!(
-            "tshark found {errors} errors in {}",
-            pcap.display()
-        )));
-    }
+        },
+        "seconds": out.started.elapsed().as_secs_f64(),
+    });
+    let text =
+        serde_json::to_string_pretty(&doc).map_err(|e| CliError::failure(format!("JSON: {e}")))?;
+    println!("{text}");
     Ok(())
-}
-
-/// Request/response over the UBR PVC with the kernel baselines taking turns, then over the
-/// CBR PVC; fills the rows' rr columns.
-fn rr_step(
-    say: &Say,
-    rows: &mut [Row],
-    [ubr, cbr]: [&Targets; 2],
-    count: u64,
-    stop: &AtomicBool,
-) -> CmdResult {
-    let rr_opts = parse_opts::<rr::RrOpts>(
-        "rr",
-        &[
-            "--size",
-            &RR_SIZE.to_string(),
-            "--count",
-            &count.to_string(),
-            "--warmup",
-            &RR_WARMUP.min(count).to_string(),
-        ],
-    )?;
-    for (targets, first_row) in [(ubr, ROW_UBR), (cbr, ROW_CBR)] {
-        let plan = rr::plan(&rr_opts, targets)?;
-        let report = natm_bench::rr::run(&plan).map_err(super::perf::failure)?;
-        for r in &report.results {
-            let row = match r.kind {
-                Kind::Natm => first_row,
-                Kind::Udp => ROW_UDP,
-                Kind::Tcp => ROW_TCP,
-                Kind::Unix => continue,
-            };
-            let row = &mut rows[row];
-            row.p50_ns = r.latency.map(|l| l.p50_ns);
-            row.p99_ns = r.latency.map(|l| l.p99_ns);
-            row.rr_per_sec = Some(r.transactions_per_sec);
-            row.rr_lost = r.lost;
-            say.line(&format!(
-                "   {:<15} p50 {:.1} µs, p99 {:.1} µs, {:.0} transactions/s{}",
-                row.name,
-                us(row.p50_ns.unwrap_or(0)),
-                us(row.p99_ns.unwrap_or(0)),
-                r.transactions_per_sec,
-                if r.lost > 0 {
-                    format!(", {} lost", r.lost)
-                } else {
-                    String::new()
-                }
-            ));
-        }
-        check(stop)?;
-    }
-    Ok(())
-}
-
-/// One goodput run each: natm on both PVCs, then kernel TCP; fills the stream column.
-fn stream_step(
-    say: &Say,
-    rows: &mut [Row],
-    [ubr, cbr]: [&Targets; 2],
-    seconds: f64,
-    stop: &AtomicBool,
-) -> CmdResult {
-    let stream_opts = parse_opts::<stream::StreamOpts>(
-        "stream",
-        &[
-            "--size",
-            &STREAM_SIZE.to_string(),
-            "--seconds",
-            &seconds.to_string(),
-        ],
-    )?;
-    let plan = stream::plan(&stream_opts, ubr)?;
-    let mut progress = Progress::new(3 * (seconds * 1e3) as u64, "stream");
-    for (kind, targets, row) in [
-        (Kind::Natm, ubr, ROW_UBR),
-        (Kind::Natm, cbr, ROW_CBR),
-        (Kind::Tcp, ubr, ROW_TCP),
-    ] {
-        let plan = natm_bench::stream::Plan {
-            natm: targets.natm.clone(),
-            ..plan.clone()
-        };
-        let m = natm_bench::stream::one_run(kind, STREAM_SIZE, &plan, &mut progress)
-            .map_err(|e| CliError::failure(format!("{}: goodput run: {e}", rows[row].name)))?;
-        rows[row].stream_bps = Some(m.bits_per_sec);
-        say.line(&format!(
-            "   {:<15} {:.1} Mbit/s ({} of {} messages arrived)",
-            rows[row].name,
-            m.bits_per_sec / 1e6,
-            m.received_messages,
-            m.sent_messages
-        ));
-        check(stop)?;
-    }
-    drop(progress);
-    Ok(())
-}
-
-/// Parses `natm perf`'s options from `args`, as the command line would give them, so that
-/// the engine's own checks and defaults apply.
-fn parse_opts<T: Args + FromArgMatches>(name: &'static str, args: &[&str]) -> Result<T, CliError> {
-    let command = T::augment_args(clap::Command::new(name).no_binary_name(true));
-    let matches = command
-        .try_get_matches_from(args)
-        .map_err(|e| CliError::failure(format!("{name} options: {e}")))?;
-    T::from_arg_matches(&matches).map_err(|e| CliError::failure(format!("{name} options: {e}")))
 }
 
 /// A ratio with two significant digits at least (natm's goodput may be 0.002× TCP's).
@@ -563,19 +374,6 @@ fn times(x: f64) -> String {
 
 fn us(ns: u64) -> f64 {
     ns as f64 / 1e3
-}
-
-/// natm's figure over the kernel's: rr p50 against UDP, goodput against TCP.
-fn ratios(row: &Row, rows: &[Row]) -> (Option<f64>, Option<f64>) {
-    let p50 = match (row.p50_ns, rows[ROW_UDP].p50_ns) {
-        (Some(a), Some(b)) if b > 0 => Some(a as f64 / b as f64),
-        _ => None,
-    };
-    let stream = match (row.stream_bps, rows[ROW_TCP].stream_bps) {
-        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
-        _ => None,
-    };
-    (p50, stream)
 }
 
 fn row_json(r: &Row, rows: &[Row]) -> Value {

@@ -23,7 +23,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
-pub use natm_lab::{Daemon, LabState, OwnedLab, is_our_daemon, runtime_dir, topology};
+pub use natm_lab::{Daemon, LabState, is_our_daemon, runtime_dir, topology};
 use topology::Topology;
 
 use crate::{CliError, CmdResult};

@@ -38,33 +38,11 @@ pub struct CpuArgs {
 }
 
 impl CpuArgs {
-    /// Checks the CPUs against the ones this process may use and fills in the defaults.
+    /// Checks the CPUs against the ones this process may use and fills in the defaults
+    /// ([`Placement::choose`]).
     pub fn placement(&self) -> Result<Placement, CliError> {
-        let allowed = natm_nic::sched::allowed_cpus().unwrap_or_default();
-        for (name, cpu) in [
-            ("--cpu-client", self.cpu_client),
-            ("--cpu-server", self.cpu_server),
-        ] {
-            if let Some(c) = cpu
-                && !allowed.is_empty()
-                && !allowed.contains(&c)
-            {
-                return Err(CliError::usage(format!(
-                    "{name} {c}: this process may run on CPUs {allowed:?} only"
-                )));
-            }
-        }
-        let client = self.cpu_client.or(allowed.first().copied());
-        let server = if self.same_core {
-            client
-        } else {
-            self.cpu_server.or(match self.cpu_client {
-                // The first allowed CPU that is not the client's.
-                Some(c) => allowed.iter().copied().find(|&x| x != c),
-                None => allowed.get(1).copied(),
-            })
-        };
-        Ok(Placement { client, server })
+        Placement::choose(self.cpu_client, self.cpu_server, self.same_core)
+            .map_err(|e| CliError::usage(e.to_string()))
     }
 }
 

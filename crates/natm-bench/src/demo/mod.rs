@@ -1,8 +1,10 @@
-//! The steps of `natm demo`'s network run that touch the network: the CBR PVC added
-//! through the switch's management socket, one SDU each way, OAM F5 loopbacks, the
-//! switch's policing counters, a capture of a switch port into a pcap file and tshark's
-//! reading of it; and `--layers`'s memcpy against AAL5 figure. The request/response and goodput figures are [`crate::rr`]'s and
-//! [`crate::stream`]'s; the narration, the table and the JSON are natm-cli's.
+//! `natm demo`'s engines. [`network`] is the network run, step by step; this module holds
+//! the steps that touch the network: the CBR PVC added through the switch's management
+//! socket, one SDU each way, OAM F5 loopbacks, the switch's policing counters, a capture
+//! of a switch port into a pcap file and tshark's reading of it. [`layers`] is the
+//! `--layers` walk's work without a network. The request/response and goodput figures are
+//! [`crate::rr`]'s and [`crate::stream`]'s; the narration, the table and the JSON are
+//! natm-cli's.
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -21,6 +23,9 @@ use natm_wire::aal5::{self, MAX_SDU, Reassembler, Segmenter};
 
 use crate::Error;
 use crate::stats::{Spread, quantile};
+
+pub mod layers;
+pub mod network;
 
 /// The CBR PVC the demo adds.
 pub const CBR_VC: &str = "0.200";
