@@ -40,7 +40,7 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use natm_adapter::Status;
-use natm_host::driver::{Driver, status_from_code};
+use natm_link::driver::{Driver, status_from_code};
 use natm_link::shm::{ShmLink, ShmWait};
 use natm_nic::channel::{AppEnd, BufferId};
 use natm_sim::app::HostCosts;

@@ -156,6 +156,18 @@ fn the_simulator_runs_the_daemons_cores_and_no_io() {
     }
 }
 
+/// Issue 21: the application API speaks the daemons' protocols through natm-proto and runs
+/// its lane over natm-link's driver; it never depends on a daemon crate.
+#[test]
+fn the_api_reaches_the_protocols_not_the_daemons() {
+    let meta = metadata();
+    let api = reachable(&meta, "natm");
+    assert!(api.contains("natm-proto"), "natm must speak natm-proto");
+    for daemon in ["natm-host", "natm-switchd", "natm-lab", "natm-bench", "natm-cli"] {
+        assert!(!api.contains(daemon), "natm depends on {daemon}");
+    }
+}
+
 /// Issue 21: a simulated host is natm-host-core's `Host`, the object hostd drives. The
 /// simulator's own source reaches none of the host's responsibilities by another path:
 /// admission, the QoS → shaping derivation, the HEC receiver, OAM loopback, an adapter made

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use natm_host::hostd::{HostdError, HostdOptions, HostdThread, WaitMode, peer_allowed};
 use natm_host::loopback::LoopLink;
-use natm_host::proto::{self, ErrorKind, Frame, Request, Response};
+use natm_proto::host::{self as proto, ErrorKind, Frame, Request, Response};
 
 const CHILD_ENV: &str = "NATM_TEST_PEER_SOCKET";
 

@@ -14,6 +14,9 @@
 //! * [`endpoint::LinkConfig`]: a link as the daemons' TOML names it (shm, udp or tcp, with
 //!   rate and impairments), made by listening (switch side) or connecting (host side).
 //! * [`clock::Epoch`]: the one conversion between the real clock and the pure cores' time.
+//! * [`driver`]: [`driver::Driver`], one natm-adapter between one application channel and
+//!   one link, polled (hostd's channels, `natm perf link`); and [`driver::LinkSide`], its
+//!   link half, for an adapter over buffers of its own (the `natm` crate's lane path).
 //!
 //! This is a driver crate: it owns sockets and reads the clock. No `unsafe` (`poll(2)` and
 //! SCM_RIGHTS come from rustix, shared memory from natm-nic).
@@ -21,6 +24,7 @@
 pub mod atmtcp;
 pub mod cell;
 pub mod clock;
+pub mod driver;
 pub mod emulated;
 pub mod endpoint;
 pub mod lane;

@@ -8,8 +8,11 @@
 //! * [`switchd`]: the switch daemon's management socket (JSON lines): [`switchd::Request`],
 //!   [`switchd::Response`] and the status it reports.
 //!
-//! hostd's protocol (`natm_host::proto`, framed, with descriptors) still lives with hostd.
+//! * [`host`]: the host daemon's channel-manager socket (framed JSON control messages and
+//!   data frames, with the channel descriptors passed as SCM_RIGHTS): [`host::Request`],
+//!   [`host::Response`], and the framing and descriptor passing both ends use.
 
 #![forbid(unsafe_code)]
 
+pub mod host;
 pub mod switchd;

@@ -108,19 +108,21 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use natm_adapter::{Adapter, AdapterConfig, HecCheck, RxVcConfig, VecBuffers};
-use natm_host::driver::LinkSide;
-use natm_host::proto::{self, ErrorKind, Frame, FrameError, Request, Response, SignalTarget};
 use natm_link::CellLink;
 use natm_link::clock::Epoch;
+use natm_link::driver::LinkSide;
 use natm_link::shm::{ShmHandover, ShmLink, ShmWait};
 use natm_nic::channel::{AppEnd, BufferId, Channel, ChannelState, PollError};
 use natm_nic::memfd::MemfdMem;
 use natm_nic::notify::{AdaptivePolicy, WaitOutcome, Waiter, check_eventfd};
 use natm_nic::signal;
+use natm_proto::host::{
+    self as proto, ErrorKind, Frame, FrameError, Request, Response, SignalTarget,
+};
 use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, recvmsg};
 
 pub use natm_core::{PvcAddr, Qos, VcId};
-pub use natm_host::proto::{DataPath, HostStatus, NotifyMode, VcStats};
+pub use natm_proto::host::{DataPath, HostStatus, NotifyMode, VcStats};
 
 /// What went wrong.
 #[derive(Debug, thiserror::Error)]
@@ -438,7 +440,7 @@ static CORRELATION: AtomicU32 = AtomicU32::new(1);
 
 impl Host {
     /// Connects to host `name`'s daemon at its default socket
-    /// ([`natm_host::proto::default_socket`]).
+    /// ([`natm_proto::host::default_socket`]).
     pub fn connect(name: &str) -> Result<Host, Error> {
         Host::connect_path(proto::default_socket(name))
     }

@@ -175,7 +175,7 @@ fn print_host(name: &str, v: &HostStatus) {
             + k.drops_timeout
             + k.drops_policed;
         // A lane's adapter runs in the application: hostd has no data counters for it.
-        let counts: [String; 4] = if c.path == natm_host::proto::DataPath::Lane {
+        let counts: [String; 4] = if c.path == natm_proto::host::DataPath::Lane {
             ["(in app)".into(), "-".into(), "-".into(), "-".into()]
         } else {
             [

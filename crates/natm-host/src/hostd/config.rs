@@ -46,7 +46,7 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(20);
 ///
 /// ```toml
 /// name = "h1"
-/// socket = "/run/natm/h1.sock"   # optional: natm_host::proto::default_socket(name)
+/// socket = "/run/natm/h1.sock"   # optional: natm_proto::host::default_socket(name)
 /// wait = "adaptive"              # or "poll", or "yield"; optional, adaptive by default
 /// [link]                         # natm_link::endpoint::LinkConfig
 /// kind = "shm"

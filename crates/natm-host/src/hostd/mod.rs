@@ -97,10 +97,10 @@ use natm_nic::sched::GiveWay;
 use natm_nic::signal;
 use serde::{Deserialize, Serialize};
 
-use crate::driver::{self, BATCH, ChannelMemory, status_code};
-use crate::proto::{
-    self, CacStatus, ChannelStatus, DataPath, ErrorKind, Frame, FrameError, HostStatus, LinkStatus,
-    NotifyMode, Request, Response, SignalTarget, VcStats,
+use natm_link::driver::{self, BATCH, ChannelMemory, status_code};
+use natm_proto::host::{
+    self as proto, CacStatus, ChannelStatus, DataPath, ErrorKind, Frame, FrameError, HostStatus,
+    LinkStatus, NotifyMode, Request, Response, SignalTarget, VcStats,
 };
 
 pub use natm_host_core::NOMINAL_RATE;

@@ -72,12 +72,12 @@ pub const OPEN_FDS: usize = 3;
 pub const LANE_OPEN_FDS: usize = 6;
 
 /// A completion status hostd writes when it fails a transmit descriptor because the link
-/// is down (the adapter's own codes are `natm_host::driver::status_code`, 0..=7).
+/// is down (the adapter's own codes are `natm_link::driver::status_code`, 0..=7).
 pub const STATUS_LINK_DOWN: u16 = 16;
 
 /// How an application is told that its channel has something for it: the one type for
 /// it, in this protocol, the natm library's `VcOptions` and `natm perf`. (Not the daemons'
-/// own idle wait, which is hostd's [`WaitMode`](crate::hostd::WaitMode).)
+/// own idle wait, which is hostd's `WaitMode`.)
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum NotifyMode {
@@ -123,7 +123,7 @@ pub enum DataPath {
     Direct,
     /// Through the socket: one message and a copy per SDU each way.
     Daemon,
-    /// The application's own lane to the switch ([`natm_link::lane`]): it runs the
+    /// The application's own lane to the switch (natm-link's `lane` module): it runs the
     /// adapter itself and moves cells on its own ring pair; hostd only admits the VC,
     /// brokers the lane and reports the link's state in the channel (needs an unlimited
     /// shared-memory link).

@@ -29,10 +29,10 @@ use std::collections::VecDeque;
 use std::io;
 use std::time::Instant as StdInstant;
 
+use crate::clock::Epoch;
+use crate::{Cell, CellLink};
 use natm_adapter::{Adapter, BufferId, BufferMemory, Completion, Direction, MemoryError, Status};
 use natm_core::Instant;
-use natm_link::clock::Epoch;
-use natm_link::{Cell, CellLink};
 use natm_nic::RingFault;
 use natm_nic::channel::{self as nic, AdapterEnd, ChannelError, PollError, TxRequest};
 use natm_wire::cell::Cell as WireCell;
@@ -74,7 +74,7 @@ pub fn status_from_code(code: u16) -> Option<Status> {
 /// to `tx`, each free receive buffer to the adapter; a post the channel refuses goes to
 /// `refused` (with its direction) and is skipped. Stops at a broken ring. Returns how many
 /// posts were taken. Shared by [`Driver`] and hostd's direct-path channels.
-pub(crate) fn take_posts(
+pub fn take_posts(
     end: &mut AdapterEnd,
     adapter: &mut Adapter,
     mut tx: impl FnMut(&mut Adapter, TxRequest),
@@ -107,7 +107,7 @@ pub(crate) fn take_posts(
 
 /// Hands an adapter completion to the channel with status `code` (a receive one with its
 /// length and handle). Shared by [`Driver`] and hostd's direct-path channels.
-pub(crate) fn complete_to_channel(
+pub fn complete_to_channel(
     end: &mut AdapterEnd,
     c: &Completion,
     code: u16,
@@ -168,7 +168,7 @@ pub enum DriverError {
 
 /// The channel's buffers as the adapter sees them: reads and writes go through the
 /// channel's ownership checks, so the adapter can only touch what the channel handed it.
-pub(crate) struct ChannelMemory<'a>(pub(crate) &'a mut AdapterEnd);
+pub struct ChannelMemory<'a>(pub &'a mut AdapterEnd);
 
 fn memory_error(
     id: BufferId,
