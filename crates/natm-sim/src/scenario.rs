@@ -40,8 +40,9 @@ use std::io::Write;
 
 use natm_core::{Duration, Instant, Qos, TrafficClass, VcId};
 use natm_netem::{Impairments, Rate};
-use natm_switch::{CrossConnect, Endpoint, PortConfig, PortId, SwitchConfig, Upc};
-use natm_topology::Topology;
+use natm_switch::{CrossConnect, PortConfig, PortId, SwitchConfig};
+use natm_topology::{PvcCrossConnect, Topology};
+use natm_traffic::rate::LineRate;
 use serde::Deserialize;
 
 use crate::faults::{Fault, FaultKind, FaultPlan};
@@ -290,7 +291,7 @@ impl Scenario {
         for (i, f) in t.flow.iter().enumerate() {
             let what = format!("sim.flow {}", i + 1);
             let vc = parse_vc(&f.vc)
-                .ok_or_else(|| ScenarioError(format!("{what}: vc {:?}: not vpi.vci", f.vc)))?;
+                .map_err(|e| ScenarioError(format!("{what}: vc {:?}: {e}", f.vc)))?;
             let idx: Vec<usize> = topology
                 .pvcs
                 .iter()
@@ -370,9 +371,11 @@ impl Scenario {
 }
 
 /// `vpi.vci` as a UNI VC.
-fn parse_vc(s: &str) -> Option<VcId> {
-    let (p, c) = s.trim().split_once('.')?;
-    VcId::uni(p.parse().ok()?, c.parse().ok()?).ok()
+fn parse_vc(s: &str) -> Result<VcId, String> {
+    let (p, c) = s.trim().split_once('.').ok_or("not vpi.vci")?;
+    let p = p.parse().map_err(|_| "the VPI is not a number")?;
+    let c = c.parse().map_err(|_| "the VCI is not a number")?;
+    VcId::uni(p, c).map_err(|e| e.to_string())
 }
 
 fn link_named(topo: &Topology, t: &str) -> Option<usize> {
@@ -444,7 +447,7 @@ fn listed(topo: &Topology, raw: &[RawFault], phase: Duration) -> Result<FaultPla
                 FaultKind::Clog { switch, port }
             }
             "churn" => {
-                let vc = parse_vc(target).ok_or_else(|| no("PVC (\"0.110\")"))?;
+                let vc = parse_vc(target).map_err(|_| no("PVC (\"0.110\")"))?;
                 FaultKind::Churn {
                     pvc: topo
                         .pvcs
@@ -512,8 +515,17 @@ fn swap(q: &Qos) -> Qos {
     }
 }
 
-fn cells_per_s(rate: &Rate) -> Option<f64> {
-    rate.exact().map(|(n, d)| n as f64 / d as f64)
+/// What a host's UBR load is a fraction of on an unlimited link, which has no rate:
+/// OC-3c's, in whole cells/s.
+const UNLIMITED_LOAD_BASIS: u32 = LineRate::OC3.cells_per_s();
+
+/// A link's rate in cells/s for reckoning load; an unlimited link counts as
+/// [`UNLIMITED_LOAD_BASIS`].
+fn load_basis(rate: &Rate) -> f64 {
+    rate.exact()
+        .map_or(f64::from(UNLIMITED_LOAD_BASIS), |(n, d)| {
+            n as f64 / d as f64
+        })
 }
 
 impl Built {
@@ -531,18 +543,15 @@ impl Built {
         // Flows per host, numbered in PVC order: 2k from a, 2k+1 from b.
         let host_ix = |n: &str| topo.hosts.iter().position(|h| h == n);
         let link_rate = |h: &str| -> f64 {
-            topo.host_link(h)
-                .and_then(|(_, l)| l.rate.parse::<Rate>().ok())
-                .and_then(|r| cells_per_s(&r))
-                .unwrap_or(353_207.0)
+            let (_, l) = topo
+                .host_link(h)
+                .expect("every host has its link (Topology::parse checks)");
+            load_basis(&l.rate)
         };
         let mut ubr_count = vec![0usize; topo.hosts.len()];
         let mut qoses = Vec::new();
-        for (i, p) in topo.pvcs.iter().enumerate() {
-            let qos: Qos = p
-                .qos
-                .parse()
-                .map_err(|e| ScenarioError(format!("pvc {}: qos {:?}: {e}", i + 1, p.qos)))?;
+        for p in &topo.pvcs {
+            let qos = p.qos;
             for end in [&p.a, &p.b] {
                 if qos.tx.class == TrafficClass::Ubr
                     && let Some(h) = host_ix(end)
@@ -641,17 +650,7 @@ impl Built {
                     },
                 ))
             };
-            let rate: Rate = l
-                .rate
-                .parse()
-                .map_err(|e| ScenarioError(format!("{what}: rate: {e}")))?;
-            let impairments: Impairments = if l.impair.is_empty() {
-                Impairments::default()
-            } else {
-                l.impair
-                    .parse()
-                    .map_err(|e| ScenarioError(format!("{what}: impair: {e}")))?
-            };
+            let (rate, impairments) = (l.rate, l.impair);
             let id = world
                 .add_link(
                     end(&l.a)?,
@@ -667,26 +666,17 @@ impl Built {
             base_impair.push(impairments);
         }
         let mut pvc_xcs = vec![Vec::new(); topo.pvcs.len()];
-        let pvc_index = |p: &natm_topology::Pvc| {
-            topo.pvcs
-                .iter()
-                .position(|q| q.a == p.a && q.b == p.b && q.vc == p.vc)
-        };
-        for (sw, a, b, p) in topo.cross_connects() {
-            let i = pvc_index(p).unwrap_or(0);
-            let what = format!("pvc {} - {} {} on {sw}", p.a, p.b, p.vc);
-            let ea: Endpoint = a
-                .parse()
-                .map_err(|e| ScenarioError(format!("{what}: {a}: {e}")))?;
-            let eb: Endpoint = b
-                .parse()
-                .map_err(|e| ScenarioError(format!("{what}: {b}: {e}")))?;
-            let mut xc = CrossConnect::new(ea, eb, qoses[i]);
-            xc.upc = p
-                .upc
-                .parse::<Upc>()
-                .map_err(|e| ScenarioError(format!("{what}: upc: {e}")))?;
-            let s = topo.switches.iter().position(|x| *x == sw).unwrap_or(0);
+        for PvcCrossConnect {
+            switch: s,
+            a,
+            b,
+            pvc: i,
+        } in topo.cross_connects()
+        {
+            let p = &topo.pvcs[i];
+            let what = format!("pvc {} - {} {} on {}", p.a, p.b, p.vc, topo.switches[s]);
+            let mut xc = CrossConnect::new(a, b, qoses[i]);
+            xc.upc = p.upc;
             world
                 .connect(switches[s], &xc)
                 .map_err(|e| ScenarioError(format!("{what}: {e}")))?;
@@ -696,10 +686,10 @@ impl Built {
         for (i, p) in topo.pvcs.iter().enumerate() {
             let g = sim.greedy.get(&i).copied().unwrap_or(1.0);
             let opts = VcOptions { greedy: g };
-            let (ha, hb) = (
-                hosts[host_ix(&p.a).unwrap_or(0)],
-                hosts[host_ix(&p.b).unwrap_or(0)],
-            );
+            let host = |n: &str| {
+                hosts[host_ix(n).expect("a PVC's ends are hosts (Topology::parse checks)")]
+            };
+            let (ha, hb) = (host(&p.a), host(&p.b));
             let what = format!("pvc {} ({} - {} {})", i + 1, p.a, p.b, p.vc);
             world
                 .open_vc_with(ha, p.vc, &qoses[i], opts)
@@ -959,7 +949,8 @@ mod tests {
         assert_eq!(sc.topology.switches, lab.switches);
         assert_eq!(sc.topology.hosts, lab.hosts);
         assert_eq!(sc.topology.links, lab.links);
-        let classes: Vec<&str> = sc.topology.pvcs.iter().map(|p| &p.qos[..3]).collect();
+        let qos: Vec<String> = sc.topology.pvcs.iter().map(|p| p.qos.to_string()).collect();
+        let classes: Vec<&str> = qos.iter().map(|q| &q[..3]).collect();
         for c in ["ubr", "cbr", "vbr"] {
             assert!(classes.contains(&c), "{classes:?}");
         }
