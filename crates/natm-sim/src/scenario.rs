@@ -56,28 +56,9 @@ use crate::world::{
 /// The scenario with no file: the default lab's nodes and OC-3c links under a mixed load
 /// (UBR, CBR, VBR PVCs; one greedy CBR PVC the switch must police), churn on, faults drawn
 /// from the seed.
-pub const DEFAULT_SCENARIO: &str = r#"
-[[switch]]
-name = "s1"
-
-[[host]]
-name = "h1"
-
-[[host]]
-name = "h2"
-
-[[link]]
-a = "h1"
-b = "s1"
-kind = "shm"
-rate = "oc3"
-
-[[link]]
-a = "h2"
-b = "s1"
-kind = "shm"
-rate = "oc3"
-
+pub const DEFAULT_SCENARIO: &str = concat!(
+    natm_topology::default_network!(),
+    r#"
 [[pvc]]
 a = "h1"
 b = "h2"
@@ -116,7 +97,8 @@ churn = true
 [[sim.flow]]
 vc = "0.112"
 greedy = 2.0
-"#;
+"#
+);
 
 /// The hosts' reassembly timeout: a frame whose end was lost holds its VC's reassembly
 /// this long (the next frame on the VC merges with it and fails its CRC meanwhile).

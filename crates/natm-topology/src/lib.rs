@@ -58,9 +58,13 @@ pub use natm_netem::{Impairments, Rate};
 pub use natm_switch::{Endpoint, Upc};
 use serde::Deserialize;
 
-/// The default topology: one switch `s1`, two hosts `h1` and `h2` on OC-3c shared-memory
-/// links, UBR PVCs 0.100–0.109 between them.
-pub const DEFAULT_TOPOLOGY: &str = r#"
+/// The default lab's network as TOML text, without PVCs: one switch `s1`, two hosts `h1`
+/// and `h2` on OC-3c shared-memory links. A macro, so that `concat!` builds
+/// [`DEFAULT_TOPOLOGY`] and natm-sim's default scenario from the one text.
+#[macro_export]
+macro_rules! default_network {
+    () => {
+        r#"
 [[switch]]
 name = "s1"
 
@@ -81,13 +85,22 @@ a = "h2"
 b = "s1"
 kind = "shm"
 rate = "oc3"
+"#
+    };
+}
 
+/// The default topology: [`default_network!`] (one switch `s1`, two hosts `h1` and `h2` on
+/// OC-3c shared-memory links) with UBR PVCs 0.100–0.109 between them.
+pub const DEFAULT_TOPOLOGY: &str = concat!(
+    default_network!(),
+    r#"
 [[pvc]]
 a = "h1"
 b = "h2"
 vc = "0.100-0.109"
 qos = "ubr"
-"#;
+"#
+);
 
 /// The TOML document.
 #[derive(Debug, Deserialize)]
