@@ -214,4 +214,33 @@ mod tests {
             1
         );
     }
+
+    #[test]
+    fn the_daemons_read_back_the_topologys_values() {
+        let text = r#"
+            switch = [{ name = "s1" }]
+            host = [{ name = "h1" }, { name = "h2" }]
+            link = [
+                { a = "h1", b = "s1", rate = "100000", impair = "loss=1%,delay=100us,seed=3" },
+                { a = "h2", b = "s1", rate = "unlimited" },
+            ]
+            pvc = [{ a = "h1", b = "h2", vc = "0.100", qos = "cbr:pcr=20000", upc = "tag" }]
+        "#;
+        let t = Topology::parse(text, None).unwrap();
+        let dir = Path::new("/x");
+        let h1 = host_config(&t, "h1", dir, &Addresses::default()).unwrap();
+        let h1 = HostdConfig::from_toml(&to_toml(&h1).unwrap()).unwrap();
+        assert_eq!(
+            (h1.link.rate, h1.link.impair),
+            (t.links[0].rate, t.links[0].impair)
+        );
+        let s1 = switch_config(&t, "s1", dir, &Addresses::default()).unwrap();
+        let c = SwitchdConfig::from_toml(&to_toml(&s1).unwrap()).unwrap();
+        assert_eq!(c.ports[0].link.impair, t.links[0].impair);
+        assert_eq!(c.ports[1].link.rate, t.links[1].rate);
+        let xc = &c.xcs[0];
+        let p = &t.pvcs[0];
+        let x = t.cross_connects()[0];
+        assert_eq!((xc.a, xc.b, xc.qos, xc.upc), (x.a, x.b, p.qos, p.upc));
+    }
 }

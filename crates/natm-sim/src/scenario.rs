@@ -939,4 +939,30 @@ mod tests {
         assert_eq!(sc.sim.greedy.values().copied().collect::<Vec<_>>(), [2.0]);
         assert_eq!(sc.sim.faults, FaultMode::Swarm);
     }
+
+    #[test]
+    fn a_value_that_does_not_parse_is_refused_at_parse_naming_the_entry_and_the_key() {
+        for (from, to, want) in [
+            (
+                "upc = \"tag\"",
+                "upc = \"drop\"",
+                "pvc 3 (h1 - h2 0.111): upc \"drop\": ",
+            ),
+            (
+                "qos = \"cbr:pcr=8000\"",
+                "qos = \"cbr:pcr=eight\"",
+                "pvc 4 (h1 - h2 0.112): qos \"cbr:pcr=eight\": ",
+            ),
+            (
+                "vc = \"0.112\"\ngreedy",
+                "vc = \"0.x\"\ngreedy",
+                "sim.flow 1: vc \"0.x\": the VCI is not a number",
+            ),
+        ] {
+            let text = DEFAULT_SCENARIO.replacen(from, to, 1);
+            assert_ne!(text, DEFAULT_SCENARIO, "{from}");
+            let e = Scenario::parse(&text, None).unwrap_err().0;
+            assert!(e.starts_with(want), "{to}: {e}");
+        }
+    }
 }
