@@ -163,7 +163,13 @@ fn the_api_reaches_the_protocols_not_the_daemons() {
     let meta = metadata();
     let api = reachable(&meta, "natm");
     assert!(api.contains("natm-proto"), "natm must speak natm-proto");
-    for daemon in ["natm-host", "natm-switchd", "natm-lab", "natm-bench", "natm-cli"] {
+    for daemon in [
+        "natm-host",
+        "natm-switchd",
+        "natm-lab",
+        "natm-bench",
+        "natm-cli",
+    ] {
         assert!(!api.contains(daemon), "natm depends on {daemon}");
     }
 }

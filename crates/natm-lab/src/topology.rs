@@ -1,7 +1,8 @@
 //! What a lab's daemons are told to do: their configurations, made from a [`Topology`]
 //! (natm-topology reads and checks the file; it is re-exported here) as the daemons' own
 //! configuration types (natm-host's [`HostdConfig`], natm-switchd's [`ConfigFile`]) and
-//! written with `toml::to_string`.
+//! written with `toml::to_string`. The topology's values are typed; where a daemon's type
+//! takes text, it is the value's `Display`, which the daemon parses back to the same value.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -69,9 +70,9 @@ fn link_config(
             put("addr", addrs.tcp.get(&li).cloned().unwrap_or_default());
         }
     }
-    put("rate", l.rate.clone());
-    if !l.impair.is_empty() {
-        put("impair", l.impair.clone());
+    put("rate", l.rate.to_string());
+    if l.impair != Impairments::default() {
+        put("impair", l.impair.to_string());
     }
     t.try_into().map_err(|e| refused(node, e))
 }
@@ -79,8 +80,7 @@ fn link_config(
 /// The topology's `wait` as the daemon's own wait type.
 fn wait<T: serde::de::DeserializeOwned>(topo: &Topology, node: &str) -> Result<Option<T>, Error> {
     topo.wait
-        .as_ref()
-        .map(|w| toml::Value::String(w.clone()).try_into())
+        .map(|w| toml::Value::String(w.to_string()).try_into())
         .transpose()
         .map_err(|e| refused(node, e))
 }
@@ -106,12 +106,12 @@ pub fn switch_config(
     let xcs = topo
         .cross_connects()
         .into_iter()
-        .filter(|(name, ..)| name == sw)
-        .map(|(_, a, b, p)| XcFile {
-            a,
-            b,
-            qos: p.qos.clone(),
-            upc: Some(p.upc.clone()),
+        .filter(|x| topo.switches[x.switch] == sw)
+        .map(|x| XcFile {
+            a: x.a,
+            b: x.b,
+            qos: topo.pvcs[x.pvc].qos,
+            upc: Some(topo.pvcs[x.pvc].upc),
             aal5: Some(true),
         })
         .collect();
@@ -213,5 +213,34 @@ mod tests {
             c.ports.iter().filter(|p| p.role == Role::Connect).count(),
             1
         );
+    }
+
+    #[test]
+    fn the_daemons_read_back_the_topologys_values() {
+        let text = r#"
+            switch = [{ name = "s1" }]
+            host = [{ name = "h1" }, { name = "h2" }]
+            link = [
+                { a = "h1", b = "s1", rate = "100000", impair = "loss=1%,delay=100us,seed=3" },
+                { a = "h2", b = "s1", rate = "unlimited" },
+            ]
+            pvc = [{ a = "h1", b = "h2", vc = "0.100", qos = "cbr:pcr=20000", upc = "tag" }]
+        "#;
+        let t = Topology::parse(text, None).unwrap();
+        let dir = Path::new("/x");
+        let h1 = host_config(&t, "h1", dir, &Addresses::default()).unwrap();
+        let h1 = HostdConfig::from_toml(&to_toml(&h1).unwrap()).unwrap();
+        assert_eq!(
+            (h1.link.rate, h1.link.impair),
+            (t.links[0].rate, t.links[0].impair)
+        );
+        let s1 = switch_config(&t, "s1", dir, &Addresses::default()).unwrap();
+        let c = SwitchdConfig::from_toml(&to_toml(&s1).unwrap()).unwrap();
+        assert_eq!(c.ports[0].link.impair, t.links[0].impair);
+        assert_eq!(c.ports[1].link.rate, t.links[1].rate);
+        let xc = &c.xcs[0];
+        let p = &t.pvcs[0];
+        let x = t.cross_connects()[0];
+        assert_eq!((xc.a, xc.b, xc.qos, xc.upc), (x.a, x.b, p.qos, p.upc));
     }
 }

@@ -13,7 +13,7 @@
 
 use core::fmt;
 
-use natm_core::Duration;
+use natm_core::{Duration, TrafficClass};
 use natm_netem::{BurstLoss, Impairments, Jitter, Probability};
 use natm_topology::Topology;
 
@@ -237,8 +237,9 @@ impl FaultPlan {
             .iter()
             .enumerate()
             .filter(|(_, v)| {
-                let q = v.qos.to_ascii_lowercase();
-                q.starts_with("cbr") || q.starts_with("vbr")
+                [v.qos.tx.class, v.qos.rx.class]
+                    .iter()
+                    .any(|c| matches!(c, TrafficClass::Cbr | TrafficClass::Vbr))
             })
             .map(|(i, _)| i)
             .collect();

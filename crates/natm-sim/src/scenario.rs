@@ -39,11 +39,11 @@ use std::fmt;
 use std::io::Write;
 
 use natm_core::{
-    Duration, HeaderFormat, Instant, LineRate, PhyRate, Qos, TrafficClass, VcId, VcIdParseError,
+    Duration, HeaderFormat, Instant, LineRate, Qos, TrafficClass, VcId, VcIdParseError,
 };
 use natm_netem::Impairments;
-use natm_switch::{CrossConnect, Endpoint, PortConfig, PortId, SwitchConfig, Upc};
-use natm_topology::Topology;
+use natm_switch::{CrossConnect, PortConfig, PortId, SwitchConfig};
+use natm_topology::{PvcCrossConnect, Topology};
 use serde::Deserialize;
 
 use crate::faults::{Fault, FaultKind, FaultPlan};
@@ -57,28 +57,9 @@ use crate::world::{
 /// The scenario with no file: the default lab's nodes and OC-3c links under a mixed load
 /// (UBR, CBR, VBR PVCs; one greedy CBR PVC the switch must police), churn on, faults drawn
 /// from the seed.
-pub const DEFAULT_SCENARIO: &str = r#"
-[[switch]]
-name = "s1"
-
-[[host]]
-name = "h1"
-
-[[host]]
-name = "h2"
-
-[[link]]
-a = "h1"
-b = "s1"
-kind = "shm"
-rate = "oc3"
-
-[[link]]
-a = "h2"
-b = "s1"
-kind = "shm"
-rate = "oc3"
-
+pub const DEFAULT_SCENARIO: &str = concat!(
+    natm_topology::default_network!(),
+    r#"
 [[pvc]]
 a = "h1"
 b = "h2"
@@ -117,7 +98,8 @@ churn = true
 [[sim.flow]]
 vc = "0.112"
 greedy = 2.0
-"#;
+"#
+);
 
 /// The hosts' reassembly timeout: a frame whose end was lost holds its VC's reassembly
 /// this long (the next frame on the VC merges with it and fails its CRC meanwhile).
@@ -513,8 +495,17 @@ fn swap(q: &Qos) -> Qos {
     }
 }
 
-fn cells_per_s(rate: &LineRate) -> Option<f64> {
-    rate.exact().map(|(n, d)| n as f64 / d as f64)
+/// What a host's UBR load is a fraction of on an unlimited link, which has no rate:
+/// OC-3c's, in whole cells/s.
+const UNLIMITED_LOAD_BASIS: u32 = natm_core::PhyRate::OC3.cells_per_s();
+
+/// A link's rate in cells/s for reckoning load; an unlimited link counts as
+/// [`UNLIMITED_LOAD_BASIS`].
+fn load_basis(rate: &LineRate) -> f64 {
+    rate.exact()
+        .map_or(f64::from(UNLIMITED_LOAD_BASIS), |(n, d)| {
+            n as f64 / d as f64
+        })
 }
 
 impl Built {
@@ -532,18 +523,15 @@ impl Built {
         // Flows per host, numbered in PVC order: 2k from a, 2k+1 from b.
         let host_ix = |n: &str| topo.hosts.iter().position(|h| h == n);
         let link_rate = |h: &str| -> f64 {
-            topo.host_link(h)
-                .and_then(|(_, l)| l.rate.parse::<LineRate>().ok())
-                .and_then(|r| cells_per_s(&r))
-                .unwrap_or(f64::from(PhyRate::OC3.cells_per_s()))
+            let (_, l) = topo
+                .host_link(h)
+                .expect("every host has its link (Topology::parse checks)");
+            load_basis(&l.rate)
         };
         let mut ubr_count = vec![0usize; topo.hosts.len()];
         let mut qoses = Vec::new();
-        for (i, p) in topo.pvcs.iter().enumerate() {
-            let qos: Qos = p
-                .qos
-                .parse()
-                .map_err(|e| ScenarioError(format!("pvc {}: qos {:?}: {e}", i + 1, p.qos)))?;
+        for p in &topo.pvcs {
+            let qos = p.qos;
             for end in [&p.a, &p.b] {
                 if qos.tx.class == TrafficClass::Ubr
                     && let Some(h) = host_ix(end)
@@ -642,17 +630,7 @@ impl Built {
                     },
                 ))
             };
-            let rate: LineRate = l
-                .rate
-                .parse()
-                .map_err(|e| ScenarioError(format!("{what}: rate: {e}")))?;
-            let impairments: Impairments = if l.impair.is_empty() {
-                Impairments::default()
-            } else {
-                l.impair
-                    .parse()
-                    .map_err(|e| ScenarioError(format!("{what}: impair: {e}")))?
-            };
+            let (rate, impairments) = (l.rate, l.impair);
             let id = world
                 .add_link(
                     end(&l.a)?,
@@ -668,26 +646,17 @@ impl Built {
             base_impair.push(impairments);
         }
         let mut pvc_xcs = vec![Vec::new(); topo.pvcs.len()];
-        let pvc_index = |p: &natm_topology::Pvc| {
-            topo.pvcs
-                .iter()
-                .position(|q| q.a == p.a && q.b == p.b && q.vc == p.vc)
-        };
-        for (sw, a, b, p) in topo.cross_connects() {
-            let i = pvc_index(p).unwrap_or(0);
-            let what = format!("pvc {} - {} {} on {sw}", p.a, p.b, p.vc);
-            let ea: Endpoint = a
-                .parse()
-                .map_err(|e| ScenarioError(format!("{what}: {a}: {e}")))?;
-            let eb: Endpoint = b
-                .parse()
-                .map_err(|e| ScenarioError(format!("{what}: {b}: {e}")))?;
-            let mut xc = CrossConnect::new(ea, eb, qoses[i]);
-            xc.upc = p
-                .upc
-                .parse::<Upc>()
-                .map_err(|e| ScenarioError(format!("{what}: upc: {e}")))?;
-            let s = topo.switches.iter().position(|x| *x == sw).unwrap_or(0);
+        for PvcCrossConnect {
+            switch: s,
+            a,
+            b,
+            pvc: i,
+        } in topo.cross_connects()
+        {
+            let p = &topo.pvcs[i];
+            let what = format!("pvc {} - {} {} on {}", p.a, p.b, p.vc, topo.switches[s]);
+            let mut xc = CrossConnect::new(a, b, qoses[i]);
+            xc.upc = p.upc;
             world
                 .connect(switches[s], &xc)
                 .map_err(|e| ScenarioError(format!("{what}: {e}")))?;
@@ -697,10 +666,10 @@ impl Built {
         for (i, p) in topo.pvcs.iter().enumerate() {
             let g = sim.greedy.get(&i).copied().unwrap_or(1.0);
             let opts = VcOptions { greedy: g };
-            let (ha, hb) = (
-                hosts[host_ix(&p.a).unwrap_or(0)],
-                hosts[host_ix(&p.b).unwrap_or(0)],
-            );
+            let host = |n: &str| {
+                hosts[host_ix(n).expect("a PVC's ends are hosts (Topology::parse checks)")]
+            };
+            let (ha, hb) = (host(&p.a), host(&p.b));
             let what = format!("pvc {} ({} - {} {})", i + 1, p.a, p.b, p.vc);
             world
                 .open_vc_with(ha, p.vc, &qoses[i], opts)
@@ -960,11 +929,38 @@ mod tests {
         assert_eq!(sc.topology.switches, lab.switches);
         assert_eq!(sc.topology.hosts, lab.hosts);
         assert_eq!(sc.topology.links, lab.links);
-        let classes: Vec<&str> = sc.topology.pvcs.iter().map(|p| &p.qos[..3]).collect();
+        let qos: Vec<String> = sc.topology.pvcs.iter().map(|p| p.qos.to_string()).collect();
+        let classes: Vec<&str> = qos.iter().map(|q| &q[..3]).collect();
         for c in ["ubr", "cbr", "vbr"] {
             assert!(classes.contains(&c), "{classes:?}");
         }
         assert_eq!(sc.sim.greedy.values().copied().collect::<Vec<_>>(), [2.0]);
         assert_eq!(sc.sim.faults, FaultMode::Swarm);
+    }
+
+    #[test]
+    fn a_value_that_does_not_parse_is_refused_at_parse_naming_the_entry_and_the_key() {
+        for (from, to, want) in [
+            (
+                "upc = \"tag\"",
+                "upc = \"drop\"",
+                "pvc 3 (h1 - h2 0.111): upc \"drop\": ",
+            ),
+            (
+                "qos = \"cbr:pcr=8000\"",
+                "qos = \"cbr:pcr=eight\"",
+                "pvc 4 (h1 - h2 0.112): qos \"cbr:pcr=eight\": ",
+            ),
+            (
+                "vc = \"0.112\"\ngreedy",
+                "vc = \"0.x\"\ngreedy",
+                "sim.flow 1: vc \"0.x\": ",
+            ),
+        ] {
+            let text = DEFAULT_SCENARIO.replacen(from, to, 1);
+            assert_ne!(text, DEFAULT_SCENARIO, "{from}");
+            let e = Scenario::parse(&text, None).unwrap_err().0;
+            assert!(e.starts_with(want), "{to}: {e}");
+        }
     }
 }

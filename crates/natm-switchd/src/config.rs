@@ -162,21 +162,44 @@ pub struct PortFile {
     pub role: Option<Role>,
 }
 
-/// An `[[xc]]` table as written, its fields the text [`XcText`] parses.
+/// An `[[xc]]` table as written: typed values, each written as its `Display` text, which
+/// [`XcText`] parses back to the same value.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct XcFile {
     /// `a`: `PORT:VPI.VCI`.
-    pub a: String,
+    #[serde(serialize_with = "as_text")]
+    pub a: Endpoint,
     /// `b`: `PORT:VPI.VCI`.
-    pub b: String,
+    #[serde(serialize_with = "as_text")]
+    pub b: Endpoint,
     /// `qos`, in qos(7) text.
-    pub qos: String,
+    #[serde(serialize_with = "as_text")]
+    pub qos: Qos,
     /// `upc`: off, tag or discard.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub upc: Option<String>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "some_as_text"
+    )]
+    pub upc: Option<Upc>,
     /// `aal5`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aal5: Option<bool>,
+}
+
+/// Serialises a value as its `Display` text.
+fn as_text<T: std::fmt::Display, S: serde::Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
+}
+
+/// [`as_text`] for an optional value (`None` is skipped before this is called).
+fn some_as_text<T: std::fmt::Display, S: serde::Serializer>(
+    v: &Option<T>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => s.collect_str(v),
+        None => s.serialize_none(),
+    }
 }
 
 #[derive(Deserialize)]
@@ -590,5 +613,45 @@ category = "rt-vbr"
                 .to_string();
             assert!(e.contains(needle), "{to}: {e}");
         }
+    }
+
+    #[test]
+    fn a_written_cross_connect_reads_back_as_the_same_values() {
+        let qos: Qos = "vbr,aal5:pcr=30000,scr=10000,mbs=40".parse().unwrap();
+        let file = ConfigFile {
+            name: "s1".into(),
+            wait: None,
+            cpu: None,
+            management: "/tmp/s1.sock".into(),
+            ports: [1, 2]
+                .map(|id| PortFile {
+                    id,
+                    link: toml::from_str(&format!("kind = \"shm\"\npath = \"/tmp/l{id}.sock\""))
+                        .unwrap(),
+                    role: None,
+                })
+                .into(),
+            xcs: vec![XcFile {
+                a: Endpoint::vc(1, 0, 100),
+                b: Endpoint::vc(2, 3, 1000),
+                qos,
+                upc: Some(Upc::Tag),
+                aal5: Some(false),
+            }],
+        };
+        let text = toml::to_string(&file).unwrap();
+        let c = SwitchdConfig::from_toml(&text).unwrap();
+        let x = &c.xcs[0];
+        assert_eq!(
+            (x.a, x.b, x.qos, x.upc, x.aal5),
+            (
+                Endpoint::vc(1, 0, 100),
+                Endpoint::vc(2, 3, 1000),
+                qos,
+                Upc::Tag,
+                false
+            ),
+            "{text}"
+        );
     }
 }

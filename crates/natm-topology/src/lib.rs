@@ -35,20 +35,37 @@
 //! A file may also hold a `[sim]` table: `natm lab` ignores it and `natm sim` reads it
 //! (natm-sim's scenario), so one file describes a lab and its simulation.
 //!
+//! Every value is parsed here, once, into the type its users take: a link's rate and
+//! impairments as natm-core's [`LineRate`] and natm-netem's [`Impairments`], a PVC's VC, QoS and UPC as
+//! [`VcId`], [`Qos`] and natm-switch's [`Upc`], a cross-connect's ends as natm-switch's
+//! [`Endpoint`]. A value that does not parse is a [`TopologyError`] naming the entry, the
+//! key and what is wrong; nothing downstream parses the text again or falls back to a
+//! default. Where a daemon's configuration file wants text, it is the value's `Display`,
+//! which parses back to the same value.
+//!
 //! This crate is arithmetic on names; it starts nothing. `natm lab` turns a topology into
 //! daemon configurations, natm-sim into a simulated network.
 
 #![forbid(unsafe_code)]
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt;
+use std::str::FromStr;
 
+pub use natm_core::LineRate;
 use natm_core::qos::Qos;
 use natm_core::{HeaderFormat, VcId, Vci};
+pub use natm_netem::Impairments;
+pub use natm_switch::{Endpoint, Upc};
 use serde::Deserialize;
 
-/// The default topology: one switch `s1`, two hosts `h1` and `h2` on OC-3c shared-memory
-/// links, UBR PVCs 0.100–0.109 between them.
-pub const DEFAULT_TOPOLOGY: &str = r#"
+/// The default lab's network as TOML text, without PVCs: one switch `s1`, two hosts `h1`
+/// and `h2` on OC-3c shared-memory links. A macro, so that `concat!` builds
+/// [`DEFAULT_TOPOLOGY`] and natm-sim's default scenario from the one text.
+#[macro_export]
+macro_rules! default_network {
+    () => {
+        r#"
 [[switch]]
 name = "s1"
 
@@ -69,13 +86,22 @@ a = "h2"
 b = "s1"
 kind = "shm"
 rate = "oc3"
+"#
+    };
+}
 
+/// The default topology: [`default_network!`] (one switch `s1`, two hosts `h1` and `h2` on
+/// OC-3c shared-memory links) with UBR PVCs 0.100–0.109 between them.
+pub const DEFAULT_TOPOLOGY: &str = concat!(
+    default_network!(),
+    r#"
 [[pvc]]
 a = "h1"
 b = "h2"
 vc = "0.100-0.109"
 qos = "ubr"
-"#;
+"#
+);
 
 /// The TOML document.
 #[derive(Debug, Deserialize)]
@@ -169,7 +195,7 @@ impl LinkKind {
 }
 
 /// A link between two nodes.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Link {
     /// First end (a host or a switch).
     pub a: String,
@@ -177,10 +203,10 @@ pub struct Link {
     pub b: String,
     /// Transport.
     pub kind: LinkKind,
-    /// Line rate text (natm-netem's `Rate`).
-    pub rate: String,
-    /// Impairment text (natm-netem), empty for none.
-    pub impair: String,
+    /// Line rate (`rate`, default OC-3c).
+    pub rate: LineRate,
+    /// Impairments (`impair`, default none).
+    pub impair: Impairments,
 }
 
 /// A PVC between two hosts, one VC (ranges are expanded).
@@ -192,14 +218,60 @@ pub struct Pvc {
     pub b: String,
     /// The VC at both hosts.
     pub vc: VcId,
-    /// Its QoS text, checked.
-    pub qos: String,
-    /// UPC action at the switches: off, tag or discard.
-    pub upc: String,
+    /// Its QoS (`qos`, default UBR), `tx` from `a` to `b`.
+    pub qos: Qos,
+    /// What the switches on its path do with non-conforming cells (`upc`, default discard).
+    pub upc: Upc,
+}
+
+/// How every daemon waits when idle (`wait`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Spin briefly, then sleep.
+    Adaptive,
+    /// Never sleep: the lowest latency, one CPU per daemon.
+    Poll,
+    /// Never sleep, but yield the CPU when idle.
+    Yield,
+}
+
+impl fmt::Display for Wait {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Wait::Adaptive => "adaptive",
+            Wait::Poll => "poll",
+            Wait::Yield => "yield",
+        })
+    }
+}
+
+impl FromStr for Wait {
+    type Err = &'static str;
+    fn from_str(s: &str) -> Result<Wait, &'static str> {
+        match s {
+            "adaptive" => Ok(Wait::Adaptive),
+            "poll" => Ok(Wait::Poll),
+            "yield" => Ok(Wait::Yield),
+            _ => Err("use adaptive, poll or yield"),
+        }
+    }
+}
+
+/// A cross-connect a PVC needs on a switch of its path ([`Topology::cross_connects`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PvcCrossConnect {
+    /// The switch, an index into [`Topology::switches`].
+    pub switch: usize,
+    /// The end toward the PVC's host `a`.
+    pub a: Endpoint,
+    /// The end toward its host `b`.
+    pub b: Endpoint,
+    /// The PVC, an index into [`Topology::pvcs`].
+    pub pvc: usize,
 }
 
 /// A checked topology.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Topology {
     /// Switch names, in file order.
     pub switches: Vec<String>,
@@ -209,9 +281,8 @@ pub struct Topology {
     pub links: Vec<Link>,
     /// PVCs, ranges expanded.
     pub pvcs: Vec<Pvc>,
-    /// How every daemon waits when idle: `adaptive` (spin briefly, then sleep) or `poll`
-    /// (never sleep: lowest latency, one CPU per daemon); `None` is the daemons' default.
-    pub wait: Option<String>,
+    /// How every daemon waits when idle; `None` is the daemons' default.
+    pub wait: Option<Wait>,
     /// The CPU every switch daemon pins itself to, if any.
     pub switch_cpu: Option<usize>,
 }
@@ -220,14 +291,25 @@ pub struct Topology {
 #[derive(Debug, PartialEq, Eq)]
 pub struct TopologyError(pub String);
 
-impl std::fmt::Display for TopologyError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for TopologyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
 }
 
+impl std::error::Error for TopologyError {}
+
 fn err<T>(msg: impl Into<String>) -> Result<T, TopologyError> {
     Err(TopologyError(msg.into()))
+}
+
+/// `text` as a `T`, or an error naming the entry (`what`), the key and what is wrong.
+fn value<T: FromStr>(what: &str, key: &str, text: &str) -> Result<T, TopologyError>
+where
+    T::Err: fmt::Display,
+{
+    text.parse()
+        .map_err(|e| TopologyError(format!("{what}: {key} {text:?}: {e}")))
 }
 
 /// `vpi.vci` or `vpi.first-last` (same VPI).
@@ -276,6 +358,9 @@ impl Topology {
     /// Reads and checks a topology. `rate`, when given, replaces every link's line rate.
     pub fn parse(text: &str, rate: Option<&str>) -> Result<Topology, TopologyError> {
         let file: File = toml::from_str(text).map_err(|e| TopologyError(e.to_string()))?;
+        let rate: Option<LineRate> = rate
+            .map(|r| value("the rate override", "rate", r))
+            .transpose()?;
         let mut names = BTreeSet::new();
         for n in file.switch.iter().chain(&file.host) {
             if !valid_name(&n.name) {
@@ -317,20 +402,18 @@ impl Topology {
             let kind = LinkKind::parse(&l.kind).ok_or_else(|| {
                 TopologyError(format!("{what}: kind {:?}: use shm, udp or tcp", l.kind))
             })?;
-            let rate = rate.unwrap_or(&l.rate);
-            rate.parse::<natm_core::LineRate>()
-                .map_err(|e| TopologyError(format!("{what}: rate {rate:?}: {e}")))?;
-            if !l.impair.is_empty() {
-                l.impair
-                    .parse::<natm_netem::Impairments>()
-                    .map_err(|e| TopologyError(format!("{what}: impair {:?}: {e}", l.impair)))?;
-            }
+            let rate = match rate {
+                Some(r) => r,
+                None => value(&what, "rate", &l.rate)?,
+            };
+            // natm-netem reads "" and "none" as no impairment.
+            let impair = value(&what, "impair", &l.impair)?;
             links.push(Link {
                 a: l.a.clone(),
                 b: l.b.clone(),
                 kind,
-                rate: rate.to_string(),
-                impair: l.impair.clone(),
+                rate,
+                impair,
             });
         }
         for h in &hosts {
@@ -356,13 +439,10 @@ impl Topology {
             if p.a == p.b {
                 return err(format!("{what}: both ends are the same host"));
             }
-            p.qos
-                .parse::<Qos>()
-                .map_err(|e| TopologyError(format!("{what}: qos {:?}: {e}", p.qos)))?;
-            if !matches!(p.upc.as_str(), "off" | "tag" | "discard") {
-                return err(format!("{what}: upc {:?}: use off, tag or discard", p.upc));
-            }
-            let vcs = parse_vc_range(&p.vc).map_err(|e| TopologyError(format!("{what}: {e}")))?;
+            let qos: Qos = value(&what, "qos", &p.qos)?;
+            let upc: Upc = value(&what, "upc", &p.upc)?;
+            let vcs =
+                parse_vc_range(&p.vc).map_err(|e| TopologyError(format!("{what}: vc {e}")))?;
             for vc in vcs {
                 for end in [&p.a, &p.b] {
                     if !used.insert((end.clone(), vc)) {
@@ -373,22 +453,21 @@ impl Topology {
                     a: p.a.clone(),
                     b: p.b.clone(),
                     vc,
-                    qos: p.qos.clone(),
-                    upc: p.upc.clone(),
+                    qos,
+                    upc,
                 });
             }
         }
-        if let Some(w) = &file.wait
-            && !matches!(w.as_str(), "adaptive" | "poll" | "yield")
-        {
-            return err(format!("wait {w:?}: use adaptive, poll or yield"));
-        }
+        let wait = match &file.wait {
+            Some(w) => Some(value::<Wait>("the topology", "wait", w)?),
+            None => None,
+        };
         let topo = Topology {
             switches,
             hosts,
             links,
             pvcs,
-            wait: file.wait.clone(),
+            wait,
             switch_cpu: file.switch_cpu,
         };
         for p in &topo.pvcs {
@@ -460,27 +539,26 @@ impl Topology {
             .find(|(_, l)| l.a == h || l.b == h)
     }
 
-    /// The cross-connects each switch gets: `(switch, a endpoint, b endpoint, pvc)` with
-    /// endpoints as `port:vpi.vci`, `a` toward the PVC's host `a`.
-    pub fn cross_connects(&self) -> Vec<(String, String, String, &Pvc)> {
+    /// The cross-connects the switches get, in PVC order and along each PVC's path.
+    pub fn cross_connects(&self) -> Vec<PvcCrossConnect> {
         let mut next_trunk_vci: BTreeMap<usize, u16> = BTreeMap::new();
         let mut out = Vec::new();
-        for p in &self.pvcs {
+        for (pi, p) in self.pvcs.iter().enumerate() {
             let Some(path) = self.route(&p.a, &p.b) else {
                 continue;
             };
-            // The VC on each link of the path.
-            let vcs: Vec<String> = path
+            // The VC on each link of the path, as (VPI, VCI).
+            let vcs: Vec<(u16, u16)> = path
                 .iter()
                 .enumerate()
                 .map(|(k, &li)| {
                     if k == 0 || k + 1 == path.len() {
-                        p.vc.to_string()
+                        (p.vc.vpi.get(), p.vc.vci.get())
                     } else {
                         let v = next_trunk_vci.entry(li).or_insert(1000);
-                        let s = format!("0.{v}");
+                        let vc = (0, *v);
                         *v = v.saturating_add(1);
-                        s
+                        vc
                     }
                 })
                 .collect();
@@ -494,12 +572,17 @@ impl Topology {
                 else {
                     continue;
                 };
-                out.push((
-                    sw.clone(),
-                    format!("{pin}:{}", vcs[k]),
-                    format!("{pout}:{}", vcs[k + 1]),
-                    p,
-                ));
+                let switch = self
+                    .switches
+                    .iter()
+                    .position(|s| s == sw)
+                    .expect("a path's inner nodes are switches (hosts end paths)");
+                out.push(PvcCrossConnect {
+                    switch,
+                    a: Endpoint::vc(pin, vcs[k].0, vcs[k].1),
+                    b: Endpoint::vc(pout, vcs[k + 1].0, vcs[k + 1].1),
+                    pvc: pi,
+                });
                 node = sw;
             }
         }
@@ -529,7 +612,7 @@ mod tests {
         let xcs = t.cross_connects();
         assert_eq!(xcs.len(), 10);
         assert_eq!(
-            (xcs[0].1.as_str(), xcs[0].2.as_str()),
+            (xcs[0].a.to_string().as_str(), xcs[0].b.to_string().as_str()),
             ("1:0.100", "2:0.100")
         );
     }
@@ -565,7 +648,7 @@ mod tests {
     #[test]
     fn rate_override_replaces_every_link_rate() {
         let t = Topology::parse(DEFAULT_TOPOLOGY, Some("unlimited")).unwrap();
-        assert!(t.links.iter().all(|l| l.rate == "unlimited"));
+        assert!(t.links.iter().all(|l| l.rate.to_string() == "unlimited"));
     }
 
     #[test]
@@ -581,7 +664,7 @@ mod tests {
         let xcs: Vec<_> = t
             .cross_connects()
             .into_iter()
-            .map(|(s, a, b, _)| format!("{s} {a} {b}"))
+            .map(|x| format!("{} {} {}", t.switches[x.switch], x.a, x.b))
             .collect();
         assert_eq!(
             xcs,
@@ -628,5 +711,121 @@ mod tests {
             let e = Topology::parse(text, None).unwrap_err();
             assert!(e.0.contains(want), "{text}: {e}");
         }
+    }
+    /// Two hosts on one switch, the host link and the PVC with `link` and `pvc` added to
+    /// their keys.
+    fn one_pvc(link: &str, pvc: &str) -> String {
+        format!(
+            "switch = [{{ name = \"s1\" }}]\nhost = [{{ name = \"h1\" }}, {{ name = \"h2\" }}]\n\
+             link = [{{ a = \"h1\", b = \"s1\"{link} }}, {{ a = \"h2\", b = \"s1\" }}]\n\
+             pvc = [{{ a = \"h1\", b = \"h2\", vc = \"0.100\"{pvc} }}]\n"
+        )
+    }
+
+    #[test]
+    fn a_value_that_does_not_parse_is_refused_naming_the_entry_and_the_key() {
+        let link = "link 1 (h1 - s1): ";
+        let pvc = "pvc 1 (h1 - h2 0.100): ";
+        for (text, entry, key, why) in [
+            (
+                one_pvc(", rate = \"oc48\"", ""),
+                link,
+                "rate \"oc48\"",
+                "rate",
+            ),
+            (one_pvc(", rate = \"0\"", ""), link, "rate \"0\"", "rate"),
+            (
+                one_pvc(", impair = \"loss=2\"", ""),
+                link,
+                "impair \"loss=2\"",
+                "probability",
+            ),
+            (
+                one_pvc(", impair = \"delay=5\"", ""),
+                link,
+                "impair \"delay=5\"",
+                "unit",
+            ),
+            (
+                one_pvc("", ", upc = \"drop\""),
+                pvc,
+                "upc \"drop\"",
+                "off, tag or discard",
+            ),
+            (
+                one_pvc("", ", qos = \"abr:pcr=x\""),
+                pvc,
+                "qos \"abr:pcr=x\"",
+                "",
+            ),
+            (one_pvc("", ", qos = \"fast\""), pvc, "qos \"fast\"", ""),
+        ] {
+            let e = Topology::parse(&text, None).unwrap_err().0;
+            assert!(e.starts_with(&format!("{entry}{key}: ")), "{text}: {e}");
+            assert!(e.contains(why), "{text}: {e}");
+        }
+        for (vc, why) in [
+            ("0.5", "reserved"),
+            ("0.x", "bad VCI"),
+            ("300.100", "VPI"),
+            ("0.100-1.101", "within one VPI"),
+        ] {
+            let text = one_pvc("", "").replace("\"0.100\"", &format!("{vc:?}"));
+            let e = Topology::parse(&text, None).unwrap_err().0;
+            let entry = format!("pvc 1 (h1 - h2 {vc}): vc {vc:?}");
+            assert!(e.starts_with(&entry) && e.contains(why), "{vc}: {e}");
+        }
+        let e = Topology::parse(&format!("wait = \"spin\"\n{DEFAULT_TOPOLOGY}"), None).unwrap_err();
+        assert_eq!(
+            e.0,
+            "the topology: wait \"spin\": use adaptive, poll or yield"
+        );
+        let e = Topology::parse(DEFAULT_TOPOLOGY, Some("fast")).unwrap_err();
+        assert!(e.0.starts_with("the rate override: rate \"fast\": "), "{e}");
+    }
+
+    #[test]
+    fn typed_values_print_text_that_parses_back_to_them() {
+        let text = one_pvc(
+            ", rate = \"100000\", impair = \"loss=1%,burst=0.5%/8,hec=1e-4,delay=100us,jitter=20us:exp,seed=7\"",
+            ", qos = \"vbr,aal5:pcr=30000,scr=10000,mbs=40,cdvt=500\", upc = \"tag\"",
+        );
+        let t = Topology::parse(&format!("wait = \"yield\"\n{text}"), None).unwrap();
+        let l = &t.links[0];
+        assert_eq!(l.rate.to_string().parse::<LineRate>(), Ok(l.rate));
+        assert_eq!(
+            l.impair.to_string().parse::<Impairments>().unwrap(),
+            l.impair
+        );
+        assert_ne!(l.impair, Impairments::default());
+        let p = &t.pvcs[0];
+        assert_eq!(p.qos.to_string().parse::<Qos>(), Ok(p.qos));
+        assert_eq!(p.upc.to_string().parse::<Upc>(), Ok(p.upc));
+        assert_eq!(p.upc, Upc::Tag);
+        assert_eq!(p.vc.to_string(), "0.100");
+        let w = t.wait.unwrap();
+        assert_eq!(w.to_string().parse::<Wait>(), Ok(w));
+        // The whole topology, written back from its values, is the same topology.
+        let again = one_pvc(
+            &format!(", rate = \"{}\", impair = \"{}\"", l.rate, l.impair),
+            &format!(", qos = \"{}\", upc = \"{}\"", p.qos, p.upc),
+        )
+        .replace("\"0.100\"", &format!("\"{}\"", p.vc));
+        let again = Topology::parse(&format!("wait = \"{w}\"\n{again}"), None).unwrap();
+        assert_eq!(again, t);
+        for x in t.cross_connects() {
+            assert_eq!(x.a.to_string().parse::<Endpoint>(), Ok(x.a));
+            assert_eq!(x.b.to_string().parse::<Endpoint>(), Ok(x.b));
+        }
+    }
+
+    #[test]
+    fn defaults_are_oc3_no_impairment_ubr_and_discard() {
+        let t = Topology::parse(&one_pvc("", ""), None).unwrap();
+        assert_eq!(t.links[0].rate, LineRate::default());
+        assert_eq!(t.links[0].impair, Impairments::default());
+        assert_eq!(t.pvcs[0].qos, "ubr".parse::<Qos>().unwrap());
+        assert_eq!(t.pvcs[0].upc, Upc::Discard);
+        assert_eq!(t.wait, None);
     }
 }

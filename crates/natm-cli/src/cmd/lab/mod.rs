@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
+use natm_core::Qos;
 use serde_json::{Value, json};
 
 pub use natm_lab::{Daemon, LabState, is_our_daemon, runtime_dir, topology};
@@ -191,16 +192,11 @@ fn restart(args: RestartArgs) -> CmdResult {
 }
 
 fn summarize_pvcs(topo: &Topology) -> String {
-    let mut groups: Vec<(String, String, String, Vec<u16>)> = Vec::new();
+    let mut groups: Vec<(String, String, Qos, Vec<u16>)> = Vec::new();
     for p in &topo.pvcs {
         match groups.last_mut() {
             Some((a, b, q, v)) if *a == p.a && *b == p.b && *q == p.qos => v.push(p.vc.vci.get()),
-            _ => groups.push((
-                p.a.clone(),
-                p.b.clone(),
-                p.qos.clone(),
-                vec![p.vc.vci.get()],
-            )),
+            _ => groups.push((p.a.clone(), p.b.clone(), p.qos, vec![p.vc.vci.get()])),
         }
     }
     if groups.is_empty() {
