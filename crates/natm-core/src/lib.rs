@@ -22,6 +22,7 @@ extern crate alloc;
 
 pub mod addr;
 pub mod id;
+pub mod idle;
 pub mod qos;
 pub mod rate;
 pub mod slotmap;
@@ -29,6 +30,7 @@ pub mod time;
 
 pub use addr::{Aesa, AtmAddr, E164, PvcAddr, Sel, SvcAddr};
 pub use id::{HeaderFormat, IdError, Itf, VcId, VcIdParseError, Vci, Vpi};
+pub use idle::{IdleWait, UnknownIdleWait};
 pub use qos::{Aal, Pcr, Qos, TrafficClass, TrafficParams};
 pub use rate::{LineRate, PhyRate};
 pub use time::{Duration, Instant};

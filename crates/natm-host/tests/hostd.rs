@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use natm_host::hostd::{HostdError, HostdOptions, HostdThread, WaitMode, peer_allowed};
+use natm_host::hostd::{HostdError, HostdOptions, HostdThread, IdleWait, peer_allowed};
 use natm_host::loopback::LoopLink;
 use natm_proto::host::{self as proto, ErrorKind, Frame, Request, Response};
 
@@ -34,7 +34,7 @@ fn options(socket: &Path) -> HostdOptions {
     HostdOptions {
         name: "h".into(),
         socket: socket.to_path_buf(),
-        wait: WaitMode::Adaptive,
+        wait: IdleWait::Adaptive,
         link_description: "loopback".into(),
         link_rate: None,
         lanes: None,
@@ -276,7 +276,7 @@ fn configuration_is_checked_and_run_serves_a_configured_udp_link() {
     )
     .unwrap();
     assert_eq!(c.socket_path(), proto::default_socket("h1"));
-    assert_eq!(c.wait, WaitMode::Adaptive);
+    assert_eq!(c.wait, IdleWait::Adaptive);
     assert_eq!(c.options().link_rate, Some(353_207));
 
     // Two daemons from configuration, joined by UDP on loopback.

@@ -29,7 +29,7 @@ pub fn path_in(dir: &Path, name: &str, suffix: &str) -> PathBuf {
     dir.join(format!("{name}{suffix}"))
 }
 
-/// A setting of the topology (`wait`, a link's `rate` or `impair`) the daemon's
+/// A setting of the topology (a link's `rate` or `impair`) the daemon's
 /// configuration type refuses.
 fn refused(node: &str, e: impl std::fmt::Display) -> Error {
     Error::Config {
@@ -77,14 +77,6 @@ fn link_config(
     t.try_into().map_err(|e| refused(node, e))
 }
 
-/// The topology's `wait` as the daemon's own wait type.
-fn wait<T: serde::de::DeserializeOwned>(topo: &Topology, node: &str) -> Result<Option<T>, Error> {
-    topo.wait
-        .map(|w| toml::Value::String(w.to_string()).try_into())
-        .transpose()
-        .map_err(|e| refused(node, e))
-}
-
 /// natm-switchd's configuration for switch `sw`.
 pub fn switch_config(
     topo: &Topology,
@@ -117,7 +109,7 @@ pub fn switch_config(
         .collect();
     Ok(ConfigFile {
         name: sw.to_string(),
-        wait: wait(topo, sw)?,
+        wait: topo.wait,
         cpu: topo.switch_cpu,
         management: path_in(dir, sw, ".sock"),
         ports,
@@ -138,7 +130,7 @@ pub fn host_config(
     Ok(HostdConfig {
         name: h.to_string(),
         socket: Some(path_in(dir, h, ".sock")),
-        wait: wait(topo, h)?.unwrap_or_default(),
+        wait: topo.wait.unwrap_or_default(),
         link: link_config(topo, li, h, dir, addrs)?,
     })
 }

@@ -25,6 +25,7 @@
 use std::io;
 use std::mem::MaybeUninit;
 
+use natm_core::IdleWait;
 use rustix::thread::CpuSet;
 
 /// Why a placement call failed.
@@ -257,6 +258,105 @@ impl GiveWay {
     }
 }
 
+/// How long an adaptive loop spins after its last work before it may sleep.
+pub const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// What a daemon's loop does after a pass ([`Idler::after_pass`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Run another pass now.
+    Again,
+    /// Sleep until something has work (the loop's own `poll(2)`), then call
+    /// [`Idler::slept`].
+    Sleep,
+}
+
+/// The one idle policy of natm's daemon loops (hostd's and switchd's): after each pass,
+/// whether to go again or sleep, as their [`IdleWait`] says.
+///
+/// * [`IdleWait::Poll`]: never sleeps (a spin hint after a pass that moved nothing).
+/// * [`IdleWait::Yield`]: never sleeps, and yields the CPU after every pass, so that pollers
+///   sharing a CPU each get their turn.
+/// * [`IdleWait::Adaptive`]: sleeps only after a pass that moved nothing, once [`SPIN`] has
+///   passed since the last one that moved something; while it spins it gives way
+///   ([`GiveWay`]) unless the daemon was pinned to its own CPU.
+///
+/// Why only after a pass that moved nothing: a shared-memory link's descriptor turns
+/// readable only for a reader that announced its sleep, which `recv_cells` does when it
+/// finds the ring empty. A pass that received cells left that announcement off, so a sleep
+/// right after it (a busy pass that took longer than the spin, on a loaded CPU) could not
+/// be woken by the peer and would last the loop's longest sleep. A pass that moved nothing
+/// has found every receive ring empty, so every peer kicks.
+#[derive(Clone, Copy, Debug)]
+pub struct Idler {
+    wait: IdleWait,
+    last_busy: std::time::Instant,
+    last_pass_idle: bool,
+    give_way: Option<GiveWay>,
+}
+
+impl Idler {
+    /// A loop waiting as `wait`, whose last work was at `now`; `give_way`: whether it
+    /// yields now and then while it spins (not when it has a CPU of its own).
+    pub fn new(wait: IdleWait, now: std::time::Instant, give_way: bool) -> Idler {
+        Idler {
+            wait,
+            last_busy: now,
+            last_pass_idle: false,
+            give_way: give_way.then(|| GiveWay::new(now)),
+        }
+    }
+
+    /// Records work done outside a pass (a management request, a new link) at `now`.
+    pub fn busy(&mut self, now: std::time::Instant) {
+        self.last_pass_idle = false;
+        self.last_busy = now;
+    }
+
+    /// After a pass that ended at `now` and did (`moved`) or did not move anything: what the
+    /// loop does next.
+    pub fn after_pass(&mut self, moved: bool, now: std::time::Instant) -> Next {
+        if moved {
+            self.busy(now);
+        } else {
+            self.last_pass_idle = true;
+        }
+        match self.wait {
+            IdleWait::Poll => {
+                if !moved {
+                    std::hint::spin_loop();
+                }
+                Next::Again
+            }
+            IdleWait::Yield => {
+                std::thread::yield_now();
+                Next::Again
+            }
+            IdleWait::Adaptive => {
+                if self.may_sleep(now) {
+                    return Next::Sleep;
+                }
+                if let Some(g) = &mut self.give_way {
+                    g.tick(now);
+                }
+                Next::Again
+            }
+        }
+    }
+
+    /// Whether an adaptive loop may sleep at `now`.
+    pub fn may_sleep(&self, now: std::time::Instant) -> bool {
+        self.last_pass_idle && now.saturating_duration_since(self.last_busy) >= SPIN
+    }
+
+    /// The loop slept until `now`.
+    pub fn slept(&mut self, now: std::time::Instant) {
+        if let Some(g) = &mut self.give_way {
+            g.slept(now);
+        }
+    }
+}
+
 /// The calling thread's policy: `None` when it is none of `SCHED_OTHER`, `SCHED_FIFO` and
 /// `SCHED_IDLE` (`SCHED_RR`, `SCHED_BATCH`, `SCHED_DEADLINE`).
 pub fn current_thread_policy() -> Result<Option<Policy>, SchedError> {
@@ -422,5 +522,38 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn an_adaptive_loop_sleeps_only_after_a_pass_that_moved_nothing() {
+        let t0 = std::time::Instant::now();
+        let mut idle = Idler::new(IdleWait::Adaptive, t0, false);
+        assert!(!idle.may_sleep(t0 + SPIN * 400), "no pass yet");
+        // A busy pass that ended long after the last one (a loaded CPU): its receive
+        // rings were not found empty, so no peer would wake a sleep now.
+        assert_eq!(idle.after_pass(true, t0 + SPIN * 3), Next::Again);
+        assert!(!idle.may_sleep(t0 + SPIN * 10));
+        // An idle pass: every ring was found empty, but the spin is not over yet.
+        assert_eq!(
+            idle.after_pass(false, t0 + SPIN * 3 + SPIN / 2),
+            Next::Again
+        );
+        assert!(idle.may_sleep(t0 + SPIN * 4));
+        assert_eq!(idle.after_pass(false, t0 + SPIN * 4), Next::Sleep);
+        // Work again (a management request, a new link): no sleep until the next idle pass.
+        idle.busy(t0 + SPIN * 5);
+        assert!(!idle.may_sleep(t0 + SPIN * 20));
+        assert_eq!(idle.after_pass(false, t0 + SPIN * 20), Next::Sleep);
+    }
+
+    #[test]
+    fn polling_and_yielding_loops_never_sleep() {
+        let t0 = std::time::Instant::now();
+        for wait in [IdleWait::Poll, IdleWait::Yield] {
+            let mut idle = Idler::new(wait, t0, true);
+            for k in 1..10 {
+                assert_eq!(idle.after_pass(false, t0 + SPIN * k * 100), Next::Again);
+            }
+        }
     }
 }

@@ -77,7 +77,7 @@ pub const STATUS_LINK_DOWN: u16 = 16;
 
 /// How an application is told that its channel has something for it: the one type for
 /// it, in this protocol, the natm library's `VcOptions` and `natm perf`. (Not the daemons'
-/// own idle wait, which is hostd's `WaitMode`.)
+/// own idle wait, which is hostd's `IdleWait`.)
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum NotifyMode {

@@ -37,6 +37,7 @@ use std::collections::BTreeSet;
 use std::ops::Range;
 use std::path::PathBuf;
 
+use natm_core::IdleWait;
 use natm_core::{HeaderFormat, Qos};
 use natm_link::endpoint::LinkConfig;
 use natm_switch::{Category, CrossConnect, Endpoint, PortConfig, PortId, Upc};
@@ -69,19 +70,6 @@ pub enum ConfigError {
         /// What failed.
         source: std::io::Error,
     },
-}
-
-/// How the daemon's loop waits when idle.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum IdleWait {
-    /// Spin a few microseconds, then sleep in `poll(2)`.
-    #[default]
-    Adaptive,
-    /// Never sleep: the lowest latency, one whole CPU.
-    Poll,
-    /// Never sleep, but `sched_yield` when idle: for more pollers than CPUs.
-    Yield,
 }
 
 /// Which side of the link a port is.

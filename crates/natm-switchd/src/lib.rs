@@ -13,7 +13,7 @@
 //! goes away; the next peer to connect brings it up again.
 //!
 //! When nothing moves, the loop spins for [`SPIN`] and then, after a step that moved
-//! nothing (so every shared-memory peer knows to kick, see [`IdleGate`]) and one more with
+//! nothing (so every shared-memory peer knows to kick, see natm-nic's [`Idler`]) and one more with
 //! the links announcing the sleep (while it spins they announce nothing, so a busy peer
 //! publishes without an eventfd write), sleeps in
 //! `poll(2)` on the
@@ -26,7 +26,7 @@
 //! VCs, asked for by the host's daemon), answered within the next loop pass; one that
 //! sends nothing within a second is closed.
 //!
-//! While it spins it yields the CPU every 20 µs ([`GiveWay`]): traffic that keeps coming
+//! While it spins it yields the CPU every 20 µs ([`GiveWay`](natm_nic::sched::GiveWay)): traffic that keeps coming
 //! keeps the switch spinning, and a thread woken on its CPU (a host's daemon, an
 //! application) would otherwise wait for the switch's whole time slice. A switch pinned
 //! with `cpu = N` was given its CPU and does not yield.
@@ -89,16 +89,17 @@ use std::time::{Duration, Instant as StdInstant};
 
 use natm_link::endpoint::{EndpointLink, LinkConfig, LinkListener, LinkSetupError};
 use natm_link::lane;
-use natm_nic::sched::GiveWay;
+use natm_nic::sched::{Idler, Next};
 use natm_switch::{PortId, SwitchConfig, SwitchError};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
-pub use config::{ConfigError, IdleWait, Role, SwitchdConfig};
+pub use config::{ConfigError, Role, SwitchdConfig};
 use fabric::Fabric;
 use mgmt::{DaemonInfo, Management, MgmtError};
+pub use natm_core::IdleWait;
 
 /// How long the loop spins with nothing to do before it sleeps.
-pub const SPIN: Duration = Duration::from_micros(50);
+pub use natm_nic::sched::SPIN;
 /// The longest sleep.
 pub const MAX_SLEEP: Duration = Duration::from_millis(20);
 /// How often listeners, dialers and the management socket are looked at while busy.
@@ -259,8 +260,8 @@ fn serve(
         links: &links,
         stop,
     };
-    let mut idle = IdleGate::new(StdInstant::now());
-    let mut give_way = GiveWay::new(StdInstant::now());
+    // A switch pinned to a CPU was given that CPU: it does not give way.
+    let mut idle = Idler::new(config.wait, StdInstant::now(), config.cpu.is_none());
     let mut pending_lanes: Vec<PendingLane> = Vec::new();
     // Links announce a sleep only in the step before one (see below).
     fabric.set_spinning(true);
@@ -270,30 +271,15 @@ fn serve(
         let step = fabric.step(now);
         let holding = step.holding;
         let wall = fabric.to_std(now);
-        let stepped = StdInstant::now();
-        idle.stepped(step.received + step.sent > 0, stepped);
+        let mut moved = step.received + step.sent > 0;
         if last_maintenance.is_none_or(|t| wall.saturating_duration_since(t) >= MAINTENANCE) {
             last_maintenance = Some(wall);
-            let mut busy = attach_new_links(&mut fabric, &mut sources, halt);
-            busy |= attach_new_lanes(&mut fabric, &mut sources, &mut pending_lanes);
-            busy |= mgmt.service(&mut fabric, &info);
-            if busy {
-                idle.stepped(true, StdInstant::now());
-            }
+            moved |= attach_new_links(&mut fabric, &mut sources, halt);
+            moved |= attach_new_lanes(&mut fabric, &mut sources, &mut pending_lanes);
+            moved |= mgmt.service(&mut fabric, &info);
         }
-        if config.wait == IdleWait::Yield {
-            std::thread::yield_now();
-            continue;
-        }
-        if config.wait == IdleWait::Poll {
-            continue;
-        }
-        // The time read after the step serves here too (maintenance is rare and short).
-        if !idle.may_sleep(stepped) {
-            // A switch pinned to a CPU was given that CPU: it does not give way.
-            if config.cpu.is_none() {
-                give_way.tick(stepped);
-            }
+        // The time read after the step serves here (maintenance is rare and short).
+        if idle.after_pass(moved, StdInstant::now()) == Next::Again {
             continue;
         }
         // One more step with the links announcing: only it tells the peers to kick.
@@ -302,7 +288,7 @@ fn serve(
         let arming = fabric.step(now);
         if arming.received + arming.sent > 0 {
             fabric.set_spinning(true);
-            idle.stepped(true, StdInstant::now());
+            idle.busy(StdInstant::now());
             continue;
         }
         sleep(
@@ -313,50 +299,12 @@ fn serve(
             holding || arming.holding,
         )
         .map_err(SwitchdError::Poll)?;
-        give_way.slept(StdInstant::now());
+        idle.slept(StdInstant::now());
         fabric.set_spinning(true);
         // Whatever woke us, look at everything once.
         last_maintenance = None;
     }
     Ok(())
-}
-
-/// When the loop may sleep: only after a step that moved nothing, [`SPIN`] after the
-/// last step that moved something.
-///
-/// Why the idle step: a shared-memory link's descriptor turns readable only for a reader
-/// that announced its sleep, which `recv_cells` does when it finds the ring empty. A step
-/// that received cells left that announcement off, so a sleep right after it (a busy step
-/// that took longer than the spin, on a loaded CPU) could not be woken by the peer and
-/// lasted [`MAX_SLEEP`], moving one batch per sleep. An idle step has found every
-/// receive ring empty, so every peer kicks.
-#[derive(Clone, Copy, Debug)]
-pub struct IdleGate {
-    last_busy: StdInstant,
-    last_step_idle: bool,
-}
-
-impl IdleGate {
-    /// A gate whose last work was at `now`.
-    pub fn new(now: StdInstant) -> IdleGate {
-        IdleGate {
-            last_busy: now,
-            last_step_idle: false,
-        }
-    }
-
-    /// Records a step (or other work) that ended at `now`, and whether it moved anything.
-    pub fn stepped(&mut self, busy: bool, now: StdInstant) {
-        self.last_step_idle = !busy;
-        if busy {
-            self.last_busy = now;
-        }
-    }
-
-    /// Whether the loop may sleep at `now`.
-    pub fn may_sleep(&self, now: StdInstant) -> bool {
-        self.last_step_idle && now.saturating_duration_since(self.last_busy) >= SPIN
-    }
 }
 
 /// How long a connection to a port that has its link may take to send its lane request.
@@ -549,30 +497,5 @@ fn sleep(
     match poll(&mut fds, ts.as_ref()) {
         Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
         Err(e) => Err(e.into()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_loop_sleeps_only_after_a_step_that_moved_nothing() {
-        let t0 = StdInstant::now();
-        let mut gate = IdleGate::new(t0);
-        assert!(!gate.may_sleep(t0 + MAX_SLEEP), "no step yet");
-        // A busy step that ended long after the last one (a loaded CPU): its receive
-        // rings were not found empty, so no peer would wake a sleep now.
-        gate.stepped(true, t0 + SPIN * 3);
-        assert!(!gate.may_sleep(t0 + SPIN * 10));
-        // An idle step: every ring was found empty, but the spin is not over yet.
-        gate.stepped(false, t0 + SPIN * 3 + SPIN / 2);
-        assert!(!gate.may_sleep(t0 + SPIN * 3 + SPIN / 2));
-        assert!(gate.may_sleep(t0 + SPIN * 4));
-        // Work again (a management request, a new link): no sleep until the next idle step.
-        gate.stepped(true, t0 + SPIN * 5);
-        assert!(!gate.may_sleep(t0 + SPIN * 20));
-        gate.stepped(false, t0 + SPIN * 20);
-        assert!(gate.may_sleep(t0 + SPIN * 20));
     }
 }

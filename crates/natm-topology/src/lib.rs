@@ -52,9 +52,9 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::str::FromStr;
 
-pub use natm_core::LineRate;
 use natm_core::qos::Qos;
 use natm_core::{HeaderFormat, VcId, Vci};
+pub use natm_core::{IdleWait, LineRate};
 pub use natm_netem::Impairments;
 pub use natm_switch::{Endpoint, Upc};
 use serde::Deserialize;
@@ -224,39 +224,6 @@ pub struct Pvc {
     pub upc: Upc,
 }
 
-/// How every daemon waits when idle (`wait`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Wait {
-    /// Spin briefly, then sleep.
-    Adaptive,
-    /// Never sleep: the lowest latency, one CPU per daemon.
-    Poll,
-    /// Never sleep, but yield the CPU when idle.
-    Yield,
-}
-
-impl fmt::Display for Wait {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Wait::Adaptive => "adaptive",
-            Wait::Poll => "poll",
-            Wait::Yield => "yield",
-        })
-    }
-}
-
-impl FromStr for Wait {
-    type Err = &'static str;
-    fn from_str(s: &str) -> Result<Wait, &'static str> {
-        match s {
-            "adaptive" => Ok(Wait::Adaptive),
-            "poll" => Ok(Wait::Poll),
-            "yield" => Ok(Wait::Yield),
-            _ => Err("use adaptive, poll or yield"),
-        }
-    }
-}
-
 /// A cross-connect a PVC needs on a switch of its path ([`Topology::cross_connects`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PvcCrossConnect {
@@ -282,7 +249,7 @@ pub struct Topology {
     /// PVCs, ranges expanded.
     pub pvcs: Vec<Pvc>,
     /// How every daemon waits when idle; `None` is the daemons' default.
-    pub wait: Option<Wait>,
+    pub wait: Option<IdleWait>,
     /// The CPU every switch daemon pins itself to, if any.
     pub switch_cpu: Option<usize>,
 }
@@ -459,7 +426,7 @@ impl Topology {
             }
         }
         let wait = match &file.wait {
-            Some(w) => Some(value::<Wait>("the topology", "wait", w)?),
+            Some(w) => Some(value::<IdleWait>("the topology", "wait", w)?),
             None => None,
         };
         let topo = Topology {
@@ -766,7 +733,7 @@ mod tests {
         }
         for (vc, why) in [
             ("0.5", "reserved"),
-            ("0.x", "bad VCI"),
+            ("0.x", "VCI is not a decimal number"),
             ("300.100", "VPI"),
             ("0.100-1.101", "within one VPI"),
         ] {
@@ -804,7 +771,7 @@ mod tests {
         assert_eq!(p.upc, Upc::Tag);
         assert_eq!(p.vc.to_string(), "0.100");
         let w = t.wait.unwrap();
-        assert_eq!(w.to_string().parse::<Wait>(), Ok(w));
+        assert_eq!(w.to_string().parse::<IdleWait>(), Ok(w));
         // The whole topology, written back from its values, is the same topology.
         let again = one_pvc(
             &format!(", rate = \"{}\", impair = \"{}\"", l.rate, l.impair),

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use natm::{DataPath, Host, NotifyMode, VcOptions};
-use natm_host::hostd::{HostdOptions, HostdThread, WaitMode};
+use natm_host::hostd::{HostdOptions, HostdThread, IdleWait};
 use natm_link::endpoint::EndpointLink;
 use natm_link::shm::ShmLink;
 
@@ -31,7 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             HostdOptions {
                 name: name.into(),
                 socket: dir.join(format!("{name}.sock")),
-                wait: WaitMode::Adaptive,
+                wait: IdleWait::Adaptive,
                 link_description: "shm pair".into(),
                 link_rate: None,
                 lanes: None,

@@ -41,7 +41,7 @@
 //! ```
 //! use std::time::Duration;
 //! use natm::{DataPath, Host, NotifyMode, OamScope, VcOptions};
-//! use natm_host::hostd::{HostdOptions, HostdThread, WaitMode};
+//! use natm_host::hostd::{HostdOptions, HostdThread, IdleWait};
 //! use natm_host::loopback::LoopLink;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -49,7 +49,7 @@
 //! let opts = HostdOptions {
 //!     name: "h1".into(),
 //!     socket: dir.join("h1.sock"),
-//!     wait: WaitMode::Adaptive,
+//!     wait: IdleWait::Adaptive,
 //!     link_description: "loopback".into(),
 //!     link_rate: None,
 //!     lanes: None,

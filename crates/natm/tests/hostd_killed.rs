@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::TempDir;
 use natm::{DataPath, Error, Host, NotifyMode, VcOptions};
-use natm_host::hostd::{HostdOptions, HostdThread, WaitMode};
+use natm_host::hostd::{HostdOptions, HostdThread, IdleWait};
 use natm_host::loopback::LoopLink;
 
 const CHILD_ENV: &str = "NATM_TEST_HOSTD_SOCKET";
@@ -24,7 +24,7 @@ fn child_runs_hostd() {
         HostdOptions {
             name: "doomed".into(),
             socket: socket.into(),
-            wait: WaitMode::Adaptive,
+            wait: IdleWait::Adaptive,
             link_description: "loopback".into(),
             link_rate: None,
             lanes: None,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::TwoHosts;
 use natm::{Host, VcOptions};
-use natm_host::hostd::WaitMode;
+use natm_host::hostd::IdleWait;
 
 const T: Duration = Duration::from_secs(10);
 
@@ -44,7 +44,7 @@ fn child_sends_until_killed() {
 
 #[test]
 fn kill_9_mid_transfer_reclaims_everything_at_once() {
-    let hosts = TwoHosts::new(WaitMode::Adaptive);
+    let hosts = TwoHosts::new(IdleWait::Adaptive);
     let ha = Host::connect_path(hosts.a.socket()).unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([

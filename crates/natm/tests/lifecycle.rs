@@ -7,12 +7,12 @@ use std::time::{Duration, Instant};
 
 use common::TwoHosts;
 use natm::{DataPath, Error, Host, NotifyMode, OamScope, VcOptions};
-use natm_host::hostd::WaitMode;
+use natm_host::hostd::IdleWait;
 
 const T: Duration = Duration::from_secs(10);
 #[test]
 fn another_applications_cookie_is_refused_and_a_closed_channel_is_revoked() {
-    let hosts = TwoHosts::new(WaitMode::Adaptive);
+    let hosts = TwoHosts::new(IdleWait::Adaptive);
     let first = Host::connect_path(hosts.a.socket()).unwrap();
     let second = Host::connect_path(hosts.a.socket()).unwrap();
     let mut vc = first
@@ -45,7 +45,7 @@ fn another_applications_cookie_is_refused_and_a_closed_channel_is_revoked() {
 
 #[test]
 fn a_blocked_receiver_sees_link_down_and_traffic_flows_after_reconnection() {
-    let hosts = TwoHosts::new(WaitMode::Adaptive);
+    let hosts = TwoHosts::new(IdleWait::Adaptive);
     let ha = Host::connect_path(hosts.a.socket()).unwrap();
     let hb = Host::connect_path(hosts.b.socket()).unwrap();
     let cases = [
@@ -126,7 +126,7 @@ fn a_blocked_receiver_sees_link_down_and_traffic_flows_after_reconnection() {
 
 #[test]
 fn end_to_end_ping_crosses_to_the_other_host_and_segment_ping_times_out() {
-    let hosts = TwoHosts::new(WaitMode::Adaptive);
+    let hosts = TwoHosts::new(IdleWait::Adaptive);
     let ha = Host::connect_path(hosts.a.socket()).unwrap();
     let hb = Host::connect_path(hosts.b.socket()).unwrap();
     for _ in 0..3 {
@@ -152,7 +152,7 @@ fn end_to_end_ping_crosses_to_the_other_host_and_segment_ping_times_out() {
 #[test]
 fn refusals_name_the_reason_and_the_daemon_goes_on() {
     let hosts = TwoHosts::with_rate(
-        WaitMode::Adaptive,
+        IdleWait::Adaptive,
         Some(natm_core::PhyRate::OC3.cells_per_s()),
     );
     let h = Host::connect_path(hosts.a.socket()).unwrap();

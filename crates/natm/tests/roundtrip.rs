@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use common::{SIZES, TwoHosts, pattern};
 use natm::{DataPath, Error, Host, NotifyMode, Vc, VcOptions};
-use natm_host::hostd::WaitMode;
+use natm_host::hostd::IdleWait;
 
 const T: Duration = Duration::from_secs(10);
 
@@ -57,7 +57,7 @@ fn transfer(from: &mut Vc, to: &mut Vc, sdu: &[u8], style: Style) {
     }
 }
 
-fn round_trips(wait: WaitMode) {
+fn round_trips(wait: IdleWait) {
     let hosts = TwoHosts::new(wait);
     let ha = Host::connect_path(hosts.a.socket()).unwrap();
     let hb = Host::connect_path(hosts.b.socket()).unwrap();
@@ -118,17 +118,17 @@ fn round_trips(wait: WaitMode) {
 
 #[test]
 fn every_size_both_ways_every_mode_both_paths_adaptive_daemons() {
-    round_trips(WaitMode::Adaptive);
+    round_trips(IdleWait::Adaptive);
 }
 
 #[test]
 fn every_size_both_ways_with_polling_daemons() {
-    round_trips(WaitMode::Poll);
+    round_trips(IdleWait::Poll);
 }
 
 #[test]
 fn a_burst_queues_in_the_channel_and_arrives_in_order() {
-    let hosts = TwoHosts::new(WaitMode::Adaptive);
+    let hosts = TwoHosts::new(IdleWait::Adaptive);
     let ha = Host::connect_path(hosts.a.socket()).unwrap();
     let hb = Host::connect_path(hosts.b.socket()).unwrap();
     let opts = || {
@@ -160,7 +160,7 @@ fn a_burst_queues_in_the_channel_and_arrives_in_order() {
 fn on_a_rated_link_a_cbr_vc_is_shaped_to_its_pcr() {
     // OC-3c hosts: every adapter runs natm-traffic's scheduler.
     let hosts = TwoHosts::with_rate(
-        WaitMode::Adaptive,
+        IdleWait::Adaptive,
         Some(natm_core::PhyRate::OC3.cells_per_s()),
     );
     let ha = Host::connect_path(hosts.a.socket()).unwrap();
@@ -196,7 +196,7 @@ fn on_a_rated_link_a_cbr_vc_is_shaped_to_its_pcr() {
 
 #[test]
 fn the_daemon_path_holds_a_fast_sender_back_instead_of_dropping() {
-    let hosts = TwoHosts::new(WaitMode::Adaptive);
+    let hosts = TwoHosts::new(IdleWait::Adaptive);
     let ha = Host::connect_path(hosts.a.socket()).unwrap();
     let hb = Host::connect_path(hosts.b.socket()).unwrap();
     // Two transmit buffers in hostd for 300 SDUs sent back to back: hostd stops reading
@@ -228,7 +228,7 @@ fn the_daemon_path_holds_a_fast_sender_back_instead_of_dropping() {
 
 #[test]
 fn a_waiting_daemon_path_receive_does_not_hold_up_the_hosts_other_vcs() {
-    let hosts = TwoHosts::new(WaitMode::Adaptive);
+    let hosts = TwoHosts::new(IdleWait::Adaptive);
     let ha = Host::connect_path(hosts.a.socket()).unwrap();
     let hb = Host::connect_path(hosts.b.socket()).unwrap();
     let daemon = |vc: &str| VcOptions::new(vc.parse().unwrap()).path(DataPath::Daemon);

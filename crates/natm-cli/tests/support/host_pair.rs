@@ -10,7 +10,7 @@ pub struct Lab {
 
 impl Lab {
     pub fn new(tag: &str) -> Lab {
-        use natm_host::hostd::{HostdOptions, HostdThread, WaitMode};
+        use natm_host::hostd::{HostdOptions, HostdThread, IdleWait};
         let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
             .join(format!("perf-lab-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -22,7 +22,7 @@ impl Lab {
             let opts = HostdOptions {
                 name: name.into(),
                 socket: dir.join(format!("{name}.sock")),
-                wait: WaitMode::Adaptive,
+                wait: IdleWait::Adaptive,
                 link_description: "shm pair".into(),
                 link_rate: None,
                 lanes: None,

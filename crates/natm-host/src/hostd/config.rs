@@ -2,21 +2,6 @@
 
 use super::*;
 
-/// How the data-path loop waits when there is nothing to do.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum WaitMode {
-    /// Spin 50 µs after the last work, yielding the CPU every 20 µs of spinning
-    /// ([`GiveWay`]), then sleep in `poll(2)` on every descriptor.
-    #[default]
-    Adaptive,
-    /// Never sleep: one CPU for the lowest latency.
-    Poll,
-    /// Never sleep, but `sched_yield` when idle: for more pollers than CPUs (a whole lab
-    /// on a small machine), where a spinning daemon would hold a CPU the next hop needs.
-    Yield,
-}
-
 /// What the daemon core needs besides its link.
 #[derive(Clone, Debug)]
 pub struct HostdOptions {
@@ -25,7 +10,7 @@ pub struct HostdOptions {
     /// The Unix socket's path.
     pub socket: PathBuf,
     /// How to wait.
-    pub wait: WaitMode,
+    pub wait: IdleWait,
     /// The link, for status.
     pub link_description: String,
     /// The link's rate, cells/s (`None`: unlimited, admitted as [`NOMINAL_RATE`]).
@@ -63,7 +48,7 @@ pub struct HostdConfig {
     pub socket: Option<PathBuf>,
     /// How the loop waits.
     #[serde(default)]
-    pub wait: WaitMode,
+    pub wait: IdleWait,
     /// The link to the switch.
     pub link: LinkConfig,
 }
@@ -96,8 +81,8 @@ impl HostdConfig {
         let mut link = self.link.clone();
         if let LinkKind::Shm { .. } = link.kind {
             link.wait = match self.wait {
-                WaitMode::Adaptive => WaitConfig::EventFd,
-                WaitMode::Poll | WaitMode::Yield => WaitConfig::Poll,
+                IdleWait::Adaptive => WaitConfig::EventFd,
+                IdleWait::Poll | IdleWait::Yield => WaitConfig::Poll,
             };
         }
         link

@@ -93,7 +93,7 @@ use natm_link::endpoint::{EndpointLink, LinkConfig, LinkKind, WaitConfig};
 use natm_nic::channel::{self as nic, AdapterEnd, Channel, ChannelConfig, ChannelState};
 use natm_nic::memfd::MemfdMem;
 use natm_nic::notify::{Waiter, Waker};
-use natm_nic::sched::GiveWay;
+use natm_nic::sched::{Idler, Next, SPIN};
 use natm_nic::signal;
 use serde::{Deserialize, Serialize};
 
@@ -103,11 +103,11 @@ use natm_proto::host::{
     LinkStatus, NotifyMode, Request, Response, SignalTarget, VcStats,
 };
 
+pub use natm_core::IdleWait;
 pub use natm_host_core::NOMINAL_RATE;
 /// How often a failed link is tried again.
 pub const RECONNECT: Duration = Duration::from_millis(100);
 /// Spin this long after the last progress before sleeping (adaptive wait).
-const SPIN: Duration = Duration::from_micros(50);
 /// The longest sleep: the loop looks at the link's health at least this often.
 const MAX_SLEEP: Duration = Duration::from_millis(20);
 /// How often a spinning loop looks at the listener and the clients (one `poll(2)`) while
@@ -132,7 +132,7 @@ mod ports;
 
 use clients::*;
 pub use config::{
-    CONNECT_TIMEOUT, Connector, HostdConfig, HostdError, HostdOptions, WaitMode, peer_allowed, run,
+    CONNECT_TIMEOUT, Connector, HostdConfig, HostdError, HostdOptions, peer_allowed, run,
 };
 use ports::*;
 
@@ -159,9 +159,8 @@ pub struct Hostd {
     /// Where client bytes are read to.
     scratch: Box<[u8]>,
     stats: LinkStatus,
-    last_progress: Instant,
-    /// Yields the CPU now and then while the adaptive loop spins.
-    give_way: GiveWay,
+    /// When the loop sleeps, spins or gives way.
+    idle: Idler,
     /// The current pass's time: the clock is read once per pass.
     now: natm_core::Instant,
     /// When a socket last had something to read or took something written.
@@ -185,6 +184,7 @@ impl Hostd {
     ) -> Hostd {
         let link = connector().ok();
         let now = Instant::now();
+        let wait = opts.wait;
         let mut host = Host::new(HostConfig {
             max_channels: MAX_CHANNELS,
             batch: BATCH,
@@ -215,8 +215,7 @@ impl Hostd {
             inbox: Box::new([[0; 53]; BATCH]),
             scratch: vec![0; 65536].into_boxed_slice(),
             stats,
-            last_progress: now,
-            give_way: GiveWay::new(now),
+            idle: Idler::new(wait, now, true),
             now: natm_core::Instant::from_nanos(0),
             socket_activity: now,
             next_socket_check: now,
@@ -237,23 +236,9 @@ impl Hostd {
         while !stop.load(Ordering::Relaxed) {
             let progress = self.poll_once()?;
             let now = self.epoch.to_std(self.now);
-            if progress {
-                self.last_progress = now;
-            } else {
-                match self.opts.wait {
-                    WaitMode::Poll => std::hint::spin_loop(),
-                    WaitMode::Yield => std::thread::yield_now(),
-                    WaitMode::Adaptive => {
-                        if now.duration_since(self.last_progress) >= SPIN {
-                            self.sleep()?;
-                            self.give_way.slept(std::time::Instant::now());
-                            continue;
-                        }
-                    }
-                }
-            }
-            if self.opts.wait == WaitMode::Adaptive {
-                self.give_way.tick(now);
+            if self.idle.after_pass(progress, now) == Next::Sleep {
+                self.sleep()?;
+                self.idle.slept(std::time::Instant::now());
             }
         }
         self.shutdown();

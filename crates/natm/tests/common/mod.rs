@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use natm_host::hostd::{HostdOptions, HostdThread, WaitMode};
+use natm_host::hostd::{HostdOptions, HostdThread, IdleWait};
 use natm_link::endpoint::EndpointLink;
 use natm_link::shm::ShmLink;
 use natm_link::{Cell, CellLink, LinkCounters};
@@ -97,11 +97,11 @@ pub struct TwoHosts {
 }
 
 impl TwoHosts {
-    pub fn new(wait: WaitMode) -> TwoHosts {
+    pub fn new(wait: IdleWait) -> TwoHosts {
         TwoHosts::with_rate(wait, None)
     }
 
-    pub fn with_rate(wait: WaitMode, link_rate: Option<u32>) -> TwoHosts {
+    pub fn with_rate(wait: IdleWait, link_rate: Option<u32>) -> TwoHosts {
         let dir = TempDir::new();
         let (la, lb) = ShmLink::pair(4096).unwrap();
         let slots: [Slot; 2] = [
