@@ -118,6 +118,8 @@ pub mod mutants;
 #[cfg(test)]
 mod props;
 #[cfg(test)]
+mod rx_model;
+#[cfg(test)]
 mod tests;
 
 pub use adapter::Completion;
