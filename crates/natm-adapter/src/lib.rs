@@ -19,13 +19,14 @@
 //!   Length against the cell count, oversize). A good frame hands the buffer back as a
 //!   completion with the SDU length; a bad one puts the buffer back in the free pool and is
 //!   counted by reason. OAM F5 (PTI 100/101) and RM (PTI 110) cells on a VC, and every cell
-//!   of the F4 flows (VCI 3/4, as natm-aal's receiver does), are not reassembled: they are
-//!   passed aside as [`Event`]s (I.610 is the caller's business).
+//!   of the F4 flows (VCI 3/4, which I.361 reserves for F4 whatever their PTI), are not
+//!   reassembled: they are passed aside as [`Event`]s (I.610 is the caller's business).
+//!   This is natm's one AAL5 receive path.
 //!
 //! What it is not: no I/O, no threads, no clock (time is an argument, a
 //! [`natm_core::Instant`]), no randomness, no `unsafe`; `no_std` with `alloc`. It does not
 //! own the buffers' memory ([`BufferMemory`]), does not answer OAM, and does no signalling.
-//! It speaks AAL5 only (AAL0 VCs are natm-aal's).
+//! It speaks AAL5 only.
 //! The test-only feature `mutants` plants bugs for natm-sim's meta-test (`mutants`).
 //!
 //! # Call contract (sans-IO)

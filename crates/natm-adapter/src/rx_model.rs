@@ -314,59 +314,6 @@ proptest! {
     }
 }
 
-/// natm-aal's receiver, every SDU and drop taken from its events.
-struct Aal {
-    rx: natm_aal::Receiver,
-    out: Outcome,
-}
-
-impl Aal {
-    fn new(limit: usize) -> Aal {
-        let mut rx = natm_aal::Receiver::new(natm_aal::ReceiverConfig {
-            buffer_limit: 1 << 40,
-            event_queue_max: usize::MAX,
-            ..natm_aal::ReceiverConfig::default()
-        });
-        for i in 0..VCS {
-            let config = natm_aal::VcConfig::aal5(limit)
-                .with_timeout(Some(TIMEOUT))
-                .with_buffer_limit(1 << 40);
-            rx.open_vc(vc(i), config).unwrap();
-        }
-        Aal {
-            rx,
-            out: Outcome::default(),
-        }
-    }
-}
-
-impl Receive for Aal {
-    fn receive(&mut self, now: Instant, cells: &[[u8; CELL_LEN]]) {
-        self.rx.handle_timeout(now);
-        for c in cells {
-            self.rx.handle_cell(now, c);
-        }
-        let index = |v| (0..VCS).find(|&i| vc(i) == v).expect("an open VC");
-        while let Some(e) = self.rx.poll_event() {
-            match e {
-                natm_aal::Event::Sdu { vc, sdu } => {
-                    self.out.sdus.entry(index(vc)).or_default().push(sdu);
-                }
-                natm_aal::Event::Discarded { reason, .. } => match reason {
-                    natm_aal::Discard::Pdu(e) => self.out.drops.count(e),
-                    natm_aal::Discard::Timeout { .. } => self.out.drops.timeout += 1,
-                    r => panic!("no limit is that small: {r}"),
-                },
-                natm_aal::Event::Cell { .. } => {}
-            }
-        }
-    }
-
-    fn outcome(&self) -> Outcome {
-        self.out.clone()
-    }
-}
-
 /// natm-wire's reassembler, one per VC, fed runs of a VC's cells with `push_cells`; the
 /// timeouts as natm-aal's receiver keeps them around it.
 struct Wire {
@@ -448,19 +395,6 @@ impl Receive for Wire {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
-
-    /// natm-aal's receiver delivers and drops what the adapter does.
-    #[test]
-    fn natm_aal_receives_as_the_adapter_does(
-        sdus in sdu_list(),
-        seed in any::<u64>(),
-        rates in rates(),
-        batches in batches(),
-        limit in prop_oneof![Just(SIZE), 1usize..SIZE],
-    ) {
-        let cells = stream(&sdus, seed, rates);
-        compare(&mut Nic::new(limit), &mut Aal::new(limit), &cells, &batches)?;
-    }
 
     /// natm-wire's reassembler, in runs, delivers and drops what the adapter does.
     #[test]
