@@ -10,7 +10,7 @@ use natm_core::{Duration, HeaderFormat, Instant, VcId, Vci};
 use natm_traffic::gcra::{Gcra, GcraError};
 use natm_traffic::policer::{ContractError, Policer, Verdict};
 use natm_traffic::sched::{Category, SchedError, Scheduler, VcHandle, VcSpec};
-use natm_wire::aal5::{MAX_SDU, TRAILER_LEN, cell_count};
+use natm_wire::aal5::{Aal5Error, MAX_SDU, TRAILER_LEN, cell_count, check_length};
 use natm_wire::cell::{
     CELL_LEN, Cell, CellHeader, HEADER_LEN, PAYLOAD_LEN, Pti, hec, hec_syndrome, syndrome_bit,
 };
@@ -428,14 +428,46 @@ enum Rx {
     Skipping,
 }
 
-/// Why a frame was dropped.
-#[derive(Clone, Copy, Debug)]
-enum FrameDrop {
+/// Why a frame was dropped (each reason has its counter in [`Counters`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FrameDrop {
+    /// The CRC-32 is wrong.
     Crc,
+    /// Length 0: the sender aborted the frame.
     Abort,
+    /// The Length does not fit the frame's cell count.
     Length,
+    /// Longer than the VC's max_sdu or the receive buffer.
     Oversize,
+    /// Not complete within the reassembly timeout.
     Timeout,
+}
+
+impl FrameDrop {
+    /// The verdict of natm-wire's [`check_length`] (the CRC was right).
+    fn of(e: Aal5Error) -> FrameDrop {
+        match e {
+            Aal5Error::Crc { .. } => FrameDrop::Crc,
+            Aal5Error::Abort => FrameDrop::Abort,
+            Aal5Error::Oversize { .. } => FrameDrop::Oversize,
+            // `check_length` gives neither of the last two.
+            Aal5Error::Length { .. } | Aal5Error::NotCellMultiple { .. } | Aal5Error::EmptySdu => {
+                FrameDrop::Length
+            }
+        }
+    }
+}
+
+impl fmt::Display for FrameDrop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FrameDrop::Crc => "AAL5 CRC error",
+            FrameDrop::Abort => "AAL5 abort (Length = 0)",
+            FrameDrop::Length => "AAL5 length error: Length does not fit the frame",
+            FrameDrop::Oversize => "AAL5 oversize: longer than max_sdu or the receive buffer",
+            FrameDrop::Timeout => "reassembly timeout",
+        })
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -1590,7 +1622,7 @@ impl Adapter {
         let bytes = n * PAYLOAD_LEN;
         crc.update(&stage[..bytes]);
         let trailer = &stage[bytes - TRAILER_LEN..bytes];
-        let length = usize::from(u16::from_be_bytes([trailer[2], trailer[3]]));
+        let length = u16::from_be_bytes([trailer[2], trailer[3]]);
         let pdu_len = cells as usize * PAYLOAD_LEN;
         let crc_bad = crc.register() != RESIDUE;
         // Planted bug for natm-sim's meta-test (test-only feature): a bad CRC passes.
@@ -1598,14 +1630,8 @@ impl Adapter {
         let crc_bad = crc_bad && !crate::mutants::ignore_crc();
         let verdict = if crc_bad {
             Err(FrameDrop::Crc)
-        } else if length == 0 {
-            Err(FrameDrop::Abort)
-        } else if length + TRAILER_LEN > pdu_len || pdu_len - length - TRAILER_LEN >= PAYLOAD_LEN {
-            Err(FrameDrop::Length)
-        } else if length > vc.max_sdu || length > size {
-            Err(FrameDrop::Oversize)
         } else {
-            Ok(length)
+            check_length(length, pdu_len, vc.max_sdu.min(size)).map_err(FrameDrop::of)
         };
         let len = match verdict {
             Ok(len) => len,

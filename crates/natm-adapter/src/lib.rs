@@ -21,7 +21,8 @@
 //!   counted by reason. OAM F5 (PTI 100/101) and RM (PTI 110) cells on a VC, and every cell
 //!   of the F4 flows (VCI 3/4, which I.361 reserves for F4 whatever their PTI), are not
 //!   reassembled: they are passed aside as [`Event`]s (I.610 is the caller's business).
-//!   This is natm's one AAL5 receive path.
+//!   This is natm's one AAL5 receive path; [`Reassembler`] is it for one VC's cells, each
+//!   SDU handed back as bytes (for tests, tools and demonstrations).
 //!
 //! What it is not: no I/O, no threads, no clock (time is an argument, a
 //! [`natm_core::Instant`]), no randomness, no `unsafe`; `no_std` with `alloc`. It does not
@@ -115,6 +116,7 @@ mod adapter;
 pub mod memory;
 #[cfg(feature = "mutants")]
 pub mod mutants;
+mod reassembler;
 
 #[cfg(test)]
 mod props;
@@ -125,8 +127,9 @@ mod tests;
 
 pub use adapter::Completion;
 pub use adapter::{
-    Adapter, AdapterConfig, ConfigError, Counters, DEFAULT_SHAPER_CDV, Direction, Event, HecCheck,
-    LinkRate, MAX_BUFFERS, MAX_VCS, OamKind, OpenError, RxVcConfig, STAGE_CELLS, Status,
+    Adapter, AdapterConfig, ConfigError, Counters, DEFAULT_SHAPER_CDV, Direction, Event, FrameDrop,
+    HecCheck, LinkRate, MAX_BUFFERS, MAX_VCS, OamKind, OpenError, RxVcConfig, STAGE_CELLS, Status,
     UBR_UNSHAPED_PCR, UnknownHandle, VcCounters,
 };
 pub use memory::{BufferId, BufferMemory, MemoryError, VecBuffers};
+pub use reassembler::{Reassembler, Reassembly};

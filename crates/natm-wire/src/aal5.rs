@@ -249,27 +249,31 @@ impl<T: AsRef<[u8]>> Pdu<T> {
                 received: t.crc,
             });
         }
-        Self::check_length(t.length, self.len(), max_sdu)
-    }
-
-    fn check_length(length: u16, pdu_len: usize, max_sdu: usize) -> Result<usize, Aal5Error> {
-        let n = usize::from(length);
-        if n == 0 {
-            return Err(Aal5Error::Abort);
-        }
-        if n + TRAILER_LEN > pdu_len || pdu_len - n - TRAILER_LEN >= PAYLOAD_LEN {
-            return Err(Aal5Error::Length { length, pdu_len });
-        }
-        if n > max_sdu {
-            return Err(Aal5Error::Oversize { len: n, max_sdu });
-        }
-        Ok(n)
+        check_length(t.length, self.len(), max_sdu)
     }
 
     /// The SDU, after [`check`](Self::check) passed; panics if Length exceeds the PDU.
     pub fn sdu(&self) -> &[u8] {
         &self.buffer.as_ref()[..usize::from(self.trailer().length)]
     }
+}
+
+/// The receive rules of I.363.5 §10.4 on the trailer's Length, once the CRC is right: the SDU
+/// length, or [`Aal5Error::Abort`] for Length 0, [`Aal5Error::Length`] if it does not fit a
+/// PDU of `pdu_len` bytes (Length > PDU − 8, or more than 47 bytes of pad), and
+/// [`Aal5Error::Oversize`] above `max_sdu`, in that order.
+pub fn check_length(length: u16, pdu_len: usize, max_sdu: usize) -> Result<usize, Aal5Error> {
+    let n = usize::from(length);
+    if n == 0 {
+        return Err(Aal5Error::Abort);
+    }
+    if n + TRAILER_LEN > pdu_len || pdu_len - n - TRAILER_LEN >= PAYLOAD_LEN {
+        return Err(Aal5Error::Length { length, pdu_len });
+    }
+    if n > max_sdu {
+        return Err(Aal5Error::Oversize { len: n, max_sdu });
+    }
+    Ok(n)
 }
 
 /// Build the CPCS-PDU of `sdu` into `out` (appended): SDU, zero pad, trailer with CRC.
@@ -671,7 +675,7 @@ impl Reassembler {
         self.crc_len = self.len;
         let checked = if self.crc.register() == RESIDUE {
             let t = Pdu::new_unchecked(pdu).trailer();
-            Pdu::<&[u8]>::check_length(t.length, pdu.len(), self.max_sdu)
+            check_length(t.length, pdu.len(), self.max_sdu)
         } else {
             // The slow path, for the error's figures: the CRC without the trailer's field.
             Pdu::new_unchecked(pdu).check(self.max_sdu)
