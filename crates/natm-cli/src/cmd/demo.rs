@@ -44,6 +44,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use clap::{Args, FromArgMatches};
+use natm_adapter::{Reassembler, Reassembly};
 use natm_capture::{CellRecord, LinkType, Reader, Record, RecordKind, Writer, summarize};
 use natm_core::qos::Qos;
 use natm_core::{HeaderFormat, PvcAddr, VcId};
@@ -53,7 +54,7 @@ use natm_traffic::discard::{FrameDiscard, FrameQueue};
 use natm_traffic::policer::{Policer, Verdict};
 use natm_traffic::rate::LineRate;
 use natm_traffic::sched::{Scheduler, VcSpec};
-use natm_wire::aal5::{self, MAX_SDU, Reassembler, Reassembly, Segmenter};
+use natm_wire::aal5::{self, MAX_SDU, Segmenter};
 use natm_wire::cell::{Cell, CellHeader, HecReceiver, HecVerdict};
 use natm_wire::llc::{Encapsulation, LlcHeader};
 use natm_wire::oam::{Loopback, OamCell, OamFlow, OamRepr};
@@ -1010,7 +1011,7 @@ fn layers(pcap: Option<PathBuf>, no_measure: bool) -> CmdResult {
     stamp(RecordKind::Cell(CellRecord::from_cell(&two)));
 
     heading("4. Reassembly, and the AAL5 CRC catching damage");
-    let mut reasm = Reassembler::new(MAX_SDU);
+    let mut reasm = Reassembler::new(vc, MAX_SDU).expect("a valid max_sdu");
     let delivered = feed(&mut reasm, cells.iter());
     println!("  all cells               -> {delivered}");
     let mut flipped = cells.clone();
@@ -1331,7 +1332,7 @@ fn measure() {
     let mut dst = vec![0u8; N];
     let mut cells = vec![0u8; aal5::cell_count(N) * 53];
     let vc = VcId::uni(0, 100).expect("valid VC");
-    let mut rx = Reassembler::new(MAX_SDU);
+    let mut rx = Reassembler::new(vc, MAX_SDU).expect("a valid max_sdu");
     let mut copy_rates = Vec::new();
     let mut aal5_rates = Vec::new();
     let round = Duration::from_millis(60);
@@ -1343,10 +1344,8 @@ fn measure() {
         aal5_rates.push(rate(N, round, || {
             let mut seg = Segmenter::uni(vc, std::hint::black_box(&sdu)).expect("valid SDU");
             let n = seg.write_cells(&mut cells);
-            for c in cells[..n * 53].chunks_exact(53) {
-                let c: &[u8; 53] = c.try_into().expect("53-byte chunk");
-                std::hint::black_box(rx.push_cell(c));
-            }
+            let (whole, _) = cells[..n * 53].as_chunks::<53>();
+            std::hint::black_box(rx.push_cells(whole));
         }));
     }
     let (cm, clo, chi) = median_spread(&mut copy_rates);
