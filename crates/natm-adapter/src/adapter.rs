@@ -12,7 +12,7 @@ use natm_traffic::policer::{ContractError, Policer, Verdict};
 use natm_traffic::sched::{Category, SchedError, Scheduler, VcHandle, VcSpec};
 use natm_wire::aal5::{Aal5Error, MAX_SDU, TRAILER_LEN, cell_count, check_length};
 use natm_wire::cell::{
-    CELL_LEN, Cell, CellHeader, HEADER_LEN, PAYLOAD_LEN, Pti, hec, hec_syndrome, syndrome_bit,
+    CELL_LEN, Cell, CellHeader, HEADER_LEN, HecReceiver, HecVerdict, PAYLOAD_LEN, Pti,
 };
 use natm_wire::crc32::{Crc32, RESIDUE};
 
@@ -595,9 +595,9 @@ pub struct Adapter {
     /// The receive stage's VC slot (NIL: empty) and cells; empty between calls.
     stage_slot: u32,
     stage_cells: usize,
-    /// The last header that passed the HEC check (a header equal to it passes too).
-    hec_good: [u8; HEADER_LEN],
-    hec_detecting: bool,
+    /// The I.432 receiver, natm-wire's (unused with [`HecCheck::Off`]); the `hec` and
+    /// `hec_corrected` counters are its.
+    hec: HecReceiver,
     counters: Counters,
 }
 
@@ -644,8 +644,10 @@ impl Adapter {
             stage: [0; STAGE_BYTES],
             stage_slot: NIL,
             stage_cells: 0,
-            hec_good: [0, 0, 0, 0, hec([0; 4])],
-            hec_detecting: false,
+            hec: match config.hec {
+                HecCheck::Detect => HecReceiver::detect_only(),
+                HecCheck::Off | HecCheck::Correct => HecReceiver::new(),
+            },
             counters: Counters::default(),
         })
     }
@@ -657,7 +659,12 @@ impl Adapter {
 
     /// Adapter-wide counters.
     pub fn counters(&self) -> Counters {
-        self.counters
+        let hec = self.hec.stats();
+        Counters {
+            hec: hec.discarded,
+            hec_corrected: hec.corrected,
+            ..self.counters
+        }
     }
 
     /// An open VC's counters.
@@ -1286,7 +1293,7 @@ impl Adapter {
                 None,
             ),
             _ => {
-                let g = self.hec_good;
+                let g = self.hec.last_valid();
                 (u32::from_be_bytes([g[0], g[1], g[2], g[3]]), Some(g[4]))
             }
         };
@@ -1329,7 +1336,9 @@ impl Adapter {
         }
         vc.counters.cells_in += n as u64;
         self.counters.cells_in += n as u64;
-        self.hec_detecting = false;
+        if hec.is_some() {
+            self.hec.valid_run(n as u64);
+        }
         if self.stage_slot != slot {
             self.flush(mem);
         }
@@ -1366,36 +1375,13 @@ impl Adapter {
         mem: &mut M,
     ) {
         self.counters.cells_in += 1;
-        let mut header: [u8; HEADER_LEN] = [cell[0], cell[1], cell[2], cell[3], cell[4]];
+        let mut header: [u8; HEADER_LEN] = cell[..HEADER_LEN].try_into().expect("53 > 5");
         let mut corrected = false;
         if self.config.hec != HecCheck::Off {
-            if header == self.hec_good {
-                self.hec_detecting = false;
-            } else {
-                let syndrome = hec_syndrome(header);
-                if syndrome == 0 {
-                    self.hec_good = header;
-                    self.hec_detecting = false;
-                } else {
-                    // I.432 §4.3.3: correct one bit in correction mode; any error moves to
-                    // detection mode, where errored headers are discarded.
-                    let bit = match self.config.hec {
-                        HecCheck::Correct if !self.hec_detecting => syndrome_bit(syndrome),
-                        _ => None,
-                    };
-                    self.hec_detecting = true;
-                    match bit {
-                        Some(bit) => {
-                            header[usize::from(bit / 8)] ^= 0x80 >> (bit % 8);
-                            self.counters.hec_corrected += 1;
-                            corrected = true;
-                        }
-                        None => {
-                            self.counters.hec += 1;
-                            return;
-                        }
-                    }
-                }
+            match self.hec.check(&mut header) {
+                HecVerdict::Valid => {}
+                HecVerdict::Corrected { .. } => corrected = true,
+                HecVerdict::Discarded { .. } => return,
             }
         }
         let word = u32::from_be_bytes([header[0], header[1], header[2], header[3]]);
