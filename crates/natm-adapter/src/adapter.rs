@@ -556,6 +556,12 @@ struct Pending {
     owned: bool,
 }
 
+/// The payloads of up to [`STAGE_CELLS`] cells (see the crate doc), on a cache line: the CRC
+/// reads it 64 bytes at a time.
+#[derive(Clone, Debug)]
+#[repr(align(64))]
+struct Stage([u8; STAGE_BYTES]);
+
 /// The adapter of one link.
 ///
 /// Call contract: see the crate doc. Nothing here panics on any cell bytes, any call order
@@ -591,7 +597,7 @@ pub struct Adapter {
     events: VecDeque<Event>,
     timer_head: u32,
     timer_tail: u32,
-    stage: [u8; STAGE_BYTES],
+    stage: Stage,
     /// The receive stage's VC slot (NIL: empty) and cells; empty between calls.
     stage_slot: u32,
     stage_cells: usize,
@@ -641,7 +647,7 @@ impl Adapter {
             events: VecDeque::new(),
             timer_head: NIL,
             timer_tail: NIL,
-            stage: [0; STAGE_BYTES],
+            stage: Stage([0; STAGE_BYTES]),
             stage_slot: NIL,
             stage_cells: 0,
             hec: match config.hec {
@@ -1122,7 +1128,7 @@ impl Adapter {
         mem: &M,
         out: &mut [[u8; CELL_LEN]],
     ) -> usize {
-        let stage = &mut self.stage;
+        let stage = &mut self.stage.0;
         let vc = self.vcs[slot as usize]
             .as_mut()
             .expect("the ring and the scheduler name open slots");
@@ -1351,7 +1357,7 @@ impl Adapter {
             let (chunk, tail) = rest.split_at(m);
             for c in chunk {
                 let at = self.stage_cells * PAYLOAD_LEN;
-                self.stage[at..at + PAYLOAD_LEN].copy_from_slice(&c[HEADER_LEN..]);
+                self.stage.0[at..at + PAYLOAD_LEN].copy_from_slice(&c[HEADER_LEN..]);
                 self.stage_cells += 1;
             }
             if let Some(Rx::Filling { cells, .. }) =
@@ -1519,7 +1525,7 @@ impl Adapter {
             self.stage_slot = slot;
         }
         let at = self.stage_cells * PAYLOAD_LEN;
-        self.stage[at..at + PAYLOAD_LEN].copy_from_slice(payload);
+        self.stage.0[at..at + PAYLOAD_LEN].copy_from_slice(payload);
         self.stage_cells += 1;
         if end_of_frame {
             self.finish_frame(slot, mem);
@@ -1565,7 +1571,7 @@ impl Adapter {
         self.stage_slot = NIL;
         self.stage_cells = 0;
         let size = self.config.rx_buffer_size;
-        let stage = &self.stage;
+        let stage = &self.stage.0;
         let vc = self.vcs[slot as usize]
             .as_mut()
             .expect("the stage belongs to an open slot");
@@ -1592,7 +1598,7 @@ impl Adapter {
         self.stage_slot = NIL;
         self.stage_cells = 0;
         let size = self.config.rx_buffer_size;
-        let stage = &self.stage;
+        let stage = &self.stage.0;
         let vc = self.vcs[slot as usize]
             .as_mut()
             .expect("the stage belongs to an open slot");
