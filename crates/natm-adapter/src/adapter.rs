@@ -51,15 +51,15 @@ pub enum LinkRate {
     CellsPerSecond(u32),
 }
 
-/// How received headers are checked (I.432 §4.3).
+/// How received headers are checked (I.432 §4.3), by natm-wire's [`HecReceiver`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum HecCheck {
-    /// Not checked: the link did it (natm-wire's `HecReceiver`).
+    /// Not checked: the link did it.
     Off,
-    /// Any header error discards the cell.
+    /// Any header error discards the cell ([`HecReceiver::detect_only`]).
     Detect,
     /// The I.432 receiver: one single-bit error is corrected, then detection mode until an
-    /// error-free header.
+    /// error-free header ([`HecReceiver::new`]).
     #[default]
     Correct,
 }

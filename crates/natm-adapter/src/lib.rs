@@ -11,7 +11,8 @@
 //!   buffer, through [`BufferMemory::read`]. A descriptor's buffer comes back as a
 //!   [`Completion`] when its last cell has been handed out.
 //! * **Receive.** The application posts free buffers. Cells are checked (HEC per I.432
-//!   §4.3: correction or detection, or not at all when the link did it), matched to their VC,
+//!   §4.3 by natm-wire's [`HecReceiver`](natm_wire::cell::HecReceiver): correction or
+//!   detection, or not at all when the link did it), matched to their VC,
 //!   optionally policed (I.371 §5.4 UPC, natm-traffic's
 //!   [`Policer`](natm_traffic::policer::Policer)), and AAL5 frames are reassembled straight
 //!   into a posted buffer through [`BufferMemory::write`], payload `k` at offset 48·k. The

@@ -40,7 +40,7 @@ pub struct Reassembler {
     headers: [[u8; HEADER_LEN]; 2],
     /// The SDU the last push completed (empty otherwise).
     sdu: Vec<u8>,
-    /// The drop counters after the last push, in [`FrameDrop`] order.
+    /// The adapter's drop counters after the last push, in the order of [`DROPS`].
     drops: [u64; 5],
 }
 
@@ -49,6 +49,7 @@ fn drops(c: &Counters) -> [u64; 5] {
     [c.crc, c.aborted, c.length, c.oversize, c.timeout]
 }
 
+/// The drop reasons, in the order of [`drops`].
 const DROPS: [FrameDrop; 5] = [
     FrameDrop::Crc,
     FrameDrop::Abort,
