@@ -10,9 +10,9 @@ use natm_core::{Duration, HeaderFormat, Instant, LineRate, VcId, Vci};
 use natm_traffic::gcra::{Gcra, GcraError};
 use natm_traffic::policer::{ContractError, Policer, Verdict};
 use natm_traffic::sched::{Category, SchedError, Scheduler, VcHandle, VcSpec};
-use natm_wire::aal5::{MAX_SDU, TRAILER_LEN, cell_count};
+use natm_wire::aal5::{Aal5Error, MAX_SDU, TRAILER_LEN, cell_count, check_length};
 use natm_wire::cell::{
-    CELL_LEN, Cell, CellHeader, HEADER_LEN, PAYLOAD_LEN, Pti, hec, hec_syndrome, syndrome_bit,
+    CELL_LEN, Cell, CellHeader, HEADER_LEN, HecReceiver, HecVerdict, PAYLOAD_LEN, Pti,
 };
 use natm_wire::crc32::{Crc32, RESIDUE};
 
@@ -40,15 +40,15 @@ const NIL: u32 = u32::MAX;
 /// polled; more are counted in [`Counters::refusals_dropped`], not queued.
 const REFUSALS_MAX: usize = 1024;
 
-/// How received headers are checked (I.432 §4.3).
+/// How received headers are checked (I.432 §4.3), by natm-wire's [`HecReceiver`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum HecCheck {
-    /// Not checked: the link did it (natm-wire's `HecReceiver`).
+    /// Not checked: the link did it.
     Off,
-    /// Any header error discards the cell.
+    /// Any header error discards the cell ([`HecReceiver::detect_only`]).
     Detect,
     /// The I.432 receiver: one single-bit error is corrected, then detection mode until an
-    /// error-free header.
+    /// error-free header ([`HecReceiver::new`]).
     #[default]
     Correct,
 }
@@ -421,14 +421,46 @@ enum Rx {
     Skipping,
 }
 
-/// Why a frame was dropped.
-#[derive(Clone, Copy, Debug)]
-enum FrameDrop {
+/// Why a frame was dropped (each reason has its counter in [`Counters`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FrameDrop {
+    /// The CRC-32 is wrong.
     Crc,
+    /// Length 0: the sender aborted the frame.
     Abort,
+    /// The Length does not fit the frame's cell count.
     Length,
+    /// Longer than the VC's max_sdu or the receive buffer.
     Oversize,
+    /// Not complete within the reassembly timeout.
     Timeout,
+}
+
+impl FrameDrop {
+    /// The verdict of natm-wire's [`check_length`] (the CRC was right).
+    fn of(e: Aal5Error) -> FrameDrop {
+        match e {
+            Aal5Error::Crc { .. } => FrameDrop::Crc,
+            Aal5Error::Abort => FrameDrop::Abort,
+            Aal5Error::Oversize { .. } => FrameDrop::Oversize,
+            // `check_length` gives neither of the last two.
+            Aal5Error::Length { .. } | Aal5Error::NotCellMultiple { .. } | Aal5Error::EmptySdu => {
+                FrameDrop::Length
+            }
+        }
+    }
+}
+
+impl fmt::Display for FrameDrop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FrameDrop::Crc => "AAL5 CRC error",
+            FrameDrop::Abort => "AAL5 abort (Length = 0)",
+            FrameDrop::Length => "AAL5 length error: Length does not fit the frame",
+            FrameDrop::Oversize => "AAL5 oversize: longer than max_sdu or the receive buffer",
+            FrameDrop::Timeout => "reassembly timeout",
+        })
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -517,6 +549,12 @@ struct Pending {
     owned: bool,
 }
 
+/// The payloads of up to [`STAGE_CELLS`] cells (see the crate doc), on a cache line: the CRC
+/// reads it 64 bytes at a time.
+#[derive(Clone, Debug)]
+#[repr(align(64))]
+struct Stage([u8; STAGE_BYTES]);
+
 /// The adapter of one link.
 ///
 /// Call contract: see the crate doc. Nothing here panics on any cell bytes, any call order
@@ -552,13 +590,13 @@ pub struct Adapter {
     events: VecDeque<Event>,
     timer_head: u32,
     timer_tail: u32,
-    stage: [u8; STAGE_BYTES],
+    stage: Stage,
     /// The receive stage's VC slot (NIL: empty) and cells; empty between calls.
     stage_slot: u32,
     stage_cells: usize,
-    /// The last header that passed the HEC check (a header equal to it passes too).
-    hec_good: [u8; HEADER_LEN],
-    hec_detecting: bool,
+    /// The I.432 receiver, natm-wire's (unused with [`HecCheck::Off`]); the `hec` and
+    /// `hec_corrected` counters are its.
+    hec: HecReceiver,
     counters: Counters,
 }
 
@@ -602,11 +640,13 @@ impl Adapter {
             events: VecDeque::new(),
             timer_head: NIL,
             timer_tail: NIL,
-            stage: [0; STAGE_BYTES],
+            stage: Stage([0; STAGE_BYTES]),
             stage_slot: NIL,
             stage_cells: 0,
-            hec_good: [0, 0, 0, 0, hec([0; 4])],
-            hec_detecting: false,
+            hec: match config.hec {
+                HecCheck::Detect => HecReceiver::detect_only(),
+                HecCheck::Off | HecCheck::Correct => HecReceiver::new(),
+            },
             counters: Counters::default(),
         })
     }
@@ -618,7 +658,12 @@ impl Adapter {
 
     /// Adapter-wide counters.
     pub fn counters(&self) -> Counters {
-        self.counters
+        let hec = self.hec.stats();
+        Counters {
+            hec: hec.discarded,
+            hec_corrected: hec.corrected,
+            ..self.counters
+        }
     }
 
     /// An open VC's counters.
@@ -1076,7 +1121,7 @@ impl Adapter {
         mem: &M,
         out: &mut [[u8; CELL_LEN]],
     ) -> usize {
-        let stage = &mut self.stage;
+        let stage = &mut self.stage.0;
         let vc = self.vcs[slot as usize]
             .as_mut()
             .expect("the ring and the scheduler name open slots");
@@ -1247,7 +1292,7 @@ impl Adapter {
                 None,
             ),
             _ => {
-                let g = self.hec_good;
+                let g = self.hec.last_valid();
                 (u32::from_be_bytes([g[0], g[1], g[2], g[3]]), Some(g[4]))
             }
         };
@@ -1290,7 +1335,9 @@ impl Adapter {
         }
         vc.counters.cells_in += n as u64;
         self.counters.cells_in += n as u64;
-        self.hec_detecting = false;
+        if hec.is_some() {
+            self.hec.valid_run(n as u64);
+        }
         if self.stage_slot != slot {
             self.flush(mem);
         }
@@ -1303,7 +1350,7 @@ impl Adapter {
             let (chunk, tail) = rest.split_at(m);
             for c in chunk {
                 let at = self.stage_cells * PAYLOAD_LEN;
-                self.stage[at..at + PAYLOAD_LEN].copy_from_slice(&c[HEADER_LEN..]);
+                self.stage.0[at..at + PAYLOAD_LEN].copy_from_slice(&c[HEADER_LEN..]);
                 self.stage_cells += 1;
             }
             if let Some(Rx::Filling { cells, .. }) =
@@ -1327,36 +1374,13 @@ impl Adapter {
         mem: &mut M,
     ) {
         self.counters.cells_in += 1;
-        let mut header: [u8; HEADER_LEN] = [cell[0], cell[1], cell[2], cell[3], cell[4]];
+        let mut header: [u8; HEADER_LEN] = cell[..HEADER_LEN].try_into().expect("53 > 5");
         let mut corrected = false;
         if self.config.hec != HecCheck::Off {
-            if header == self.hec_good {
-                self.hec_detecting = false;
-            } else {
-                let syndrome = hec_syndrome(header);
-                if syndrome == 0 {
-                    self.hec_good = header;
-                    self.hec_detecting = false;
-                } else {
-                    // I.432 §4.3.3: correct one bit in correction mode; any error moves to
-                    // detection mode, where errored headers are discarded.
-                    let bit = match self.config.hec {
-                        HecCheck::Correct if !self.hec_detecting => syndrome_bit(syndrome),
-                        _ => None,
-                    };
-                    self.hec_detecting = true;
-                    match bit {
-                        Some(bit) => {
-                            header[usize::from(bit / 8)] ^= 0x80 >> (bit % 8);
-                            self.counters.hec_corrected += 1;
-                            corrected = true;
-                        }
-                        None => {
-                            self.counters.hec += 1;
-                            return;
-                        }
-                    }
-                }
+            match self.hec.check(&mut header) {
+                HecVerdict::Valid => {}
+                HecVerdict::Corrected { .. } => corrected = true,
+                HecVerdict::Discarded { .. } => return,
             }
         }
         let word = u32::from_be_bytes([header[0], header[1], header[2], header[3]]);
@@ -1494,7 +1518,7 @@ impl Adapter {
             self.stage_slot = slot;
         }
         let at = self.stage_cells * PAYLOAD_LEN;
-        self.stage[at..at + PAYLOAD_LEN].copy_from_slice(payload);
+        self.stage.0[at..at + PAYLOAD_LEN].copy_from_slice(payload);
         self.stage_cells += 1;
         if end_of_frame {
             self.finish_frame(slot, mem);
@@ -1540,7 +1564,7 @@ impl Adapter {
         self.stage_slot = NIL;
         self.stage_cells = 0;
         let size = self.config.rx_buffer_size;
-        let stage = &self.stage;
+        let stage = &self.stage.0;
         let vc = self.vcs[slot as usize]
             .as_mut()
             .expect("the stage belongs to an open slot");
@@ -1567,7 +1591,7 @@ impl Adapter {
         self.stage_slot = NIL;
         self.stage_cells = 0;
         let size = self.config.rx_buffer_size;
-        let stage = &self.stage;
+        let stage = &self.stage.0;
         let vc = self.vcs[slot as usize]
             .as_mut()
             .expect("the stage belongs to an open slot");
@@ -1583,7 +1607,7 @@ impl Adapter {
         let bytes = n * PAYLOAD_LEN;
         crc.update(&stage[..bytes]);
         let trailer = &stage[bytes - TRAILER_LEN..bytes];
-        let length = usize::from(u16::from_be_bytes([trailer[2], trailer[3]]));
+        let length = u16::from_be_bytes([trailer[2], trailer[3]]);
         let pdu_len = cells as usize * PAYLOAD_LEN;
         let crc_bad = crc.register() != RESIDUE;
         // Planted bug for natm-sim's meta-test (test-only feature): a bad CRC passes.
@@ -1591,14 +1615,8 @@ impl Adapter {
         let crc_bad = crc_bad && !crate::mutants::ignore_crc();
         let verdict = if crc_bad {
             Err(FrameDrop::Crc)
-        } else if length == 0 {
-            Err(FrameDrop::Abort)
-        } else if length + TRAILER_LEN > pdu_len || pdu_len - length - TRAILER_LEN >= PAYLOAD_LEN {
-            Err(FrameDrop::Length)
-        } else if length > vc.max_sdu || length > size {
-            Err(FrameDrop::Oversize)
         } else {
-            Ok(length)
+            check_length(length, pdu_len, vc.max_sdu.min(size)).map_err(FrameDrop::of)
         };
         let len = match verdict {
             Ok(len) => len,

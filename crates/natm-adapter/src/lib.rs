@@ -11,7 +11,8 @@
 //!   buffer, through [`BufferMemory::read`]. A descriptor's buffer comes back as a
 //!   [`Completion`] when its last cell has been handed out.
 //! * **Receive.** The application posts free buffers. Cells are checked (HEC per I.432
-//!   §4.3: correction or detection, or not at all when the link did it), matched to their VC,
+//!   §4.3 by natm-wire's [`HecReceiver`](natm_wire::cell::HecReceiver): correction or
+//!   detection, or not at all when the link did it), matched to their VC,
 //!   optionally policed (I.371 §5.4 UPC, natm-traffic's
 //!   [`Policer`](natm_traffic::policer::Policer)), and AAL5 frames are reassembled straight
 //!   into a posted buffer through [`BufferMemory::write`], payload `k` at offset 48·k. The
@@ -19,13 +20,15 @@
 //!   Length against the cell count, oversize). A good frame hands the buffer back as a
 //!   completion with the SDU length; a bad one puts the buffer back in the free pool and is
 //!   counted by reason. OAM F5 (PTI 100/101) and RM (PTI 110) cells on a VC, and every cell
-//!   of the F4 flows (VCI 3/4, as natm-aal's receiver does), are not reassembled: they are
-//!   passed aside as [`Event`]s (I.610 is the caller's business).
+//!   of the F4 flows (VCI 3/4, which I.361 reserves for F4 whatever their PTI), are not
+//!   reassembled: they are passed aside as [`Event`]s (I.610 is the caller's business).
+//!   This is natm's one AAL5 receive path; [`Reassembler`] is it for one VC's cells, each
+//!   SDU handed back as bytes (for tests, tools and demonstrations).
 //!
 //! What it is not: no I/O, no threads, no clock (time is an argument, a
 //! [`natm_core::Instant`]), no randomness, no `unsafe`; `no_std` with `alloc`. It does not
 //! own the buffers' memory ([`BufferMemory`]), does not answer OAM, and does no signalling.
-//! It speaks AAL5 only (AAL0 VCs are natm-aal's).
+//! It speaks AAL5 only.
 //! The test-only feature `mutants` plants bugs for natm-sim's meta-test (`mutants`).
 //!
 //! # Call contract (sans-IO)
@@ -114,16 +117,20 @@ mod adapter;
 pub mod memory;
 #[cfg(feature = "mutants")]
 pub mod mutants;
+mod reassembler;
 
 #[cfg(test)]
 mod props;
+#[cfg(test)]
+mod rx_model;
 #[cfg(test)]
 mod tests;
 
 pub use adapter::Completion;
 pub use adapter::{
-    Adapter, AdapterConfig, ConfigError, Counters, DEFAULT_SHAPER_CDV, Direction, Event, HecCheck,
-    MAX_BUFFERS, MAX_VCS, OamKind, OpenError, RxVcConfig, STAGE_CELLS, Status, UBR_UNSHAPED_PCR,
-    UnknownHandle, VcCounters,
+    Adapter, AdapterConfig, ConfigError, Counters, DEFAULT_SHAPER_CDV, Direction, Event, FrameDrop,
+    HecCheck, MAX_BUFFERS, MAX_VCS, OamKind, OpenError, RxVcConfig, STAGE_CELLS, Status,
+    UBR_UNSHAPED_PCR, UnknownHandle, VcCounters,
 };
 pub use memory::{BufferId, BufferMemory, MemoryError, VecBuffers};
+pub use reassembler::{Reassembler, Reassembly};

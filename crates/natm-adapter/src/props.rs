@@ -11,9 +11,9 @@ use proptest::prelude::*;
 use crate::tests::{Checked, T0, UBR, config, sdu, vc};
 use crate::*;
 
-const VCS: u32 = 4;
-const BUFFERS: u32 = 64;
-const SIZE: usize = 3000;
+pub(crate) const VCS: u32 = 4;
+pub(crate) const BUFFERS: u32 = 64;
+pub(crate) const SIZE: usize = 3000;
 
 fn pair_adapter(link: LineRate) -> Adapter {
     let mut a = Adapter::new(AdapterConfig {
@@ -39,7 +39,7 @@ type Delivered = BTreeMap<u32, Vec<Vec<u8>>>;
 
 /// Send `sdus` (VC index, length) from one adapter to another; `mangle` may change the
 /// cell stream between them. Returns what was sent and what was delivered per handle.
-fn run(
+pub(crate) fn run(
     sdus: &[(u32, usize)],
     link: LineRate,
     batch: usize,
@@ -101,7 +101,7 @@ fn run(
 }
 
 /// A xorshift64 generator from `seed`, for the faults the properties inject.
-fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
     let mut s = seed | 1;
     move || {
         s ^= s << 13;
@@ -113,7 +113,7 @@ fn xorshift(seed: u64) -> impl FnMut() -> u64 {
 
 /// `cells` with faults, in thousandths: each lost with odds `loss`, one bit flipped with
 /// odds `flip`, sent twice with odds `dup`.
-fn faults(
+pub(crate) fn faults(
     cells: Vec<[u8; CELL_LEN]>,
     rand: &mut impl FnMut() -> u64,
     (loss, flip, dup): (u32, u32, u32),
@@ -135,7 +135,7 @@ fn faults(
     out
 }
 
-fn sdu_list() -> impl Strategy<Value = Vec<(u32, usize)>> {
+pub(crate) fn sdu_list() -> impl Strategy<Value = Vec<(u32, usize)>> {
     proptest::collection::vec(
         (
             0..VCS,

@@ -10,7 +10,6 @@ const PURE: &[&str] = &[
     "natm-core",
     "natm-wire",
     "natm-traffic",
-    "natm-aal",
     "natm-adapter",
     "natm-netem",
     "natm-switch",

@@ -4,7 +4,9 @@
 //! What this crate is: three functions over byte slices, each with an AVX-512 (VPCLMULQDQ)
 //! kernel chosen at run time and a portable one that gives the same result on every CPU.
 //! What it is not: it knows nothing of PTIs, trailers or lengths; `natm-wire`'s
-//! `Segmenter`, `Reassembler` and `Crc32` are built on it and own those rules.
+//! `Segmenter` and `Crc32` are built on it and own those rules. [`gather_payloads`] has no
+//! caller since natm-wire's `Reassembler` went (issue 21: the adapter's receive path, which
+//! stages payloads and CRCs them in one update, is natm's one reassembly).
 //!
 //! - [`crc32_update`] continues a CRC register over bytes.
 //! - [`scatter_cells`] writes cells: a fixed 5-byte header and 48 payload bytes each.

@@ -1,6 +1,6 @@
 //! [`SlotMap`]: a small open-addressing map from a `u32` key (a cell's VPI/VCI bits, a VC
-//! handle) to a `u32` slot index, for the per-cell lookups of natm-aal's receiver and
-//! natm-adapter.
+//! handle) to a `u32` slot index, for the per-cell lookups of natm-adapter and
+//! natm-switch.
 //!
 //! Why not `BTreeMap`: at 1,000 VCs a B-tree lookup is a dozen dependent compares, a large
 //! share of the ~50 ns a cell may cost. Why not `HashMap`: it needs `std` and its default

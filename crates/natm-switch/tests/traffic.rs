@@ -4,9 +4,10 @@
 mod common;
 
 use common::{cell, drain, drain_at, header, qos, switch_with, take, two_ports};
+use natm_adapter::{Reassembler, Reassembly};
 use natm_core::{Duration, Instant, LineRate, VcId};
 use natm_switch::{Category, CrossConnect, Endpoint, PortConfig, PortId, Upc};
-use natm_wire::aal5::{Reassembler, Reassembly, Segmenter};
+use natm_wire::aal5::Segmenter;
 
 const T0: Instant = Instant::ZERO;
 
@@ -200,7 +201,7 @@ fn frame(vci: u32, sdu: &[u8]) -> Vec<[u8; 53]> {
 
 /// Reassembles the cells of VCI `vci` in `out`: the SDUs delivered and the PDUs discarded.
 fn reassemble(out: &[[u8; 53]], vci: u32) -> (Vec<Vec<u8>>, usize) {
-    let mut r = Reassembler::new(2000);
+    let mut r = Reassembler::new(VcId::uni(0, vci).expect("vc"), 2000).expect("max_sdu");
     let mut sdus = Vec::new();
     let mut bad = 0;
     for o in out.iter().filter(|o| header(o).1 == vci) {

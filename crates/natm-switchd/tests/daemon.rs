@@ -13,12 +13,13 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
+use natm_adapter::{Reassembler, Reassembly};
 use natm_core::VcId;
 use natm_link::endpoint::{EndpointLink, LinkConfig};
 use natm_link::{CELL_LEN, Cell};
 use natm_switchd::SwitchdConfig;
 use natm_switchd::client::{Connect, ErrorKind, Response, Upc, decode_response};
-use natm_wire::aal5::{Reassembler, Reassembly, Segmenter};
+use natm_wire::aal5::Segmenter;
 
 use common::{Daemon, T, TempDir};
 
@@ -39,7 +40,7 @@ impl Host {
         Host {
             link: LinkConfig::from_toml(snippet).unwrap().connect(T).unwrap(),
             vc,
-            reasm: Reassembler::new(65_535),
+            reasm: Reassembler::new(VcId::uni(vc.0.into(), vc.1.into()).unwrap(), 65_535).unwrap(),
             frames: Vec::new(),
             oam_e2e: 0,
             other: 0,

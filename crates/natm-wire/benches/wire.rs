@@ -6,11 +6,8 @@
 //! * `crc32/N`: CRC-32/BZIP2 of N bytes (natm-clmul: carry-less multiply from 256 bytes
 //!   with AVX-512, from 512 through crc-fast without; a table below).
 //! * `segment/N`: an N-byte SDU into N/48 cells (header, payload copy, trailer, CRC).
-//! * `segment_reassemble/N`: the same, then the cells through a `Reassembler` as one run
-//!   (`push_cells`: a second copy with the second CRC folded into it), the whole AAL5 path
-//!   of one SDU.
-//! * `segment_reassemble_cellwise/N`: the same with `push_cell` per cell (a receiver
-//!   interleaving VCs), the CRC computed once the frame is in.
+//!
+//! Reassembly is natm-adapter's (`cargo bench -p natm-adapter`).
 //!
 //! Run: `cargo bench -p natm-wire --bench wire`; `scripts/bench-table` turns the results
 //! into the README table.
@@ -19,7 +16,7 @@ use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use natm_core::VcId;
-use natm_wire::aal5::{self, MAX_SDU, Reassembler, Reassembly, Segmenter};
+use natm_wire::aal5::{self, Segmenter};
 use natm_wire::crc32::Crc32;
 
 const SIZES: [usize; 4] = [48, 1500, 9180, 65535];
@@ -81,38 +78,6 @@ fn bench(c: &mut Criterion) {
             })
         });
 
-        let mut rx = Reassembler::new(MAX_SDU);
-        g.bench_with_input(BenchmarkId::new("segment_reassemble", n), &data, |b, d| {
-            b.iter(|| {
-                let mut seg = Segmenter::uni(vc, black_box(d)).expect("valid SDU");
-                let written = seg.write_cells(&mut cells);
-                let (taken, outcome) = rx.push_cells(&cells[..written * natm_wire::CELL_LEN]);
-                assert_eq!((taken, outcome), (written, Reassembly::Complete(d.len())));
-                black_box(rx.sdu());
-            })
-        });
-        g.bench_with_input(
-            BenchmarkId::new("segment_reassemble_cellwise", n),
-            &data,
-            |b, d| {
-                b.iter(|| {
-                    let mut seg = Segmenter::uni(vc, black_box(d)).expect("valid SDU");
-                    let written = seg.write_cells(&mut cells);
-                    let mut done = 0;
-                    for cell in
-                        cells[..written * natm_wire::CELL_LEN].chunks_exact(natm_wire::CELL_LEN)
-                    {
-                        let cell: &[u8; natm_wire::CELL_LEN] =
-                            cell.try_into().expect("chunk of 53");
-                        if let Reassembly::Complete(len) = rx.push_cell(cell) {
-                            done = len;
-                        }
-                    }
-                    assert_eq!(done, d.len());
-                    black_box(rx.sdu());
-                })
-            },
-        );
         g.finish();
     }
 }

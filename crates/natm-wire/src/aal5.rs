@@ -1,5 +1,5 @@
-//! AAL5 (ITU-T I.363.5): the CPCS-PDU, its trailer and CRC-32, segmentation into cells and
-//! reassembly from cells.
+//! AAL5 (ITU-T I.363.5): the CPCS-PDU, its trailer and CRC-32, its receive rules, and
+//! segmentation into cells.
 //!
 //! ```text
 //! | CPCS-SDU 1..65535 | PAD 0..47 | UU | CPI | Length (BE16) | CRC-32 (BE32) |
@@ -7,11 +7,11 @@
 //! ```
 //!
 //! * [`Pdu`] is a zero-copy view of a whole CPCS-PDU, with [`Pdu::check`] applying the
-//!   receive rules of I.363.5 §10.4.
+//!   receive rules of I.363.5 §10.4 ([`check_length`] for those on the Length, which a
+//!   receiver that checks the CRC as the cells come applies alone), giving an [`Aal5Error`]
+//!   that says which rule failed.
 //! * [`Segmenter`] produces the cells of one SDU lazily, straight from the caller's buffer;
 //!   only the last cell marks end of frame (PTI SDU-type 1).
-//! * [`Reassembler`] collects the payloads of one VC's cells and yields an SDU or an
-//!   [`Aal5Error`] that says which rule failed.
 //!
 //! Policy (strict I.363.5, a recorded decision): a PDU is discarded when its CRC is wrong,
 //! its Length is 0 (the abort indication), its Length does not fit the PDU (Length > PDU − 8,
@@ -19,7 +19,9 @@
 //! usbatm instead salvages the trailing frame after a lost end cell and delivers Length-0
 //! PDUs; natm does neither. A zero-length SDU therefore cannot be sent.
 //!
-//! Not here: per-VC reassembly timers, buffer pools and OAM dispatch (natm-aal).
+//! Not here: reassembly. natm's one AAL5 receiver is natm-adapter's (per-VC state, timers,
+//! buffer pools and OAM dispatch, frames written into the application's buffers; its
+//! `Reassembler` takes one VC's cells).
 
 use alloc::vec::Vec;
 use core::fmt;
@@ -249,27 +251,31 @@ impl<T: AsRef<[u8]>> Pdu<T> {
                 received: t.crc,
             });
         }
-        Self::check_length(t.length, self.len(), max_sdu)
-    }
-
-    fn check_length(length: u16, pdu_len: usize, max_sdu: usize) -> Result<usize, Aal5Error> {
-        let n = usize::from(length);
-        if n == 0 {
-            return Err(Aal5Error::Abort);
-        }
-        if n + TRAILER_LEN > pdu_len || pdu_len - n - TRAILER_LEN >= PAYLOAD_LEN {
-            return Err(Aal5Error::Length { length, pdu_len });
-        }
-        if n > max_sdu {
-            return Err(Aal5Error::Oversize { len: n, max_sdu });
-        }
-        Ok(n)
+        check_length(t.length, self.len(), max_sdu)
     }
 
     /// The SDU, after [`check`](Self::check) passed; panics if Length exceeds the PDU.
     pub fn sdu(&self) -> &[u8] {
         &self.buffer.as_ref()[..usize::from(self.trailer().length)]
     }
+}
+
+/// The receive rules of I.363.5 §10.4 on the trailer's Length, once the CRC is right: the SDU
+/// length, or [`Aal5Error::Abort`] for Length 0, [`Aal5Error::Length`] if it does not fit a
+/// PDU of `pdu_len` bytes (Length > PDU − 8, or more than 47 bytes of pad), and
+/// [`Aal5Error::Oversize`] above `max_sdu`, in that order.
+pub fn check_length(length: u16, pdu_len: usize, max_sdu: usize) -> Result<usize, Aal5Error> {
+    let n = usize::from(length);
+    if n == 0 {
+        return Err(Aal5Error::Abort);
+    }
+    if n + TRAILER_LEN > pdu_len || pdu_len - n - TRAILER_LEN >= PAYLOAD_LEN {
+        return Err(Aal5Error::Length { length, pdu_len });
+    }
+    if n > max_sdu {
+        return Err(Aal5Error::Oversize { len: n, max_sdu });
+    }
+    Ok(n)
 }
 
 /// Build the CPCS-PDU of `sdu` into `out` (appended): SDU, zero pad, trailer with CRC.
@@ -530,276 +536,10 @@ impl fmt::Display for SegmentError {
 
 impl core::error::Error for SegmentError {}
 
-/// What pushing one cell into a [`Reassembler`] produced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reassembly {
-    /// More cells are needed.
-    Incomplete,
-    /// An SDU of this many bytes is ready in [`Reassembler::sdu`] until the next push.
-    Complete(usize),
-    /// A PDU was discarded for this reason.
-    Discarded(Aal5Error),
-}
-
-/// Runs of fewer cells are pushed one by one: below 256 bytes the folded CRC costs more
-/// than it saves (measured: a 2-cell SDU 17 % slower through the gather).
-const FOLD_RUN: usize = 6;
-
-/// Reassembles the cells of one VC into SDUs.
-///
-/// Feed it the payloads of the VC's user-data cells in order (OAM and RM cells never enter
-/// reassembly: the caller dispatches on [`Pti`]), one at a time ([`push`](Self::push),
-/// [`push_cell`](Self::push_cell)) or as a run of cells ([`push_cells`](Self::push_cells),
-/// which computes the CRC in the same pass as the copy). It never holds more than
-/// [`pdu_len`]`(max_sdu)` bytes: a PDU that grows past that is discarded at once, and the
-/// cells up to its end-of-frame cell are dropped. The buffer is allocated at that size when
-/// the first cell arrives.
-#[derive(Clone, Debug)]
-pub struct Reassembler {
-    /// `limit` bytes once the first cell has arrived; only `..len` is meaningful.
-    buf: Vec<u8>,
-    /// Bytes of the PDU collected so far.
-    len: usize,
-    /// The CRC register over `buf[..crc_len]` (single pushes leave the CRC to the end of
-    /// the frame, runs of cells fold it into their copy).
-    crc: Crc32,
-    crc_len: usize,
-    max_sdu: usize,
-    limit: usize,
-    discarding: bool,
-    sdu_len: usize,
-}
-
-impl Reassembler {
-    /// A reassembler accepting SDUs up to `max_sdu` bytes (capped at 65535).
-    pub fn new(max_sdu: usize) -> Reassembler {
-        let max_sdu = max_sdu.min(MAX_SDU);
-        Reassembler {
-            buf: Vec::new(),
-            len: 0,
-            crc: Crc32::new(),
-            crc_len: 0,
-            max_sdu,
-            limit: pdu_len(max_sdu),
-            discarding: false,
-            sdu_len: 0,
-        }
-    }
-
-    /// The maximum SDU accepted.
-    pub fn max_sdu(&self) -> usize {
-        self.max_sdu
-    }
-
-    /// The most bytes it will hold.
-    pub fn buffer_limit(&self) -> usize {
-        self.limit
-    }
-
-    /// Bytes of the PDU in progress.
-    pub fn pending(&self) -> usize {
-        self.len
-    }
-
-    /// Forget the PDU in progress (for a reassembly timeout); returns the bytes dropped.
-    pub fn reset(&mut self) -> usize {
-        let n = self.len;
-        self.restart();
-        self.discarding = false;
-        self.sdu_len = 0;
-        n
-    }
-
-    /// Begin an empty PDU.
-    fn restart(&mut self) {
-        self.len = 0;
-        self.crc = Crc32::new();
-        self.crc_len = 0;
-    }
-
-    /// A new cell is in: the SDU the last push completed is forgotten.
-    #[inline]
-    fn forget_delivered(&mut self) {
-        if self.sdu_len != 0 {
-            self.restart();
-            self.sdu_len = 0;
-        }
-    }
-
-    /// Before a cell: [`forget_delivered`](Self::forget_delivered); whether the cell is to
-    /// be dropped because a discarded PDU is still arriving.
-    #[inline]
-    fn begin_cell(&mut self, end_of_frame: bool) -> bool {
-        self.forget_delivered();
-        if self.discarding {
-            if end_of_frame {
-                self.discarding = false;
-            }
-            return true;
-        }
-        false
-    }
-
-    /// Room for one more payload, or the oversize discard.
-    #[inline]
-    fn reserve(&mut self, end_of_frame: bool) -> Result<(), Reassembly> {
-        let end = self.len + PAYLOAD_LEN;
-        if end > self.limit {
-            self.restart();
-            self.discarding = !end_of_frame;
-            return Err(Reassembly::Discarded(Aal5Error::Oversize {
-                len: end,
-                max_sdu: self.max_sdu,
-            }));
-        }
-        self.allocate();
-        Ok(())
-    }
-
-    /// The buffer at its full size, made when the first cell arrives.
-    #[inline]
-    fn allocate(&mut self) {
-        if self.buf.len() < self.limit {
-            self.buf.resize(self.limit, 0);
-        }
-    }
-
-    /// The end-of-frame cell is in: check the PDU.
-    fn end_frame(&mut self) -> Reassembly {
-        let pdu = &self.buf[..self.len];
-        self.crc.update(&pdu[self.crc_len..]);
-        self.crc_len = self.len;
-        let checked = if self.crc.register() == RESIDUE {
-            let t = Pdu::new_unchecked(pdu).trailer();
-            Pdu::<&[u8]>::check_length(t.length, pdu.len(), self.max_sdu)
-        } else {
-            // The slow path, for the error's figures: the CRC without the trailer's field.
-            Pdu::new_unchecked(pdu).check(self.max_sdu)
-        };
-        match checked {
-            Ok(n) => {
-                self.sdu_len = n;
-                Reassembly::Complete(n)
-            }
-            Err(e) => {
-                self.restart();
-                Reassembly::Discarded(e)
-            }
-        }
-    }
-
-    /// Push one cell's 48-byte payload; `end_of_frame` is the PTI's SDU-type bit.
-    #[inline]
-    pub fn push(&mut self, payload: &[u8; PAYLOAD_LEN], end_of_frame: bool) -> Reassembly {
-        if self.begin_cell(end_of_frame) {
-            return Reassembly::Incomplete;
-        }
-        if let Err(discarded) = self.reserve(end_of_frame) {
-            return discarded;
-        }
-        let end = self.len + PAYLOAD_LEN;
-        self.buf[self.len..end].copy_from_slice(payload);
-        self.len = end;
-        if !end_of_frame {
-            return Reassembly::Incomplete;
-        }
-        self.end_frame()
-    }
-
-    /// Push a whole cell: only user-data cells are accepted (anything else is the caller's
-    /// to dispatch, and is ignored here).
-    #[inline]
-    pub fn push_cell(&mut self, cell: &[u8; CELL_LEN]) -> Reassembly {
-        let pti = Pti::from_bits(cell[3] >> 1);
-        if !pti.is_user_data() {
-            return Reassembly::Incomplete;
-        }
-        let payload: &[u8; PAYLOAD_LEN] = cell[HEADER_LEN..].try_into().expect("53 - 5 = 48");
-        self.push(payload, pti.is_end_of_frame())
-    }
-
-    /// Push a run of cells, 53 bytes each back to back (a trailing part cell is ignored):
-    /// the same as [`push_cell`](Self::push_cell) on each in turn, but the payloads are
-    /// copied and the CRC computed in one pass. Stops after the first cell that completes or
-    /// discards a PDU, so that its SDU can be read; returns how many cells it took and that
-    /// outcome (`Incomplete` when it took them all without one).
-    pub fn push_cells(&mut self, cells: &[u8]) -> (usize, Reassembly) {
-        let cells = &cells[..cells.len() / CELL_LEN * CELL_LEN];
-        let mut taken = 0;
-        while taken * CELL_LEN < cells.len() {
-            let rest = &cells[taken * CELL_LEN..];
-            // The user-data cells up to the first end of frame.
-            let mut run = 0;
-            let mut end_of_frame = false;
-            for cell in rest.chunks_exact(CELL_LEN) {
-                let pti = Pti::from_bits(cell[3] >> 1);
-                if !pti.is_user_data() {
-                    break;
-                }
-                run += 1;
-                if pti.is_end_of_frame() {
-                    end_of_frame = true;
-                    break;
-                }
-            }
-            if run == 0 {
-                // Not user data: ignored, as push_cell does.
-                taken += 1;
-                continue;
-            }
-            self.forget_delivered();
-            if self.discarding {
-                // The rest of a discarded PDU: dropped up to its end of frame.
-                self.discarding = !end_of_frame;
-                taken += run;
-                continue;
-            }
-            if self.len + run * PAYLOAD_LEN > self.limit || run < FOLD_RUN {
-                // The PDU outgrows the buffer within this run, or the run is too short for
-                // the folded copy to pay: cell by cell, as push_cell.
-                for cell in rest.chunks_exact(CELL_LEN).take(run) {
-                    taken += 1;
-                    let cell = cell.try_into().expect("chunks_exact gives CELL_LEN");
-                    let outcome = self.push_cell(cell);
-                    if outcome != Reassembly::Incomplete {
-                        return (taken, outcome);
-                    }
-                }
-                continue;
-            }
-            self.allocate();
-            let start = self.len;
-            let end = start + run * PAYLOAD_LEN;
-            // Bring the CRC up to the copy (single pushes before this run leave it behind),
-            // then fold the run into it as it is copied.
-            self.crc.update(&self.buf[self.crc_len..start]);
-            let (copied, register) = natm_clmul::gather_payloads(
-                self.crc.register(),
-                &rest[..run * CELL_LEN],
-                &mut self.buf[start..end],
-            );
-            debug_assert_eq!(copied, run);
-            self.crc = Crc32::from_register(register);
-            self.crc_len = end;
-            self.len = end;
-            taken += run;
-            if end_of_frame {
-                return (taken, self.end_frame());
-            }
-        }
-        (taken, Reassembly::Incomplete)
-    }
-
-    /// The SDU completed by the last push (empty otherwise).
-    pub fn sdu(&self) -> &[u8] {
-        &self.buf[..self.sdu_len]
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cell::{Cell, hec};
+    use crate::cell::Cell;
     use proptest::prelude::*;
 
     fn vc(vpi: u32, vci: u32) -> VcId {
@@ -914,124 +654,6 @@ mod tests {
     }
 
     #[test]
-    fn reassemble_every_error() {
-        let sdu: Vec<u8> = (0..100u8).collect();
-        let cells: Vec<_> = Segmenter::uni(vc(0, 32), &sdu).unwrap().collect();
-        let mut r = Reassembler::new(MAX_SDU);
-        assert_eq!(r.push_cell(&cells[0]), Reassembly::Incomplete);
-        assert_eq!(r.push_cell(&cells[1]), Reassembly::Incomplete);
-        assert_eq!(r.push_cell(&cells[2]), Reassembly::Complete(100));
-        assert_eq!(r.sdu(), &sdu[..]);
-
-        // CRC: a payload bit flip.
-        let mut bad = cells.clone();
-        bad[1][20] ^= 0x01;
-        for c in &bad[..2] {
-            assert_eq!(r.push_cell(c), Reassembly::Incomplete);
-        }
-        assert!(matches!(
-            r.push_cell(&bad[2]),
-            Reassembly::Discarded(Aal5Error::Crc { .. })
-        ));
-        assert_eq!(r.pending(), 0);
-
-        // Length: a lost middle cell leaves a PDU shorter than Length.
-        r.push_cell(&cells[0]);
-        assert_eq!(
-            r.push_cell(&cells[2]),
-            Reassembly::Discarded(Aal5Error::Crc {
-                computed: Pdu::new_unchecked(&[&cells[0][5..], &cells[2][5..]].concat()[..])
-                    .computed_crc(),
-                received: trailer_for(&sdu, 0, 0).unwrap().crc
-            })
-        );
-
-        // Length with a good CRC: a PDU claiming 100 bytes in one cell.
-        let mut one = [0u8; 48];
-        one[40..44].copy_from_slice(&[0, 0, 0, 100]);
-        let crc = crate::crc32::crc32(&one[..44]);
-        one[44..].copy_from_slice(&crc.to_be_bytes());
-        assert_eq!(
-            r.push(&one, true),
-            Reassembly::Discarded(Aal5Error::Length {
-                length: 100,
-                pdu_len: 48
-            })
-        );
-
-        // Pad > 47: 3 cells carrying a 10-byte SDU.
-        let mut three = [0u8; 144];
-        three[136..140].copy_from_slice(&[0, 0, 0, 10]);
-        let crc = crate::crc32::crc32(&three[..140]);
-        three[140..].copy_from_slice(&crc.to_be_bytes());
-        r.push(three[..48].try_into().unwrap(), false);
-        r.push(three[48..96].try_into().unwrap(), false);
-        assert_eq!(
-            r.push(three[96..].try_into().unwrap(), true),
-            Reassembly::Discarded(Aal5Error::Length {
-                length: 10,
-                pdu_len: 144
-            })
-        );
-    }
-
-    #[test]
-    fn reassembler_oversize_and_limit() {
-        let sdu = vec![7u8; 200];
-        let cells: Vec<_> = Segmenter::uni(vc(0, 32), &sdu).unwrap().collect();
-        let mut r = Reassembler::new(100);
-        assert_eq!(r.buffer_limit(), 144);
-        let mut verdicts = Vec::new();
-        for c in &cells {
-            verdicts.push(r.push_cell(c));
-            assert!(r.pending() <= r.buffer_limit());
-        }
-        assert_eq!(
-            verdicts[3],
-            Reassembly::Discarded(Aal5Error::Oversize {
-                len: 192,
-                max_sdu: 100
-            })
-        );
-        assert!(
-            verdicts
-                .iter()
-                .all(|v| !matches!(v, Reassembly::Complete(_)))
-        );
-        // After the oversize frame's last cell, the next frame is reassembled.
-        let ok: Vec<_> = Segmenter::uni(vc(0, 32), &sdu[..50]).unwrap().collect();
-        r.push_cell(&ok[0]);
-        assert_eq!(r.push_cell(&ok[1]), Reassembly::Complete(50));
-
-        // Length within the PDU but above max_sdu.
-        let mut r = Reassembler::new(45);
-        let c: Vec<_> = Segmenter::uni(vc(0, 32), &sdu[..50]).unwrap().collect();
-        r.push_cell(&c[0]);
-        assert_eq!(
-            r.push_cell(&c[1]),
-            Reassembly::Discarded(Aal5Error::Oversize {
-                len: 50,
-                max_sdu: 45
-            })
-        );
-    }
-
-    #[test]
-    fn oam_cells_do_not_enter_reassembly() {
-        let mut cell = [0u8; CELL_LEN];
-        let h = CellHeader {
-            pti: Pti::EndToEndF5,
-            ..CellHeader::data(vc(1, 100), false)
-        };
-        h.emit(&mut Cell::new_unchecked(&mut cell[..]), HeaderFormat::Uni)
-            .unwrap();
-        let mut r = Reassembler::new(MAX_SDU);
-        assert_eq!(r.push_cell(&cell), Reassembly::Incomplete);
-        assert_eq!(r.pending(), 0);
-        assert_eq!(cell[4], hec([0x00, 0x10, 0x06, 0x4A]));
-    }
-
-    #[test]
     fn segmenter_keeps_efci_and_clp() {
         let h = CellHeader {
             pti: Pti::UserData {
@@ -1060,119 +682,26 @@ mod tests {
         );
     }
 
-    /// A stream of cells on one VC: whole PDUs, some with a corrupted byte, a lost cell, an
-    /// OAM cell slipped in, or longer than the receiver takes.
-    fn messy_stream(sdus: &[(Vec<u8>, u8)]) -> Vec<u8> {
-        let mut stream = Vec::new();
-        for (sdu, damage) in sdus {
-            let mut cells: Vec<[u8; CELL_LEN]> = Segmenter::uni(vc(0, 100), sdu).unwrap().collect();
-            let at = usize::from(*damage) % cells.len();
-            match damage % 5 {
-                0 => cells[at][5 + usize::from(*damage) % 48] ^= 0x10,
-                1 if cells.len() > 1 => {
-                    cells.remove(at);
-                }
-                2 => {
-                    let mut oam = cells[at];
-                    oam[3] = (oam[3] & 0xF1) | (5 << 1); // PTI 101: end-to-end F5 OAM
-                    cells.insert(at, oam);
-                }
-                _ => {}
-            }
-            stream.extend(cells.iter().flatten());
-        }
-        stream
-    }
-
-    /// Every outcome that is not `Incomplete`, with the cell it came at and the SDU.
-    type Outcomes = Vec<(usize, Reassembly, Vec<u8>)>;
-
-    fn one_by_one(stream: &[u8], max_sdu: usize) -> Outcomes {
-        let mut r = Reassembler::new(max_sdu);
-        let mut out = Vec::new();
-        for (i, cell) in stream.chunks_exact(CELL_LEN).enumerate() {
-            let outcome = r.push_cell(cell.try_into().unwrap());
-            if outcome != Reassembly::Incomplete {
-                out.push((i, outcome, r.sdu().to_vec()));
-            }
-        }
-        out
-    }
-
-    fn in_batches(stream: &[u8], max_sdu: usize, batches: &[usize]) -> Outcomes {
-        let mut r = Reassembler::new(max_sdu);
-        let mut out = Vec::new();
-        let (mut at, mut b) = (0, 0);
-        let cells = stream.len() / CELL_LEN;
-        while at < cells {
-            let len = batches[b % batches.len()].min(cells - at);
-            b += 1;
-            let mut batch = &stream[at * CELL_LEN..(at + len) * CELL_LEN];
-            while !batch.is_empty() {
-                let (taken, outcome) = r.push_cells(batch);
-                assert!(
-                    taken > 0,
-                    "push_cells took nothing from {} cells",
-                    batch.len() / CELL_LEN
-                );
-                at += taken;
-                if outcome != Reassembly::Incomplete {
-                    out.push((at - 1, outcome, r.sdu().to_vec()));
-                }
-                batch = &batch[taken * CELL_LEN..];
-            }
-        }
-        out
-    }
-
-    proptest! {
-        #[test]
-        fn push_cells_equals_push_cell_one_by_one(
-            sdus in proptest::collection::vec((proptest::collection::vec(any::<u8>(), 1..1500), any::<u8>()), 1..12),
-            batches in proptest::collection::vec(1usize..40, 1..8),
-            max_sdu in prop_oneof![Just(MAX_SDU), 1usize..1200],
-        ) {
-            let stream = messy_stream(&sdus);
-            let want = one_by_one(&stream, max_sdu);
-            prop_assert_eq!(in_batches(&stream, max_sdu, &batches), want);
-        }
-
-        #[test]
-        fn push_cells_after_single_pushes(sdu in proptest::collection::vec(any::<u8>(), 1..3000), split: usize) {
-            // Single pushes leave the CRC for the end; a run after them catches it up.
-            let cells: Vec<[u8; CELL_LEN]> = Segmenter::uni(vc(0, 100), &sdu).unwrap().collect();
-            let split = split % cells.len();
-            let mut r = Reassembler::new(MAX_SDU);
-            for c in &cells[..split] {
-                prop_assert_eq!(r.push_cell(c), Reassembly::Incomplete);
-            }
-            let rest: Vec<u8> = cells[split..].iter().flatten().copied().collect();
-            prop_assert_eq!(r.push_cells(&rest), (cells.len() - split, Reassembly::Complete(sdu.len())));
-            prop_assert_eq!(r.sdu(), &sdu[..]);
-        }
-    }
-
     proptest! {
         #[test]
         fn round_trip(sdu in proptest::collection::vec(any::<u8>(), 1..3000), uu: u8, cpi: u8) {
+            // Reassembly of the cells is natm-adapter's (its `Reassembler` has this test too).
             let h = CellHeader::data(vc(3, 77), false);
             let seg = Segmenter::new(h, HeaderFormat::Uni, &sdu, uu, cpi).unwrap();
             prop_assert_eq!(seg.total_cells(), cell_count(sdu.len()));
-            let mut r = Reassembler::new(MAX_SDU);
-            let mut out = None;
+            let mut payloads = Vec::new();
             for c in seg {
                 prop_assert!(Cell::new_checked(&c[..]).unwrap().verify_hec());
-                if let Reassembly::Complete(n) = r.push_cell(&c) {
-                    out = Some((n, r.sdu().to_vec()));
-                }
+                payloads.extend_from_slice(&c[HEADER_LEN..]);
             }
-            prop_assert_eq!(out, Some((sdu.len(), sdu.clone())));
             let mut pdu = Vec::new();
             let t = encode_pdu(&sdu, uu, cpi, &mut pdu).unwrap();
+            prop_assert_eq!(&payloads, &pdu);
             let view = Pdu::new_checked(&pdu[..]).unwrap();
             prop_assert!(view.verify_crc());
             prop_assert_eq!(view.trailer(), t);
             prop_assert_eq!(view.check(MAX_SDU), Ok(sdu.len()));
+            prop_assert_eq!(view.sdu(), &sdu[..]);
         }
 
         #[test]
@@ -1209,30 +738,6 @@ mod tests {
             got.extend_from_slice(&rest);
             prop_assert_eq!(seg.remaining(), 0);
             prop_assert_eq!(got, want);
-        }
-
-        #[test]
-        fn never_delivers_corrupt(sdu in proptest::collection::vec(any::<u8>(), 1..500), byte in any::<prop::sample::Index>(), bit in 0u8..8) {
-            let mut cells: Vec<_> = Segmenter::uni(vc(0, 40), &sdu).unwrap().collect();
-            let n = cells.len() * PAYLOAD_LEN;
-            let i = byte.index(n);
-            cells[i / PAYLOAD_LEN][HEADER_LEN + i % PAYLOAD_LEN] ^= 1 << bit;
-            let mut r = Reassembler::new(MAX_SDU);
-            for c in &cells {
-                prop_assert!(!matches!(r.push_cell(c), Reassembly::Complete(_)));
-            }
-        }
-
-        #[test]
-        fn arbitrary_cells_never_panic_or_overflow(cells in proptest::collection::vec((any::<[u8; 48]>(), any::<bool>()), 0..200), max in 1usize..2000) {
-            let mut r = Reassembler::new(max);
-            for (p, eof) in &cells {
-                if let Reassembly::Complete(n) = r.push(p, *eof) {
-                    prop_assert!(n <= max);
-                    prop_assert_eq!(r.sdu().len(), n);
-                }
-                prop_assert!(r.pending() <= r.buffer_limit());
-            }
         }
     }
 }

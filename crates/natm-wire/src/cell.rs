@@ -548,17 +548,50 @@ pub struct HecStats {
 }
 
 /// The I.432 header-error receiver: corrects one bit in correction mode, then drops to
-/// detection mode until an error-free header arrives.
-#[derive(Clone, Debug, Default)]
+/// detection mode until an error-free header arrives. This is natm's one implementation of
+/// it (the switch, the host daemon and the adapter run it).
+///
+/// It keeps the last header it found valid: a header equal to it is valid without computing
+/// a syndrome, since cells of a VC come in runs. [`check`](Self::check) takes a bare header;
+/// [`valid_run`](Self::valid_run) lets a caller that compared a run of headers with
+/// [`last_valid`](Self::last_valid) itself count them.
+#[derive(Clone, Debug)]
 pub struct HecReceiver {
     mode: HecMode,
+    /// Whether single-bit errors are corrected in correction mode ([`detect_only`]
+    /// discards every errored header).
+    ///
+    /// [`detect_only`]: Self::detect_only
+    corrects: bool,
+    last_valid: [u8; HEADER_LEN],
     stats: HecStats,
+}
+
+impl Default for HecReceiver {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl HecReceiver {
     /// A receiver in correction mode.
     pub fn new() -> Self {
-        Self::default()
+        HecReceiver {
+            mode: HecMode::Correction,
+            corrects: true,
+            // The unassigned cell's header: a valid one.
+            last_valid: [0, 0, 0, 0, hec([0; 4])],
+            stats: HecStats::default(),
+        }
+    }
+
+    /// A receiver that corrects nothing: any header error discards the cell (the modes
+    /// still change as I.432 says, so [`mode`](Self::mode) reads as for [`new`](Self::new)).
+    pub fn detect_only() -> Self {
+        HecReceiver {
+            corrects: false,
+            ..Self::new()
+        }
     }
 
     /// The current mode.
@@ -571,20 +604,41 @@ impl HecReceiver {
         self.stats
     }
 
+    /// The last header found valid.
+    #[inline]
+    pub fn last_valid(&self) -> [u8; HEADER_LEN] {
+        self.last_valid
+    }
+
     /// Check (and if allowed, correct in place) the header of `cell`.
     pub fn receive<T: AsRef<[u8]> + AsMut<[u8]>>(&mut self, cell: &mut Cell<T>) -> HecVerdict {
-        let syndrome = cell.hec_syndrome();
+        let mut header = cell.header_bytes();
+        let verdict = self.check(&mut header);
+        if let HecVerdict::Corrected { .. } = verdict {
+            cell.buffer.as_mut()[..HEADER_LEN].copy_from_slice(&header);
+        }
+        verdict
+    }
+
+    /// Check (and if allowed, correct in place) a bare header.
+    #[inline]
+    pub fn check(&mut self, header: &mut [u8; HEADER_LEN]) -> HecVerdict {
+        if *header == self.last_valid {
+            self.valid_run(1);
+            return HecVerdict::Valid;
+        }
+        let syndrome = hec_syndrome(*header);
         let verdict = match (syndrome, self.mode) {
             (0, _) => {
                 self.mode = HecMode::Correction;
+                self.last_valid = *header;
                 HecVerdict::Valid
             }
             (s, HecMode::Correction) => {
                 self.mode = HecMode::Detection;
-                match syndrome_bit(s) {
+                match syndrome_bit(s).filter(|_| self.corrects) {
                     Some(bit) => {
-                        let b = cell.buffer.as_mut();
-                        b[usize::from(bit / 8)] ^= 0x80 >> (bit % 8);
+                        header[usize::from(bit / 8)] ^= 0x80 >> (bit % 8);
                         HecVerdict::Corrected { bit }
                     }
                     None => HecVerdict::Discarded { syndrome: s },
@@ -598,6 +652,14 @@ impl HecReceiver {
             HecVerdict::Discarded { .. } => self.stats.discarded += 1,
         }
         verdict
+    }
+
+    /// `n` more headers equal to [`last_valid`](Self::last_valid) arrived (the caller
+    /// compared them): they are valid.
+    #[inline]
+    pub fn valid_run(&mut self, n: u64) {
+        self.mode = HecMode::Correction;
+        self.stats.valid += n;
     }
 }
 
@@ -819,6 +881,38 @@ mod tests {
                 discarded: 2
             }
         );
+    }
+
+    #[test]
+    fn detect_only_discards_every_error() {
+        let good = [0x00, 0x10, 0x06, 0x40, 0x4E];
+        let mut rx = HecReceiver::detect_only();
+        let mut one_bit = [0x00, 0x10, 0x07, 0x40, 0x4E];
+        assert!(matches!(
+            rx.check(&mut one_bit),
+            HecVerdict::Discarded { .. }
+        ));
+        assert_eq!((one_bit[2], rx.mode()), (0x07, HecMode::Detection));
+        assert_eq!(rx.check(&mut good.clone()), HecVerdict::Valid);
+        assert_eq!(rx.mode(), HecMode::Correction);
+        assert_eq!((rx.stats().corrected, rx.stats().discarded), (0, 1));
+    }
+
+    #[test]
+    fn the_last_valid_header_and_runs_of_it() {
+        let mut rx = HecReceiver::new();
+        let mut h = [0x00, 0x10, 0x06, 0x40, 0x4E];
+        assert_eq!(rx.check(&mut h), HecVerdict::Valid);
+        assert_eq!(rx.last_valid(), h);
+        // An errored header does not replace it; a run of it returns to correction mode.
+        let mut bad = [0x00, 0x10, 0x06, 0x40, 0x4F];
+        assert_eq!(rx.check(&mut bad), HecVerdict::Corrected { bit: 39 });
+        assert_eq!(rx.last_valid(), h);
+        assert_eq!(rx.mode(), HecMode::Detection);
+        rx.valid_run(3);
+        assert_eq!(rx.mode(), HecMode::Correction);
+        assert_eq!(rx.check(&mut h), HecVerdict::Valid);
+        assert_eq!(rx.stats().valid, 5);
     }
 
     proptest! {

@@ -7,7 +7,7 @@
 //! emission buffer.
 //!
 //! * [`cell`]: the 53-byte cell, UNI and NNI headers, PTI/CLP, HEC and the I.432 receiver.
-//! * [`aal5`]: the AAL5 CPCS-PDU (I.363.5): trailer, CRC-32, segmentation and reassembly.
+//! * [`aal5`]: the AAL5 CPCS-PDU (I.363.5): trailer, CRC-32, receive rules, segmentation.
 //! * [`oam`]: OAM F4/F5 cells (I.610): AIS, RDI, continuity check, loopback, CRC-10.
 //! * [`rm`]: the ABR rate format of RM cells.
 //! * [`llc`]: RFC 2684 encapsulations (LLC/SNAP routed and bridged, VC-mux).
@@ -16,17 +16,19 @@
 //!
 //! ```
 //! use natm_core::VcId;
-//! use natm_wire::aal5::{Reassembler, Reassembly, Segmenter, MAX_SDU};
+//! use natm_wire::aal5::{Pdu, Segmenter, MAX_SDU};
 //!
-//! // Segment an SDU into cells on VC 1.100, then reassemble it.
+//! // Segment an SDU into cells on VC 1.100, then check the PDU its payloads make.
 //! let vc = VcId::uni(1, 100).unwrap();
 //! let cells: Vec<[u8; 53]> = Segmenter::uni(vc, b"hello").unwrap().collect();
 //! assert_eq!(&cells[0][..5], &[0x00, 0x10, 0x06, 0x42, 0x40]); // PTI 001: last cell
 //!
-//! let mut rx = Reassembler::new(MAX_SDU);
-//! assert_eq!(rx.push_cell(&cells[0]), Reassembly::Complete(5));
-//! assert_eq!(rx.sdu(), b"hello");
+//! let pdu = Pdu::new_checked(&cells[0][5..]).unwrap();
+//! assert_eq!(pdu.check(MAX_SDU), Ok(5));
+//! assert_eq!(pdu.sdu(), b"hello");
 //! ```
+//!
+//! Reassembly (per-VC state, timers, buffers) is natm-adapter's.
 //!
 //! This crate is pure: no I/O, clocks or randomness. It builds without `std` when the
 //! default `std` feature is off (then the AAL5 CRC uses a table instead of carry-less
@@ -45,6 +47,6 @@ pub mod llc;
 pub mod oam;
 pub mod rm;
 
-pub use aal5::{Reassembler, Reassembly, Segmenter};
+pub use aal5::Segmenter;
 pub use cell::{CELL_LEN, Cell, CellHeader, HEADER_LEN, HecReceiver, HecVerdict, PAYLOAD_LEN, Pti};
 pub use oam::{OamFlow, OamRepr};

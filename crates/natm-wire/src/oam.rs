@@ -90,7 +90,7 @@ impl OamFlow {
     /// The flow of a cell with this header, if it is an OAM cell. F4 cells are those on VCI
     /// 3 or 4 whose PTI is user data without the SDU-type bit, as Wireshark classifies them.
     /// This is the labelling rule (captures, `natm dump`); a receiver routes *every* VCI 3/4
-    /// cell to its OAM handling (natm-aal does), since I.361 reserves those VCIs for F4.
+    /// cell to its OAM handling (natm-adapter does), since I.361 reserves those VCIs for F4.
     pub fn of(header: &CellHeader) -> Option<OamFlow> {
         match header.pti {
             Pti::SegmentF5 => Some(OamFlow::F5Segment),

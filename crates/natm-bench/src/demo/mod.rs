@@ -15,11 +15,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use natm_adapter::Reassembler;
 use natm_capture::{CellRecord, LinkType, Record, RecordKind, Writer};
 use natm_core::qos::Qos;
 use natm_core::{PvcAddr, VcId};
 use natm_switchd::client::{Client, ClientError, Connect};
-use natm_wire::aal5::{self, MAX_SDU, Reassembler, Segmenter};
+use natm_wire::aal5::{self, MAX_SDU, Segmenter};
 
 use crate::Error;
 use crate::stats::{Spread, quantile};
@@ -314,7 +315,7 @@ pub fn copy_vs_aal5() -> (Spread, Spread) {
     let mut dst = vec![0u8; N];
     let mut cells = vec![0u8; aal5::cell_count(N) * 53];
     let vc = VcId::uni(0, 100).expect("valid VC");
-    let mut rx = Reassembler::new(MAX_SDU);
+    let mut rx = Reassembler::new(vc, MAX_SDU).expect("a valid max_sdu");
     let mut copy_rates = Vec::new();
     let mut aal5_rates = Vec::new();
     let round = Duration::from_millis(60);
@@ -326,10 +327,8 @@ pub fn copy_vs_aal5() -> (Spread, Spread) {
         aal5_rates.push(rate(N, round, || {
             let mut seg = Segmenter::uni(vc, std::hint::black_box(&sdu)).expect("valid SDU");
             let n = seg.write_cells(&mut cells);
-            for c in cells[..n * 53].chunks_exact(53) {
-                let c: &[u8; 53] = c.try_into().expect("53-byte chunk");
-                std::hint::black_box(rx.push_cell(c));
-            }
+            let (whole, _) = cells[..n * 53].as_chunks::<53>();
+            std::hint::black_box(rx.push_cells(whole));
         }));
     }
     (Spread::of(copy_rates), Spread::of(aal5_rates))

@@ -3,13 +3,14 @@
 
 use std::path::{Path, PathBuf};
 
+use natm_adapter::{Reassembler, Reassembly};
 use natm_bench::demo::layers::{self as work, VBR_TEXT};
 use natm_bench::stats::Spread;
 use natm_capture::{CellRecord, LinkType, Record, RecordKind, summarize};
 use natm_core::qos::Qos;
 use natm_core::{HeaderFormat, VcId};
 use natm_traffic::policer::Verdict;
-use natm_wire::aal5::{self, MAX_SDU, Reassembler, Reassembly, Segmenter};
+use natm_wire::aal5::{self, MAX_SDU, Segmenter};
 use natm_wire::cell::{Cell, CellHeader, HecReceiver, HecVerdict};
 use natm_wire::oam::{Loopback, OamCell, OamFlow, OamRepr};
 
@@ -96,7 +97,7 @@ pub(super) fn layers(pcap: Option<PathBuf>, no_measure: bool) -> CmdResult {
     stamp(RecordKind::Cell(CellRecord::from_cell(&two)));
 
     heading("4. Reassembly, and the AAL5 CRC catching damage");
-    let mut reasm = Reassembler::new(MAX_SDU);
+    let mut reasm = Reassembler::new(vc, MAX_SDU).expect("a valid max_sdu");
     let delivered = feed(&mut reasm, cells.iter());
     println!("  all cells               -> {delivered}");
     let mut flipped = cells.clone();
