@@ -9,7 +9,7 @@
 //!   over shm, UDP or atmtcp, beside kernel TCP over loopback ([`link`]).
 //! * `natm perf rr`: request/response latency quantiles and transaction rate ([`rr`]);
 //!   `natm perf stream`: one-way goodput over a sweep of message sizes, with a PNG plot
-//!   ([`stream`], [`plot`](crate::cmd::plot)). Both measure a natm-bench transport: natm, or the kernel's
+//!   ([`stream`], [`natm_bench::plot`]). Both measure a natm-bench transport: natm, or the kernel's
 //!   UDP, TCP and Unix `SOCK_SEQPACKET` loopback, measured beside natm in the same run
 //!   ([`transport`] holds their options); `natm perf baseline udp|tcp|unix rr|stream`
 //!   measures one of them alone.

@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use natm_bench::paths::{self, Figures, Plan, Report, Row};
+use natm_bench::plot::{self, Series};
 use natm_bench::stream::DEFAULT_SWEEP;
 use natm_bench::transport::{self, AAL5_MAX, DataPath, Kind};
 
 use crate::cmd::lab;
-use crate::cmd::plot::{self, Series};
 use crate::{CliError, CmdResult};
 
 const MAX_COUNT: u64 = 100_000_000;

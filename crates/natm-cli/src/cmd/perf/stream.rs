@@ -5,11 +5,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use natm_bench::plot::{self, Series};
 use natm_bench::stream::{self, DEFAULT_SWEEP, Report};
 use natm_bench::transport::{STREAM_MAX, Targets};
 
 use super::transport::{CpuArgs, TargetArgs};
-use crate::cmd::plot::{self, Series};
 use crate::{CliError, CmdResult};
 
 /// Arguments of `natm perf stream`.
