@@ -1,7 +1,7 @@
 //! `natm perf`: measurements of natm's parts on this machine, each beside a baseline
 //! measured in the same run. The engines are natm-bench's ([`natm_bench`]); each module
 //! here parses its subcommand's options into the engine's plan and prints its report as
-//! a table or as JSON (`--json`).
+//! the report's own table (each natm-bench report's `table`) or as JSON (`--json`).
 //!
 //! * `natm perf wakeup`: how long from a cell's arrival until the application runs, in
 //!   each notification mode, beside raw eventfd and signal wake-ups ([`wakeup`]).
@@ -99,14 +99,14 @@ pub(crate) fn failure(e: natm_bench::Error) -> CliError {
 pub(crate) fn print_report<R: serde::Serialize>(
     json: bool,
     report: &R,
-    table: impl FnOnce(&R),
+    table: impl FnOnce(&R) -> String,
 ) -> CmdResult {
     if json {
         let text = serde_json::to_string_pretty(report)
             .map_err(|e| CliError::failure(format!("JSON: {e}")))?;
         println!("{text}");
     } else {
-        table(report);
+        print!("{}", table(report));
     }
     Ok(())
 }
