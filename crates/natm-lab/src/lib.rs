@@ -22,8 +22,9 @@
 //!
 //! # What it is not
 //!
-//! Not a command line (no options, no tables: that is `natm lab` and `natm stat` in
-//! natm-cli), not the daemons (natm-switchd, natm-host), and not the topology's parser
+//! Not a command line (no options, no printing: that is `natm lab` and `natm stat` in
+//! natm-cli, which print a daemon's status as [`DaemonStatus::one_line`] or
+//! [`DaemonStatus::table`] renders it), not the daemons (natm-switchd, natm-host), and not the topology's parser
 //! (natm-topology). It asks a daemon only whether its socket accepts a connection and,
 //! from [`Daemon::status`], for its status.
 //!
@@ -43,6 +44,7 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 mod lab;
+mod render;
 mod state;
 pub mod topology;
 

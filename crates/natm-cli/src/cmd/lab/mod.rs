@@ -263,7 +263,7 @@ fn status(args: StatusArgs) -> CmdResult {
             "NOT RUNNING"
         };
         let summary = match r {
-            Ok(v) => crate::cmd::stat::one_line(v),
+            Ok(v) => v.one_line(),
             Err(e) => format!("no answer: {e}"),
         };
         println!(
