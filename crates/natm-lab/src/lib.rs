@@ -49,6 +49,7 @@ mod state;
 pub mod topology;
 
 pub use lab::{OwnedLab, down, restart, start};
+pub use render::{stat_json, stat_table};
 pub use state::{
     Daemon, DaemonStatus, LabState, StatusError, is_our_daemon, load_state, runtime_dir,
 };

@@ -1,13 +1,19 @@
-//! The text of `natm stat` and `natm lab status`: a daemon's status as one line
-//! ([`DaemonStatus::one_line`]) or as its table ([`DaemonStatus::table`]).
+//! The text of `natm stat` and `natm lab`: a daemon's status as one line
+//! ([`DaemonStatus::one_line`]) or as its table ([`DaemonStatus::table`]); the lab as
+//! `natm lab up` and `natm lab status` print it ([`LabState::up_table`],
+//! [`LabState::status_table`]) and as their JSON ([`LabState::json`],
+//! [`LabState::status_json`]); every daemon's answer as `natm stat` prints it
+//! ([`stat_table`], [`stat_json`]).
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use natm::HostStatus;
 use natm_switchd::client::SwitchStatus;
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use crate::DaemonStatus;
+use crate::topology::Topology;
+use crate::{Daemon, DaemonStatus, LabState, is_our_daemon};
 
 impl DaemonStatus {
     /// A one-line summary: ports up, cross-connects and memory of a switch; link, channels
@@ -42,6 +48,153 @@ impl DaemonStatus {
             DaemonStatus::Host(v) => host_table(name, v),
         }
     }
+}
+
+impl LabState {
+    /// The lab as `natm lab up --json` prints it: its directory and daemons, each with
+    /// whether it is still running.
+    pub fn json(&self) -> Value {
+        json!({
+            "dir": self.dir,
+            "daemons": self.daemons.iter().map(|d| json!({
+                "name": d.name,
+                "role": d.role,
+                "pid": d.pid,
+                "alive": is_our_daemon(d.pid, &d.config),
+                "socket": d.socket,
+                "log": d.log,
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    /// What `natm lab up` prints of the lab it started in `dir` from `topo`: the daemons
+    /// with their sockets, the PVCs, and commands to try.
+    pub fn up_table(&self, dir: &Path, topo: &Topology) -> String {
+        let mut t = String::new();
+        let _ = writeln!(t, "lab up in {}", dir.display());
+        for d in &self.daemons {
+            let _ = writeln!(
+                t,
+                "  {:<6} {:<6} pid {:<7} socket {}",
+                d.name,
+                d.role,
+                d.pid,
+                d.socket.display()
+            );
+        }
+        let _ = writeln!(t, "PVCs: {}", summarize_pvcs(topo));
+        let _ = writeln!(
+            t,
+            "try: natm ping 0.100   natm perf rr   natm stat   natm lab down"
+        );
+        t
+    }
+
+    /// `natm lab status --json`: [`LabState::json`] with each daemon's status (`details`,
+    /// in the order of the daemons), or why it did not answer.
+    pub fn status_json(&self, details: &[Result<DaemonStatus, String>]) -> Value {
+        let mut out = self.json();
+        out["status"] = Value::Array(
+            details
+                .iter()
+                .map(|r| match r {
+                    Ok(v) => json!(v),
+                    Err(e) => json!({ "error": e }),
+                })
+                .collect(),
+        );
+        out
+    }
+
+    /// What `natm lab status` prints of the lab in `dir`: one line per daemon, whether it
+    /// runs, and its status's summary from `details` (in the order of the daemons).
+    pub fn status_table(&self, dir: &Path, details: &[Result<DaemonStatus, String>]) -> String {
+        let mut t = String::new();
+        let _ = writeln!(t, "lab in {}", dir.display());
+        for (d, r) in self.daemons.iter().zip(details) {
+            let alive = if is_our_daemon(d.pid, &d.config) {
+                "running"
+            } else {
+                "NOT RUNNING"
+            };
+            let summary = match r {
+                Ok(v) => v.one_line(),
+                Err(e) => format!("no answer: {e}"),
+            };
+            let _ = writeln!(
+                t,
+                "  {:<6} {:<6} pid {:<7} {alive:<11} {summary}",
+                d.name, d.role, d.pid
+            );
+        }
+        t
+    }
+}
+
+fn summarize_pvcs(topo: &Topology) -> String {
+    let mut groups: Vec<(String, String, String, Vec<u16>)> = Vec::new();
+    for p in &topo.pvcs {
+        match groups.last_mut() {
+            Some((a, b, q, v)) if *a == p.a && *b == p.b && *q == p.qos => v.push(p.vc.vci.get()),
+            _ => groups.push((
+                p.a.clone(),
+                p.b.clone(),
+                p.qos.clone(),
+                vec![p.vc.vci.get()],
+            )),
+        }
+    }
+    if groups.is_empty() {
+        return "none".into();
+    }
+    groups
+        .iter()
+        .map(|(a, b, q, v)| {
+            let range = match (v.first(), v.last()) {
+                (Some(f), Some(l)) if f != l => format!("0.{f}-0.{l}"),
+                (Some(f), _) => format!("0.{f}"),
+                _ => String::new(),
+            };
+            format!("{a} <-> {b} {range} {q}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What `natm stat` prints of the daemons' `answers`: each status's table
+/// ([`DaemonStatus::table`]), or one line saying why the daemon did not answer.
+pub fn stat_table(answers: &[(&Daemon, Result<DaemonStatus, String>)]) -> String {
+    let mut t = String::new();
+    for (d, r) in answers {
+        match r {
+            Ok(status) => t.push_str(&status.table(&d.name)),
+            Err(e) => {
+                let _ = writeln!(t, "{} {}: no answer: {e}", d.role, d.name);
+            }
+        }
+    }
+    t
+}
+
+/// `natm stat --json`: the lab's directory, then the switches' and the hosts' answers,
+/// each status as its daemon gave it or why it did not answer.
+pub fn stat_json(dir: &Path, answers: &[(&Daemon, Result<DaemonStatus, String>)]) -> Value {
+    let node = |d: &Daemon, r: &Result<DaemonStatus, String>| match r {
+        Ok(v) => json!({"name": d.name, "pid": d.pid, "status": v}),
+        Err(e) => json!({"name": d.name, "pid": d.pid, "error": e}),
+    };
+    let role = |role: &str| {
+        answers
+            .iter()
+            .filter(|(d, _)| d.role == role)
+            .map(|(d, r)| node(d, r))
+            .collect::<Vec<_>>()
+    };
+    json!({
+        "dir": dir,
+        "switches": role("switch"),
+        "hosts": role("host"),
+    })
 }
 
 fn mib(bytes: Option<u64>) -> String {

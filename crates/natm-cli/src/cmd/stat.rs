@@ -5,13 +5,13 @@
 //! A switch answers on its management socket (`{"op":"status"}`, natm-switchd); a host on
 //! its channel-manager socket (natm's `Host::status`). `--json` prints one document with
 //! each daemon's answer as it gave it; `--watch` reprints every `--interval` until
-//! interrupted (or `--count` times).
+//! interrupted (or `--count` times). The text and the JSON are natm-lab's
+//! ([`natm_lab::stat_table`], [`natm_lab::stat_json`]).
 
 use std::time::Duration;
 
 use clap::Args;
 use natm_lab::DaemonStatus;
-use serde_json::{Value, json};
 
 use super::lab::{self, Daemon, DirArgs};
 use crate::{CliError, CmdResult};
@@ -78,36 +78,18 @@ pub fn run(args: StatArgs) -> CmdResult {
         let answers: Vec<(&Daemon, Result<DaemonStatus, String>)> =
             daemons.iter().map(|d| (*d, daemon_status(d))).collect();
         if args.json {
-            let doc = json!({
-                "dir": dir,
-                "switches": answers.iter().filter(|(d, _)| d.role == "switch")
-                    .map(|(d, r)| node_json(d, r)).collect::<Vec<_>>(),
-                "hosts": answers.iter().filter(|(d, _)| d.role == "host")
-                    .map(|(d, r)| node_json(d, r)).collect::<Vec<_>>(),
-            });
+            let doc = natm_lab::stat_json(&dir, &answers);
             println!("{}", serde_json::to_string(&doc).unwrap_or_default());
         } else {
             if args.watch {
                 print!("\x1b[2J\x1b[H");
             }
-            for (d, r) in &answers {
-                match r {
-                    Ok(status) => print!("{}", status.table(&d.name)),
-                    Err(e) => println!("{} {}: no answer: {e}", d.role, d.name),
-                }
-            }
+            print!("{}", natm_lab::stat_table(&answers));
         }
         printed += 1;
         if !args.watch || args.count.is_some_and(|c| printed >= c) {
             return Ok(());
         }
         std::thread::sleep(interval);
-    }
-}
-
-fn node_json(d: &Daemon, r: &Result<DaemonStatus, String>) -> Value {
-    match r {
-        Ok(v) => json!({"name": d.name, "pid": d.pid, "status": v}),
-        Err(e) => json!({"name": d.name, "pid": d.pid, "error": e}),
     }
 }
