@@ -32,6 +32,8 @@
 //! whole run: a fifth for the wake-ups, the rest for the rounds (at least [`MIN_BATCHES`]
 //! after two thrown away).
 
+mod render;
+
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -12,8 +12,9 @@
 //!
 //! # What it is not
 //!
-//! Not a command line: no argument parsing, no tables, no plots, no JSON printing; that is
-//! `natm-cli`, which turns its flags into a plan and a report into text. Not a pure crate:
+//! Not a command line: no argument parsing, no printing; that is `natm-cli`, which turns its
+//! flags into a plan and prints a report as its table or as JSON. The PNG plots of the
+//! reports are drawn here ([`plot`]), into files the caller names. Not a pure crate:
 //! it opens sockets and shared memory, spawns threads and processes and reads the clock.
 //!
 //! # Call contract
@@ -41,6 +42,7 @@ pub mod kernel;
 pub mod link;
 pub mod memory;
 pub mod paths;
+pub mod plot;
 pub mod progress;
 pub mod rr;
 pub mod stats;

@@ -38,6 +38,8 @@
 //! the goodput as a share of the AAL5 ceiling for that SDU size: the line's cell rate ×
 //! SDU bytes / cells per SDU.
 
+mod render;
+
 use std::io;
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::sync::Arc;

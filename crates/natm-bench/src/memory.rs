@@ -24,6 +24,8 @@
 //! the parsed TOML of 65,536 entries, freed after start-up, stays resident in the
 //! allocator (about 30 MiB) and would be counted as the switch's.
 
+mod render;
+
 use std::fs;
 use std::io::{BufRead, BufReader, BufWriter, Write as _};
 use std::net::{SocketAddr, UdpSocket};

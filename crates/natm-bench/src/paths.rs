@@ -24,6 +24,8 @@
 //! `natm perf rr` finds it: the hosts' sockets in the runtime directory (`--dir`, else the
 //! `natm lab` default).
 
+mod render;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -28,6 +28,8 @@
 //! the run fails. Requests or responses under 8 bytes carry no sequence number, so there
 //! the first timeout fails the run.
 
+mod render;
+
 use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -16,6 +16,8 @@
 //! order that rotates from one size to the next. A size a baseline cannot carry (above
 //! 65,507 bytes for UDP) is left out for that baseline and said so.
 
+mod render;
+
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};

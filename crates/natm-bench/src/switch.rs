@@ -31,6 +31,8 @@
 //!
 //! This module only drives the benchmarks; the loops are [`crate::forwarding`]'s.
 
+mod render;
+
 use std::time::Duration;
 
 use serde::Serialize;

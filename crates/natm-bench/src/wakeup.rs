@@ -60,6 +60,8 @@
 //! and every condition by a deadline: a sample not delivered in time is counted as
 //! missing, a wake-up that came only by the timeout as missed.
 
+mod render;
+
 use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};

@@ -22,8 +22,9 @@
 //!
 //! # What it is not
 //!
-//! Not a command line (no options, no tables: that is `natm lab` and `natm stat` in
-//! natm-cli), not the daemons (natm-switchd, natm-host), and not the topology's parser
+//! Not a command line (no options, no printing: that is `natm lab` and `natm stat` in
+//! natm-cli, which print a daemon's status as [`DaemonStatus::one_line`] or
+//! [`DaemonStatus::table`] renders it), not the daemons (natm-switchd, natm-host), and not the topology's parser
 //! (natm-topology). It asks a daemon only whether its socket accepts a connection and,
 //! from [`Daemon::status`], for its status.
 //!
@@ -43,10 +44,12 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 mod lab;
+mod render;
 mod state;
 pub mod topology;
 
 pub use lab::{OwnedLab, down, restart, start};
+pub use render::{stat_json, stat_table};
 pub use state::{
     Daemon, DaemonStatus, LabState, StatusError, is_our_daemon, load_state, runtime_dir,
 };

@@ -6,7 +6,8 @@
 //! - the apps ([`Supervisor`], [`Destination`], [`Source`]): [`App`]s that see whole SDUs,
 //!   share their counts through one [`EbStats`], and can be driven directly with
 //!   [`AppIo`] (no engine needed);
-//! - [`EbConfig`] and [`EbReport`]: what a run is asked to do and what it measured;
+//! - [`EbConfig`] and [`EbReport`]: what a run is asked to do and what it measured, the
+//!   report also as the table `natm sim eventbuilder` prints ([`EbReport::table`]);
 //! - [`run`]: one switch with a port per host, every VC a PVC cross-connect, the world run
 //!   in steps of `sample_interval` with queue depths and link counters sampled in between.
 //!
@@ -32,6 +33,8 @@
 //! up at that time), unanswered (no done reached the supervisor within twice the timeout,
 //! and the destination had not decided either: the assignment was lost), or still pending
 //! when the run stopped. Latency is build time − the supervisor's assignment send time.
+
+mod render;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};

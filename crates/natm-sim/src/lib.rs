@@ -47,6 +47,7 @@ pub mod load;
 #[cfg(feature = "mutants")]
 pub mod mutants;
 pub mod queue;
+mod render;
 pub mod scenario;
 pub mod seed;
 pub mod swarm;

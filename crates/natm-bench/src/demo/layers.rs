@@ -2,13 +2,16 @@
 //! RFC 2684 datagram to segment, the traffic contracts enforced (policing, shaping,
 //! admission, frame discard), the captures written and read back, tshark's checks.
 //!
-//! What it is not: the walk's narration (natm-cli's `demo --layers` prints every figure
-//! here with its explanation), and not a test of the parts: each call shows one behaviour
-//! on fixed inputs.
+//! [`walk`] tells the whole walk, each figure with its explanation, to any writer
+//! (`natm demo --layers` gives it stdout).
+//!
+//! What it is not: a test of the parts: each call shows one behaviour on fixed inputs.
 //!
 //! Call contract: every function is one call on fixed inputs and returns what it found;
 //! [`contracts`] is pure computation (no clock, no I/O), the capture functions touch only
 //! the files named, and [`tshark_checks`] runs `tshark` if it is installed.
+
+mod walk;
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
@@ -26,6 +29,8 @@ use natm_traffic::sched::{Scheduler, VcSpec};
 use natm_wire::llc::{Encapsulation, LlcHeader};
 
 use crate::Error;
+
+pub use walk::walk;
 
 /// `message` as RFC 2684 would carry it for classical IP: LLC/SNAP, then an IPv4/UDP
 /// datagram 10.0.0.1:9 → 10.0.0.2:9 (the UDP checksum is optional in IPv4 and left 0).

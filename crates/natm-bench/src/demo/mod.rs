@@ -4,7 +4,7 @@
 //! of a switch port into a pcap file and tshark's reading of it. [`layers`] is the
 //! `--layers` walk's work without a network. The request/response and goodput figures are
 //! [`crate::rr`]'s and [`crate::stream`]'s; the narration, the table and the JSON are
-//! natm-cli's.
+//! rendered by [`network`] and printed by natm-cli.
 
 use std::fs::File;
 use std::io::BufWriter;

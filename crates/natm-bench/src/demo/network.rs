@@ -12,8 +12,9 @@
 //!
 //! # What it is not
 //!
-//! Not the narration, the table or the JSON (natm-cli's), and not a benchmark: each figure
-//! comes from a short run.
+//! Not a printer (the narration of each step, the table and the JSON are rendered here,
+//! [`Step::narration`], [`Outcome::table`], [`Outcome::json`], and printed by natm-cli),
+//! and not a benchmark: each figure comes from a short run.
 //!
 //! # Call contract
 //!
@@ -25,6 +26,8 @@
 //!   returns [`Error::Interrupted`].
 //! * Each [`Step`] is reported once, in the order of the variants' documentation; a step
 //!   announced (`…Starting`) and then failed ends the run with the error.
+
+mod render;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

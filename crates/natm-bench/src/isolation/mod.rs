@@ -53,6 +53,8 @@
 //! What it is not: the delays include the daemons' wake-ups on this machine's CPUs; the
 //! p99 rise is printed, not judged.
 
+mod render;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -11,7 +11,6 @@ pub mod dump;
 pub mod lab;
 pub mod perf;
 pub mod ping;
-pub mod plot;
 pub mod qos;
 pub mod qos_check;
 pub mod sim;

@@ -16,7 +16,7 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use natm_sim::{RunReport, Scenario};
+use natm_sim::Scenario;
 
 use super::sim_eventbuilder::{self, EventBuilderArgs};
 use crate::{CliError, CmdResult};
@@ -115,9 +115,9 @@ fn run_one(args: RunArgs) -> CmdResult {
     match natm_sim::run(&scenario, seed, trace) {
         Ok(r) => {
             if args.json {
-                println!("{}", report_json(&r));
+                println!("{}", r.json());
             } else {
-                print_report(&r);
+                print!("{}", r.table());
             }
             Ok(())
         }
@@ -126,58 +126,6 @@ fn run_one(args: RunArgs) -> CmdResult {
             scenario.replay(seed)
         ))),
     }
-}
-
-fn report_json(r: &RunReport) -> String {
-    let s = &r.stats;
-    serde_json::json!({
-        "seed": r.seed,
-        "ok": true,
-        "digest": format!("{:016x}", r.digest),
-        "virtual_ns": r.end.as_nanos(),
-        "wall_s": r.wall.as_secs_f64(),
-        "events": s.events,
-        "cell_events": s.cell_events,
-        "cell_events_per_s": r.cell_events_per_sec(),
-        "sdus_sent": s.sdus_sent,
-        "sdus_delivered": s.sdus_delivered,
-        "sends_refused": s.sends_refused,
-        "dropped_link_down": s.dropped_link_down,
-        "dropped_node_down": s.dropped_node_down,
-        "faults": r.faults,
-        "flows": r.flows,
-        "actions": s.actions,
-        "actions_refused": s.actions_refused,
-    })
-    .to_string()
-}
-
-fn print_report(r: &RunReport) {
-    let s = &r.stats;
-    println!(
-        "ok: every invariant held; {} faults planned, {} flows probed after the drain",
-        r.faults, r.flows
-    );
-    println!(
-        "virtual time {:.3} ms, {} events, {} cell events",
-        r.end.as_nanos() as f64 / 1e6,
-        s.events,
-        s.cell_events
-    );
-    println!(
-        "SDUs: {} sent, {} delivered, {} refused at the host; cells lost to down links {}, to down nodes {}",
-        s.sdus_sent, s.sdus_delivered, s.sends_refused, s.dropped_link_down, s.dropped_node_down
-    );
-    println!(
-        "actions: {} carried out, {} refused",
-        s.actions, s.actions_refused
-    );
-    println!("digest {:016x}", r.digest);
-    println!(
-        "wall {:.3} s: {:.2} M cell events/s",
-        r.wall.as_secs_f64(),
-        r.cell_events_per_sec() / 1e6
-    );
 }
 
 fn swarm(args: SwarmArgs) -> CmdResult {

@@ -7,22 +7,19 @@
 //! calibration file (`--calibration FILE`), natm-sim's builtin calibration by default, or
 //! none (`--calibration free`).
 //!
-//! This module parses, prints and draws; the model and every figure are natm-sim's. The
-//! plots use the 3×5 pixel font of `natm perf`'s plot module (plotters is built without a
-//! font feature).
+//! This module parses and prints; the model, every figure and the table
+//! ([`EbReport::table`]) are natm-sim's. natm-bench's
+//! plot module draws the plots from the report's figures.
 
-use std::io;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use natm_bench::plot::{self, Line};
 use natm_core::LineRate;
 use natm_core::{Aal, Qos};
 use natm_sim::calib::Calibration;
 use natm_sim::eventbuilder::{self as eb, Arrivals, EbConfig, EbReport, Policy};
 use natm_sim::units::{parse_duration, parse_hz};
-use plotters::prelude::*;
-
-use crate::cmd::plot::{Area, SCALE, failed, step, text, text_width};
 
 /// `natm sim eventbuilder --sources S --destinations D --rate HZ --fragment BYTES …`
 #[derive(Args, Debug, Clone)]
@@ -89,7 +86,7 @@ pub fn run(args: EventBuilderArgs) -> Result<(), String> {
         let text = serde_json::to_string_pretty(&report).map_err(|e| format!("JSON: {e}"))?;
         println!("{text}");
     } else {
-        print!("{}", table(&report, &costs_from, &plots));
+        print!("{}", report.table(&costs_from, &plots));
     }
     Ok(())
 }
@@ -136,137 +133,8 @@ pub fn config(args: &EventBuilderArgs) -> Result<(EbConfig, String), String> {
     Ok((c, from))
 }
 
-fn pct(x: f64) -> String {
-    format!("{:.1} %", x * 100.0)
-}
-
-/// The report as the table `natm sim eventbuilder` prints.
-pub fn table(r: &EbReport, costs_from: &str, plots: &[PathBuf]) -> String {
-    use std::fmt::Write as _;
-    let c = &r.config;
-    let e = &r.events;
-    let mut t = String::new();
-    let _ = writeln!(
-        t,
-        "event builder: {} sources × {} destinations, {} Hz {} {}, {}-byte fragments, qos {}, links {}, seed {}",
-        c.sources,
-        c.destinations,
-        c.rate_hz,
-        c.arrivals,
-        c.policy,
-        c.fragment,
-        c.qos,
-        c.link,
-        c.seed
-    );
-    let k = &c.costs_ns;
-    let _ = writeln!(
-        t,
-        "hosts:    {costs_from}: send {} ns + {} ns/B, receive {} ns + {} ns/B, wake-up {} ns",
-        k.send_fixed, k.send_per_byte, k.recv_fixed, k.recv_per_byte, k.wakeup
-    );
-    let _ = writeln!(
-        t,
-        "events:   {} assigned, {} built, {} lost ({} timed out, {} unanswered), {} pending",
-        e.assigned, e.built, e.lost, e.timed_out, e.unanswered, e.pending
-    );
-    let _ = writeln!(
-        t,
-        "rate:     {:.1} Hz built of {} Hz asked; per destination {}–{} events",
-        e.achieved_rate_hz,
-        c.rate_hz,
-        e.built_per_destination_min_max.0,
-        e.built_per_destination_min_max.1
-    );
-    if e.late_fragments + e.malformed + e.send_failures > 0 {
-        let _ = writeln!(
-            t,
-            "          {} late fragments, {} unreadable SDUs, {} failed sends",
-            e.late_fragments, e.malformed, e.send_failures
-        );
-    }
-    match &r.latency {
-        Some(l) => {
-            let _ = writeln!(
-                t,
-                "latency:  min {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}  mean {:.1} µs",
-                l.min_us, l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.max_us, l.mean_us
-            );
-        }
-        None => {
-            let _ = writeln!(t, "latency:  no event built");
-        }
-    }
-    match &r.links {
-        Some(l) => {
-            let _ = writeln!(
-                t,
-                "links:    occupancy mean {}, max {}; busiest {}: mean {}, max {}",
-                pct(l.mean),
-                pct(l.max),
-                l.worst_link,
-                pct(l.worst_link_mean),
-                pct(l.worst_link_max)
-            );
-        }
-        None => {
-            let _ = writeln!(t, "links:    unlimited rate: no occupancy");
-        }
-    }
-    let q = &r.queues;
-    if q.worst_port_max_cells == 0 {
-        let _ = writeln!(
-            t,
-            "queues:   switch output queues empty at all {} samples",
-            q.samples.len()
-        );
-    } else {
-        let _ = writeln!(
-            t,
-            "queues:   fullest port {}: {} cells; mean {:.2} cells per port over {} samples",
-            q.worst_port,
-            q.worst_port_max_cells,
-            q.mean_cells,
-            q.samples.len()
-        );
-    }
-    if r.drops.is_empty() {
-        let _ = writeln!(t, "drops:    none");
-    } else {
-        let _ = writeln!(t, "drops:    {} cells in all", r.cells_dropped);
-        for d in r.drops.iter().take(10) {
-            let _ = writeln!(
-                t,
-                "          {:>10} {:<6} {}: {}",
-                d.count, d.unit, d.place, d.reason
-            );
-        }
-        if r.drops.len() > 10 {
-            let _ = writeln!(
-                t,
-                "          … {} more places (--json lists all)",
-                r.drops.len() - 10
-            );
-        }
-    }
-    let rss = r.peak_rss_bytes.map_or("unknown".to_string(), |b| {
-        format!("{:.0} MiB", b as f64 / 1048576.0)
-    });
-    let _ = writeln!(
-        t,
-        "run:      {:.3} simulated s in {:.2} s wall; {} cell events ({:.2} M/s); peak RSS {rss}",
-        r.sim_seconds,
-        r.wall_seconds,
-        r.cell_events,
-        r.cell_events_per_s / 1e6
-    );
-    for p in plots {
-        let _ = writeln!(t, "plot:     {}", p.display());
-    }
-    t
-}
-
-/// Writes `latency.png` and `queues.png` into `dir`; returns their paths.
+/// Writes `latency.png` and `queues.png` into `dir` ([`natm_bench::plot`]); returns their
+/// paths.
 pub fn write_plots(dir: &Path, r: &EbReport) -> Result<Vec<PathBuf>, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("--plot-dir {}: {e}", dir.display()))?;
     let lat = dir.join("latency.png");
@@ -278,7 +146,8 @@ pub fn write_plots(dir: &Path, r: &EbReport) -> Result<Vec<PathBuf>, String> {
             .collect(),
         None => Vec::new(),
     };
-    bars(&lat, &hist, "latency us", "events").map_err(|e| format!("{}: {e}", lat.display()))?;
+    plot::bars(&lat, &hist, "latency us", "events")
+        .map_err(|e| format!("{}: {e}", lat.display()))?;
     let queues = dir.join("queues.png");
     let max: Vec<(f64, f64)> = r
         .queues
@@ -295,193 +164,24 @@ pub fn write_plots(dir: &Path, r: &EbReport) -> Result<Vec<PathBuf>, String> {
     let series = [
         Line {
             name: "max port",
-            color: RED,
+            rgb: [255, 0, 0],
             points: &max,
         },
         Line {
             name: "mean",
-            color: BLUE,
+            rgb: [0, 0, 255],
             points: &mean,
         },
     ];
-    lines(&queues, &series, "time ms", "cells")
+    plot::lines(&queues, &series, "time ms", "cells")
         .map_err(|e| format!("{}: {e}", queues.display()))?;
     Ok(vec![lat, queues])
-}
-
-const WIDTH: u32 = 960;
-const HEIGHT: u32 = 600;
-const LEFT: i32 = 100;
-const RIGHT: i32 = 30;
-const TOP: i32 = 50;
-const BOTTOM: i32 = 70;
-
-/// A tick label at `v` with as many decimals as the tick `step` needs to tell neighbours
-/// apart (a narrow axis, e.g. every event taking the same time, has steps below 1).
-fn label(v: f64, step: f64) -> String {
-    let decimals = if step >= 1.0 {
-        0
-    } else {
-        (-step.log10().floor()).clamp(0.0, 6.0) as usize
-    };
-    format!("{v:.decimals$}")
-}
-
-/// Plot coordinates (`xlo`, 0)…(`xtop`, `ytop`) to pixels.
-#[derive(Clone, Copy)]
-struct Map {
-    xlo: f64,
-    xtop: f64,
-    ytop: f64,
-}
-
-impl Map {
-    fn at(self, x: f64, y: f64) -> (i32, i32) {
-        let (x0, x1) = (LEFT, WIDTH as i32 - RIGHT);
-        let (y0, y1) = (TOP, HEIGHT as i32 - BOTTOM);
-        (
-            x0 + ((x - self.xlo) / (self.xtop - self.xlo) * f64::from(x1 - x0)).round() as i32,
-            y1 - (y / self.ytop * f64::from(y1 - y0)).round() as i32,
-        )
-    }
-}
-
-/// One named line of a plot.
-struct Line<'a> {
-    name: &'a str,
-    color: RGBColor,
-    points: &'a [(f64, f64)],
-}
-
-/// The frame, gridlines and tick labels of a plot from (`xmin`, 0) to (`xmax`, `ymax`),
-/// widened to whole ticks; returns the pixel mapping.
-fn frame(
-    area: &Area<'_>,
-    (xmin, xmax): (f64, f64),
-    ymax: f64,
-    xlabel: &str,
-    ylabel: &str,
-) -> io::Result<Map> {
-    area.fill(&WHITE).map_err(failed)?;
-    let xmin = xmin.clamp(0.0, xmax);
-    let (xs, ys) = (step((xmax - xmin).max(1e-9)), step(ymax.max(5.0)));
-    let xlo = (xmin / xs).floor() * xs;
-    let m = Map {
-        xlo,
-        xtop: ((xmax / xs).ceil() * xs).max(xlo + xs),
-        ytop: (ymax.max(5.0) / ys).ceil() * ys,
-    };
-    let (xtop, ytop) = (m.xtop, m.ytop);
-    let (x0, x1) = (LEFT, WIDTH as i32 - RIGHT);
-    let (y0, y1) = (TOP, HEIGHT as i32 - BOTTOM);
-    let map = |x: f64, y: f64| m.at(x, y);
-    let grid = RGBColor(220, 220, 220);
-    let ink = RGBColor(40, 40, 40);
-    let mut v = xlo;
-    while v <= xtop + xs / 2.0 {
-        let (x, _) = map(v, 0.0);
-        area.draw(&PathElement::new(vec![(x, y0), (x, y1)], grid))
-            .map_err(failed)?;
-        let l = label(v, xs);
-        // Centred under its tick, but kept inside the picture at the right edge.
-        let lx = (x - text_width(&l) / 2).min(WIDTH as i32 - 2 - text_width(&l));
-        text(area, lx, y1 + 8, &l, ink)?;
-        v += xs;
-    }
-    let mut v = 0.0;
-    while v <= ytop + ys / 2.0 {
-        let (_, y) = map(0.0, v);
-        area.draw(&PathElement::new(vec![(x0, y), (x1, y)], grid))
-            .map_err(failed)?;
-        let l = label(v, ys);
-        text(area, x0 - 8 - text_width(&l), y - 2 * SCALE, &l, ink)?;
-        v += ys;
-    }
-    area.draw(&Rectangle::new([(x0, y0), (x1, y1)], ink))
-        .map_err(failed)?;
-    text(
-        area,
-        (x0 + x1 - text_width(xlabel)) / 2,
-        y1 + 35,
-        xlabel,
-        ink,
-    )?;
-    text(area, 10, 12, ylabel, ink)?;
-    Ok(m)
-}
-
-/// A histogram: one bar per (from, to, count).
-fn bars(path: &Path, buckets: &[(f64, f64, f64)], xl: &str, yl: &str) -> io::Result<()> {
-    let area = BitMapBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
-    let xmin = buckets.iter().map(|b| b.0).fold(f64::MAX, f64::min);
-    let xmax = buckets.iter().map(|b| b.1).fold(0.0, f64::max);
-    let ymax = buckets.iter().map(|b| b.2).fold(0.0, f64::max);
-    let m = frame(&area, (xmin.min(xmax), xmax), ymax, xl, yl)?;
-    let fill = RGBColor(30, 60, 220);
-    for &(from, to, n) in buckets.iter().filter(|b| b.2 > 0.0) {
-        let (a, top) = m.at(from, n);
-        let (b, bottom) = m.at(to, 0.0);
-        area.draw(&Rectangle::new(
-            [(a, top), (b.max(a + 1), bottom)],
-            fill.filled(),
-        ))
-        .map_err(failed)?;
-    }
-    area.present().map_err(failed)
-}
-
-/// Lines, one per named series, with a legend.
-fn lines(path: &Path, series: &[Line<'_>], xl: &str, yl: &str) -> io::Result<()> {
-    let area = BitMapBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
-    let all = series.iter().flat_map(|s| s.points.iter());
-    let (xmax, ymax) = all.fold((0.0f64, 0.0f64), |(x, y), p| (x.max(p.0), y.max(p.1)));
-    let m = frame(&area, (0.0, xmax), ymax, xl, yl)?;
-    let ink = RGBColor(40, 40, 40);
-    for (i, s) in series.iter().enumerate() {
-        let px: Vec<(i32, i32)> = s.points.iter().map(|&(x, y)| m.at(x, y)).collect();
-        area.draw(&PathElement::new(px, s.color.stroke_width(2)))
-            .map_err(failed)?;
-        let ly = TOP + 12 + i as i32 * 8 * SCALE;
-        area.draw(&Rectangle::new(
-            [(LEFT + 12, ly + SCALE), (LEFT + 40, ly + 3 * SCALE)],
-            s.color.filled(),
-        ))
-        .map_err(failed)?;
-        text(&area, LEFT + 48, ly, s.name, ink)?;
-    }
-    area.present().map_err(failed)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use natm_core::Duration;
-
-    #[test]
-    fn tick_labels_tell_neighbouring_ticks_apart() {
-        assert_eq!(label(600.0, 200.0), "600");
-        assert_eq!(label(2.5, 0.5), "2.5");
-        assert_eq!(label(124.002, 0.002), "124.002");
-        assert_ne!(label(124.002, 0.002), label(124.004, 0.002));
-    }
-
-    #[test]
-    fn every_label_has_a_glyph() {
-        for s in [
-            "latency us",
-            "events",
-            "time ms",
-            "cells",
-            "max port",
-            "mean",
-            "0123456789.",
-        ] {
-            assert!(
-                s.chars().all(|c| crate::cmd::plot::glyph(c).is_some()),
-                "{s}"
-            );
-        }
-    }
 
     fn args(s: usize, d: usize, rate: &str, frag: usize) -> EventBuilderArgs {
         EventBuilderArgs {

@@ -21,10 +21,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use natm_core::Qos;
-use serde_json::{Value, json};
 
-pub use natm_lab::{Daemon, LabState, is_our_daemon, runtime_dir, topology};
+pub use natm_lab::{Daemon, LabState, runtime_dir, topology};
 use topology::Topology;
 
 use crate::{CliError, CmdResult};
@@ -151,24 +149,11 @@ fn up(args: UpArgs) -> CmdResult {
     let state =
         natm_lab::start(&dir, &topo, text, args.rate.clone(), &natm_exe()?).map_err(failure)?;
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&state_json(&state)).unwrap_or_default()
-        );
-        return Ok(());
+        let text = serde_json::to_string_pretty(&state.json()).unwrap_or_default();
+        println!("{text}");
+    } else {
+        print!("{}", state.up_table(&dir, &topo));
     }
-    println!("lab up in {}", dir.display());
-    for d in &state.daemons {
-        println!(
-            "  {:<6} {:<6} pid {:<7} socket {}",
-            d.name,
-            d.role,
-            d.pid,
-            d.socket.display()
-        );
-    }
-    println!("PVCs: {}", summarize_pvcs(&topo));
-    println!("try: natm ping 0.100   natm perf rr   natm stat   natm lab down");
     Ok(())
 }
 
@@ -191,81 +176,19 @@ fn restart(args: RestartArgs) -> CmdResult {
     Ok(())
 }
 
-fn summarize_pvcs(topo: &Topology) -> String {
-    let mut groups: Vec<(String, String, Qos, Vec<u16>)> = Vec::new();
-    for p in &topo.pvcs {
-        match groups.last_mut() {
-            Some((a, b, q, v)) if *a == p.a && *b == p.b && *q == p.qos => v.push(p.vc.vci.get()),
-            _ => groups.push((p.a.clone(), p.b.clone(), p.qos, vec![p.vc.vci.get()])),
-        }
-    }
-    if groups.is_empty() {
-        return "none".into();
-    }
-    groups
-        .iter()
-        .map(|(a, b, q, v)| {
-            let range = match (v.first(), v.last()) {
-                (Some(f), Some(l)) if f != l => format!("0.{f}-0.{l}"),
-                (Some(f), _) => format!("0.{f}"),
-                _ => String::new(),
-            };
-            format!("{a} <-> {b} {range} {q}")
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn state_json(state: &LabState) -> Value {
-    json!({
-        "dir": state.dir,
-        "daemons": state.daemons.iter().map(|d| json!({
-            "name": d.name,
-            "role": d.role,
-            "pid": d.pid,
-            "alive": is_our_daemon(d.pid, &d.config),
-            "socket": d.socket,
-            "log": d.log,
-        })).collect::<Vec<_>>(),
-    })
-}
-
 fn status(args: StatusArgs) -> CmdResult {
     let dir = runtime_dir(args.dir.dir.as_deref());
     let state = load_state(&dir)?;
-    let mut out = state_json(&state);
-    let mut details = Vec::new();
-    for d in &state.daemons {
-        details.push(crate::cmd::stat::daemon_status(d));
-    }
-    out["status"] = Value::Array(
-        details
-            .iter()
-            .map(|r| match r {
-                Ok(v) => json!(v),
-                Err(e) => json!({ "error": e }),
-            })
-            .collect(),
-    );
+    let details: Vec<_> = state
+        .daemons
+        .iter()
+        .map(crate::cmd::stat::daemon_status)
+        .collect();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
-        return Ok(());
-    }
-    println!("lab in {}", dir.display());
-    for (d, r) in state.daemons.iter().zip(&details) {
-        let alive = if is_our_daemon(d.pid, &d.config) {
-            "running"
-        } else {
-            "NOT RUNNING"
-        };
-        let summary = match r {
-            Ok(v) => crate::cmd::stat::one_line(v),
-            Err(e) => format!("no answer: {e}"),
-        };
-        println!(
-            "  {:<6} {:<6} pid {:<7} {alive:<11} {summary}",
-            d.name, d.role, d.pid
-        );
+        let text = serde_json::to_string_pretty(&state.status_json(&details)).unwrap_or_default();
+        println!("{text}");
+    } else {
+        print!("{}", state.status_table(&dir, &details));
     }
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! `natm perf calibrate`: the options of natm-bench's calibration engine
-//! ([`calibrate::run`]), its table, and the calibration file written.
+//! ([`calibrate::run`]) and the calibration file written; the report prints its own table
+//! ([`calibrate::Report::table`]).
 
-use natm_bench::calibrate::{self, Plan, Report};
+use natm_bench::calibrate::{self, Plan};
 
 use clap::Args;
 
@@ -46,65 +47,13 @@ pub fn run(args: CalibrateArgs) -> CmdResult {
     let to_file = args.out.is_some();
     super::print_report(args.json, &report, |r| {
         if to_file {
-            print!("{}", table(r));
+            r.table()
         } else {
             // stdout carries the file, so that `> FILE` captures only it.
-            eprint!("{}", table(r));
-            print!("{}", r.toml);
+            eprint!("{}", r.table());
+            r.toml.clone()
         }
     })
-}
-
-fn table(r: &Report) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "natm perf calibrate: {} ({:.1} s); CPU time per SDU, median of batches",
-        r.measured_on, r.seconds
-    );
-    let _ = writeln!(
-        s,
-        "{:>6} {:>6} {:>8} {:>10} {:>10} {:>12} {:>12}",
-        "size", "batch", "batches", "send ns", "recv ns", "send resid", "recv resid"
-    );
-    for row in &r.rows {
-        let _ = writeln!(
-            s,
-            "{:>6} {:>6} {:>8} {:>10.1} {:>10.1} {:>12.1} {:>12.1}",
-            row.size,
-            row.batch,
-            row.batches,
-            row.send_ns,
-            row.recv_ns,
-            row.send_residual_ns,
-            row.recv_residual_ns
-        );
-    }
-    let _ = writeln!(
-        s,
-        "send    = {} ns + {} ps/byte (rms residual {:.1} ns)",
-        r.send_fixed_ns, r.send_per_byte_ps, r.send_rms_residual_ns
-    );
-    let _ = writeln!(
-        s,
-        "receive = {} ns + {} ps/byte (rms residual {:.1} ns)",
-        r.recv_fixed_ns, r.recv_per_byte_ps, r.recv_rms_residual_ns
-    );
-    let _ = writeln!(
-        s,
-        "wakeup  = {} ns (eventfd mode, median of {} samples)",
-        r.wakeup_ns, r.wakeup_samples
-    );
-    let _ = writeln!(
-        s,
-        "(CPU clock read costs {} ns, taken off every batch)",
-        r.clock_overhead_ns
-    );
-    if let Some(out) = &r.out {
-        let _ = writeln!(s, "written to {out}");
-    }
-    s
 }
 
 /// The command as typed, quoted for a POSIX shell where needed.

@@ -1,11 +1,10 @@
-//! `natm perf link`: the options of natm-bench's link goodput engine ([`link::run`]) and
-//! its table.
+//! `natm perf link`: the options of natm-bench's link goodput engine ([`link::run`]); the
+//! report prints its own table ([`link::Report::table`]).
 
 use std::time::Duration;
 
 use clap::Args;
-use natm_bench::link::{self, Kind, MAX_SDU, Plan, Report};
-use natm_bench::stats::Spread;
+use natm_bench::link::{self, Kind, MAX_SDU, Plan};
 use natm_core::LineRate;
 use natm_netem::Impairments;
 
@@ -45,7 +44,7 @@ pub struct LinkArgs {
 pub fn run(args: LinkArgs) -> CmdResult {
     let plan = plan(&args)?;
     let report = link::run(&plan).map_err(super::failure)?;
-    super::print_report(args.json, &report, |r| print_table(r, plan.runs))
+    super::print_report(args.json, &report, |r| r.table(plan.runs))
 }
 
 fn plan(args: &LinkArgs) -> Result<Plan, CliError> {
@@ -111,60 +110,4 @@ fn plan(args: &LinkArgs) -> Result<Plan, CliError> {
         runs: args.runs,
         baseline: !args.no_baseline,
     })
-}
-
-fn print_table(r: &Report, runs: u32) {
-    println!(
-        "natm perf link: kind {:?}, rate {}, impairments {}, {} run(s) of {:.1} s per size",
-        r.kind,
-        r.rate,
-        r.impair.as_deref().unwrap_or("none"),
-        runs,
-        r.seconds
-    );
-    println!("goodput in Mbit/s: median (min–max); ratio = natm ÷ kernel TCP loopback, per pair");
-    println!(
-        "{:>7} {:>6} {:>26} {:>26} {:>20} {:>9}",
-        "size", "cells", "natm", "kernel TCP", "ratio", "ceiling"
-    );
-    let mbit = |s: &Option<Spread>| match s {
-        Some(s) => format!(
-            "{:.1} ({:.1}–{:.1})",
-            s.median / 1e6,
-            s.min / 1e6,
-            s.max / 1e6
-        ),
-        None => "-".into(),
-    };
-    for s in &r.results {
-        let ratio = match &s.ratio {
-            Some(x) => format!("{:.2}× ({:.2}–{:.2})", x.median, x.min, x.max),
-            None => "-".into(),
-        };
-        let ceiling = match s.of_ceiling {
-            Some(f) => format!("{:.2}%", f * 100.0),
-            None => "-".into(),
-        };
-        println!(
-            "{:>7} {:>6} {:>26} {:>26} {:>20} {:>9}",
-            s.size,
-            s.cells_per_sdu,
-            mbit(&s.natm_bits_per_sec),
-            mbit(&s.tcp_bits_per_sec),
-            ratio,
-            ceiling
-        );
-        let lost: u64 = s.runs.iter().map(|r| r.lost_sdus).sum();
-        let bad: u64 = s.runs.iter().map(|r| r.misdelivered).sum();
-        let crc: u64 = s.runs.iter().map(|r| r.drops_crc).sum();
-        let hec: u64 = s.runs.iter().map(|r| r.drops_hec).sum();
-        let nobuf: u64 = s.runs.iter().map(|r| r.drops_no_buffer).sum();
-        let other: u64 = s.runs.iter().map(|r| r.drops_other).sum();
-        if lost + bad + crc + hec + nobuf + other > 0 {
-            println!(
-                "        lost {lost} SDUs, misdelivered {bad}; receiver dropped: crc {crc}, \
-                 hec {hec}, no buffer {nobuf}, other {other}"
-            );
-        }
-    }
 }

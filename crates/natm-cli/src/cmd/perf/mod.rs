@@ -1,7 +1,7 @@
 //! `natm perf`: measurements of natm's parts on this machine, each beside a baseline
 //! measured in the same run. The engines are natm-bench's ([`natm_bench`]); each module
 //! here parses its subcommand's options into the engine's plan and prints its report as
-//! a table or as JSON (`--json`).
+//! the report's own table (each natm-bench report's `table`) or as JSON (`--json`).
 //!
 //! * `natm perf wakeup`: how long from a cell's arrival until the application runs, in
 //!   each notification mode, beside raw eventfd and signal wake-ups ([`wakeup`]).
@@ -9,7 +9,7 @@
 //!   over shm, UDP or atmtcp, beside kernel TCP over loopback ([`link`]).
 //! * `natm perf rr`: request/response latency quantiles and transaction rate ([`rr`]);
 //!   `natm perf stream`: one-way goodput over a sweep of message sizes, with a PNG plot
-//!   ([`stream`], [`plot`](crate::cmd::plot)). Both measure a natm-bench transport: natm, or the kernel's
+//!   ([`stream`], [`natm_bench::plot`]). Both measure a natm-bench transport: natm, or the kernel's
 //!   UDP, TCP and Unix `SOCK_SEQPACKET` loopback, measured beside natm in the same run
 //!   ([`transport`] holds their options); `natm perf baseline udp|tcp|unix rr|stream`
 //!   measures one of them alone.
@@ -99,14 +99,14 @@ pub(crate) fn failure(e: natm_bench::Error) -> CliError {
 pub(crate) fn print_report<R: serde::Serialize>(
     json: bool,
     report: &R,
-    table: impl FnOnce(&R),
+    table: impl FnOnce(&R) -> String,
 ) -> CmdResult {
     if json {
         let text = serde_json::to_string_pretty(report)
             .map_err(|e| CliError::failure(format!("JSON: {e}")))?;
         println!("{text}");
     } else {
-        table(report);
+        print!("{}", table(report));
     }
     Ok(())
 }

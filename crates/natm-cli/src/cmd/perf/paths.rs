@@ -1,15 +1,15 @@
-//! `natm perf paths`: the options of natm-bench's data-path engine ([`paths::run`]), its
-//! table and its PNG plots.
+//! `natm perf paths`: the options of natm-bench's data-path engine ([`paths::run`]) and
+//! its PNG plots; the report prints its own table ([`Report::table`]).
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 use natm_bench::paths::{self, Figures, Plan, Report, Row};
+use natm_bench::plot::{self, Series};
 use natm_bench::stream::DEFAULT_SWEEP;
-use natm_bench::transport::{self, AAL5_MAX, DataPath, Kind};
+use natm_bench::transport::{self, DataPath, Kind};
 
 use crate::cmd::lab;
-use crate::cmd::plot::{self, Series};
 use crate::{CliError, CmdResult};
 
 const MAX_COUNT: u64 = 100_000_000;
@@ -171,80 +171,7 @@ pub fn run(args: PathsArgs) -> CmdResult {
         }
     }
     report.plots = plots;
-    super::print_report(args.json, &report, print_table)
-}
-
-fn cell(v: Option<f64>, decimals: usize) -> String {
-    v.map_or_else(|| "-".into(), |v| format!("{v:.decimals$}"))
-}
-
-fn ratio(a: Option<f64>, b: Option<f64>) -> String {
-    match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
-        _ => "-".into(),
-    }
-}
-
-fn print_table(r: &Report) {
-    println!(
-        "natm's data paths, client {} -> server {}; rr: {} round trips per size (p50), \
-         stream: {} s per size; - where a path was not measured",
-        r.client, r.server, r.count, r.seconds
-    );
-    println!(
-        "{:>7} | {:>38} {:>7} | {:>43} {:>7}",
-        "", "round trip p50 (us)", "daemon/", "throughput (MB/s)", "direct/"
-    );
-    println!(
-        "{:>7} | {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} | {:>8} {:>8} {:>8} {:>8} {:>8} {:>7}",
-        "bytes",
-        "lane",
-        "direct",
-        "daemon",
-        "udp",
-        "tcp",
-        "direct",
-        "lane",
-        "direct",
-        "daemon",
-        "udp",
-        "tcp",
-        "daemon"
-    );
-    let mut clamped = false;
-    for row in &r.rows {
-        let size = if row.measured_size == row.size {
-            row.size.to_string()
-        } else {
-            clamped = true;
-            format!("{}*", row.size)
-        };
-        println!(
-            "{size:>7} | {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} | {:>8} {:>8} {:>8} {:>8} {:>8} {:>7}",
-            cell(row.lane.rtt_p50_us, 1),
-            cell(row.direct.rtt_p50_us, 1),
-            cell(row.daemon.rtt_p50_us, 1),
-            cell(row.udp.rtt_p50_us, 1),
-            cell(row.tcp.rtt_p50_us, 1),
-            ratio(row.daemon.rtt_p50_us, row.direct.rtt_p50_us),
-            cell(row.lane.mbytes_per_sec, 1),
-            cell(row.direct.mbytes_per_sec, 1),
-            cell(row.daemon.mbytes_per_sec, 1),
-            cell(row.udp.mbytes_per_sec, 1),
-            cell(row.tcp.mbytes_per_sec, 1),
-            ratio(row.direct.mbytes_per_sec, row.daemon.mbytes_per_sec),
-        );
-    }
-    if clamped {
-        println!(
-            "* measured at {AAL5_MAX} bytes (an AAL5 SDU's most) on every transport; \
-             UDP carries at most {} bytes",
-            transport::UDP_MAX
-        );
-    }
-    for p in &r.plots {
-        println!("plot: {p} ({})", plot::LEGEND);
-    }
+    super::print_report(args.json, &report, Report::table)
 }
 
 #[cfg(test)]

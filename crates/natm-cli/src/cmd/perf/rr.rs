@@ -1,5 +1,5 @@
-//! `natm perf rr`: the options of natm-bench's request/response engine ([`rr::run`]) and
-//! its table.
+//! `natm perf rr`: the options of natm-bench's request/response engine ([`rr::run`]); the
+//! report prints its own table ([`Report::table`]).
 
 use std::time::Duration;
 
@@ -127,62 +127,5 @@ pub fn run(args: RrArgs) -> CmdResult {
 pub fn measure(opts: &RrOpts, targets: &Targets) -> CmdResult {
     let plan = plan(opts, targets)?;
     let report = rr::run(&plan).map_err(super::failure)?;
-    super::print_report(opts.json, &report, print_table)
-}
-
-fn print_table(r: &Report) {
-    let how = match (r.count, r.seconds) {
-        (Some(c), _) => format!("{c} transactions"),
-        (None, Some(s)) => format!("{s} s"),
-        _ => String::new(),
-    };
-    let cpu = |c: Option<usize>| c.map_or("any".to_string(), |c| c.to_string());
-    println!(
-        "natm perf rr: {}-byte requests, {}-byte responses, depth {}, {how} per transport \
-         after {} warm-up; client CPU {}, server CPU {}",
-        r.size,
-        r.response_size,
-        r.depth,
-        r.warmup,
-        cpu(r.placement.client),
-        cpu(r.placement.server)
-    );
-    println!("round-trip times in µs; rate in transactions/s");
-    println!(
-        "{:<6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>12} {:>6}",
-        "", "p50", "p90", "p99", "p99.9", "max", "rate", "lost"
-    );
-    let us = |ns: u64| format!("{:.2}", ns as f64 / 1000.0);
-    for k in &r.results {
-        match &k.latency {
-            Some(l) => println!(
-                "{:<6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>12.0} {:>6}",
-                k.kind.name(),
-                us(l.p50_ns),
-                us(l.p90_ns),
-                us(l.p99_ns),
-                us(l.p999_ns),
-                us(l.max_ns),
-                k.transactions_per_sec,
-                k.lost
-            ),
-            None => println!("{:<6} no transaction completed", k.kind.name()),
-        }
-    }
-    if let Some(main) = r.results.first() {
-        for x in &r.ratios {
-            let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}×"));
-            println!(
-                "{} ÷ {}: p50 {}, p99 {}, rate {:.2}×",
-                main.kind,
-                x.baseline,
-                f(x.p50),
-                f(x.p99),
-                x.rate
-            );
-        }
-    }
-    for s in &r.skipped {
-        println!("not measured: {s}");
-    }
+    super::print_report(opts.json, &report, Report::table)
 }

@@ -1,15 +1,15 @@
-//! `natm perf stream`: the options of natm-bench's goodput engine ([`stream::run`]), its
-//! table and its PNG plot ([`plot`]).
+//! `natm perf stream`: the options of natm-bench's goodput engine ([`stream::run`]) and
+//! its PNG plot ([`plot`]); the report prints its own table ([`Report::table`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use natm_bench::plot::{self, Series};
 use natm_bench::stream::{self, DEFAULT_SWEEP, Report};
 use natm_bench::transport::{STREAM_MAX, Targets};
 
 use super::transport::{CpuArgs, TargetArgs};
-use crate::cmd::plot::{self, Series};
 use crate::{CliError, CmdResult};
 
 /// Arguments of `natm perf stream`.
@@ -131,63 +131,5 @@ pub fn measure(opts: &StreamOpts, targets: &Targets) -> CmdResult {
             .map_err(|e| CliError::failure(format!("--plot {}: {e}", path.display())))?;
         report.plot = Some(path.display().to_string());
     }
-    super::print_report(opts.json, &report, print_table)
-}
-
-fn print_table(r: &Report) {
-    let cpu = |c: Option<usize>| c.map_or("any".to_string(), |c| c.to_string());
-    println!(
-        "natm perf stream: {:.1} s per size and transport; sender CPU {}, receiver CPU {}",
-        r.seconds,
-        cpu(r.placement.client),
-        cpu(r.placement.server)
-    );
-    let main = r.kinds[0];
-    let mut head = format!(
-        "{:>8} {:>10} {:>12} {:>6}",
-        "size", "Mbit/s", "messages/s", "lost"
-    );
-    for b in &r.kinds[1..] {
-        head.push_str(&format!(" {:>12} {:>8}", format!("{b} Mbit/s"), "ratio"));
-    }
-    println!("{main}: goodput; ratio = {main} ÷ the baseline, same size, same run");
-    println!("{head}");
-    for s in &r.sizes {
-        let mut line = match &s.results[0] {
-            Some(m) => format!(
-                "{:>8} {:>10.1} {:>12.0} {:>6}",
-                s.size,
-                m.bits_per_sec / 1e6,
-                m.messages_per_sec,
-                m.sent_messages - m.received_messages.min(m.sent_messages)
-            ),
-            None => format!("{:>8} {:>10} {:>12} {:>6}", s.size, "-", "-", "-"),
-        };
-        for (b, ratio) in s.results[1..].iter().zip(&s.ratios) {
-            let mbit = b
-                .as_ref()
-                .map_or("-".to_string(), |m| format!("{:.1}", m.bits_per_sec / 1e6));
-            let ratio = ratio.map_or("-".to_string(), |x| format!("{x:.2}×"));
-            line.push_str(&format!(" {mbit:>12} {ratio:>8}"));
-        }
-        println!("{line}");
-    }
-    for (k, kind) in r.kinds.iter().enumerate() {
-        let missing: Vec<String> = r
-            .sizes
-            .iter()
-            .filter(|s| s.results[k].is_none())
-            .map(|s| s.size.to_string())
-            .collect();
-        if !missing.is_empty() {
-            let (max, what) = kind.max_message();
-            println!(
-                "{kind}: not measured at {} bytes ({what} carries at most {max})",
-                missing.join(", ")
-            );
-        }
-    }
-    if let Some(p) = &r.plot {
-        println!("plot: {p}; {}", plot::LEGEND);
-    }
+    super::print_report(opts.json, &report, Report::table)
 }

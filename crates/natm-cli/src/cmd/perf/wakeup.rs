@@ -1,5 +1,5 @@
-//! `natm perf wakeup`: the options of natm-bench's wake-up engine ([`wakeup::run`]) and its
-//! tables; the hidden `natm perf spin`, the engine's disturber process.
+//! `natm perf wakeup`: the options of natm-bench's wake-up engine ([`wakeup::run`]), whose
+//! report prints its own tables ([`Report::table`]); the hidden `natm perf spin`, the engine's disturber process.
 
 use clap::Args;
 use natm_bench::wakeup::{self, Mech, Plan, Report, SchedChoice};
@@ -93,89 +93,11 @@ fn plan(args: &WakeupArgs) -> Result<Plan, CliError> {
     })
 }
 
-fn fmt_us(v: Option<f64>) -> String {
-    match v {
-        None => "–".into(),
-        Some(v) if v < 10.0 => format!("{v:.2}"),
-        Some(v) if v < 1000.0 => format!("{v:.1}"),
-        Some(v) => format!("{v:.0}"),
-    }
-}
-
-fn print_tables(r: &Report) {
-    println!(
-        "natm perf wakeup: {} samples per mode and condition, gaps {}–{} µs (seed {}), rounds of {} \
-         samples interleaving the modes",
-        r.samples_per_mode, r.gap_us[0], r.gap_us[1], r.seed, r.round
-    );
-    let cpu = |c: Option<usize>| c.map_or("unpinned".into(), |c| format!("cpu {c}"));
-    println!(
-        "consumer {}, producer {}; SCHED_FIFO at priority {}; load average before: {}",
-        cpu(r.placement.consumer_cpu),
-        cpu(r.placement.producer_cpu),
-        r.fifo_priority,
-        r.load_before
-    );
-    println!(
-        "latency = consumer's CLOCK_MONOTONIC after it holds the cell (raw: after read/ppoll \
-         returns) − producer's just before the publish (raw: before write/rt_tgsigqueueinfo)"
-    );
-    for c in &r.conditions {
-        let sched = match c.sched {
-            "fifo" => "SCHED_FIFO",
-            _ => "SCHED_OTHER",
-        };
-        println!(
-            "\n### {} disturber{}, {sched} ({:.1} s)\n",
-            c.disturbers,
-            if c.disturbers == 1 { "" } else { "s" },
-            c.seconds
-        );
-        for n in &c.notes {
-            println!("note: {n}");
-        }
-        if let Some(e) = &c.error {
-            println!("{e}\n");
-        }
-        if c.modes.is_empty() {
-            continue;
-        }
-        println!(
-            "| mode | samples | median µs | p90 µs | p99 µs | max µs | × raw (median) | kicks |"
-        );
-        println!("|---|---|---|---|---|---|---|---|");
-        for m in &c.modes {
-            let samples = if m.samples == m.requested && m.missed_wakeups == 0 {
-                m.samples.to_string()
-            } else {
-                format!(
-                    "{} of {} ({} missed)",
-                    m.samples, m.requested, m.missed_wakeups
-                )
-            };
-            let ratio = match (m.ratio, m.baseline) {
-                (Some(x), Some(b)) => format!("{x:.2}× {b}"),
-                (None, Some(b)) => format!("– ({b} missing)"),
-                _ => "–".into(),
-            };
-            let kicks = m.kicks.map_or("–".into(), |k| k.to_string());
-            println!(
-                "| {} | {samples} | {} | {} | {} | {} | {ratio} | {kicks} |",
-                m.mode,
-                fmt_us(m.median_us),
-                fmt_us(m.p90_us),
-                fmt_us(m.p99_us),
-                fmt_us(m.max_us)
-            );
-        }
-    }
-}
-
 /// Runs `natm perf wakeup`.
 pub fn run(args: WakeupArgs) -> CmdResult {
     let plan = plan(&args)?;
     let report = wakeup::run(&plan).map_err(super::failure)?;
-    super::print_report(args.json, &report, print_tables)
+    super::print_report(args.json, &report, Report::table)
 }
 
 /// Arguments of the hidden `natm perf spin`: one CPU-bound disturber.

@@ -1,0 +1,346 @@
+//! The text of `natm stat` and `natm lab`: a daemon's status as one line
+//! ([`DaemonStatus::one_line`]) or as its table ([`DaemonStatus::table`]); the lab as
+//! `natm lab up` and `natm lab status` print it ([`LabState::up_table`],
+//! [`LabState::status_table`]) and as their JSON ([`LabState::json`],
+//! [`LabState::status_json`]); every daemon's answer as `natm stat` prints it
+//! ([`stat_table`], [`stat_json`]).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use natm::HostStatus;
+use natm_switchd::client::SwitchStatus;
+use serde_json::{Value, json};
+
+use crate::topology::Topology;
+use crate::{Daemon, DaemonStatus, LabState, is_our_daemon};
+
+impl DaemonStatus {
+    /// A one-line summary: ports up, cross-connects and memory of a switch; link, channels
+    /// and memory of a host.
+    pub fn one_line(&self) -> String {
+        match self {
+            DaemonStatus::Switch(v) => {
+                let up = v.ports.iter().filter(|p| p.up).count();
+                format!(
+                    "{up}/{} ports up, {} cross-connects, {}",
+                    v.ports.len(),
+                    v.connections.len(),
+                    mib(v.memory)
+                )
+            }
+            DaemonStatus::Host(v) => format!(
+                "link {} ({}), {} channels, {}",
+                if v.link.up { "up" } else { "DOWN" },
+                v.link.description,
+                v.channels.len(),
+                mib(Some(v.vm_rss_bytes))
+            ),
+        }
+    }
+
+    /// The status of the daemon `name` as `natm stat` prints it (one line per row, each
+    /// ending in a newline): a switch's ports, lanes and cross-connects with their
+    /// counters, a host's link and channels.
+    pub fn table(&self, name: &str) -> String {
+        match self {
+            DaemonStatus::Switch(v) => switch_table(name, v),
+            DaemonStatus::Host(v) => host_table(name, v),
+        }
+    }
+}
+
+impl LabState {
+    /// The lab as `natm lab up --json` prints it: its directory and daemons, each with
+    /// whether it is still running.
+    pub fn json(&self) -> Value {
+        json!({
+            "dir": self.dir,
+            "daemons": self.daemons.iter().map(|d| json!({
+                "name": d.name,
+                "role": d.role,
+                "pid": d.pid,
+                "alive": is_our_daemon(d.pid, &d.config),
+                "socket": d.socket,
+                "log": d.log,
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    /// What `natm lab up` prints of the lab it started in `dir` from `topo`: the daemons
+    /// with their sockets, the PVCs, and commands to try.
+    pub fn up_table(&self, dir: &Path, topo: &Topology) -> String {
+        let mut t = String::new();
+        let _ = writeln!(t, "lab up in {}", dir.display());
+        for d in &self.daemons {
+            let _ = writeln!(
+                t,
+                "  {:<6} {:<6} pid {:<7} socket {}",
+                d.name,
+                d.role,
+                d.pid,
+                d.socket.display()
+            );
+        }
+        let _ = writeln!(t, "PVCs: {}", summarize_pvcs(topo));
+        let _ = writeln!(
+            t,
+            "try: natm ping 0.100   natm perf rr   natm stat   natm lab down"
+        );
+        t
+    }
+
+    /// `natm lab status --json`: [`LabState::json`] with each daemon's status (`details`,
+    /// in the order of the daemons), or why it did not answer.
+    pub fn status_json(&self, details: &[Result<DaemonStatus, String>]) -> Value {
+        let mut out = self.json();
+        out["status"] = Value::Array(
+            details
+                .iter()
+                .map(|r| match r {
+                    Ok(v) => json!(v),
+                    Err(e) => json!({ "error": e }),
+                })
+                .collect(),
+        );
+        out
+    }
+
+    /// What `natm lab status` prints of the lab in `dir`: one line per daemon, whether it
+    /// runs, and its status's summary from `details` (in the order of the daemons).
+    pub fn status_table(&self, dir: &Path, details: &[Result<DaemonStatus, String>]) -> String {
+        let mut t = String::new();
+        let _ = writeln!(t, "lab in {}", dir.display());
+        for (d, r) in self.daemons.iter().zip(details) {
+            let alive = if is_our_daemon(d.pid, &d.config) {
+                "running"
+            } else {
+                "NOT RUNNING"
+            };
+            let summary = match r {
+                Ok(v) => v.one_line(),
+                Err(e) => format!("no answer: {e}"),
+            };
+            let _ = writeln!(
+                t,
+                "  {:<6} {:<6} pid {:<7} {alive:<11} {summary}",
+                d.name, d.role, d.pid
+            );
+        }
+        t
+    }
+}
+
+fn summarize_pvcs(topo: &Topology) -> String {
+    let mut groups: Vec<(String, String, natm_core::Qos, Vec<u16>)> = Vec::new();
+    for p in &topo.pvcs {
+        match groups.last_mut() {
+            Some((a, b, q, v)) if *a == p.a && *b == p.b && *q == p.qos => v.push(p.vc.vci.get()),
+            _ => groups.push((p.a.clone(), p.b.clone(), p.qos, vec![p.vc.vci.get()])),
+        }
+    }
+    if groups.is_empty() {
+        return "none".into();
+    }
+    groups
+        .iter()
+        .map(|(a, b, q, v)| {
+            let range = match (v.first(), v.last()) {
+                (Some(f), Some(l)) if f != l => format!("0.{f}-0.{l}"),
+                (Some(f), _) => format!("0.{f}"),
+                _ => String::new(),
+            };
+            format!("{a} <-> {b} {range} {q}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What `natm stat` prints of the daemons' `answers`: each status's table
+/// ([`DaemonStatus::table`]), or one line saying why the daemon did not answer.
+pub fn stat_table(answers: &[(&Daemon, Result<DaemonStatus, String>)]) -> String {
+    let mut t = String::new();
+    for (d, r) in answers {
+        match r {
+            Ok(status) => t.push_str(&status.table(&d.name)),
+            Err(e) => {
+                let _ = writeln!(t, "{} {}: no answer: {e}", d.role, d.name);
+            }
+        }
+    }
+    t
+}
+
+/// `natm stat --json`: the lab's directory, then the switches' and the hosts' answers,
+/// each status as its daemon gave it or why it did not answer.
+pub fn stat_json(dir: &Path, answers: &[(&Daemon, Result<DaemonStatus, String>)]) -> Value {
+    let node = |d: &Daemon, r: &Result<DaemonStatus, String>| match r {
+        Ok(v) => json!({"name": d.name, "pid": d.pid, "status": v}),
+        Err(e) => json!({"name": d.name, "pid": d.pid, "error": e}),
+    };
+    let role = |role: &str| {
+        answers
+            .iter()
+            .filter(|(d, _)| d.role == role)
+            .map(|(d, r)| node(d, r))
+            .collect::<Vec<_>>()
+    };
+    json!({
+        "dir": dir,
+        "switches": role("switch"),
+        "hosts": role("host"),
+    })
+}
+
+fn mib(bytes: Option<u64>) -> String {
+    match bytes {
+        Some(b) => format!("{:.1} MiB", b as f64 / (1 << 20) as f64),
+        None => "?".into(),
+    }
+}
+
+fn switch_table(name: &str, v: &SwitchStatus) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "switch {name}: pid {}, up {:.0} s, {}, {} B of state per cross-connect",
+        v.pid,
+        v.uptime_s,
+        mib(v.memory),
+        v.state_bytes_per_connection
+    );
+    let _ = writeln!(
+        t,
+        "  {:<5} {:<4} {:>12} {:>12} {:>9} {:>9} {:>9}  {:<18} link",
+        "port",
+        "up",
+        "cells in",
+        "cells out",
+        "dropped",
+        "policed",
+        "unknown",
+        "queued cbr/rt/nrt/ubr"
+    );
+    for p in &v.ports {
+        let c = &p.counters;
+        let q = &p.queue_depth;
+        let _ = writeln!(
+            t,
+            "  {:<5} {:<4} {:>12} {:>12} {:>9} {:>9} {:>9}  {:<18} {}",
+            p.id,
+            if p.up { "yes" } else { "no" },
+            c.cells_in,
+            c.cells_out,
+            c.dropped,
+            c.policed,
+            c.unknown_vc,
+            format!("{}/{}/{}/{}", q.cbr, q.rt_vbr, q.nrt_vbr, q.ubr),
+            p.link
+        );
+        for l in &p.lanes {
+            let _ = writeln!(
+                t,
+                "        lane {}: {} cells in, {} out, {} held, {} dropped, {} steps paused",
+                l.vcs.join(","),
+                l.rx,
+                l.tx,
+                l.held,
+                l.dropped,
+                l.paused
+            );
+        }
+    }
+    if !v.connections.is_empty() {
+        let _ = writeln!(
+            t,
+            "  {:<8} {:<10} {:<10} {:<24} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8}",
+            "xc", "a", "b", "qos", "a>b in", "a>b out", "drop", "b>a in", "b>a out", "drop"
+        );
+        for x in &v.connections {
+            let (ab, ba) = (&x.a_to_b, &x.b_to_a);
+            let _ = writeln!(
+                t,
+                "  {:<8} {:<10} {:<10} {:<24} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8}",
+                x.id,
+                x.a,
+                x.b,
+                x.qos,
+                ab.cells_in,
+                ab.cells_out,
+                ab.dropped,
+                ba.cells_in,
+                ba.cells_out,
+                ba.dropped
+            );
+        }
+    }
+    t
+}
+
+fn host_table(name: &str, v: &HostStatus) -> String {
+    let mut t = String::new();
+    let l = &v.link;
+    let _ = writeln!(
+        t,
+        "host {name}: pid {}, {}, link {} {} (tx {} cells, rx {} cells, {} reconnects)",
+        v.pid,
+        mib(Some(v.vm_rss_bytes)),
+        l.description,
+        if l.up { "up" } else { "DOWN" },
+        l.tx_cells,
+        l.rx_cells,
+        l.reconnects
+    );
+    if v.channels.is_empty() {
+        let _ = writeln!(t, "  no channels");
+        return t;
+    }
+    let _ = writeln!(
+        t,
+        "  {:<6} {:<8} {:<22} {:>8} {:<9} {:<7} {:>10} {:>10} {:>8} {:>8}",
+        "handle", "vc", "qos", "pid", "notify", "path", "sdus tx", "sdus rx", "txq", "drops"
+    );
+    for c in &v.channels {
+        let k = &c.counters;
+        let drops = k.drops_no_buffer
+            + k.drops_crc
+            + k.drops_length
+            + k.drops_oversize
+            + k.drops_timeout
+            + k.drops_policed;
+        // A lane's adapter runs in the application: hostd has no data counters for it.
+        let counts: [String; 4] = if c.path == natm::DataPath::Lane {
+            ["(in app)".into(), "-".into(), "-".into(), "-".into()]
+        } else {
+            [
+                k.sdus_sent.to_string(),
+                k.sdus_received.to_string(),
+                c.tx_queued.to_string(),
+                drops.to_string(),
+            ]
+        };
+        let _ = writeln!(
+            t,
+            "  {:<6} {:<8} {:<22} {:>8} {:<9} {:<7} {:>10} {:>10} {:>8} {:>8}",
+            c.handle,
+            c.vc,
+            c.qos,
+            c.owner_pid,
+            json_name(&c.notify),
+            json_name(&c.path),
+            counts[0],
+            counts[1],
+            counts[2],
+            counts[3]
+        );
+    }
+    t
+}
+
+/// A unit enum's name as its JSON has it (`"eventfd"`, `"lane"`).
+fn json_name<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(Value::String(s)) => s,
+        _ => "?".into(),
+    }
+}
