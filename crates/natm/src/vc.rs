@@ -1,0 +1,329 @@
+//! An open VC and the zero-copy buffers it lends.
+
+use super::*;
+
+/// An open VC. Dropping it closes it.
+pub struct Vc {
+    pub(crate) conn: Arc<Mutex<Conn>>,
+    pub(crate) handle: u32,
+    pub(crate) cookie: String,
+    pub(crate) max_sdu: usize,
+    pub(crate) direct: Option<Direct>,
+}
+
+impl Vc {
+    /// hostd's handle for the VC.
+    pub fn handle(&self) -> u32 {
+        self.handle
+    }
+
+    /// The cookie that closes it ([`Host::close_cookie`]).
+    pub fn cookie(&self) -> &str {
+        &self.cookie
+    }
+
+    /// The largest SDU it carries.
+    pub fn max_sdu(&self) -> usize {
+        self.max_sdu
+    }
+
+    pub(crate) fn check_len(&self, len: usize) -> Result<(), Error> {
+        if len == 0 {
+            return Err(Error::Refused("an AAL5 SDU has at least 1 byte".into()));
+        }
+        if len > self.max_sdu {
+            return Err(Error::TooLong {
+                len,
+                max: self.max_sdu,
+            });
+        }
+        Ok(())
+    }
+
+    pub(crate) fn send_deadline(
+        &mut self,
+        sdu: &[u8],
+        deadline: Option<Instant>,
+    ) -> Result<(), Error> {
+        self.check_len(sdu.len())?;
+        let handle = self.handle;
+        match &mut self.direct {
+            Some(d) => {
+                let b = d.free_tx(deadline)?;
+                d.write_buffer(b, sdu)?;
+                d.post_tx(b, sdu.len(), handle)
+            }
+            None => {
+                let mut c = lock(&self.conn);
+                c.catch_up()?;
+                if c.revoked.contains(&handle) {
+                    return Err(Error::Revoked);
+                }
+                if c.link_down {
+                    return Err(Error::LinkDown);
+                }
+                if deadline.is_some() {
+                    let mut pfd = [rustix::event::PollFd::new(
+                        &c.stream,
+                        rustix::event::PollFlags::OUT,
+                    )];
+                    if rustix::event::poll(&mut pfd, Some(&rustix::event::Timespec::default()))
+                        .unwrap_or(0)
+                        == 0
+                    {
+                        return Err(Error::WouldBlock);
+                    }
+                }
+                c.write(&proto::data_frame(handle, sdu))
+            }
+        }
+    }
+
+    /// Sends one SDU, waiting for a free transmit buffer. Returning `Ok` means the SDU is
+    /// queued for the link (there is no delivery confirmation in ATM).
+    ///
+    /// [`Error::LinkDown`]: the link is down, nothing was sent; an SDU queued just before
+    /// the link failed is lost and reported by the next call. [`Error::Revoked`]: the VC
+    /// was closed or hostd stopped. [`Error::TooLong`]: above [`Vc::max_sdu`].
+    pub fn send(&mut self, sdu: &[u8]) -> Result<(), Error> {
+        self.send_deadline(sdu, None)
+    }
+
+    /// Sends one SDU if a transmit buffer is free now; [`Error::WouldBlock`] if not.
+    pub fn try_send(&mut self, sdu: &[u8]) -> Result<(), Error> {
+        self.send_deadline(sdu, Some(Instant::now()))
+    }
+
+    pub(crate) fn recv_within(
+        &mut self,
+        buf: &mut [u8],
+        timeout: Option<Duration>,
+        zero_wait: bool,
+    ) -> Result<usize, Error> {
+        let handle = self.handle;
+        match &mut self.direct {
+            Some(d) => {
+                let (b, len) = d.next_rx(timeout, zero_wait)?;
+                if len > buf.len() {
+                    return Err(Error::TooLong {
+                        len,
+                        max: buf.len(),
+                    });
+                }
+                let sdu = d.buffer(b, len);
+                if sdu.len() != len {
+                    return Err(protocol(format!("receive buffer {} is out of bounds", b.0)));
+                }
+                buf[..len].copy_from_slice(sdu);
+                d.ready.pop_front();
+                d.post_rx(b);
+                Ok(len)
+            }
+            None => {
+                let deadline = timeout.map(|t| Instant::now() + t);
+                loop {
+                    // Locked per slice, so other VCs of the host are not held up by a wait.
+                    let mut c = lock(&self.conn);
+                    if let Some(q) = c.data.get_mut(&handle)
+                        && let Some(front) = q.sdus.front()
+                    {
+                        if front.len() > buf.len() {
+                            return Err(Error::TooLong {
+                                len: front.len(),
+                                max: buf.len(),
+                            });
+                        }
+                        let sdu = q.pop().unwrap_or_default();
+                        buf[..sdu.len()].copy_from_slice(&sdu);
+                        return Ok(sdu.len());
+                    }
+                    if let Some(r) = c.next_answer()? {
+                        return Err(protocol(format!("unexpected message from hostd: {r:?}")));
+                    }
+                    if c.data.get(&handle).is_some_and(|q| !q.sdus.is_empty()) {
+                        continue;
+                    }
+                    if c.revoked.contains(&handle) {
+                        return Err(Error::Revoked);
+                    }
+                    if c.link_down {
+                        return Err(Error::LinkDown);
+                    }
+                    let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+                    let slice = left.map_or(RECV_SLICE, |l| l.min(RECV_SLICE));
+                    if !c.fill(Some(slice))? && deadline.is_some_and(|d| d <= Instant::now()) {
+                        return Err(if zero_wait {
+                            Error::WouldBlock
+                        } else {
+                            Error::Timeout
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits at most `timeout` until every SDU sent so far has been handed to the link
+    /// ([`Error::Timeout`] if not). On the lane path the application itself moves its
+    /// cells, in its calls into this crate: an application that sends and then stops
+    /// calling (or exits) should flush first. Dropping a lane-path [`Vc`] flushes for up
+    /// to a second. On the daemon path the SDU was handed over when `send` returned.
+    pub fn flush(&mut self, timeout: Duration) -> Result<(), Error> {
+        match &mut self.direct {
+            Some(d) => d.flush(Instant::now() + timeout),
+            None => Ok(()),
+        }
+    }
+
+    /// Receives one SDU into `buf`, waiting for it; its length. An SDU longer than `buf`
+    /// is [`Error::TooLong`] and stays queued.
+    pub fn recv(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
+        self.recv_within(buf, None, false)
+    }
+
+    /// Receives one SDU if one is there; [`Error::WouldBlock`] if not.
+    pub fn try_recv(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
+        self.recv_within(buf, Some(Duration::ZERO), true)
+    }
+
+    /// Receives one SDU, waiting at most `timeout` ([`Error::Timeout`]).
+    pub fn recv_timeout(&mut self, buf: &mut [u8], timeout: Duration) -> Result<usize, Error> {
+        self.recv_within(buf, Some(timeout), false)
+    }
+
+    pub(crate) fn direct(&mut self) -> Result<&mut Direct, Error> {
+        self.direct.as_mut().ok_or_else(|| {
+            Error::Refused("zero copy needs the direct path (a shared-memory channel)".into())
+        })
+    }
+
+    /// A free transmit buffer of the channel to fill in place; [`TxBuffer::send`] sends
+    /// it. Waits for one. Direct path only.
+    pub fn tx_buffer(&mut self) -> Result<TxBuffer<'_>, Error> {
+        let handle = self.handle;
+        let max_sdu = self.max_sdu;
+        let d = self.direct()?;
+        let id = d.free_tx(None)?;
+        let len = d.buffer_size.min(max_sdu);
+        Ok(TxBuffer {
+            d,
+            id,
+            len,
+            handle,
+            sent: false,
+        })
+    }
+
+    /// The next received SDU, in place in the channel's buffer; dropping it hands the
+    /// buffer back for reception. Waits for one. Direct path only.
+    pub fn recv_zero_copy(&mut self) -> Result<RxSdu<'_>, Error> {
+        let d = self.direct()?;
+        let (id, len) = d.next_rx(None, false)?;
+        d.ready.pop_front();
+        Ok(RxSdu { d, id, len })
+    }
+
+    /// The VC's counters as its adapter keeps them (hostd's, or on the lane path this
+    /// process's own).
+    pub fn counters(&self) -> Result<VcStats, Error> {
+        if let Some(l) = self.direct.as_ref().and_then(|d| d.lane.as_ref()) {
+            // No channel rings on the lane path: nothing is refused between the application
+            // and its own adapter.
+            let c = l.adapter.counters();
+            return Ok(VcStats::from_adapter(&c, 0, 0));
+        }
+        let status = lock(&self.conn).status()?;
+        status
+            .channels
+            .iter()
+            .find(|c| c.handle == self.handle)
+            .map(|c| c.counters)
+            .ok_or(Error::Revoked)
+    }
+}
+
+impl Drop for Vc {
+    fn drop(&mut self) {
+        if let Some(d) = &mut self.direct
+            && d.lane.is_some()
+        {
+            // Nobody else moves a lane's cells: send what is queued, within a bound.
+            let _ = d.flush(Instant::now() + LANE_LINGER);
+        }
+        let mut c = lock(&self.conn);
+        if !c.closed && !c.revoked.contains(&self.handle) {
+            // Bounded: a hung daemon must not hang the application's drop.
+            let _ = c.request_within(
+                &Request::Close {
+                    cookie: self.cookie.clone(),
+                },
+                Some(Duration::from_secs(2)),
+            );
+        }
+        c.data.remove(&self.handle);
+    }
+}
+
+/// A transmit buffer being filled in place ([`Vc::tx_buffer`]); dereferences to its
+/// bytes. Dropped without [`send`](TxBuffer::send), it goes back to the free pool.
+pub struct TxBuffer<'a> {
+    pub(crate) d: &'a mut Direct,
+    pub(crate) id: BufferId,
+    pub(crate) len: usize,
+    pub(crate) handle: u32,
+    pub(crate) sent: bool,
+}
+
+impl TxBuffer<'_> {
+    /// Sends the first `len` bytes as one SDU.
+    pub fn send(mut self, len: usize) -> Result<(), Error> {
+        if len == 0 || len > self.len {
+            return Err(Error::TooLong { len, max: self.len });
+        }
+        self.d.state()?;
+        self.d.post_tx(self.id, len, self.handle)?;
+        self.sent = true;
+        Ok(())
+    }
+}
+
+impl Deref for TxBuffer<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.d.buffer(self.id, self.len)
+    }
+}
+
+impl DerefMut for TxBuffer<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        self.d.buffer_mut(self.id, self.len)
+    }
+}
+
+impl Drop for TxBuffer<'_> {
+    fn drop(&mut self) {
+        if !self.sent {
+            self.d.free_tx.push(self.id);
+        }
+    }
+}
+
+/// A received SDU in place in the channel's buffer ([`Vc::recv_zero_copy`]).
+pub struct RxSdu<'a> {
+    pub(crate) d: &'a mut Direct,
+    pub(crate) id: BufferId,
+    pub(crate) len: usize,
+}
+
+impl Deref for RxSdu<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.d.buffer(self.id, self.len)
+    }
+}
+
+impl Drop for RxSdu<'_> {
+    fn drop(&mut self) {
+        self.d.post_rx(self.id);
+    }
+}
