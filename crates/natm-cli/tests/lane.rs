@@ -131,7 +131,7 @@ fn applications_on_their_own_lanes_exchange_sdus_and_oam_still_goes_through_host
         .recv_timeout(Duration::from_secs(20))
         .expect("the open returned");
     match got {
-        Err(Error::Refused(why)) => assert!(why.contains("signal"), "{why}"),
+        Err(Error::Refused { message: why, .. }) => assert!(why.contains("signal"), "{why}"),
         other => panic!("a lane VC with NotifyMode::Signal: {other:?}"),
     }
     assert_eq!(

@@ -166,7 +166,7 @@ impl Conn {
                     Response::Error { kind, message } => Err(match kind {
                         ErrorKind::LinkDown => Error::LinkDown,
                         ErrorKind::Timeout => Error::Timeout,
-                        _ => Error::Refused(message),
+                        kind => Error::Refused { kind, message },
                     }),
                     a => Ok((a, fds)),
                 };

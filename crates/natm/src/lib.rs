@@ -116,13 +116,11 @@ use natm_nic::channel::{AppEnd, BufferId, Channel, ChannelState, PollError};
 use natm_nic::memfd::MemfdMem;
 use natm_nic::notify::{AdaptivePolicy, WaitOutcome, Waiter, check_eventfd};
 use natm_nic::signal;
-use natm_proto::host::{
-    self as proto, ErrorKind, Frame, FrameError, Request, Response, SignalTarget,
-};
+use natm_proto::host::{self as proto, Frame, FrameError, Request, Response, SignalTarget};
 use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, recvmsg};
 
 pub use natm_core::{PvcAddr, Qos, VcId};
-pub use natm_proto::host::{DataPath, HostStatus, NotifyMode, VcStats};
+pub use natm_proto::host::{DataPath, ErrorKind, HostStatus, NotifyMode, VcStats};
 
 /// What went wrong.
 #[derive(Debug, thiserror::Error)]
@@ -135,9 +133,18 @@ pub enum Error {
         /// Why connecting failed.
         source: io::Error,
     },
-    /// hostd refused the request, and says why.
-    #[error("refused: {0}")]
-    Refused(String),
+    /// The request was refused, and says why: by hostd (`kind` as it classed the refusal:
+    /// [`ErrorKind::Refused`] for a request understood and refused, such as a VC in use or
+    /// admission control; [`ErrorKind::BadRequest`] for one that does not parse;
+    /// [`ErrorKind::Internal`] for hostd's own failure), or by this library before asking
+    /// (a request it knows hostd would refuse: [`ErrorKind::BadRequest`]).
+    #[error("refused: {message}")]
+    Refused {
+        /// What kind of refusal.
+        kind: ErrorKind,
+        /// Why, in words.
+        message: String,
+    },
     /// The host's link is down; hostd reconnects it.
     #[error("the host's link is down")]
     LinkDown,

@@ -29,7 +29,10 @@ impl Vc {
 
     pub(crate) fn check_len(&self, len: usize) -> Result<(), Error> {
         if len == 0 {
-            return Err(Error::Refused("an AAL5 SDU has at least 1 byte".into()));
+            return Err(Error::Refused {
+                kind: ErrorKind::BadRequest,
+                message: "an AAL5 SDU has at least 1 byte".into(),
+            });
         }
         if len > self.max_sdu {
             return Err(Error::TooLong {
@@ -192,8 +195,9 @@ impl Vc {
     }
 
     pub(crate) fn direct(&mut self) -> Result<&mut Direct, Error> {
-        self.direct.as_mut().ok_or_else(|| {
-            Error::Refused("zero copy needs the direct path (a shared-memory channel)".into())
+        self.direct.as_mut().ok_or_else(|| Error::Refused {
+            kind: ErrorKind::BadRequest,
+            message: "zero copy needs the direct path (a shared-memory channel)".into(),
         })
     }
 

@@ -19,11 +19,13 @@ fn another_applications_cookie_is_refused_and_a_closed_channel_is_revoked() {
         .open(VcOptions::new("0.100".parse().unwrap()))
         .unwrap();
     match second.close_cookie(vc.cookie()) {
-        Err(Error::Refused(m)) => assert_eq!(m, "cookie belongs to another application"),
+        Err(Error::Refused { message: m, .. }) => {
+            assert_eq!(m, "cookie belongs to another application")
+        }
         r => panic!("a foreign cookie: {r:?}"),
     }
     match second.close_cookie("00000000000000000000000000000000") {
-        Err(Error::Refused(m)) => assert_eq!(m, "unknown cookie"),
+        Err(Error::Refused { message: m, .. }) => assert_eq!(m, "unknown cookie"),
         r => panic!("an unknown cookie: {r:?}"),
     }
     // Nothing happened to the channel: it still carries data.
@@ -157,7 +159,7 @@ fn refusals_name_the_reason_and_the_daemon_goes_on() {
     );
     let h = Host::connect_path(hosts.a.socket()).unwrap();
     let refused = |r: Result<natm::Vc, Error>| match r {
-        Err(Error::Refused(m)) => m,
+        Err(Error::Refused { message: m, .. }) => m,
         Err(e) => panic!("not a refusal: {e}"),
         Ok(_) => panic!("opened"),
     };
