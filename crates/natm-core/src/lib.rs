@@ -25,6 +25,8 @@ pub mod id;
 pub mod idle;
 pub mod qos;
 pub mod rate;
+#[cfg(feature = "serde")]
+mod serde_text;
 pub mod slotmap;
 pub mod time;
 

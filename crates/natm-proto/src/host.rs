@@ -34,6 +34,7 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 
 use natm_adapter::{Counters as AdapterCounters, UBR_UNSHAPED_PCR};
+use natm_core::{Qos, VcId};
 use natm_traffic::sched::{Category, VcSpec};
 use rustix::net::{
     RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
@@ -162,10 +163,10 @@ pub struct SignalTarget {
 pub enum Request {
     /// Open a VC.
     Open {
-        /// The PVC, `[itf.]vpi.vci`.
-        vc: String,
-        /// QoS in linux-atm's qos(7) text.
-        qos: String,
+        /// The PVC on the host's one link (`vpi.vci` on the wire).
+        vc: VcId,
+        /// The QoS (linux-atm's qos(7) text on the wire).
+        qos: Qos,
         /// Direct (channel) or daemon (socket) path.
         path: DataPath,
         /// Notification (direct path only).
@@ -185,8 +186,8 @@ pub enum Request {
     },
     /// Send one OAM F5 loopback request and wait for its reply.
     Ping {
-        /// The VC, `[itf.]vpi.vci`.
-        vc: String,
+        /// The VC (`vpi.vci` on the wire).
+        vc: VcId,
         /// Segment (the switch loops it back) or end to end (the far host does).
         segment: bool,
         /// The correlation tag.

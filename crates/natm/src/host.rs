@@ -244,10 +244,11 @@ impl Host {
             None
         };
         let req = Request::Open {
-            vc: opts.addr.to_string(),
+            vc: vc_on_the_link(&opts.addr)?,
+            // No QoS given: UBR, as the text `ubr` means.
             qos: opts
                 .qos
-                .map_or_else(|| "ubr".to_string(), |q| q.to_string()),
+                .unwrap_or_else(|| "ubr".parse().expect("`ubr` is a QoS")),
             path: opts.path,
             notify: opts.notify,
             signal: signal_target,
@@ -315,7 +316,7 @@ impl Host {
     /// time as hostd measured it.
     pub fn ping(&self, vc: PvcAddr, scope: OamScope, timeout: Duration) -> Result<Duration, Error> {
         let req = Request::Ping {
-            vc: vc.to_string(),
+            vc: vc_on_the_link(&vc)?,
             segment: scope == OamScope::Segment,
             correlation: CORRELATION.fetch_add(1, Ordering::Relaxed),
             timeout_ms: timeout.as_millis().clamp(1, u128::from(u64::MAX)) as u64,
@@ -341,4 +342,30 @@ impl Host {
             (r, _) => Err(protocol(format!("hostd answered close with {r:?}"))),
         }
     }
+}
+
+/// The VC of `addr` on the host's one link (interface 0): a PVC address names an interface
+/// and may leave parts open (`*`, `?`), which hostd's protocol does not carry.
+pub(crate) fn vc_on_the_link(addr: &PvcAddr) -> Result<VcId, Error> {
+    let bad = |message: String| Error::Refused {
+        kind: ErrorKind::BadRequest,
+        message,
+    };
+    match addr.itf {
+        natm_core::Sel::Is(i) if i.get() != 0 => {
+            return Err(bad(format!(
+                "VC \"{addr}\": interface {} does not exist (hostd has one link, interface 0)",
+                i.get()
+            )));
+        }
+        natm_core::Sel::Unspecified => {
+            return Err(bad(format!("VC \"{addr}\": the interface is unspecified")));
+        }
+        _ => {}
+    }
+    addr.vc().ok_or_else(|| {
+        bad(format!(
+            "VC \"{addr}\": give a VPI and a VCI (no `*` or `?`)"
+        ))
+    })
 }

@@ -84,25 +84,6 @@ pub(super) fn parse_cookie(s: &str) -> Option<[u8; 16]> {
     Some(c)
 }
 
-/// Parses a concrete PVC on interface 0.
-pub(super) fn parse_vc(text: &str) -> Result<VcId, String> {
-    let a: PvcAddr = text
-        .parse()
-        .map_err(|e| format!("bad VC \"{text}\": {e}"))?;
-    match a.itf {
-        Sel::Is(i) if i.get() != 0 => {
-            return Err(format!(
-                "VC \"{text}\": interface {} does not exist (hostd has one link, interface 0)",
-                i.get()
-            ));
-        }
-        Sel::Unspecified => return Err(format!("VC \"{text}\": the interface is unspecified")),
-        _ => {}
-    }
-    a.vc()
-        .ok_or_else(|| format!("VC \"{text}\": give a VPI and a VCI (no `*` or `?`)"))
-}
-
 impl Hostd {
     // ------------------------------------------------------------------ clients
 
@@ -311,7 +292,7 @@ impl Hostd {
                 buffers,
                 buffer_size,
             } => {
-                let r = self.open(id, &vc, &qos, path, notify, signal, buffers, buffer_size);
+                let r = self.open(id, vc, &qos, path, notify, signal, buffers, buffer_size);
                 match r {
                     Ok((resp, fds)) => {
                         if let Some(c) = self.conns.get_mut(&id) {
@@ -330,7 +311,7 @@ impl Hostd {
                 segment,
                 correlation,
                 timeout_ms,
-            } => self.ping(id, &vc, segment, correlation, timeout_ms),
+            } => self.ping(id, vc, segment, correlation, timeout_ms),
             Request::Status => {
                 let s = self.status();
                 self.reply(id, Response::Status(s));
@@ -420,30 +401,22 @@ impl Hostd {
         self.conns.get(&id).is_some_and(|c| c.stalled.is_none())
     }
 
-    pub(super) fn ping(
-        &mut self,
-        id: u64,
-        vc_text: &str,
-        segment: bool,
-        tag: u32,
-        timeout_ms: u64,
-    ) {
+    pub(super) fn ping(&mut self, id: u64, vc: VcId, segment: bool, tag: u32, timeout_ms: u64) {
         let timeout = natm_core::Duration::from_millis(timeout_ms.min(60_000));
-        let pinged = parse_vc(vc_text)
-            .map_err(|m| (ErrorKind::BadRequest, m))
-            .and_then(|vc| {
-                self.host
-                    .ping(self.now, vc, segment, tag, timeout)
-                    .map_err(|e| (ErrorKind::LinkDown, e.to_string()))
-            });
-        match pinged {
+        match self.host.ping(self.now, vc, segment, tag, timeout) {
             Ok(ping) => {
                 self.pings.insert(ping, id);
                 if let Some(c) = self.conns.get_mut(&id) {
                     c.pinging = true;
                 }
             }
-            Err((kind, message)) => self.reply(id, Response::Error { kind, message }),
+            Err(e) => self.reply(
+                id,
+                Response::Error {
+                    kind: ErrorKind::LinkDown,
+                    message: e.to_string(),
+                },
+            ),
         }
     }
 

@@ -84,7 +84,7 @@ use natm_adapter::{
     Adapter, AdapterConfig, BufferId, BufferMemory, Completion, Direction, MemoryError, Status,
     VecBuffers,
 };
-use natm_core::{PvcAddr, Qos, Sel, VcId};
+use natm_core::{Qos, VcId};
 use natm_host_core::{
     ChannelId, ChannelMemory as HostChannelMemory, Event, Host, HostConfig, OpenError, PingId,
 };

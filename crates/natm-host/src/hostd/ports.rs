@@ -130,8 +130,8 @@ impl Hostd {
     pub(super) fn open(
         &mut self,
         id: u64,
-        vc_text: &str,
-        qos_text: &str,
+        vc: VcId,
+        qos: &Qos,
         path: DataPath,
         notify: NotifyMode,
         signal_target: Option<SignalTarget>,
@@ -140,16 +140,12 @@ impl Hostd {
     ) -> Result<(Response, Vec<OwnedFd>), (ErrorKind, String)> {
         let bad = |m: String| (ErrorKind::BadRequest, m);
         let refused = |m: String| (ErrorKind::Refused, m);
-        let vc = parse_vc(vc_text).map_err(bad)?;
         self.host.check_vc(vc).map_err(|e| self.refusal(e))?;
         if self.by_handle.len() >= MAX_CHANNELS {
             return Err(refused(
                 OpenError::TooManyChannels { max: MAX_CHANNELS }.to_string(),
             ));
         }
-        let qos: Qos = qos_text
-            .parse()
-            .map_err(|e| bad(format!("bad QoS \"{qos_text}\": {e}")))?;
         if !(2..=MAX_VC_BUFFERS).contains(&buffers) {
             return Err(bad(format!(
                 "buffers {buffers} is not in 2..={MAX_VC_BUFFERS}"
@@ -212,7 +208,7 @@ impl Hostd {
             .host
             .open_channel(config, port)
             .map_err(|e| self.refusal(e))?;
-        let handle = match self.host.open_vc(ch, vc, &qos) {
+        let handle = match self.host.open_vc(ch, vc, qos) {
             Ok(h) => h,
             Err(e) => {
                 self.host.close_channel(ch);
