@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use natm_core::Qos;
 use natm_link::shm::{ShmError, ShmLink, ShmWait};
-use natm_link::{CELL_LEN, Cell, CellLink};
+use natm_link::{CELL_LEN, CellBytes, CellLink};
 use natm_switch::{CrossConnect, Endpoint, PortConfig, PortId, SwitchConfig, SwitchError};
 
 use natm_switchd::fabric::Fabric;
@@ -119,7 +119,7 @@ pub enum BenchError {
 }
 
 /// A UNI cell on VPI 0, VCI `vci`, with a valid HEC and `seq` in its payload.
-fn cell(vci: u16, seq: u64) -> Cell {
+fn cell(vci: u16, seq: u64) -> CellBytes {
     let mut c = [0u8; CELL_LEN];
     let word = u32::from(vci) << 4;
     c[..4].copy_from_slice(&word.to_be_bytes());
@@ -261,7 +261,7 @@ impl Middle for SwitchMiddle {
 struct RelayMiddle {
     rx: ShmLink,
     tx: ShmLink,
-    buf: Vec<Cell>,
+    buf: Vec<CellBytes>,
     /// `buf[start..end]` waits for room in `tx`.
     start: usize,
     end: usize,
@@ -534,7 +534,7 @@ impl Hosts {
         let (cells, batch) = (self.cells, self.batch);
         pin_host(cpu);
         let waited0 = run_queue_wait();
-        let out: Vec<Cell> = (0..batch as u64).map(|i| cell(100, i)).collect();
+        let out: Vec<CellBytes> = (0..batch as u64).map(|i| cell(100, i)).collect();
         let header = u32::from(self.out_vci) << 4;
         let mut buf = vec![[0u8; CELL_LEN]; batch];
         let (mut sent, mut n_got) = (0u64, 0u64);
@@ -674,7 +674,7 @@ pub fn switch_capacity(rounds: usize, batch: usize) -> Result<Capacity, BenchErr
         .first()
         .copied()
         .filter(|&c| natm_nic::sched::pin_current_thread(c).is_ok());
-    let burst: Vec<Cell> = (0..u64::from(RING)).map(|i| cell(100, i)).collect();
+    let burst: Vec<CellBytes> = (0..u64::from(RING)).map(|i| cell(100, i)).collect();
     let mut buf = vec![[0u8; CELL_LEN]; RING as usize];
     let mut rates = Vec::with_capacity(rounds);
     let mut result = Ok(());

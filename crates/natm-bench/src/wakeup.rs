@@ -71,7 +71,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use natm_nic::cells::{CELL_BYTES, Cell, CellConsumer, CellLink, CellProducer, Side};
+use natm_nic::cells::{CELL_BYTES, CellBytes, CellConsumer, CellLink, CellProducer, Side};
 use natm_nic::memfd::MemfdMem;
 use natm_nic::notify::{AdaptivePolicy, SignalWaker, WaitOutcome, Waiter, Waker};
 use natm_nic::sched::{self, FifoPriority, Policy};
@@ -203,7 +203,7 @@ fn gap(seed: u64, round: u64, i: u64) -> Duration {
 }
 
 /// Payload layout of a sample cell (after the 5-byte header): time, round, sequence.
-fn sample_cell(stamp: u64, round: u64, seq: u64) -> Cell {
+fn sample_cell(stamp: u64, round: u64, seq: u64) -> CellBytes {
     let mut c = [0u8; CELL_BYTES];
     c[5..13].copy_from_slice(&stamp.to_le_bytes());
     c[13..21].copy_from_slice(&round.to_le_bytes());
@@ -211,7 +211,7 @@ fn sample_cell(stamp: u64, round: u64, seq: u64) -> Cell {
     c
 }
 
-fn read_u64(c: &Cell, at: usize) -> u64 {
+fn read_u64(c: &CellBytes, at: usize) -> u64 {
     let mut b = [0u8; 8];
     b.copy_from_slice(&c[at..at + 8]);
     u64::from_le_bytes(b)

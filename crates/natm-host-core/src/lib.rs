@@ -74,7 +74,7 @@ use natm_wire::oam::{Loopback, OamCell, OamFlow, OamRepr};
 pub use spec::{Scale, shaping};
 
 /// A cell as the host moves it: 53 bytes, header first.
-pub type Cell = [u8; 53];
+pub use natm_wire::cell::CellBytes;
 
 /// OC-3c's cell rate: what an unlimited link is admitted as.
 pub const NOMINAL_RATE: u32 = PhyRate::OC3.cells_per_s();
@@ -279,7 +279,7 @@ struct Channel<M> {
     adapter: Adapter,
     config: AdapterConfig,
     mem: M,
-    out: Vec<Cell>,
+    out: Vec<CellBytes>,
     sent: usize,
     filled: usize,
     /// Its VCs with a CBR or VBR contract: the channel's turn comes before UBR ones.
@@ -322,7 +322,7 @@ pub struct Host<M> {
     next_handle: u32,
     link_up: bool,
     hec: HecReceiver,
-    oam_out: VecDeque<Cell>,
+    oam_out: VecDeque<CellBytes>,
     pings: Vec<Ping>,
     next_ping: u64,
     events: VecDeque<Event>,
@@ -640,7 +640,7 @@ impl<M: ChannelMemory> Host<M> {
     /// receiver may). Returns how many it took: all of them, or fewer just after a
     /// [`frame_at_a_time`](ChannelMemory::frame_at_a_time) channel completed a frame —
     /// drain that channel's completions, then give the rest.
-    pub fn handle_cells(&mut self, now: Instant, cells: &mut [Cell]) -> usize {
+    pub fn handle_cells(&mut self, now: Instant, cells: &mut [CellBytes]) -> usize {
         let mut run: Option<(ChannelId, usize)> = None;
         // The last lookup: a frame's cells share a header.
         let mut last: Option<(u32, Option<ChannelId>)> = None;
@@ -677,7 +677,7 @@ impl<M: ChannelMemory> Host<M> {
     fn classify(
         &mut self,
         now: Instant,
-        cell: &mut Cell,
+        cell: &mut CellBytes,
         last: &mut Option<(u32, Option<ChannelId>)>,
     ) -> (Option<ChannelId>, bool) {
         let verdict = self
@@ -713,7 +713,7 @@ impl<M: ChannelMemory> Host<M> {
     }
 
     /// Hands a run of one channel's cells to its adapter.
-    fn deliver(&mut self, now: Instant, ch: ChannelId, cells: &[Cell]) {
+    fn deliver(&mut self, now: Instant, ch: ChannelId, cells: &[CellBytes]) {
         let Some(c) = self.channels.get_mut(&ch) else {
             return;
         };
@@ -723,7 +723,7 @@ impl<M: ChannelMemory> Host<M> {
         }
     }
 
-    fn oam_in(&mut self, now: Instant, h: CellHeader, cell: &Cell) {
+    fn oam_in(&mut self, now: Instant, h: CellHeader, cell: &CellBytes) {
         let Ok(oam) = OamCell::new_checked(&cell[5..]) else {
             return;
         };
@@ -755,7 +755,7 @@ impl<M: ChannelMemory> Host<M> {
     /// The next cells for the link, or `None` when a whole round of the channels gave
     /// nothing (or the link is down). Say how many the link took with
     /// [`transmitted`](Self::transmitted) before calling again.
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<&[Cell]> {
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<&[CellBytes]> {
         self.source = Source::None;
         if !self.link_up {
             return None;

@@ -63,7 +63,7 @@ fn send(h: &mut Host<VecBuffers>, ch: ChannelId, handle: VcHandle, buf: u32, sdu
 }
 
 /// Everything the host transmits now, the link taking it all.
-fn drain(h: &mut Host<VecBuffers>, now: Instant) -> Vec<Cell> {
+fn drain(h: &mut Host<VecBuffers>, now: Instant) -> Vec<CellBytes> {
     let mut out = Vec::new();
     while let Some(cells) = h.poll_transmit(now) {
         out.extend_from_slice(cells);
@@ -86,11 +86,11 @@ fn received(h: &mut Host<VecBuffers>, ch: ChannelId) -> Vec<Vec<u8>> {
     got
 }
 
-fn header(cell: &Cell) -> CellHeader {
+fn header(cell: &CellBytes) -> CellHeader {
     CellHeader::parse_unverified(&WireCell::new_unchecked(&cell[..]), HeaderFormat::Uni)
 }
 
-fn oam(cell: &Cell) -> Loopback {
+fn oam(cell: &CellBytes) -> Loopback {
     let o = OamCell::new_checked(&cell[5..]).expect("an OAM cell");
     match OamRepr::parse(&o) {
         Ok(OamRepr::Loopback(lb)) => lb,

@@ -13,11 +13,11 @@ use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
 use natm_link::endpoint::EndpointLink;
-use natm_link::{Cell, CellLink, LinkCounters};
+use natm_link::{CellBytes, CellLink, LinkCounters};
 
 /// A link whose transmit side feeds its receive side. See the [module docs](self).
 pub struct LoopLink {
-    cells: VecDeque<Cell>,
+    cells: VecDeque<CellBytes>,
     capacity: usize,
     counters: LinkCounters,
 }
@@ -34,7 +34,7 @@ impl LoopLink {
 }
 
 impl CellLink for LoopLink {
-    fn send_cells(&mut self, cells: &[Cell]) -> io::Result<usize> {
+    fn send_cells(&mut self, cells: &[CellBytes]) -> io::Result<usize> {
         let n = cells.len().min(self.capacity - self.cells.len());
         self.cells.extend(&cells[..n]);
         if n > 0 {
@@ -44,7 +44,7 @@ impl CellLink for LoopLink {
         Ok(n)
     }
 
-    fn recv_cells(&mut self, buf: &mut [Cell]) -> io::Result<usize> {
+    fn recv_cells(&mut self, buf: &mut [CellBytes]) -> io::Result<usize> {
         let n = buf.len().min(self.cells.len());
         for (slot, c) in buf.iter_mut().zip(self.cells.drain(..n)) {
             *slot = c;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use natm_core::PhyRate;
 use natm_link::emulated::Emulated;
 use natm_link::shm::{ShmLink, ShmWait};
-use natm_link::{Cell, CellLink};
+use natm_link::{CellBytes, CellLink};
 use natm_netem::Config;
 
 const T: Option<Duration> = Some(Duration::from_secs(10));
@@ -62,7 +62,7 @@ fn main() {
 
     // Bare shm, one thread: send a batch, receive it.
     let (mut a, mut b) = ShmLink::pair_with(4096, ShmWait::BusyPoll).unwrap();
-    let cells: Vec<Cell> = vec![[7u8; 53]; 64];
+    let cells: Vec<CellBytes> = vec![[7u8; 53]; 64];
     let mut buf = [[0u8; 53]; 64];
     let t0 = Instant::now();
     let mut n = 0u64;

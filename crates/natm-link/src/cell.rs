@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 pub const CELL_LEN: usize = natm_wire::cell::CELL_LEN;
 
 /// One cell: 5 header bytes (HEC included) and 48 payload bytes.
-pub type Cell = [u8; CELL_LEN];
+pub use natm_wire::cell::CellBytes;
 
 /// What every link counts. Links with more to say keep their own counters as well.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -66,11 +66,11 @@ pub struct LinkCounters {
 pub trait CellLink {
     /// Send a prefix of `cells` without waiting; returns how many were sent (0: the link
     /// cannot take any now).
-    fn send_cells(&mut self, cells: &[Cell]) -> io::Result<usize>;
+    fn send_cells(&mut self, cells: &[CellBytes]) -> io::Result<usize>;
 
     /// Receive up to `buf.len()` cells without waiting; returns how many were written to
     /// the front of `buf` (0: none waiting).
-    fn recv_cells(&mut self, buf: &mut [Cell]) -> io::Result<usize>;
+    fn recv_cells(&mut self, buf: &mut [CellBytes]) -> io::Result<usize>;
 
     /// Wait until cells may be waiting, at most `timeout`; `false` if the time ran out.
     fn wait_recv(&mut self, timeout: Option<Duration>) -> io::Result<bool>;
@@ -87,7 +87,7 @@ pub trait CellLink {
     /// Receive at least one cell, waiting at most `timeout`; 0 only if the time ran out.
     fn recv_cells_timeout(
         &mut self,
-        buf: &mut [Cell],
+        buf: &mut [CellBytes],
         timeout: Option<Duration>,
     ) -> io::Result<usize> {
         if buf.is_empty() {
@@ -110,7 +110,7 @@ pub trait CellLink {
     /// (fewer than `cells.len()` only if the time ran out).
     fn send_cells_timeout(
         &mut self,
-        cells: &[Cell],
+        cells: &[CellBytes],
         timeout: Option<Duration>,
     ) -> io::Result<usize> {
         let deadline = timeout.map(|t| Instant::now() + t);

@@ -30,7 +30,7 @@ use std::io;
 use std::time::Instant as StdInstant;
 
 use crate::clock::Epoch;
-use crate::{Cell, CellLink};
+use crate::{CellBytes, CellLink};
 use natm_adapter::{Adapter, BufferId, BufferMemory, Completion, Direction, MemoryError, Status};
 use natm_core::Instant;
 use natm_nic::RingFault;
@@ -211,11 +211,11 @@ impl BufferMemory for ChannelMemory<'_> {
 pub struct LinkSide<L> {
     link: L,
     /// Cells from the adapter the link has not taken yet: `out[sent..filled]`.
-    out: Box<[Cell; BATCH]>,
+    out: Box<[CellBytes; BATCH]>,
     sent: usize,
     filled: usize,
     /// Cells from the link the adapter has not been given yet: `inbox[taken..got]`.
-    inbox: Box<[Cell; BATCH]>,
+    inbox: Box<[CellBytes; BATCH]>,
     taken: usize,
     got: usize,
     /// The next cell given to the adapter begins an SDU (the last one ended one).

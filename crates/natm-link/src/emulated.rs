@@ -55,7 +55,7 @@ use std::time::{Duration, Instant as StdInstant};
 use natm_core::Instant;
 use natm_netem::{Config, Counters, Netem};
 
-use crate::cell::{Cell, CellLink, LinkCounters};
+use crate::cell::{CellBytes, CellLink, LinkCounters};
 use crate::clock::Epoch;
 
 /// A [`CellLink`] whose sent cells cross an emulated line first. See the
@@ -67,7 +67,7 @@ pub struct Emulated<L> {
     in_flight_cells: usize,
     epoch: Epoch,
     /// Cells that left the line and the inner link has not taken yet, from `due_from`.
-    due: Vec<Cell>,
+    due: Vec<CellBytes>,
     due_from: usize,
 }
 
@@ -198,7 +198,7 @@ impl<L: CellLink> Emulated<L> {
 const MAX_NAP: Duration = Duration::from_millis(1);
 
 impl<L: CellLink> CellLink for Emulated<L> {
-    fn send_cells(&mut self, cells: &[Cell]) -> io::Result<usize> {
+    fn send_cells(&mut self, cells: &[CellBytes]) -> io::Result<usize> {
         let now = self.now();
         self.flush(now)?;
         let mut taken = 0;
@@ -216,7 +216,7 @@ impl<L: CellLink> CellLink for Emulated<L> {
         Ok(taken)
     }
 
-    fn recv_cells(&mut self, buf: &mut [Cell]) -> io::Result<usize> {
+    fn recv_cells(&mut self, buf: &mut [CellBytes]) -> io::Result<usize> {
         let now = self.now();
         self.flush(now)?;
         self.inner.recv_cells(buf)
@@ -300,7 +300,7 @@ mod tests {
 
     /// A cell on VC 1.(32 + vc) with a valid HEC; the payload carries its global sequence
     /// number, the per-VC one and the time it was sent (ns since `epoch`).
-    fn cell(seq: u64, vc: u16, vc_seq: u64, sent_ns: u64) -> Cell {
+    fn cell(seq: u64, vc: u16, vc_seq: u64, sent_ns: u64) -> CellBytes {
         let mut c = [0u8; CELL_LEN];
         let word = (1u32 << 20) | (u32::from(32 + vc) << 4);
         c[..4].copy_from_slice(&word.to_be_bytes());
@@ -314,7 +314,7 @@ mod tests {
         c
     }
 
-    fn field(c: &Cell, at: usize) -> u64 {
+    fn field(c: &CellBytes, at: usize) -> u64 {
         u64::from_le_bytes(c[at..at + 8].try_into().unwrap())
     }
 
@@ -345,7 +345,7 @@ mod tests {
     fn receiver<L: CellLink + Send + 'static>(
         mut link: L,
         done: Arc<AtomicBool>,
-    ) -> std::thread::JoinHandle<(Vec<(Cell, StdInstant)>, L)> {
+    ) -> std::thread::JoinHandle<(Vec<(CellBytes, StdInstant)>, L)> {
         std::thread::spawn(move || {
             let mut got = Vec::new();
             let mut buf = [[0u8; CELL_LEN]; 64];
@@ -392,7 +392,7 @@ mod tests {
         cfg: &Config,
         n: u64,
         vcs: u16,
-    ) -> (Vec<(Cell, StdInstant)>, Emulated<L>, R, StdInstant) {
+    ) -> (Vec<(CellBytes, StdInstant)>, Emulated<L>, R, StdInstant) {
         let epoch = StdInstant::now();
         let done = Arc::new(AtomicBool::new(false));
         let r = receiver(rx, done.clone());
@@ -568,7 +568,7 @@ mod tests {
     }
 
     /// Cells per second between the first and the last arrival.
-    fn arrival_rate(got: &[(Cell, StdInstant)]) -> f64 {
+    fn arrival_rate(got: &[(CellBytes, StdInstant)]) -> f64 {
         let first = got.first().unwrap().1;
         let (n, last) = (got.len(), got.last().unwrap().1);
         (n - 1) as f64 / (last - first).as_secs_f64()

@@ -32,4 +32,4 @@ pub mod shm;
 pub mod tcpcell;
 pub mod udp;
 
-pub use cell::{CELL_LEN, Cell, CellLink, LinkCounters};
+pub use cell::{CELL_LEN, CellBytes, CellLink, LinkCounters};

@@ -70,7 +70,7 @@ use rustix::net::{
 
 pub use natm_nic::notify::AdaptivePolicy;
 
-use crate::cell::{Cell, CellLink, LinkCounters};
+use crate::cell::{CellBytes, CellLink, LinkCounters};
 
 /// How a side waits for cells to receive or room to send.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -629,7 +629,7 @@ fn corrupt(fault: natm_nic::RingFault) -> io::Error {
 }
 
 impl CellLink for ShmLink {
-    fn send_cells(&mut self, cells: &[Cell]) -> io::Result<usize> {
+    fn send_cells(&mut self, cells: &[CellBytes]) -> io::Result<usize> {
         if cells.is_empty() {
             return Ok(0);
         }
@@ -659,7 +659,7 @@ impl CellLink for ShmLink {
         Ok(n)
     }
 
-    fn recv_cells(&mut self, buf: &mut [Cell]) -> io::Result<usize> {
+    fn recv_cells(&mut self, buf: &mut [CellBytes]) -> io::Result<usize> {
         if buf.is_empty() {
             return Ok(0);
         }
@@ -732,7 +732,7 @@ mod tests {
         ShmWait::EventFd,
     ];
 
-    fn cell(i: u64) -> Cell {
+    fn cell(i: u64) -> CellBytes {
         let mut c = [0u8; CELL_LEN];
         c[5..13].copy_from_slice(&i.to_le_bytes());
         for (k, b) in c[13..].iter_mut().enumerate() {
@@ -752,7 +752,7 @@ mod tests {
         poll(&mut fds, Some(&ts)).unwrap() > 0
     }
 
-    fn recv_exactly(l: &mut impl CellLink, n: usize) -> Vec<Cell> {
+    fn recv_exactly(l: &mut impl CellLink, n: usize) -> Vec<CellBytes> {
         let mut out = Vec::with_capacity(n);
         let mut buf = [[0u8; CELL_LEN]; 37];
         while out.len() < n {
@@ -771,7 +771,7 @@ mod tests {
                 "memfd" => ShmLink::pair(16).unwrap(),
                 _ => ShmLink::heap_pair(16, ShmWait::EventFd).unwrap(),
             };
-            let cells: Vec<Cell> = (0..10).map(cell).collect();
+            let cells: Vec<CellBytes> = (0..10).map(cell).collect();
             assert_eq!(a.send_cells(&cells).unwrap(), 10);
             assert_eq!(recv_exactly(&mut b, 10), cells, "{backend}");
             assert_eq!(b.send_cells(&cells[..3]).unwrap(), 3);
@@ -791,7 +791,7 @@ mod tests {
         let (mut a, mut b) = ShmLink::pair(8).unwrap();
         let mut buf = [[0u8; CELL_LEN]; 8];
         assert_eq!(b.recv_cells(&mut buf).unwrap(), 0, "empty");
-        let cells: Vec<Cell> = (0..12).map(cell).collect();
+        let cells: Vec<CellBytes> = (0..12).map(cell).collect();
         assert_eq!(a.send_cells(&cells).unwrap(), 8, "a prefix fits");
         assert_eq!(a.send_cells(&cells[8..]).unwrap(), 0, "full");
         assert!(!a.wait_send(Some(Duration::from_millis(10))).unwrap());
@@ -803,7 +803,7 @@ mod tests {
         let mut next_tx = 11u64;
         let mut next_rx = 3u64;
         for lap in 0..500u64 {
-            let batch: Vec<Cell> = (next_tx..next_tx + 1 + lap % 7).map(cell).collect();
+            let batch: Vec<CellBytes> = (next_tx..next_tx + 1 + lap % 7).map(cell).collect();
             next_tx += a.send_cells(&batch).unwrap() as u64;
             let n = b.recv_cells(&mut buf[..1 + (lap % 5) as usize]).unwrap();
             for c in &buf[..n] {
@@ -854,7 +854,7 @@ mod tests {
             let (mut a, mut b) = ShmLink::pair_with(16, mode).unwrap();
             const N: u64 = 20_000;
             let sender = std::thread::spawn(move || {
-                let cells: Vec<Cell> = (0..N).map(cell).collect();
+                let cells: Vec<CellBytes> = (0..N).map(cell).collect();
                 // 1000-cell batches into a 16-cell ring: partial sends and wait_send.
                 for chunk in cells.chunks(1000) {
                     assert_eq!(a.send_cells_timeout(chunk, T).unwrap(), chunk.len());

@@ -44,7 +44,7 @@ use natm_wire::atmtcp::{self as wire, AtmtcpError, HEADER_LEN};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::net::{RecvFlags, SendFlags};
 
-use crate::cell::{CELL_LEN, Cell, CellLink, LinkCounters};
+use crate::cell::{CELL_LEN, CellBytes, CellLink, LinkCounters};
 
 /// The body of one cell's frame: 4 header bytes and 48 payload bytes (`ATM_AAL0_SDU`).
 pub const BODY_LEN: usize = 52;
@@ -57,7 +57,7 @@ pub const WRITE_BUFFER: usize = 64 * 1024;
 const READ_BUFFER: usize = 2 * (HEADER_LEN + 65_535);
 
 /// Appends the frame for `cell` to `out`; `false` (nothing appended) for a cell on VC 0.0.
-pub fn encode_cell(cell: &Cell, out: &mut Vec<u8>) -> bool {
+pub fn encode_cell(cell: &CellBytes, out: &mut Vec<u8>) -> bool {
     let word = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]);
     let vpi = (word >> 20) as u16;
     let vci = (word >> 4) as u16;
@@ -77,7 +77,7 @@ pub fn encode_cell(cell: &Cell, out: &mut Vec<u8>) -> bool {
 
 /// The cell carried by one decoded frame, with its HEC recomputed; `None` if the frame is
 /// not a cell frame (control, or a length other than 52).
-pub fn decode_cell(frame: &wire::Frame<'_>) -> Option<Cell> {
+pub fn decode_cell(frame: &wire::Frame<'_>) -> Option<CellBytes> {
     if frame.header.is_control() {
         return None;
     }
@@ -195,7 +195,7 @@ impl TcpCellLink {
     }
 
     /// Decodes whole frames from the read buffer into `buf`; returns cells written.
-    fn decode_into(&mut self, buf: &mut [Cell]) -> io::Result<usize> {
+    fn decode_into(&mut self, buf: &mut [CellBytes]) -> io::Result<usize> {
         let mut n = 0;
         while n < buf.len() {
             match wire::decode(&self.rbuf[self.rpos..self.rend]) {
@@ -301,7 +301,7 @@ impl TcpCellLink {
 }
 
 impl CellLink for TcpCellLink {
-    fn send_cells(&mut self, cells: &[Cell]) -> io::Result<usize> {
+    fn send_cells(&mut self, cells: &[CellBytes]) -> io::Result<usize> {
         self.check_alive()?;
         self.flush()?;
         let mut taken = 0;
@@ -325,7 +325,7 @@ impl CellLink for TcpCellLink {
         Ok(taken)
     }
 
-    fn recv_cells(&mut self, buf: &mut [Cell]) -> io::Result<usize> {
+    fn recv_cells(&mut self, buf: &mut [CellBytes]) -> io::Result<usize> {
         if self.dead.is_some() {
             // Cells decoded before the end are still delivered.
             let n = self.decode_into(buf)?;
@@ -404,7 +404,7 @@ mod tests {
 
     const T: Option<Duration> = Some(Duration::from_secs(10));
 
-    fn cell(i: u32) -> Cell {
+    fn cell(i: u32) -> CellBytes {
         let mut c = [0u8; CELL_LEN];
         // VPI 1..=255, VCI 32.., PTI from i, CLP from i.
         let word = ((1 + i % 255) << 20) | ((32 + i % 1000) << 4) | (i % 16);
@@ -425,7 +425,7 @@ mod tests {
 
     #[test]
     fn frames_are_linux_aal0_cells_and_decode_one_byte_at_a_time() {
-        let cells: Vec<Cell> = (0..300).map(cell).collect();
+        let cells: Vec<CellBytes> = (0..300).map(cell).collect();
         let mut stream = Vec::new();
         for c in &cells {
             assert!(encode_cell(c, &mut stream));
@@ -469,7 +469,7 @@ mod tests {
     #[test]
     fn cells_cross_both_ways_byte_exact_in_any_split() {
         let (mut a, mut b) = pair();
-        let cells: Vec<Cell> = (0..10_000).map(cell).collect();
+        let cells: Vec<CellBytes> = (0..10_000).map(cell).collect();
         let sender = std::thread::spawn(move || {
             for chunk in cells.chunks(77) {
                 assert_eq!(a.send_cells_timeout(chunk, T).unwrap(), chunk.len());

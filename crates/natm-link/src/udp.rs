@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use rustix::event::{PollFd, PollFlags, Timespec};
 
-use crate::cell::{CELL_LEN, Cell, CellLink, LinkCounters};
+use crate::cell::{CELL_LEN, CellBytes, CellLink, LinkCounters};
 
 /// The datagram magic, "NC".
 pub const MAGIC: [u8; 2] = *b"NC";
@@ -151,7 +151,7 @@ pub struct UdpLink {
     tx_seq: u32,
     rx_next: Option<u32>,
     /// A received datagram's cells not yet handed out, and how many were.
-    held: Vec<Cell>,
+    held: Vec<CellBytes>,
     held_from: usize,
     scratch: Vec<u8>,
     counters: UdpCounters,
@@ -203,7 +203,7 @@ impl UdpLink {
     }
 
     /// Send one datagram; `Ok(false)` if the socket would block.
-    fn send_datagram(&mut self, cells: &[Cell]) -> io::Result<bool> {
+    fn send_datagram(&mut self, cells: &[CellBytes]) -> io::Result<bool> {
         let n = u8::try_from(cells.len()).expect("at most 255 cells per datagram (config checked)");
         let len = HEADER_LEN + cells.len() * CELL_LEN;
         let buf = &mut self.scratch[..len];
@@ -270,7 +270,7 @@ impl UdpLink {
                     self.held_from = 0;
                     self.held.extend(
                         body.chunks_exact(CELL_LEN)
-                            .map(|b| Cell::try_from(b).expect("chunks of 53")),
+                            .map(|b| CellBytes::try_from(b).expect("chunks of 53")),
                     );
                     return Ok(true);
                 }
@@ -302,7 +302,7 @@ impl UdpLink {
 }
 
 impl CellLink for UdpLink {
-    fn send_cells(&mut self, cells: &[Cell]) -> io::Result<usize> {
+    fn send_cells(&mut self, cells: &[CellBytes]) -> io::Result<usize> {
         let mut sent = 0;
         for chunk in cells.chunks(self.config.cells_per_datagram) {
             if !self.send_datagram(chunk)? {
@@ -313,7 +313,7 @@ impl CellLink for UdpLink {
         Ok(sent)
     }
 
-    fn recv_cells(&mut self, buf: &mut [Cell]) -> io::Result<usize> {
+    fn recv_cells(&mut self, buf: &mut [CellBytes]) -> io::Result<usize> {
         let mut got = 0;
         while got < buf.len() {
             if self.held_from == self.held.len() && !self.take_datagram()? {
@@ -353,7 +353,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn cell(i: usize) -> Cell {
+    fn cell(i: usize) -> CellBytes {
         let mut c = [0u8; CELL_LEN];
         c[..4].copy_from_slice(&(i as u32).to_be_bytes());
         for (k, b) in c[5..].iter_mut().enumerate() {
@@ -375,7 +375,7 @@ mod tests {
 
     const T: Option<Duration> = Some(Duration::from_secs(5));
 
-    fn recv_all(l: &mut UdpLink, n: usize) -> Vec<Cell> {
+    fn recv_all(l: &mut UdpLink, n: usize) -> Vec<CellBytes> {
         let mut out = Vec::new();
         let mut buf = [[0u8; CELL_LEN]; 7];
         while out.len() < n {
@@ -389,7 +389,7 @@ mod tests {
     #[test]
     fn round_trip_in_batches() {
         let (mut a, mut b) = pair(10);
-        let cells: Vec<Cell> = (0..95).map(cell).collect();
+        let cells: Vec<CellBytes> = (0..95).map(cell).collect();
         assert_eq!(a.send_cells_timeout(&cells, T).unwrap(), 95);
         // A buffer of 7 does not divide a datagram of 10: the rest waits for the next call.
         assert_eq!(recv_all(&mut b, 95), cells);
@@ -485,7 +485,7 @@ mod tests {
         }
         // 255 cells fit one datagram.
         let (mut a, mut b) = pair(255);
-        let cells: Vec<Cell> = (0..300).map(cell).collect();
+        let cells: Vec<CellBytes> = (0..300).map(cell).collect();
         assert_eq!(a.send_cells_timeout(&cells, T).unwrap(), 300);
         assert_eq!(recv_all(&mut b, 300), cells);
         assert_eq!(b.counters().rx_batches, 2);

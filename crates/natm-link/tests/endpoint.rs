@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use natm_link::endpoint::{EndpointLink, LinkConfig, LinkSetupError, is_peer_gone};
-use natm_link::{CELL_LEN, Cell};
+use natm_link::{CELL_LEN, CellBytes};
 
 const N: u32 = 10_000;
 const T: Duration = Duration::from_secs(20);
@@ -31,8 +31,8 @@ impl Drop for TempDir {
     }
 }
 
-/// Cell `i` of stream `s`: a valid header on VC (1+s).(32+i%500), a payload that says which.
-fn cell(s: u8, i: u32) -> Cell {
+/// CellBytes `i` of stream `s`: a valid header on VC (1+s).(32+i%500), a payload that says which.
+fn cell(s: u8, i: u32) -> CellBytes {
     let mut c = [0u8; CELL_LEN];
     let word = (u32::from(1 + s) << 20) | ((32 + i % 500) << 4);
     c[..4].copy_from_slice(&word.to_be_bytes());
@@ -54,7 +54,7 @@ fn exchange(
     window: Option<usize>,
 ) -> Box<dyn EndpointLink> {
     let deadline = Instant::now() + T;
-    let out: Vec<Cell> = (0..N).map(|i| cell(s, i)).collect();
+    let out: Vec<CellBytes> = (0..N).map(|i| cell(s, i)).collect();
     let (mut sent, mut got) = (0usize, 0u32);
     let mut buf = [[0u8; CELL_LEN]; 64];
     while sent < out.len() || got < N || link.next_due().is_some() {

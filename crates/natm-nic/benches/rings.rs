@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
-use natm_nic::cells::{Cell, CellLink, Side};
+use natm_nic::cells::{CellBytes, CellLink, Side};
 use natm_nic::memfd::MemfdMem;
 
 const BATCH: usize = 16;
@@ -88,7 +88,7 @@ fn bare() -> (BareTx, BareRx) {
 }
 
 impl BareTx {
-    fn push_batch(&mut self, cells: &[Cell]) -> usize {
+    fn push_batch(&mut self, cells: &[CellBytes]) -> usize {
         if ENTRIES - (self.tail - self.head_cache) < cells.len() {
             self.head_cache = self.ring.head.0.load(Ordering::Acquire);
         }
@@ -107,7 +107,7 @@ impl BareTx {
 }
 
 impl BareRx {
-    fn pop_batch(&mut self, out: &mut [Cell]) -> usize {
+    fn pop_batch(&mut self, out: &mut [CellBytes]) -> usize {
         if self.tail_cache - self.head < out.len() {
             self.tail_cache = self.ring.tail.0.load(Ordering::Acquire);
         }
@@ -156,10 +156,10 @@ fn pin(cpu: usize) -> bool {
 fn run<T: Send + 'static>(
     total: u64,
     mut tx: T,
-    push: fn(&mut T, &[Cell]) -> usize,
-    mut pop: impl FnMut(&mut [Cell]) -> usize,
+    push: fn(&mut T, &[CellBytes]) -> usize,
+    mut pop: impl FnMut(&mut [CellBytes]) -> usize,
 ) -> (Duration, T) {
-    let batch: [Cell; BATCH] = std::array::from_fn(|i| [i as u8; 53]);
+    let batch: [CellBytes; BATCH] = std::array::from_fn(|i| [i as u8; 53]);
     pin(0);
     let start = Instant::now();
     let producer = std::thread::spawn(move || {

@@ -32,7 +32,7 @@ pub const CELL_BYTES: usize = 53;
 /// Bytes per slot.
 pub const CELL_SLOT_BYTES: usize = 64;
 /// A cell as raw bytes (header with HEC, 48-byte payload).
-pub type Cell = [u8; CELL_BYTES];
+pub use natm_wire::cell::CellBytes;
 
 /// Which end of the link: A sends on ring 0 and receives on ring 1, B the reverse.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -129,7 +129,7 @@ impl CellLink {
 
 /// Copies a cell into a slot: 7 words, the last with 3 zero bytes after the cell.
 #[inline(always)]
-fn write_cell(slot: &[AtomicU64], cell: &Cell) {
+fn write_cell(slot: &[AtomicU64], cell: &CellBytes) {
     let Some(slot) = slot.get(..7) else { return };
     for (i, w) in slot.iter().enumerate().take(6) {
         let mut b = [0u8; 8];
@@ -147,7 +147,7 @@ fn write_cell(slot: &[AtomicU64], cell: &Cell) {
 /// memory. The caller fences before publishing.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn write_cell_streaming(slot: &[AtomicU64], cell: &Cell) {
+fn write_cell_streaming(slot: &[AtomicU64], cell: &CellBytes) {
     let Some(slot) = slot.get(..8) else {
         return write_cell(slot, cell);
     };
@@ -170,7 +170,7 @@ fn write_cell_streaming(slot: &[AtomicU64], cell: &Cell) {
 
 /// Copies a cell out of a slot.
 #[inline(always)]
-fn read_cell(slot: &[AtomicU64], cell: &mut Cell) {
+fn read_cell(slot: &[AtomicU64], cell: &mut CellBytes) {
     let Some(slot) = slot.get(..7) else { return };
     for (i, w) in slot.iter().enumerate().take(6) {
         cell[8 * i..8 * i + 8].copy_from_slice(&w.load(Ordering::Relaxed).to_ne_bytes());
@@ -194,7 +194,7 @@ impl CellProducer {
     /// Pushes as many of `cells` as fit (all, or a prefix) and publishes them; returns how
     /// many. 0 when full, or when the ring is broken (see [`Self::fault`]).
     #[inline]
-    pub fn push_batch(&mut self, cells: &[Cell]) -> usize {
+    pub fn push_batch(&mut self, cells: &[CellBytes]) -> usize {
         #[cfg(target_arch = "x86_64")]
         let n = if self.streaming && cells.len() >= STREAMING_MIN {
             self.p
@@ -257,7 +257,7 @@ impl CellProducer {
     /// Writes cells into the free slots without publishing them, word by word, stopping
     /// after `words` words: what a producer killed at that point of a push leaves.
     #[cfg(test)]
-    pub(crate) fn stage_partial(&mut self, cells: &[Cell], words: usize) {
+    pub(crate) fn stage_partial(&mut self, cells: &[CellBytes], words: usize) {
         let n = cells.len().min(self.p.free(cells.len()));
         let mut left = words;
         self.p.stage_with(n, &mut |k, slot: &[AtomicU64]| {
@@ -300,7 +300,7 @@ impl CellConsumer {
     /// Pops up to `out.len()` cells into `out`; returns how many. 0 when empty, or when the
     /// ring is broken (see [`Self::fault`]).
     #[inline]
-    pub fn pop_batch(&mut self, out: &mut [Cell]) -> usize {
+    pub fn pop_batch(&mut self, out: &mut [CellBytes]) -> usize {
         let n = self
             .c
             .pop_with(out.len(), |k, slot| read_cell(slot, &mut out[k]));

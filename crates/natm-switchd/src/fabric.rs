@@ -21,7 +21,7 @@ use natm_core::Instant;
 use natm_link::clock::Epoch;
 use natm_link::endpoint::{EndpointLink, is_peer_gone};
 use natm_link::lane::LaneVc;
-use natm_link::{CELL_LEN, Cell};
+use natm_link::{CELL_LEN, CellBytes};
 use natm_switch::{PortConfig, PortId, Switch, SwitchConfig, SwitchError};
 
 /// Cells moved per port per step at most.
@@ -80,7 +80,7 @@ pub struct Lane {
     /// The VCs it carries, sorted.
     pub vcs: Vec<LaneVc>,
     keys: Vec<u32>,
-    out: Vec<Cell>,
+    out: Vec<CellBytes>,
     out_from: usize,
     /// The lanes its VCs are cross-connected to: `(port index, lane index)`.
     feeds: Vec<(usize, usize)>,
@@ -105,7 +105,7 @@ impl Lane {
     /// already holds, in order), or counts them dropped beyond [`LANE_HOLD`]. A lane that
     /// holds nothing is written straight from `cells`: no copy in between. A ring error
     /// is left for [`flush`](Self::flush) to find. The cells the ring took.
-    fn send_or_hold(&mut self, cells: &[Cell], port: &mut PortStats) -> usize {
+    fn send_or_hold(&mut self, cells: &[CellBytes], port: &mut PortStats) -> usize {
         let mut sent = 0;
         if self.held() == 0 {
             sent = self.link.send_cells(cells).unwrap_or(0);
@@ -138,7 +138,7 @@ impl Lane {
 
 /// A cell's VPI and VCI as one number, `vpi << 16 | vci`, at a port of `format`.
 #[inline]
-fn vc_key(cell: &Cell, format: HeaderFormat) -> u32 {
+fn vc_key(cell: &CellBytes, format: HeaderFormat) -> u32 {
     word_key(
         u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]),
         format,
@@ -166,7 +166,7 @@ pub struct PortLink {
     /// The link, while a peer is attached.
     pub link: Option<Box<dyn EndpointLink>>,
     /// Cells taken from the switch that the link has not accepted yet, from `held_from`.
-    held: Vec<Cell>,
+    held: Vec<CellBytes>,
     held_from: usize,
     /// Counters.
     pub stats: PortStats,
@@ -249,7 +249,7 @@ impl PortLink {
 
     /// The lane a cell sent out of the port goes to: user data (PTI 0–3) of a lane's VC.
     #[inline]
-    fn lane_for(&self, cell: &Cell) -> Option<usize> {
+    fn lane_for(&self, cell: &CellBytes) -> Option<usize> {
         self.lane_for_word(u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]))
     }
 
@@ -278,7 +278,7 @@ pub struct Tapped {
     /// When (the fabric's clock).
     pub at: Instant,
     /// The cell.
-    pub cell: Cell,
+    pub cell: CellBytes,
 }
 
 /// The most tapped cells kept between two drains; more are counted, not kept.
@@ -292,7 +292,7 @@ pub struct Fabric {
     pub ports: Vec<PortLink>,
     /// The clock the switch is driven on.
     pub epoch: Epoch,
-    buf: Vec<Cell>,
+    buf: Vec<CellBytes>,
     /// Ports whose cells are being captured.
     pub tap_ports: Vec<PortId>,
     /// Captured cells not yet drained.
@@ -405,7 +405,7 @@ impl Fabric {
         tapped: &mut Vec<Tapped>,
         overflow: &mut u64,
         (port, out, at): (PortId, bool, Instant),
-        cells: &[Cell],
+        cells: &[CellBytes],
     ) {
         let room = TAP_LIMIT.saturating_sub(tapped.len()).min(cells.len());
         tapped.extend(cells[..room].iter().map(|&cell| Tapped {
@@ -751,8 +751,8 @@ impl Fabric {
     /// Sends the cells of `cells` that belong to a lane of `p` to that lane (or holds them
     /// for it) and packs the rest (the main link's) at the front, in order; how many are
     /// left there, and how many the lanes' rings took.
-    fn split_to_lanes(p: &mut PortLink, cells: &mut [Cell]) -> (usize, usize) {
-        let head = |c: &Cell| [c[0], c[1], c[2], c[3]];
+    fn split_to_lanes(p: &mut PortLink, cells: &mut [CellBytes]) -> (usize, usize) {
+        let head = |c: &CellBytes| [c[0], c[1], c[2], c[3]];
         let (mut kept, mut sent) = (0, 0);
         // Cells of one VC come in runs of one header: one lookup per run. Runs for the
         // same lane one after another (a frame's cells and its last one) go in one send:

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use natm_adapter::{Reassembler, Reassembly};
 use natm_core::VcId;
 use natm_link::endpoint::{EndpointLink, LinkConfig};
-use natm_link::{CELL_LEN, Cell};
+use natm_link::{CELL_LEN, CellBytes};
 use natm_switchd::SwitchdConfig;
 use natm_switchd::client::{Connect, ErrorKind, Response, Upc, decode_response};
 use natm_wire::aal5::Segmenter;
@@ -50,7 +50,7 @@ impl Host {
     fn send_frame(&mut self, vc: (u16, u16), sdu: &[u8]) {
         let id = VcId::uni(vc.0.into(), vc.1.into()).unwrap();
         let mut seg = Segmenter::uni(id, sdu).unwrap();
-        let mut cells: Vec<Cell> = Vec::new();
+        let mut cells: Vec<CellBytes> = Vec::new();
         let mut c = [0u8; CELL_LEN];
         while seg.next_cell(&mut c) {
             cells.push(c);

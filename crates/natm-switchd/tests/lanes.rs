@@ -11,7 +11,7 @@ use std::os::unix::net::UnixStream;
 use natm_core::{HeaderFormat, VcId};
 use natm_link::lane::LaneVc;
 use natm_link::shm::{PEER_POLL, ShmLink};
-use natm_link::{CELL_LEN, Cell, CellLink};
+use natm_link::{CELL_LEN, CellBytes, CellLink};
 use natm_switch::{CrossConnect, PortConfig, PortId, SwitchConfig};
 use natm_switchd::fabric::Fabric;
 use natm_wire::cell::{Cell as CellView, CellHeader, Pti};
@@ -28,7 +28,7 @@ fn lane_vc(vci: u16) -> LaneVc {
 }
 
 /// An AAL5 user-data cell on 0.`vci` (end of frame), its payload marked with `tag`.
-fn data_cell(vci: u32, tag: u8) -> Cell {
+fn data_cell(vci: u32, tag: u8) -> CellBytes {
     let mut c = [0u8; CELL_LEN];
     CellHeader::data(vc(vci), true)
         .emit(&mut CellView::new_unchecked(&mut c[..]), HeaderFormat::Uni)
@@ -38,17 +38,17 @@ fn data_cell(vci: u32, tag: u8) -> Cell {
 }
 
 /// An F5 OAM loopback request on 0.`vci` (PTI 5 end to end, PTI 4 segment).
-fn oam_cell(vci: u32, flow: OamFlow, tag: u32) -> Cell {
+fn oam_cell(vci: u32, flow: OamFlow, tag: u32) -> CellBytes {
     OamRepr::Loopback(Loopback::request(tag)).to_cell(flow, vc(vci))
 }
 
-fn header(c: &Cell) -> CellHeader {
+fn header(c: &CellBytes) -> CellHeader {
     CellHeader::parse(&CellView::new_unchecked(&c[..]), HeaderFormat::Uni)
         .expect("a cell the switch sent has a good HEC")
 }
 
 /// Everything waiting on `link` now.
-fn drain(link: &mut ShmLink) -> Vec<Cell> {
+fn drain(link: &mut ShmLink) -> Vec<CellBytes> {
     let mut out = Vec::new();
     let mut buf = [[0u8; CELL_LEN]; 32];
     loop {
@@ -61,7 +61,7 @@ fn drain(link: &mut ShmLink) -> Vec<Cell> {
 }
 
 /// User-data cells only (a port going down makes the switch send AIS, PTI 5).
-fn user_data(cells: Vec<Cell>) -> Vec<Cell> {
+fn user_data(cells: Vec<CellBytes>) -> Vec<CellBytes> {
     cells
         .into_iter()
         .filter(|c| header(c).pti.is_user_data())
@@ -75,7 +75,7 @@ fn steps(fabric: &mut Fabric, n: usize) {
     }
 }
 
-fn send(link: &mut ShmLink, cells: &[Cell]) {
+fn send(link: &mut ShmLink, cells: &[CellBytes]) {
     assert_eq!(link.send_cells(cells).expect("send"), cells.len());
 }
 
@@ -211,7 +211,7 @@ fn interleaved_runs_of_vcs_are_sorted_cell_by_cell_in_order() {
     ];
     send(&mut l1, &from_lane);
     steps(&mut f, 3);
-    let tags = |cells: Vec<Cell>| cells.iter().map(|c| c[5]).collect::<Vec<_>>();
+    let tags = |cells: Vec<CellBytes>| cells.iter().map(|c| c[5]).collect::<Vec<_>>();
     assert_eq!(
         tags(drain(&mut l2)),
         [1, 2, 3, 4],
@@ -255,7 +255,7 @@ fn a_frame_reaches_its_lane_in_one_publication() {
     let (mut f, _h1, _h2) = fabric();
     let mut l1 = lane(&mut f, 0, &[100]);
     let mut l2 = lane(&mut f, 1, &[100]);
-    let mut frame: Vec<Cell> = (0..3)
+    let mut frame: Vec<CellBytes> = (0..3)
         .map(|k| {
             let mut c = data_cell(100, k);
             CellHeader::data(vc(100), false)
@@ -407,7 +407,7 @@ fn a_lane_that_fails_while_cells_wait_for_it_is_removed() {
     let (mut f, mut h1, _h2) = fabric();
     let (l2, app_sock) = watched_lane(&mut f, 1, &[100]);
     // Fill the lane's ring (nobody reads it), then more: the fabric holds the rest.
-    let cells: Vec<Cell> = (0..2 * RING as u8).map(|k| data_cell(100, k)).collect();
+    let cells: Vec<CellBytes> = (0..2 * RING as u8).map(|k| data_cell(100, k)).collect();
     for chunk in cells.chunks(16) {
         send(&mut h1, chunk);
         steps(&mut f, 2);
@@ -430,7 +430,7 @@ fn a_backed_up_main_link_does_not_stop_the_ports_lanes() {
     let (mut f, mut h1, _h2) = fabric();
     let mut l2 = lane(&mut f, 1, &[100]);
     // Port 2's main link fills with 0.101 cells nobody reads, and backs up.
-    let stuck: Vec<Cell> = (0..2 * RING as u8).map(|k| data_cell(101, k)).collect();
+    let stuck: Vec<CellBytes> = (0..2 * RING as u8).map(|k| data_cell(101, k)).collect();
     for chunk in stuck.chunks(16) {
         send(&mut h1, chunk);
         steps(&mut f, 2);
@@ -515,7 +515,7 @@ fn a_paused_lane_whose_application_left_is_removed() {
     let (mut l1, app_sock) = watched_lane(&mut f, 0, &[100]);
     // Port 2's lane is never read: it backs up until its feeder is paused.
     let _l2 = lane(&mut f, 1, &[100]);
-    let chunk: Vec<Cell> = (0..RING as u8).map(|k| data_cell(100, k)).collect();
+    let chunk: Vec<CellBytes> = (0..RING as u8).map(|k| data_cell(100, k)).collect();
     let mut rounds = 0;
     while !f.ports[0].lanes[0].paused() {
         assert!(rounds < 4 * LANE_PAUSE, "the feeding lane was never paused");
@@ -540,7 +540,7 @@ fn lane_to_lane_cells_are_counted_and_captured_like_queued_ones() {
     let (mut f, _h1, _h2) = fabric();
     let mut l1 = lane(&mut f, 0, &[100]);
     let mut l2 = lane(&mut f, 1, &[100]);
-    let frame: Vec<Cell> = (0..40).map(|k| data_cell(100, k)).collect();
+    let frame: Vec<CellBytes> = (0..40).map(|k| data_cell(100, k)).collect();
     send(&mut l1, &frame);
     steps(&mut f, 1);
     let got = drain(&mut l2);

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use natm_link::shm::{ShmLink, ShmWait};
-use natm_link::{CELL_LEN, Cell, CellLink};
+use natm_link::{CELL_LEN, CellBytes, CellLink};
 use natm_switchd::{MAX_SLEEP, client};
 
 use common::{Daemon, T, TempDir, cell};
@@ -133,7 +133,7 @@ fn rounds_of_a_full_ring_flow_without_waiting_out_the_longest_sleep() {
     let t0 = Instant::now();
     let mut slow_rounds = 0;
     for r in 0..ROUNDS {
-        let cells: Vec<Cell> = (0..ROUND).map(|i| cell((r * ROUND + i) as u64)).collect();
+        let cells: Vec<CellBytes> = (0..ROUND).map(|i| cell((r * ROUND + i) as u64)).collect();
         let start = Instant::now();
         assert_eq!(h1.send_cells_timeout(&cells, Some(T)).unwrap(), ROUND);
         // The ring is sized for one round: the next waits for room, woken by the daemon.

@@ -18,6 +18,10 @@ use natm_core::{HeaderFormat, VcId, Vci, Vpi};
 
 /// Bytes in a cell.
 pub const CELL_LEN: usize = 53;
+
+/// A cell as it travels: 53 bytes, the header (HEC included) first. [`Cell`] is a view of
+/// one; this is the array links, rings and adapters move.
+pub type CellBytes = [u8; CELL_LEN];
 /// Bytes in a cell header, HEC included.
 pub const HEADER_LEN: usize = 5;
 /// Bytes in a cell payload.

@@ -261,12 +261,12 @@ impl Hostd {
             .collect();
         for id in dead {
             let owned: Vec<u32> = self
-                .ports()
+                .app_channels()
                 .filter(|p| p.conn == id)
                 .map(|p| p.handle)
                 .collect();
             for h in owned {
-                self.close_port(h);
+                self.close_app_channel(h);
             }
             self.pings.retain(|_, conn| *conn != id);
             self.conns.remove(&id);
@@ -327,14 +327,14 @@ impl Hostd {
         let Some(c) = parse_cookie(cookie) else {
             return refused("unknown cookie (not 32 hex digits)");
         };
-        let Some(p) = self.ports().find(|p| p.cookie == c) else {
+        let Some(p) = self.app_channels().find(|p| p.cookie == c) else {
             return refused("unknown cookie");
         };
         if p.conn != id {
             return refused("cookie belongs to another application");
         }
         let handle = p.handle;
-        self.close_port(handle);
+        self.close_app_channel(handle);
         Response::Closed { handle }
     }
 
@@ -356,7 +356,7 @@ impl Hostd {
             );
             return;
         };
-        let PortMem::Daemon { bufs, free_tx } = &mut p.mem else {
+        let ChannelMem::Daemon { bufs, free_tx } = &mut p.mem else {
             c.refuse(
                 ErrorKind::Refused,
                 format!("handle {handle} is a direct-path channel: send through the channel"),
@@ -477,9 +477,9 @@ impl Hostd {
                     owner_pid: p.owner_pid,
                     notify: p.notify,
                     path: match p.mem {
-                        PortMem::Direct { .. } => DataPath::Direct,
-                        PortMem::Daemon { .. } => DataPath::Daemon,
-                        PortMem::Lane { .. } => DataPath::Lane,
+                        ChannelMem::Direct { .. } => DataPath::Direct,
+                        ChannelMem::Daemon { .. } => DataPath::Daemon,
+                        ChannelMem::Lane { .. } => DataPath::Lane,
                     },
                     counters: VcStats::from_adapter(&c, p.client_drops, p.tx_failed),
                     tx_queued: adapter.tx_queued() as u64,

@@ -149,13 +149,13 @@ pub struct Hostd {
     conns: BTreeMap<u64, Conn>,
     next_conn: u64,
     /// The host: channels, admission, demultiplexing, transmit order, OAM.
-    host: Host<Port>,
+    host: Host<AppChannel>,
     /// A port's handle (its VC's, which the application names) → its channel.
     by_handle: BTreeMap<u32, ChannelId>,
     /// Outstanding pings → the connection that asked.
     pings: BTreeMap<PingId, u64>,
     epoch: Epoch,
-    inbox: Box<[natm_link::Cell; BATCH]>,
+    inbox: Box<[natm_link::CellBytes; BATCH]>,
     /// Where client bytes are read to.
     scratch: Box<[u8]>,
     stats: LinkStatus,
@@ -248,7 +248,7 @@ impl Hostd {
     fn shutdown(&mut self) {
         let handles: Vec<u32> = self.by_handle.keys().copied().collect();
         for h in handles {
-            self.close_port(h);
+            self.close_app_channel(h);
         }
         let _ = std::fs::remove_file(&self.opts.socket);
     }
@@ -323,7 +323,7 @@ impl Hostd {
         self.host.link_up();
         let lanes = self.opts.lanes.clone();
         for (_, _, p) in self.host.channels_mut() {
-            if let PortMem::Lane { switch, side_b, .. } = &mut p.mem {
+            if let ChannelMem::Lane { switch, side_b, .. } = &mut p.mem {
                 // The switch lost its lanes with the link (or is a new one): ask again.
                 match lanes.as_deref().map(|s| request_lane(s, p.vc, side_b)) {
                     Some(Ok(sock)) => *switch = Some(sock),
@@ -340,8 +340,8 @@ impl Hostd {
 
     fn notify_daemon_clients(&mut self, r: &Response) {
         let ids: Vec<u64> = self
-            .ports()
-            .filter(|p| matches!(p.mem, PortMem::Daemon { .. }))
+            .app_channels()
+            .filter(|p| matches!(p.mem, ChannelMem::Daemon { .. }))
             .map(|p| p.conn)
             .collect();
         let mut done = Vec::new();
@@ -366,7 +366,7 @@ impl Hostd {
         // back as link-down failures), pings fail.
         self.host.link_down();
         for (_, _, p) in self.host.channels_mut() {
-            if let PortMem::Lane { switch, .. } = &mut p.mem {
+            if let ChannelMem::Lane { switch, .. } = &mut p.mem {
                 *switch = None;
             }
             p.mem.set_state(ChannelState::LinkDown);
@@ -484,7 +484,7 @@ impl Hostd {
         let mut armed = Vec::new();
         let mut cancel = false;
         for (_, _, p) in self.host.channels_mut() {
-            if let PortMem::Direct { end, waiter, .. } = &mut p.mem {
+            if let ChannelMem::Direct { end, waiter, .. } = &mut p.mem {
                 if waiter.prepare_to_sleep(end) {
                     armed.push(p.handle);
                 } else {
@@ -518,8 +518,8 @@ impl Hostd {
                     rustix::event::PollFlags::IN,
                 ));
             }
-            for p in self.ports() {
-                if let PortMem::Direct { waiter, .. } = &p.mem
+            for p in self.app_channels() {
+                if let ChannelMem::Direct { waiter, .. } = &p.mem
                     && let Some(fd) = waiter.as_fd()
                 {
                     fds.push(rustix::event::PollFd::from_borrowed_fd(
@@ -542,7 +542,7 @@ impl Hostd {
                 .by_handle
                 .get(&h)
                 .and_then(|ch| self.host.channel_mut(*ch))
-                && let PortMem::Direct { end, waiter, .. } = &mut p.mem
+                && let ChannelMem::Direct { end, waiter, .. } = &mut p.mem
             {
                 waiter.finish_sleep(end);
             }

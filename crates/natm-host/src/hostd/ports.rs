@@ -6,7 +6,7 @@ use super::*;
 
 // One per VC, held in a map: the size difference costs nothing worth a box.
 #[allow(clippy::large_enum_variant)]
-pub(super) enum PortMem {
+pub(super) enum ChannelMem {
     Direct {
         end: AdapterEnd,
         /// hostd sleeps on it; the application writes it after posting.
@@ -33,17 +33,17 @@ pub(super) enum PortMem {
     },
 }
 
-impl PortMem {
+impl ChannelMem {
     /// Sets a channel's state word, waking the application.
     pub(super) fn set_state(&mut self, state: ChannelState) {
         match self {
-            PortMem::Direct { end, .. } => end.set_state(state),
-            PortMem::Lane { end, app_wake, .. } => {
+            ChannelMem::Direct { end, .. } => end.set_state(state),
+            ChannelMem::Lane { end, app_wake, .. } => {
                 end.set_state(state);
                 // Whatever the application sleeps on, it also polls this eventfd.
                 let _ = rustix::io::write(&*app_wake, &1u64.to_ne_bytes());
             }
-            PortMem::Daemon { .. } => {}
+            ChannelMem::Daemon { .. } => {}
         }
     }
 }
@@ -68,14 +68,14 @@ pub(super) fn request_lane(
 }
 
 /// An application's VC: hostd's side of one host-core channel (which holds its adapter).
-pub(super) struct Port {
+pub(super) struct AppChannel {
     pub(super) handle: u32,
     pub(super) vc: VcId,
     pub(super) conn: u64,
     pub(super) owner_pid: i32,
     pub(super) cookie: [u8; 16],
     pub(super) notify: NotifyMode,
-    pub(super) mem: PortMem,
+    pub(super) mem: ChannelMem,
     /// Completions the channel had no room for, or that hostd made itself (descriptors
     /// posted while the link was down): they go first.
     pub(super) deferred: VecDeque<Completion>,
@@ -84,44 +84,44 @@ pub(super) struct Port {
 }
 
 /// A port's buffers as its adapter sees them.
-pub(super) enum PortBuffers<'a> {
+pub(super) enum ChannelBuffers<'a> {
     Direct(ChannelMemory<'a>),
     Daemon(&'a mut VecBuffers),
 }
 
-impl BufferMemory for PortBuffers<'_> {
+impl BufferMemory for ChannelBuffers<'_> {
     fn read(&self, id: BufferId, offset: usize, out: &mut [u8]) -> Result<(), MemoryError> {
         match self {
-            PortBuffers::Direct(m) => m.read(id, offset, out),
-            PortBuffers::Daemon(m) => m.read(id, offset, out),
+            ChannelBuffers::Direct(m) => m.read(id, offset, out),
+            ChannelBuffers::Daemon(m) => m.read(id, offset, out),
         }
     }
 
     fn write(&mut self, id: BufferId, offset: usize, data: &[u8]) -> Result<(), MemoryError> {
         match self {
-            PortBuffers::Direct(m) => m.write(id, offset, data),
-            PortBuffers::Daemon(m) => m.write(id, offset, data),
+            ChannelBuffers::Direct(m) => m.write(id, offset, data),
+            ChannelBuffers::Daemon(m) => m.write(id, offset, data),
         }
     }
 }
 
-impl HostChannelMemory for Port {
-    type Buffers<'a> = PortBuffers<'a>;
+impl HostChannelMemory for AppChannel {
+    type Buffers<'a> = ChannelBuffers<'a>;
 
-    fn buffers(&mut self) -> Option<PortBuffers<'_>> {
+    fn buffers(&mut self) -> Option<ChannelBuffers<'_>> {
         match &mut self.mem {
-            PortMem::Direct { end, .. } => Some(PortBuffers::Direct(ChannelMemory(end))),
-            PortMem::Daemon { bufs, .. } => Some(PortBuffers::Daemon(bufs)),
+            ChannelMem::Direct { end, .. } => Some(ChannelBuffers::Direct(ChannelMemory(end))),
+            ChannelMem::Daemon { bufs, .. } => Some(ChannelBuffers::Daemon(bufs)),
             // The switch sends a lane's user data into the lane: cells that reach hostd
             // came before the lane was attached, and go nowhere.
-            PortMem::Lane { .. } => None,
+            ChannelMem::Lane { .. } => None,
         }
     }
 
     /// hostd owns a daemon-path VC's buffers: each frame's goes back to its pool before the
     /// next arrives, so it never runs out of them for want of a pass through `complete`.
     fn frame_at_a_time(&self) -> bool {
-        matches!(self.mem, PortMem::Daemon { .. })
+        matches!(self.mem, ChannelMem::Daemon { .. })
     }
 }
 
@@ -175,7 +175,7 @@ impl Hostd {
             }
             DataPath::Lane => self.make_lane(vc, buffers, buffer_size, notify)?,
             DataPath::Daemon => (
-                PortMem::Daemon {
+                ChannelMem::Daemon {
                     bufs: VecBuffers::new(buffers, buffer_size as usize),
                     free_tx: (buffers / 2..buffers).rev().collect(),
                 },
@@ -192,7 +192,7 @@ impl Hostd {
         config.max_vcs = 1;
         config.max_tx_queued = buffers as usize;
         config.event_queue_max = 64;
-        let port = Port {
+        let port = AppChannel {
             handle: 0,
             vc,
             conn: id,
@@ -219,7 +219,7 @@ impl Hostd {
         let link_up = self.link.is_some();
         let (adapter, port) = self.host.channel_mut(ch).expect("the channel just opened");
         port.handle = handle.0;
-        if let PortMem::Daemon { .. } = port.mem {
+        if let ChannelMem::Daemon { .. } = port.mem {
             for b in 0..buffers / 2 {
                 adapter.post_rx_buffer(BufferId(b));
             }
@@ -259,7 +259,7 @@ impl Hostd {
     }
 
     /// Every port.
-    pub(super) fn ports(&self) -> impl Iterator<Item = &Port> {
+    pub(super) fn app_channels(&self) -> impl Iterator<Item = &AppChannel> {
         self.host.channel_ids().filter_map(|c| self.host.memory(c))
     }
 
@@ -272,7 +272,7 @@ impl Hostd {
         buffers: u32,
         buffer_size: u32,
         notify: NotifyMode,
-    ) -> Result<(PortMem, Vec<OwnedFd>), (ErrorKind, String)> {
+    ) -> Result<(ChannelMem, Vec<OwnedFd>), (ErrorKind, String)> {
         let Some(socket) = self.opts.lanes.clone() else {
             return Err((
                 ErrorKind::Refused,
@@ -292,7 +292,7 @@ impl Hostd {
             |what: &str, e: &dyn std::fmt::Display| (ErrorKind::Internal, format!("{what}: {e}"));
         // hostd writes no completions on this channel: no waker.
         let (mem, mut fds) = make_channel(buffers, buffer_size, NotifyMode::Poll, None, 0)?;
-        let PortMem::Direct { end, _region, .. } = mem else {
+        let ChannelMem::Direct { end, _region, .. } = mem else {
             return Err(internal("channel", &"not a shared-memory channel"));
         };
         let app_wake = fds[1].try_clone().map_err(|e| internal("dup", &e))?;
@@ -307,7 +307,7 @@ impl Hostd {
         };
         fds.extend([a.region, a.wait, a.kick]);
         Ok((
-            PortMem::Lane {
+            ChannelMem::Lane {
                 end,
                 app_wake,
                 side_b: b,
@@ -318,7 +318,7 @@ impl Hostd {
         ))
     }
 
-    pub(super) fn close_port(&mut self, handle: u32) {
+    pub(super) fn close_app_channel(&mut self, handle: u32) {
         let Some(ch) = self.by_handle.remove(&handle) else {
             return;
         };
@@ -335,8 +335,8 @@ impl Hostd {
         let mut progress = false;
         let mut broken = Vec::new();
         for (_, adapter, p) in self.host.channels_mut() {
-            let Port {
-                mem: PortMem::Direct { end, .. },
+            let AppChannel {
+                mem: ChannelMem::Direct { end, .. },
                 deferred,
                 tx_failed,
                 ..
@@ -375,8 +375,8 @@ impl Hostd {
         }
         for h in broken {
             // The application broke its rings: that channel is revoked, its VC closed.
-            let conn = self.ports().find(|p| p.handle == h).map(|p| p.conn);
-            self.close_port(h);
+            let conn = self.app_channels().find(|p| p.handle == h).map(|p| p.conn);
+            self.close_app_channel(h);
             if let Some(c) = conn.and_then(|c| self.conns.get_mut(&c)) {
                 c.send(&Response::Revoked { handle: h });
             }
@@ -391,16 +391,16 @@ impl Hostd {
         let mut progress = false;
         let Hostd { host, conns, .. } = self;
         for (_, adapter, p) in host.channels_mut() {
-            progress |= complete_port(adapter, p, conns, link_down);
+            progress |= complete_channel(adapter, p, conns, link_down);
         }
         progress
     }
 }
 
 /// Hands one port's completed buffers back (see [`Hostd::complete`]).
-pub(super) fn complete_port(
+pub(super) fn complete_channel(
     adapter: &mut Adapter,
-    p: &mut Port,
+    p: &mut AppChannel,
     conns: &mut BTreeMap<u64, Conn>,
     link_down: bool,
 ) -> bool {
@@ -411,7 +411,7 @@ pub(super) fn complete_port(
             p.tx_failed += 1;
         }
         match &mut p.mem {
-            PortMem::Direct { end, .. } => {
+            ChannelMem::Direct { end, .. } => {
                 let code = if link_down && c.status == Status::Aborted {
                     proto::STATUS_LINK_DOWN
                 } else {
@@ -422,7 +422,7 @@ pub(super) fn complete_port(
                     break;
                 }
             }
-            PortMem::Daemon { bufs, free_tx } => match c.direction {
+            ChannelMem::Daemon { bufs, free_tx } => match c.direction {
                 Direction::Tx => {
                     if c.status != Status::Ok {
                         p.tx_failed += 1;
@@ -444,7 +444,7 @@ pub(super) fn complete_port(
                     }
                 }
             },
-            PortMem::Lane { .. } => {}
+            ChannelMem::Lane { .. } => {}
         }
     }
     progress
@@ -458,7 +458,7 @@ pub(super) fn make_channel(
     notify: NotifyMode,
     signal_target: Option<SignalTarget>,
     owner_pid: i32,
-) -> Result<(PortMem, Vec<OwnedFd>), (ErrorKind, String)> {
+) -> Result<(ChannelMem, Vec<OwnedFd>), (ErrorKind, String)> {
     let internal =
         |what: &str, e: &dyn std::fmt::Display| (ErrorKind::Internal, format!("{what}: {e}"));
     let entries = buffers.next_power_of_two();
@@ -539,7 +539,7 @@ pub(super) fn make_channel(
     };
     end.set_waker(waker);
     Ok((
-        PortMem::Direct {
+        ChannelMem::Direct {
             end,
             waiter,
             _region: region,

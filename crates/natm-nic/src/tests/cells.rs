@@ -1,7 +1,7 @@
 use std::time::{Duration, Instant};
 
 use super::{BACKENDS, cell, check_cell};
-use crate::cells::{CELL_SLOT_BYTES, Cell, CellLink, CellLinkError, STREAMING_MIN, Side};
+use crate::cells::{CELL_SLOT_BYTES, CellBytes, CellLink, CellLinkError, STREAMING_MIN, Side};
 use crate::layout::{HEADER_BYTES, LayoutError, RING_CONTROL_BYTES};
 
 #[test]
@@ -60,7 +60,7 @@ fn full_and_empty() {
         let (_, mut rx) = link.endpoint(Side::B).unwrap();
         let mut out = [[0u8; 53]; 16];
         assert_eq!(rx.pop_batch(&mut out), 0, "{name}: empty");
-        let cells: Vec<Cell> = (0..16).map(cell).collect();
+        let cells: Vec<CellBytes> = (0..16).map(cell).collect();
         assert_eq!(tx.push_batch(&cells), 8, "{name}: takes a ring's worth");
         assert_eq!(tx.push_batch(&cells), 0, "{name}: full");
         assert_eq!(tx.free(), 0);
@@ -85,7 +85,7 @@ fn wraps_around_over_many_laps() {
         let mut out = [[0u8; 53]; 16];
         for lap in 0..20_000u64 {
             let n = (lap % 7 + 1) as usize;
-            let batch: Vec<Cell> = (sent..sent + n as u64).map(cell).collect();
+            let batch: Vec<CellBytes> = (sent..sent + n as u64).map(cell).collect();
             sent += tx.push_batch(&batch) as u64;
             let m = rx.pop_batch(&mut out[..(lap % 5 + 1) as usize]);
             for c in &out[..m] {
@@ -119,7 +119,8 @@ fn two_threads_stream_in_order() {
         let producer = std::thread::spawn(move || {
             let mut sent = 0u64;
             while sent < N && Instant::now() < deadline {
-                let batch: Vec<Cell> = (sent..(sent + batch as u64).min(N)).map(cell).collect();
+                let batch: Vec<CellBytes> =
+                    (sent..(sent + batch as u64).min(N)).map(cell).collect();
                 let n = tx.push_batch(&batch);
                 if n == 0 {
                     std::thread::yield_now();

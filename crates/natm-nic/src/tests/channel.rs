@@ -305,7 +305,7 @@ fn adapter_reads_and_writes_held_buffers_at_word_offsets() {
         let rx = adapter.poll_rx_buffer().unwrap().unwrap();
         assert_eq!(adapter.buffer_size(), 256);
 
-        // Cell-sized pieces at offsets 48·k, the way segmentation reads.
+        // CellBytes-sized pieces at offsets 48·k, the way segmentation reads.
         let mut piece = [0u8; 48];
         adapter.read_buffer_at(tx, 96, &mut piece).unwrap();
         assert_eq!(&piece[..], &data[96..144], "{name}");

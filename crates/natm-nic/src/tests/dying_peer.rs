@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::{BACKENDS, cell, check_cell};
-use crate::cells::{Cell, CellLink, Side};
+use crate::cells::{CellBytes, CellLink, Side};
 use crate::channel::{BufferId, Channel, ChannelConfig, Descriptor};
 use crate::memfd::MemfdMem;
 use crate::shm::{Region, SharedMem};
@@ -28,7 +28,7 @@ fn crash_after_every_word_of_a_batch() {
             {
                 let (mut tx, _) = link.endpoint(Side::A).unwrap();
                 assert_eq!(tx.push_batch(&[cell(0), cell(1)]), 2);
-                let half: Vec<Cell> = (100..104).map(cell).collect();
+                let half: Vec<CellBytes> = (100..104).map(cell).collect();
                 tx.stage_partial(&half, words);
                 // The producer dies here: dropped without publishing.
             }
@@ -49,7 +49,7 @@ fn crash_after_every_word_of_a_batch() {
             );
             // A new producer takes over at the published tail and overwrites the debris.
             let (mut tx2, _) = link.endpoint(Side::A).unwrap();
-            let fresh: Vec<Cell> = (2..8).map(cell).collect();
+            let fresh: Vec<CellBytes> = (2..8).map(cell).collect();
             assert_eq!(tx2.push_batch(&fresh), 6);
             assert_eq!(rx.pop_batch(&mut out), 6);
             for (i, c) in out[..6].iter().enumerate() {

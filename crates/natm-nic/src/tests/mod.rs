@@ -23,7 +23,7 @@ pub(crate) const BACKENDS: [Backend; 2] = [
 ];
 
 /// A cell whose every byte derives from `seq`, so a torn cell is detectable.
-pub(crate) fn cell(seq: u64) -> crate::cells::Cell {
+pub(crate) fn cell(seq: u64) -> crate::cells::CellBytes {
     let mut c = [0u8; 53];
     c[..8].copy_from_slice(&seq.to_le_bytes());
     for (i, b) in c[8..].iter_mut().enumerate() {
@@ -33,7 +33,7 @@ pub(crate) fn cell(seq: u64) -> crate::cells::Cell {
 }
 
 /// The sequence number of a cell made by [`cell`], or None if it is torn.
-pub(crate) fn check_cell(c: &crate::cells::Cell) -> Option<u64> {
+pub(crate) fn check_cell(c: &crate::cells::CellBytes) -> Option<u64> {
     let seq = u64::from_le_bytes(c[..8].try_into().expect("8 bytes"));
     (cell(seq) == *c).then_some(seq)
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use natm_host::hostd::{HostdOptions, HostdThread, IdleWait};
 use natm_link::endpoint::EndpointLink;
 use natm_link::shm::ShmLink;
-use natm_link::{Cell, CellLink, LinkCounters};
+use natm_link::{CellBytes, CellLink, LinkCounters};
 
 static DIRS: AtomicU32 = AtomicU32::new(0);
 
@@ -50,13 +50,13 @@ fn aborted() -> io::Error {
 }
 
 impl CellLink for Cuttable {
-    fn send_cells(&mut self, cells: &[Cell]) -> io::Result<usize> {
+    fn send_cells(&mut self, cells: &[CellBytes]) -> io::Result<usize> {
         if self.cut.load(Ordering::Relaxed) {
             return Err(aborted());
         }
         self.inner.send_cells(cells)
     }
-    fn recv_cells(&mut self, buf: &mut [Cell]) -> io::Result<usize> {
+    fn recv_cells(&mut self, buf: &mut [CellBytes]) -> io::Result<usize> {
         if self.cut.load(Ordering::Relaxed) {
             return Err(aborted());
         }
