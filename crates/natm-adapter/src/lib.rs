@@ -69,9 +69,8 @@
 //!   CRCs them in one go when the stage is full, the frame ends, another VC's cell comes, or
 //!   the call returns. Per-cell 48-byte CRC updates would take natm-wire's table path
 //!   (below its 128-byte carry-less threshold). Every CRC update ends in a short table
-//!   step, so fewer, longer updates pay: 64 cells against 16 took the 8 KiB benchmark's
-//!   segmentation from 65.3 to 46.7 µs and its reassembly from 103 to 86 µs (with the
-//!   boxed VC state below). Nothing is staged between calls.
+//!   step, so fewer, longer updates pay (the measurements are in NOTES.md and the
+//!   README's adapter table). Nothing is staged between calls.
 //! * **VC state is boxed**, so that checking a slot is open reads a pointer no cell
 //!   writes. Inline, that check read bytes of the receive state each cell had just
 //!   written, a wider load over a narrower store still in flight, and every cell waited
