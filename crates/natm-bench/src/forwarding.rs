@@ -159,17 +159,7 @@ fn forwarding_with(cells: u64, batch: usize, round: Option<u64>) -> Result<Forwa
     let mut fabric = Fabric::with_batch(SwitchConfig::default(), batch);
     fabric.add_port(PortId(1), PortConfig::default())?;
     fabric.add_port(PortId(2), PortConfig::default())?;
-    let now = fabric.now();
-    fabric.switch.connect(
-        now,
-        &CrossConnect::new(
-            Endpoint::vc(1, 0, 100),
-            Endpoint::vc(2, 0, 200),
-            "ubr"
-                .parse::<Qos>()
-                .map_err(|e| BenchError::Parameters(e.to_string()))?,
-        ),
-    )?;
+    connect_1_to_2(&mut fabric)?;
     let (sw1, h1) = ShmLink::pair_with(RING, ShmWait::BusyPoll)?;
     let (sw2, h2) = ShmLink::pair_with(RING, ShmWait::BusyPoll)?;
     fabric.attach(0, Box::new(sw1));
@@ -653,17 +643,7 @@ pub fn switch_capacity(rounds: usize, batch: usize) -> Result<Capacity, BenchErr
         ..PortConfig::default()
     };
     fabric.add_port(PortId(2), out)?;
-    let now = fabric.now();
-    fabric.switch.connect(
-        now,
-        &CrossConnect::new(
-            Endpoint::vc(1, 0, 100),
-            Endpoint::vc(2, 0, 200),
-            "ubr"
-                .parse::<Qos>()
-                .map_err(|e| BenchError::Parameters(e.to_string()))?,
-        ),
-    )?;
+    connect_1_to_2(&mut fabric)?;
     let (sw1, mut h1) = ShmLink::pair_with(RING, ShmWait::BusyPoll)?;
     let (sw2, mut h2) = ShmLink::pair_with(RING, ShmWait::BusyPoll)?;
     fabric.attach(0, Box::new(sw1));
@@ -724,6 +704,19 @@ pub fn switch_capacity(rounds: usize, batch: usize) -> Result<Capacity, BenchErr
         rates,
         cpu,
     })
+}
+
+/// The benches' one cross-connect: UBR from port 1's 0.100 to port 2's 0.200.
+fn connect_1_to_2(fabric: &mut Fabric) -> Result<(), BenchError> {
+    let now = fabric.now();
+    let ubr = "ubr"
+        .parse::<Qos>()
+        .map_err(|e| BenchError::Parameters(e.to_string()))?;
+    fabric.switch.connect(
+        now,
+        &CrossConnect::new(Endpoint::vc(1, 0, 100), Endpoint::vc(2, 0, 200), ubr),
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -217,6 +217,10 @@ pub struct PortStatus {
 }
 
 /// The switch core's counters for a port (natm-switch's `PortCounters`, by name).
+///
+/// Kept apart from natm-switch's struct on purpose (`duplicates` lists the pair): the core is
+/// `no_std` without serde, and this is the wire's shape, which also carries the derived
+/// `dropped` and leaves out the queue depths (reported per category beside it).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PortCounters {
     /// Cells received.
