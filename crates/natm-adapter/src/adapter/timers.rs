@@ -1,5 +1,6 @@
-//! Timers: the next deadline (reassembly timeouts, shaped VCs), what is due at a given
-//! instant, and the intrusive FIFO of VCs with a reassembly timer running.
+//! Timers: the next instant something is due (a cell that may be sent, a reassembly
+//! deadline), the reassembly timeouts, and the intrusive FIFO of VCs with a reassembly
+//! timer running.
 
 use natm_core::Instant;
 
