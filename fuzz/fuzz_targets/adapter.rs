@@ -10,8 +10,8 @@ use std::collections::BTreeSet;
 
 use libfuzzer_sys::fuzz_target;
 use natm_adapter::{
-    Adapter, AdapterConfig, BufferId, BufferMemory, Direction, HecCheck, MemoryError,
-    RxVcConfig, Status, UBR_UNSHAPED_PCR, VecBuffers,
+    Adapter, AdapterConfig, BufferId, BufferMemory, Direction, HecCheck, MemoryError, RxVcConfig,
+    Status, UBR_UNSHAPED_PCR, VecBuffers,
 };
 use natm_core::{Duration, Instant, LineRate, VcId};
 use natm_traffic::sched::VcSpec;

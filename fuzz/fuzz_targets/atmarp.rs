@@ -7,7 +7,8 @@ use natm_wire::atmarp::AtmArpRepr;
 fuzz_target!(|data: &[u8]| {
     if let Ok(repr) = AtmArpRepr::parse(data) {
         let mut out = Vec::new();
-        repr.emit(&mut out).expect("a parsed packet fits its own length fields");
+        repr.emit(&mut out)
+            .expect("a parsed packet fits its own length fields");
         assert_eq!(out.len(), repr.buffer_len());
         assert_eq!(AtmArpRepr::parse(&out), Ok(repr));
     }

@@ -9,7 +9,12 @@ use natm_adapter::{AdapterConfig, BufferId, VecBuffers};
 use natm_core::{Duration, Instant, Qos, VcId};
 use natm_host_core::{CellBytes, ChannelId, Host, HostConfig, VcHandle};
 
-const QOS: [&str; 4] = ["ubr", "cbr:pcr=100000", "vbr:pcr=50000,scr=10000,mbs=20", "ubr:pcr=1000"];
+const QOS: [&str; 4] = [
+    "ubr",
+    "cbr:pcr=100000",
+    "vbr:pcr=50000,scr=10000,mbs=20",
+    "ubr:pcr=1000",
+];
 
 fuzz_target!(|data: &[u8]| {
     let mut host: Host<VecBuffers> = Host::new(HostConfig::new("f", Some(353_207)));
@@ -25,7 +30,9 @@ fuzz_target!(|data: &[u8]| {
         let t = Instant::from_nanos(now);
         match code % 9 {
             0 => {
-                if let Ok(ch) = host.open_channel(AdapterConfig::new(8, 2048), VecBuffers::new(8, 2048)) {
+                if let Ok(ch) =
+                    host.open_channel(AdapterConfig::new(8, 2048), VecBuffers::new(8, 2048))
+                {
                     if let Some((a, _)) = host.channel_mut(ch) {
                         for b in 0..4 {
                             a.post_rx_buffer(BufferId(b));
@@ -70,7 +77,13 @@ fuzz_target!(|data: &[u8]| {
             }
             5 => {
                 let vc = VcId::uni(0, 32 + u32::from(byte(1) % 8)).unwrap();
-                let _ = host.ping(t, vc, byte(2) % 2 == 1, u32::from(byte(3)), Duration::from_micros(u64::from(byte(4))));
+                let _ = host.ping(
+                    t,
+                    vc,
+                    byte(2) % 2 == 1,
+                    u32::from(byte(3)),
+                    Duration::from_micros(u64::from(byte(4))),
+                );
             }
             6 => {
                 if let Some(cells) = host.poll_transmit(t) {

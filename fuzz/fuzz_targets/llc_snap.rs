@@ -6,7 +6,11 @@ use natm_wire::llc::{Encapsulation, LlcHeader, guess};
 
 fuzz_target!(|sdu: &[u8]| {
     let _ = guess(sdu);
-    for enc in [Encapsulation::Llc, Encapsulation::VcMuxRouted, Encapsulation::VcMuxBridged] {
+    for enc in [
+        Encapsulation::Llc,
+        Encapsulation::VcMuxRouted,
+        Encapsulation::VcMuxBridged,
+    ] {
         let _ = enc.decapsulate(sdu);
     }
     if let Ok((header, offset)) = LlcHeader::parse(sdu) {
