@@ -239,16 +239,6 @@ pub fn parse_category(s: &str) -> Option<Category> {
     }
 }
 
-/// The configuration's name of a category (the inverse of [`parse_category`]).
-pub fn category_name(c: Category) -> &'static str {
-    match c {
-        Category::Cbr => "cbr",
-        Category::RtVbr => "rt-vbr",
-        Category::NrtVbr => "nrt-vbr",
-        Category::Ubr => "ubr",
-    }
-}
-
 /// The text fields of a cross-connect, as the configuration and the management protocol
 /// give them.
 #[derive(Clone, Debug, Default)]
