@@ -274,7 +274,8 @@ pub struct QueueDepth {
     pub ubr: u32,
 }
 
-/// A link's own counters (natm-link's `LinkCounters`).
+/// A link's own counters (natm-link's `LinkCounters`), mirrored for the wire as
+/// [`PortCounters`] is: natm-proto depends on no I/O crate.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinkCounters {
     /// Cells sent.
