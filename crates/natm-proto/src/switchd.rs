@@ -275,7 +275,7 @@ pub struct QueueDepth {
 }
 
 /// A link's own counters (natm-link's `LinkCounters`), mirrored for the wire as
-/// [`PortCounters`] is: natm-proto depends on no I/O crate.
+/// [`PortCounters`] is: the daemons' clients reach it without natm-link.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinkCounters {
     /// Cells sent.
