@@ -388,6 +388,36 @@ impl Netem {
             .map(|l| l.ceil_ns(l.free_at.saturating_sub(self.queue_cells * l.slot)))
     }
 
+    /// Whether at most `cells` cells wait for the line at `now` (behind the one on it):
+    /// [`has_room`](Netem::has_room) is this with the configured queue. Always at an
+    /// unlimited rate. A driver refilling the queue in batches waits for this with a low
+    /// mark rather than topping it up a cell at a time.
+    pub fn waiting_at_most(&self, now: Instant, cells: u32) -> bool {
+        let now = now.max(self.now);
+        self.line.as_ref().is_none_or(|l| {
+            // Room for one more behind `cells` waiting is room for `cells + 1`.
+            l.has_room(u128::from(now.as_nanos()) * l.num, u128::from(cells) + 1)
+        })
+    }
+
+    /// The first instant from which [`waiting_at_most`](Netem::waiting_at_most)`(cells)`
+    /// holds (until the next cell offered); `None` at an unlimited rate.
+    pub fn waiting_at_most_at(&self, cells: u32) -> Option<Instant> {
+        self.line.as_ref().map(|l| {
+            l.ceil_ns(
+                l.free_at
+                    .saturating_sub((u128::from(cells) + 1).saturating_mul(l.slot)),
+            )
+        })
+    }
+
+    /// One cell's time on the line; `None` at an unlimited rate.
+    pub fn cell_time(&self) -> Option<Duration> {
+        self.line
+            .as_ref()
+            .map(|l| Duration::from_nanos(l.ceil_ns(l.slot).as_nanos()))
+    }
+
     /// Offers `cell` to the line at `now`. Never panics; what happens to the cell shows in
     /// the counters and, unless it is dropped or lost, in a later
     /// [`poll_transmit`](Netem::poll_transmit).
@@ -820,6 +850,31 @@ mod tests {
         // After an idle gap the line starts afresh at the offer.
         l.handle_cell(ns(100_000), cell(1, 3));
         assert_eq!(l.poll_timeout(), Some(ns(102_832)));
+    }
+
+    #[test]
+    fn test_waiting_at_most_and_when() {
+        let mut l = Netem::new(&Config {
+            rate: OC3,
+            queue_cells: 8,
+            ..Config::default()
+        });
+        for i in 0..9 {
+            l.handle_cell(ns(0), cell(1, i));
+        }
+        // One on the line, eight waiting: the queue is full.
+        assert!(!l.has_room(ns(0)));
+        assert!(l.waiting_at_most(ns(0), 8) && !l.waiting_at_most(ns(0), 7));
+        // Four waiting (behind one on the line) once four have left: the fourth departure.
+        let at = l.waiting_at_most_at(4).unwrap();
+        assert_eq!(at, ns(11_325), "4 · 2831.196 ns, rounded up");
+        assert!(l.waiting_at_most(at, 4));
+        assert!(!l.waiting_at_most(ns(at.as_nanos() - 1), 4));
+        assert_eq!(l.cell_time(), Some(Duration::from_nanos(2832)));
+        let unlimited = netem(LineRate::Unlimited, "none");
+        assert!(unlimited.waiting_at_most(ns(0), 0));
+        assert_eq!(unlimited.waiting_at_most_at(0), None);
+        assert_eq!(unlimited.cell_time(), None);
     }
 
     #[test]

@@ -27,7 +27,7 @@
 //!   [`FrameDiscard`](natm_traffic::discard::FrameDiscard)); other cells tail drop. A port
 //!   with a rate sends at most one cell per slot of `1/rate` (slot `k` at
 //!   `epoch + ⌈k·10⁹/rate⌉` ns, exact in virtual time; unused slots are not saved while the
-//!   queues are empty, and a caller that polls late gets at most the last millisecond's
+//!   queues are empty, and a caller that polls late gets at most the last 10 ms'
 //!   slots at once).
 //! * **OAM (I.610).** The switch port is a segment end point: an F5 segment loopback
 //!   request (PTI 100) on a connected VC, or an F4 one (VCI 3) on a VPI with a connection,

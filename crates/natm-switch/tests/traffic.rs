@@ -331,6 +331,42 @@ fn rated_port_paces_exactly_in_virtual_time() {
 }
 
 #[test]
+fn a_driver_waking_for_bursts_keeps_the_slots_exact() {
+    // 1,000 cells/s (slots of 1 ms) and a window of 5 ms: a driver sleeping to
+    // poll_timeout_within sends bursts of up to 6 cells, each burst the slots that passed.
+    let config = PortConfig {
+        rate: LineRate::cells(1000).unwrap(),
+        ..PortConfig::default()
+    };
+    let mut sw = switch_with(&[(1, PortConfig::default()), (2, config)]);
+    let xc = CrossConnect::new(Endpoint::vc(1, 0, 40), Endpoint::vc(2, 0, 41), qos("ubr"));
+    sw.connect(T0, &xc).expect("admitted");
+    let window = Duration::from_millis(5);
+    // One cell alone: due at its slot, not held for the window.
+    sw.handle_cell(T0, PortId(1), &cell(0, 40, 0, false, 0));
+    assert_eq!(sw.poll_timeout_within(window), Some(T0));
+    let mut buf = [[0u8; 53]; 16];
+    assert_eq!(sw.poll_transmit(T0, PortId(2), &mut buf), 1);
+    // Twenty more: the driver wakes at the 6th slot, then every 6th while 6 or more
+    // wait, then at the last.
+    for _ in 0..20 {
+        sw.handle_cell(T0, PortId(1), &cell(0, 40, 0, false, 0));
+    }
+    let mut wakes = Vec::new();
+    let mut sent = 0;
+    while let Some(t) = sw.poll_timeout_within(window) {
+        assert_eq!(sw.port_timeout_within(PortId(2), window), Some(t));
+        let n = sw.poll_transmit(t, PortId(2), &mut buf);
+        wakes.push((t.as_nanos() / 1_000_000, n));
+        sent += n;
+    }
+    assert_eq!(sent, 20);
+    // Slots 1..=20 ms; each wake sends exactly the slots that have passed.
+    assert_eq!(wakes, [(6, 6), (12, 6), (18, 6), (20, 2)]);
+    assert_eq!(sw.poll_timeout(), None);
+}
+
+#[test]
 fn unlimited_port_releases_up_to_the_batch() {
     let mut sw = two_ports();
     let xc = CrossConnect::new(Endpoint::vc(1, 0, 40), Endpoint::vc(2, 0, 41), qos("ubr"));

@@ -19,6 +19,7 @@ use std::time::Instant as StdInstant;
 use natm_core::HeaderFormat;
 use natm_core::Instant;
 use natm_link::clock::Epoch;
+use natm_link::emulated::COALESCE;
 use natm_link::endpoint::{EndpointLink, is_peer_gone};
 use natm_link::lane::LaneVc;
 use natm_link::{CELL_LEN, CellBytes};
@@ -176,6 +177,8 @@ pub struct PortLink {
     pub lanes: Vec<Lane>,
     /// `(vc key, lane index)`, sorted by key: which lane a VC's cells go to.
     lane_of: Vec<(u32, usize)>,
+    /// The switch paces the port's output (its link has a rate).
+    paced: bool,
 }
 
 impl PortLink {
@@ -313,6 +316,9 @@ pub struct Step {
     pub received: usize,
     /// Cells links accepted.
     pub sent: usize,
+    /// Of `sent`, the cells of rated ports' paced bursts: they leave on their own time,
+    /// which the switch's deadlines cover, so they are no reason to keep spinning.
+    pub sent_paced: usize,
     /// Whether some link still holds refused cells.
     pub holding: bool,
 }
@@ -363,6 +369,7 @@ impl Fabric {
             format: config.format,
             lanes: Vec::new(),
             lane_of: Vec::new(),
+            paced: config.rate != natm_core::LineRate::Unlimited,
         });
         Ok(())
     }
@@ -497,7 +504,19 @@ impl Fabric {
                 }
             }
             let id = p.id;
-            let mut n = self.switch.poll_transmit(now, id, &mut self.buf);
+            // A rated port's cells go in bursts, when the burst's last slot has come (the
+            // slots stay exact): sending each as its slot passed kept this loop, and the
+            // peer's, awake for every cell.
+            let window = natm_core::Duration::from_nanos(COALESCE.as_nanos() as u64);
+            let mut n = if self
+                .switch
+                .port_timeout_within(id, window)
+                .is_some_and(|t| t > now)
+            {
+                0
+            } else {
+                self.switch.poll_transmit(now, id, &mut self.buf)
+            };
             if n > 0 && self.tap_ports.contains(&id) {
                 let (tapped, overflow) = (&mut self.tapped, &mut self.tap_overflow);
                 Self::tap(tapped, overflow, (id, true, now), &self.buf[..n]);
@@ -530,6 +549,9 @@ impl Fabric {
             match result {
                 Ok(k) => {
                     step.sent += k;
+                    if p.paced {
+                        step.sent_paced += k;
+                    }
                     if k < n {
                         p.held.extend_from_slice(&self.buf[k..n]);
                         step.holding = true;

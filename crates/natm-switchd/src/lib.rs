@@ -271,7 +271,9 @@ fn serve(
         let step = fabric.step(now);
         let holding = step.holding;
         let wall = fabric.to_std(now);
-        let mut moved = step.received + step.sent > 0;
+        // A rated port's paced bursts are no reason to spin: the sleep's deadlines cover
+        // them (spinning after each kept the loop awake at every burst).
+        let mut moved = step.received + step.sent > step.sent_paced;
         if last_maintenance.is_none_or(|t| wall.saturating_duration_since(t) >= MAINTENANCE) {
             last_maintenance = Some(wall);
             moved |= attach_new_links(&mut fabric, &mut sources, halt);
@@ -286,7 +288,7 @@ fn serve(
         fabric.set_spinning(false);
         let now = fabric.now();
         let arming = fabric.step(now);
-        if arming.received + arming.sent > 0 {
+        if arming.received + arming.sent > arming.sent_paced {
             fabric.set_spinning(true);
             idle.busy(StdInstant::now());
             continue;
@@ -442,7 +444,9 @@ fn sleep(
     let now = StdInstant::now();
     let mut until = now + MAX_SLEEP;
     let mut cap = |t: StdInstant| until = until.min(t);
-    if let Some(t) = fabric.switch.poll_timeout() {
+    // Rated ports' slots: a burst's at once, as the hosts' emulated lines hand theirs over.
+    let window = natm_core::Duration::from_nanos(natm_link::emulated::COALESCE.as_nanos() as u64);
+    if let Some(t) = fabric.switch.poll_timeout_within(window) {
         cap(fabric.to_std(t));
     }
     if holding || mgmt.has_output() {

@@ -19,7 +19,7 @@ mod common;
 
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use natm_link::shm::{ShmLink, ShmWait};
@@ -103,19 +103,24 @@ fn rounds_of_a_full_ring_flow_without_waiting_out_the_longest_sleep() {
     let dir = TempDir::new("wakeups");
     let (daemon, mut h1, mut h2) = daemon_and_hosts(&dir);
     let mgmt = daemon.mgmt.clone();
-    let receiver = std::thread::spawn(move || {
-        let mut buf = vec![[0u8; CELL_LEN]; 512];
-        let mut next = 0u64;
-        while next < (ROUND * ROUNDS) as u64 {
-            let n = h2.recv_cells_timeout(&mut buf, Some(T)).unwrap();
-            assert!(n > 0, "nothing within {T:?} after {next} cells");
-            for c in &buf[..n] {
-                assert_eq!(c[5..13], next.to_le_bytes(), "in order, none lost");
-                next += 1;
+    let received = Arc::new(AtomicU64::new(0));
+    let receiver = {
+        let received = received.clone();
+        std::thread::spawn(move || {
+            let mut buf = vec![[0u8; CELL_LEN]; 512];
+            let mut next = 0u64;
+            while next < (ROUND * ROUNDS) as u64 {
+                let n = h2.recv_cells_timeout(&mut buf, Some(T)).unwrap();
+                assert!(n > 0, "nothing within {T:?} after {next} cells");
+                for c in &buf[..n] {
+                    assert_eq!(c[5..13], next.to_le_bytes(), "in order, none lost");
+                    next += 1;
+                }
+                received.store(next, Ordering::Release);
             }
-        }
-        h2
-    });
+            h2
+        })
+    };
     // A management client asking for status all along, as `natm stat` does: each request
     // makes a pass of the loop take longer than the spin.
     let asking = Arc::new(AtomicBool::new(true));
@@ -133,6 +138,19 @@ fn rounds_of_a_full_ring_flow_without_waiting_out_the_longest_sleep() {
     let t0 = Instant::now();
     let mut slow_rounds = 0;
     for r in 0..ROUNDS {
+        // At most one round ahead of the receiver: h1's ring, the switch's UBR queue and
+        // h2's ring hold three, so a receiver descheduled on a busy machine cannot make
+        // the switch drop (which is right, and not what this test is about; before this
+        // wait, a slow receiver failed the test as a loss or, lost at the end, a stall).
+        let ahead = Instant::now() + T;
+        let behind = (r.saturating_sub(1) * ROUND) as u64;
+        while received.load(Ordering::Acquire) < behind {
+            assert!(
+                Instant::now() < ahead,
+                "the receiver took {T:?} for a round"
+            );
+            std::thread::sleep(Duration::from_micros(200));
+        }
         let cells: Vec<CellBytes> = (0..ROUND).map(|i| cell((r * ROUND + i) as u64)).collect();
         let start = Instant::now();
         assert_eq!(h1.send_cells_timeout(&cells, Some(T)).unwrap(), ROUND);

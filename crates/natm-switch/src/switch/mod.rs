@@ -326,6 +326,26 @@ impl Port {
         }
     }
 
+    /// [`timeout`](Self::timeout), its slot late by the line time of the cells queued
+    /// behind the first, at most `window` (see [`Switch::poll_timeout_within`]).
+    fn timeout_within(&self, window: Duration) -> Option<Instant> {
+        let t = self.timeout()?;
+        let Some(pacer) = &self.pacer else {
+            return Some(t);
+        };
+        let queued: u64 = self
+            .counters
+            .queue_depth
+            .iter()
+            .map(|&d| u64::from(d))
+            .sum();
+        if !self.up || queued < 2 || self.next_ais.is_some_and(|a| a <= t) {
+            return Some(t);
+        }
+        let behind = (queued - 1).saturating_mul(NANOS_PER_SEC / u64::from(pacer.rate));
+        Some(t + Duration::from_nanos(behind.min(window.as_nanos())))
+    }
+
     fn vpi_mask(&self) -> u32 {
         u32::from(self.config.format.max_vpi())
     }

@@ -2,7 +2,7 @@
 //! answered, cells the switch generates queued, and the deadlines of
 //! [`Switch::poll_timeout`].
 
-use natm_core::Instant;
+use natm_core::{Duration, Instant};
 use natm_wire::oam::{self, Defect, OamCell, OamRepr};
 
 use super::{AIS_PERIOD, F_VP, NONE, Pool, Port, Switch};
@@ -48,6 +48,29 @@ impl Switch {
             .flatten()
             .filter_map(|p| p.timeout())
             .min()
+    }
+
+    /// [`poll_timeout`](Self::poll_timeout) for a driver that wakes for bursts, not for
+    /// every slot: a rated port with several cells queued is due when the slot of its
+    /// later cells comes, at most `window` after its next slot (one cell queued: that
+    /// slot, exactly). [`poll_transmit`](Self::poll_transmit) then sends every slot that
+    /// passed, so the slots (and the rate) stay exact while the driver sleeps between
+    /// bursts; a cell leaves at most `window` after its slot, plus the wake-up.
+    pub fn poll_timeout_within(&self, window: Duration) -> Option<Instant> {
+        self.ports
+            .iter()
+            .flatten()
+            .filter_map(|p| p.timeout_within(window))
+            .min()
+    }
+
+    /// [`poll_timeout_within`](Self::poll_timeout_within) of one port (`None` also for an
+    /// unknown port). A driver that calls [`poll_transmit`](Self::poll_transmit) on a port
+    /// only once this has passed sends the port's cells in bursts however often it wakes.
+    pub fn port_timeout_within(&self, port: PortId, window: Duration) -> Option<Instant> {
+        self.ports[usize::from(self.slot(port).ok()?)]
+            .as_ref()?
+            .timeout_within(window)
     }
 
     /// [`poll_timeout`](Self::poll_timeout) of one port (`None` also for an unknown port):

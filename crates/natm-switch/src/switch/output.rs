@@ -8,8 +8,11 @@ use crate::hec::hec;
 use crate::types::PortId;
 
 /// How late a rated port's slots may be used: a caller that polls late gets the slots of
-/// at most the last millisecond at once, so a long stall never turns into a long burst.
-const MAX_LAG: Duration = Duration::from_millis(1);
+/// at most the last 10 ms at once, so a long stall never turns into a long burst. A real
+/// line loses no slot to its driver: a daemon descheduled for a few milliseconds on a busy
+/// machine (1 ms was common on two CPUs) must catch up, or the cells its hosts' lines
+/// delivered meanwhile pile up in its queues and overflow them.
+const MAX_LAG: Duration = Duration::from_millis(10);
 
 impl Switch {
     /// Fills `out` with cells to send on `port` at `now`, highest category first (CBR and
