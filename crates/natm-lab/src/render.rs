@@ -291,6 +291,24 @@ fn host_table(name: &str, v: &HostStatus) -> String {
         l.rx_cells,
         l.reconnects
     );
+    // Where this host lost data since it started, VCs closed or open.
+    let mut all = *v.closed;
+    for c in &v.channels {
+        all.add(&c.counters);
+    }
+    let _ = writeln!(
+        t,
+        "  lost: {} frames without a receive buffer, {} CRC, {} length, {} oversize, {} timeout; \
+         {} cells policed, {} cells on link failure; {} sends failed",
+        all.drops_no_buffer,
+        all.drops_crc,
+        all.drops_length,
+        all.drops_oversize,
+        all.drops_timeout,
+        all.drops_policed,
+        l.lost_on_failure,
+        all.tx_failed
+    );
     if v.channels.is_empty() {
         let _ = writeln!(t, "  no channels");
         return t;

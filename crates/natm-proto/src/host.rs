@@ -284,6 +284,10 @@ pub struct HostStatus {
     pub channels: Vec<ChannelStatus>,
     /// hostd's resident memory (VmRSS), bytes.
     pub vm_rss_bytes: u64,
+    /// The counters of every VC closed since hostd started, summed: its losses by cause
+    /// outlive the VC.
+    #[serde(default)]
+    pub closed: Box<VcStats>,
 }
 
 /// The link's state.
@@ -442,6 +446,28 @@ impl LaneShape {
 }
 
 impl VcStats {
+    /// Adds `o`'s counts to these (saturating).
+    pub fn add(&mut self, o: &VcStats) {
+        let pairs = [
+            (&mut self.sdus_sent, o.sdus_sent),
+            (&mut self.bytes_sent, o.bytes_sent),
+            (&mut self.sdus_received, o.sdus_received),
+            (&mut self.bytes_received, o.bytes_received),
+            (&mut self.cells_sent, o.cells_sent),
+            (&mut self.cells_received, o.cells_received),
+            (&mut self.drops_no_buffer, o.drops_no_buffer),
+            (&mut self.drops_crc, o.drops_crc),
+            (&mut self.drops_length, o.drops_length),
+            (&mut self.drops_oversize, o.drops_oversize),
+            (&mut self.drops_timeout, o.drops_timeout),
+            (&mut self.drops_policed, o.drops_policed),
+            (&mut self.tx_failed, o.tx_failed),
+        ];
+        for (a, b) in pairs {
+            *a = a.saturating_add(b);
+        }
+    }
+
     /// An adapter's counters for its one VC, plus drops and failures counted outside it.
     pub fn from_adapter(c: &AdapterCounters, extra_drops: u64, extra_failed: u64) -> VcStats {
         VcStats {

@@ -280,7 +280,9 @@ pub struct Transmit {
     /// The departure instant: `now`, or a later ns of the same slot if the VC's contract
     /// allows the cell only from then. The cell conforms at this instant.
     pub at: Instant,
-    /// The link slot that carries the cell (slot `k` is `[k/R, (k + 1)/R)` s).
+    /// The link slot that carries the cell (slot `k` is `[k/R, (k + 1)/R)` s): the slot
+    /// of `at`, or with a [tolerance](Scheduler::set_tolerance) an earlier one a late call
+    /// left unused.
     pub slot: u64,
     /// The VC's category.
     pub category: Category,
@@ -455,6 +457,12 @@ pub struct Scheduler {
     /// The first slot free for a cell (the one after the last cell sent), and its start.
     free_slot: SlotStart,
     sent: u64,
+    /// How late a cell may leave and still count as leaving when it was due, ns (see
+    /// [`Scheduler::set_tolerance`]); 0: CDVT-0 shaping.
+    tolerance: u64,
+    /// Each VC's first departure since its backlog last began (`None`: none yet): no
+    /// credit before it. Enqueueing takes no `now`, so the first cell's is the start.
+    since: Vec<Option<u64>>,
 }
 
 impl Scheduler {
@@ -491,7 +499,23 @@ impl Scheduler {
                 rem: 0,
             },
             sent: 0,
+            tolerance: 0,
+            since: Vec::new(),
         })
+    }
+
+    /// Lets a late caller keep the contracts' rates: a cell handed out up to `tolerance`
+    /// after it was due counts, for its VC's GCRAs and for the link's slots, as leaving
+    /// when it was due (no earlier than `now − tolerance`, nor before the first cell its
+    /// VC sent since its backlog last began), so cells a late [`poll_transmit`](Self::poll_transmit) missed go together,
+    /// one per unused slot, as a terminal's own cell delay variation. The output then
+    /// conforms to GCRA(1/PCR, τ) and GCRA(1/SCR, BT + τ) for τ = `tolerance`, and a
+    /// caller that calls at [`poll_timeout`](Self::poll_timeout) sees the same cells at
+    /// the same instants as with none (unless its VCs contend for a slot, which makes the
+    /// one that waits late). Zero (the default): CDVT-0 shaping, a late call
+    /// loses the departures it missed.
+    pub fn set_tolerance(&mut self, tolerance: Duration) {
+        self.tolerance = tolerance.as_nanos();
     }
 
     /// The link rate, cells/s.
@@ -617,6 +641,7 @@ impl Scheduler {
                 self.links[i as usize] = link;
                 self.sustainable[i as usize] = sustainable;
                 self.specs[i as usize] = spec;
+                self.since[i as usize] = None;
                 i
             }
             None => {
@@ -627,6 +652,7 @@ impl Scheduler {
                 self.links.push(link);
                 self.sustainable.push(sustainable);
                 self.specs.push(spec);
+                self.since.push(None);
                 (self.vcs.len() - 1) as u32
             }
         };
@@ -676,6 +702,7 @@ impl Scheduler {
             .ok_or(SchedError::BacklogOverflow(vc))?;
         let backlog = v.backlog;
         if was == 0 && cells > 0 {
+            self.since[i as usize] = None;
             self.backlogged += 1;
             self.place(i);
         }
@@ -726,6 +753,7 @@ impl Scheduler {
             return None;
         }
         self.advance(s);
+        let free = self.free_slot.slot;
         let i = if !self.rt.is_empty() {
             let i = self.rt.head;
             unlink(&mut self.links, &mut self.rt, i);
@@ -737,12 +765,22 @@ impl Scheduler {
         } else {
             self.ubr_head(s)?
         };
-        self.free_slot = if s == self.free_slot.slot {
+        // A VC late for its cell takes the first slot left unused within the tolerance
+        // (whatever VC it was due for: a late call serves categories in their order, not
+        // by due time); with none, or for one due now, the slot of `now`.
+        let mut c = s;
+        if self.tolerance > 0 && self.links[i as usize].due_slot < s {
+            let floor = self.slot_of(Instant::from_nanos(
+                now.as_nanos().saturating_sub(self.tolerance),
+            ));
+            c = free.max(floor);
+        }
+        self.free_slot = if c == self.free_slot.slot {
             self.next_start(self.free_slot)
         } else {
-            self.exact_start(s + 1)
+            self.exact_start(c + 1)
         };
-        Some(self.send(i, now, s))
+        Some(self.send(i, now, s, c))
     }
 
     /// The handle's index, if it names a live VC.
@@ -939,16 +977,23 @@ impl Scheduler {
         }
     }
 
-    /// Sends one cell of VC `i` in slot `s`, at `now` or later in the slot.
-    fn send(&mut self, i: u32, now: Instant, s: u64) -> Transmit {
+    /// Sends one cell of VC `i` in slot `s`, at `now` or later in the slot, counted in
+    /// slot `c` (`s`, or an earlier one a late call left unused).
+    fn send(&mut self, i: u32, now: Instant, s: u64, c: u64) -> Transmit {
         let category = self.links[i as usize].category;
         let v = &mut self.vcs[i as usize];
         debug_assert!(self.links[i as usize].due_slot <= s && v.backlog > 0);
         let at = Instant::from_nanos(now.as_nanos().max(v.due_ns));
-        let mut due = at.as_nanos().saturating_add(v.peak_step);
+        // Counted as leaving when it was due, within the tolerance (at `at` without one).
+        let counted = at
+            .as_nanos()
+            .saturating_sub(self.tolerance)
+            .max(v.due_ns)
+            .max(*self.since[i as usize].get_or_insert(at.as_nanos()));
+        let mut due = counted.saturating_add(v.peak_step);
         if let Some(g) = &mut self.sustainable[i as usize] {
             debug_assert!(g.is_conforming(at));
-            g.record(at);
+            g.record(Instant::from_nanos(counted));
             due = due.max(g.next_conforming().as_nanos());
         }
         v.due_ns = due;
@@ -982,7 +1027,7 @@ impl Scheduler {
         Transmit {
             vc: handle,
             at,
-            slot: s,
+            slot: c,
             category,
         }
     }
@@ -1133,6 +1178,93 @@ mod tests {
         assert_eq!(s.backlog(vc), Ok(0));
         assert_eq!(s.poll_timeout(), None);
         assert_eq!(s.sent(), 5);
+    }
+
+    /// A driver that wakes every 37 µs (and drains) at OC-3c, CBR and VBR VCs at
+    /// 100,000 cells/s: cells sent between `from` and `until`, each VC's departures as
+    /// the scheduler stamped them.
+    fn late_driver(tolerance: Duration, specs: &[VcSpec], until: u64) -> Vec<Vec<Transmit>> {
+        let mut s = Scheduler::new(OC3).unwrap();
+        s.set_tolerance(tolerance);
+        let vcs: Vec<VcHandle> = specs.iter().map(|&sp| s.add_vc(sp).unwrap()).collect();
+        for &vc in &vcs {
+            s.enqueue(vc, u32::MAX).unwrap();
+        }
+        let mut out = alloc::vec![Vec::new(); vcs.len()];
+        let mut now = 0;
+        while now < until {
+            let mut slots = Vec::new();
+            while let Some(t) = s.poll_transmit(Instant::from_nanos(now)) {
+                assert!(!slots.contains(&t.slot), "two cells in slot {}", t.slot);
+                assert!(s.slot_of(t.at) >= t.slot, "a cell counted before it left");
+                slots.push(t.slot);
+                let k = vcs.iter().position(|&v| v == t.vc).unwrap();
+                out[k].push(t);
+            }
+            now += 37_000;
+        }
+        out
+    }
+
+    /// With a tolerance a late driver keeps each contract's rate, and the output conforms
+    /// to GCRA(1/PCR, τ) (VBR: and GCRA(1/SCR, BT + τ)); without one it loses the
+    /// departures it was late for.
+    #[test]
+    fn test_tolerance_keeps_the_rate_of_a_late_driver() {
+        let specs = [VcSpec::cbr(100_000), VcSpec::nrt_vbr(100_000, 50_000, 32)];
+        let second = 1_000_000_000;
+        let tau = Duration::from_micros(100);
+        let late = late_driver(tau, &specs, second);
+        for (spec, txs) in specs.iter().zip(&late) {
+            let rate = if spec.scr > 0 { spec.scr } else { spec.pcr };
+            let n = txs.len() as u32;
+            assert!(n <= rate + spec.mbs + 10, "{n} cells above {rate}/s");
+            assert!(
+                n >= rate - rate / 100,
+                "{n} cells: not within 1% of {rate}/s"
+            );
+            // The stamps are when the cells left (late); they conform with CDVT τ.
+            let contract = Contract {
+                cdvt: tau,
+                ..spec.contract()
+            };
+            let mut upc = Policer::new(spec.category.conformance(), &contract).unwrap();
+            for t in txs {
+                assert_eq!(upc.police(t.at, false), Verdict::Pass, "{t:?} of {spec:?}");
+            }
+        }
+        let strict = late_driver(Duration::ZERO, &specs, second);
+        assert!(
+            (strict[0].len() as u32) < 100_000 * 9 / 10,
+            "{} cells: a late CDVT-0 shaper cannot keep the rate",
+            strict[0].len()
+        );
+    }
+
+    /// A driver on time sees the same departures of a VC with a tolerance as without
+    /// (VCs that contend for a slot are late for it: the tolerance serves them too).
+    #[test]
+    fn test_tolerance_changes_nothing_for_a_driver_on_time() {
+        for spec in [
+            VcSpec::cbr(OC3 / 4),
+            VcSpec::cbr(100_000),
+            VcSpec::nrt_vbr(OC3 / 2, OC3 / 8, 50),
+            VcSpec::rt_vbr(100_000, 30_000, 10),
+            VcSpec::ubr(OC3, 3),
+        ] {
+            let run = |tolerance| {
+                let mut s = Scheduler::new(OC3).unwrap();
+                s.set_tolerance(tolerance);
+                let vc = s.add_vc(spec).unwrap();
+                s.enqueue(vc, 3_000).unwrap();
+                drive(&mut s, Instant::ZERO, Instant::from_nanos(u64::MAX))
+            };
+            assert_eq!(
+                run(Duration::from_millis(1)),
+                run(Duration::ZERO),
+                "{spec:?}"
+            );
+        }
     }
 
     /// At OC-3c, PCR = 353 207 / 4: 1/PCR is not a whole ns; cells go at ⌈TAT⌉ and the

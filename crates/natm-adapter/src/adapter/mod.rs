@@ -242,7 +242,11 @@ impl Adapter {
         }
         let sched = match config.link.cells_per_s() {
             None => None,
-            Some(r) => Some(Scheduler::new(r).map_err(ConfigError::LinkRate)?),
+            Some(r) => {
+                let mut s = Scheduler::new(r).map_err(ConfigError::LinkRate)?;
+                s.set_tolerance(config.shaper_cdv);
+                Some(s)
+            }
         };
         Ok(Adapter {
             config,

@@ -34,10 +34,11 @@ pub struct AdapterConfig {
     /// GCRAs allow, see [`AdapterConfig::shaper_cdv`]); the others (UBR at
     /// [`UBR_UNSHAPED_PCR`] or more) are served round robin, a burst at a time.
     pub link: LineRate,
-    /// Unlimited links: how late a shaped VC's cells may leave and still count at the
-    /// instants they were due, so a driver that calls [`Adapter::poll_transmit`] up to this
-    /// late keeps the contract's rate (cells it was late for leave together, as a terminal's
-    /// own cell delay variation). The output then conforms to GCRA(1/PCR, τ) and
+    /// How late a shaped VC's cells may leave and still count at the instants they were
+    /// due, so a driver that calls [`Adapter::poll_transmit`] up to this late keeps the
+    /// contract's rate (cells it was late for leave together, as a terminal's own cell
+    /// delay variation; on a rated link one per link slot the late call missed, the
+    /// scheduler's [`set_tolerance`](natm_traffic::sched::Scheduler::set_tolerance)). The output then conforms to GCRA(1/PCR, τ) and
     /// GCRA(1/SCR, BT + τ), τ this tolerance. Zero: CDVT-0 shaping, a late call loses the
     /// departures it missed. A VC gains nothing while it has nothing queued.
     pub shaper_cdv: Duration,

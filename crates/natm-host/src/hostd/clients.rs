@@ -511,6 +511,7 @@ impl Hostd {
                 ubr: self.host.cac().ubr_count(),
             },
             channels,
+            closed: Box::new(self.closed),
             vm_rss_bytes: natm_nic::procfs::resident_bytes(None).unwrap_or(0),
         }
     }

@@ -159,6 +159,8 @@ pub struct Hostd {
     /// Where client bytes are read to.
     scratch: Box<[u8]>,
     stats: LinkStatus,
+    /// The counters of the VCs closed so far, summed (`natm stat`'s losses by cause).
+    closed: VcStats,
     /// When the loop sleeps, spins or gives way.
     idle: Idler,
     /// The current pass's time: the clock is read once per pass.
@@ -215,6 +217,7 @@ impl Hostd {
             inbox: Box::new([[0; 53]; BATCH]),
             scratch: vec![0; 65536].into_boxed_slice(),
             stats,
+            closed: VcStats::default(),
             idle: Idler::new(wait, now, true),
             now: natm_core::Instant::from_nanos(0),
             socket_activity: now,

@@ -324,6 +324,10 @@ impl Hostd {
         };
         // The adapter and the reservation go here; a lane's socket, the buffers and the
         // mapping go with the port.
+        if let (Some(a), Some(p)) = (self.host.adapter(ch), self.host.memory(ch)) {
+            let last = VcStats::from_adapter(&a.counters(), p.client_drops, p.tx_failed);
+            self.closed.add(&last);
+        }
         if let Some(mut p) = self.host.close_channel(ch) {
             p.mem.set_state(ChannelState::Revoked);
         }
