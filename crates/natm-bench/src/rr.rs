@@ -284,7 +284,8 @@ struct Session {
 
 impl Session {
     fn start(kind: Kind, plan: &Plan) -> io::Result<Session> {
-        let (client, server_end) = transport::pair(kind, plan.natm.as_ref())?;
+        let message = plan.size.max(plan.response_size);
+        let (client, server_end) = transport::pair(kind, plan.natm.as_ref(), message)?;
         Session::over(kind, client, server_end, plan)
     }
 

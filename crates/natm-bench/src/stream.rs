@@ -149,7 +149,7 @@ pub fn run(plan: &Plan) -> Result<Report, Error> {
 
 /// One timed run of `kind` at `size`.
 pub fn one_run(kind: Kind, size: usize, plan: &Plan, progress: &mut Progress) -> io::Result<Moved> {
-    let (mut sender, mut receiver) = transport::pair(kind, plan.natm.as_ref())?;
+    let (mut sender, mut receiver) = transport::pair(kind, plan.natm.as_ref(), size)?;
     let lossy = kind.lossy();
     let done = Arc::new(AtomicBool::new(false));
     let cpu = plan.placement.server;

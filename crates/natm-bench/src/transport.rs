@@ -119,14 +119,16 @@ impl fmt::Display for Kind {
     }
 }
 
-/// Opens a connected pair of `kind`: (client end, server end).
+/// Opens a connected pair of `kind` for messages of up to `message` bytes: (client end,
+/// server end).
 pub fn pair(
     kind: Kind,
     natm: Option<&NatmTarget>,
+    message: usize,
 ) -> io::Result<(Box<dyn Transport>, Box<dyn Transport>)> {
     match kind {
         Kind::Natm => match natm {
-            Some(n) => n.pair(),
+            Some(n) => n.pair(message),
             None => Err(io::Error::other(
                 "natm transport asked for without its options",
             )),
@@ -231,11 +233,26 @@ impl Targets {
 
 impl NatmTarget {
     /// Connects to both hosts' daemons; each end opens its VC in [`Transport::ready`].
-    fn pair(&self) -> io::Result<(Box<dyn Transport>, Box<dyn Transport>)> {
-        let client = NatmTransport::connect(&self.client_host, self)?;
-        let server = NatmTransport::connect(&self.server_host, self)?;
+    fn pair(&self, message: usize) -> io::Result<(Box<dyn Transport>, Box<dyn Transport>)> {
+        let client = NatmTransport::connect(&self.client_host, self, message)?;
+        let server = NatmTransport::connect(&self.server_host, self, message)?;
         Ok((Box::new(client), Box::new(server)))
     }
+}
+
+/// The memory of a VC's buffers: the API's default (32 buffers of 64 KiB).
+const BUFFER_BUDGET: u32 = 2 << 20;
+
+/// Buffers for messages of `message` bytes, as an application that knows its SDU size
+/// opens its VC: the default memory in buffers of that size (rounded up to 64 bytes), at
+/// least the default 32 and at most 1,024. With the default 64 KiB buffers a receiver of
+/// small SDUs had 16 buffers posted, and a burst of a contract's cells (the sender's
+/// late wake-ups caught up) found it without buffers.
+pub fn buffers_for(message: usize) -> (u32, u32) {
+    let size = u32::try_from(message.clamp(1, 65_536))
+        .unwrap_or(65_536)
+        .next_multiple_of(64);
+    (BUFFER_BUDGET.div_ceil(size).clamp(32, 1024), size)
 }
 
 /// One end of a natm VC (see the module doc).
@@ -260,18 +277,22 @@ fn natm_error(e: natm::Error) -> io::Error {
 }
 
 impl NatmTransport {
-    /// Connects to `host` (a name, or a socket path when it holds a `/`).
-    pub fn connect(host: &str, target: &NatmTarget) -> io::Result<NatmTransport> {
+    /// Connects to `host` (a name, or a socket path when it holds a `/`), for messages of
+    /// up to `message` bytes ([`buffers_for`]).
+    pub fn connect(host: &str, target: &NatmTarget, message: usize) -> io::Result<NatmTransport> {
         let h = if host.contains('/') {
             natm::Host::connect_path(host)
         } else {
             natm::Host::connect(host)
         }
         .map_err(natm_error)?;
+        let (buffers, buffer_size) = buffers_for(message);
         let options = natm::VcOptions::new(target.vc)
             .qos(target.qos)
             .notify(target.mode)
-            .path(target.path);
+            .path(target.path)
+            .buffers(buffers)
+            .buffer_size(buffer_size);
         Ok(NatmTransport {
             host: h,
             options,
