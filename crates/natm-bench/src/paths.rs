@@ -116,19 +116,20 @@ pub struct Report {
 }
 
 impl Row {
-    /// The figures of natm path `path`.
+    /// The figures of natm path `path` (`Auto` is the lane: the runs are on shared-memory
+    /// labs, where hostd takes it).
     fn path_mut(&mut self, path: DataPath) -> &mut Figures {
         match path {
-            DataPath::Lane => &mut self.lane,
+            DataPath::Lane | DataPath::Auto => &mut self.lane,
             DataPath::Direct => &mut self.direct,
             DataPath::Daemon => &mut self.daemon,
         }
     }
 
-    /// The figures of natm path `path`.
+    /// The figures of natm path `path` (`Auto`: the lane, as above).
     pub fn path(&self, path: DataPath) -> &Figures {
         match path {
-            DataPath::Lane => &self.lane,
+            DataPath::Lane | DataPath::Auto => &self.lane,
             DataPath::Direct => &self.direct,
             DataPath::Daemon => &self.daemon,
         }

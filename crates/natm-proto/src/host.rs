@@ -119,15 +119,20 @@ impl NotifyMode {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DataPath {
-    /// Through a shared-memory channel: no system call or copy per SDU in hostd's path.
+    /// The fastest path the host's link allows, chosen by hostd when it opens the VC: the
+    /// application's own lane on a shared-memory link (at any rate, without impairments),
+    /// else the direct path. The answer names the path taken.
     #[default]
+    Auto,
+    /// Through a shared-memory channel: no system call or copy per SDU in hostd's path.
     Direct,
     /// Through the socket: one message and a copy per SDU each way.
     Daemon,
     /// The application's own lane to the switch (natm-link's `lane` module): it runs the
     /// adapter itself and moves cells on its own ring pair; hostd only admits the VC,
-    /// brokers the lane and reports the link's state in the channel (needs an unlimited
-    /// shared-memory link).
+    /// brokers the lane and reports the link's state in the channel (needs a shared-memory
+    /// link without emulated impairments; on a rated one the application's adapter sends
+    /// through the line's emulation, see [`LaneShape::link_pcr`]).
     Lane,
 }
 
@@ -139,6 +144,7 @@ impl DataPath {
     /// The path's name on the wire, on command lines (`--path`, `--paths`) and in JSON.
     pub const fn name(self) -> &'static str {
         match self {
+            DataPath::Auto => "auto",
             DataPath::Direct => "direct",
             DataPath::Daemon => "daemon",
             DataPath::Lane => "lane",
@@ -397,6 +403,10 @@ pub struct LaneShape {
     pub scr: u32,
     /// Maximum burst size (VBR).
     pub mbs: u32,
+    /// The link's rate, cells/s (0: unlimited): the application sends the lane's cells
+    /// through an emulated line of this rate, as hostd sends the main link's.
+    #[serde(default)]
+    pub link_pcr: u32,
 }
 
 /// A service category on the wire.
@@ -430,6 +440,7 @@ impl LaneShape {
             },
             scr: spec.scr,
             mbs: spec.mbs,
+            link_pcr: 0,
         }
     }
 

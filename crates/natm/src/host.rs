@@ -227,7 +227,10 @@ impl Host {
     /// Opens a VC.
     pub fn open(&self, opts: VcOptions) -> Result<Vc, Error> {
         let mut receiver = None;
-        let signal_target = if opts.notify == NotifyMode::Signal && opts.path == DataPath::Direct {
+        // Auto with signals is the direct path (a lane waits by polling or on eventfds).
+        let signal_target = if opts.notify == NotifyMode::Signal
+            && matches!(opts.path, DataPath::Direct | DataPath::Auto)
+        {
             let signo = signal::rt_signal(4).ok_or_else(|| {
                 Error::Io(io::Error::other("no real-time signal SIGRTMIN+4 here"))
             })?;
@@ -272,6 +275,7 @@ impl Host {
             max_sdu,
             buffers,
             lane,
+            path,
             ..
         } = answer
         else {
@@ -284,11 +288,12 @@ impl Host {
             max_sdu: max_sdu as usize,
             direct: None,
         };
-        if opts.path == DataPath::Direct {
+        // The path hostd took (the one asked for, or for `Auto` the fastest it had).
+        if path == DataPath::Direct {
             // From here on, a failure closes the VC again (Vc's Drop).
             let daemon = lock(&self.conn).stream.try_clone()?;
             vc.direct = Some(Direct::attach(daemon, fds, opts.notify, receiver, buffers)?);
-        } else if opts.path == DataPath::Lane {
+        } else if path == DataPath::Lane {
             let daemon = lock(&self.conn).stream.try_clone()?;
             let shape = lane.ok_or_else(|| protocol("hostd's lane answer has no shape"))?;
             let vc_id = opts

@@ -2,24 +2,32 @@
 //! and receive AAL5 SDUs on them, blocking, non-blocking or zero-copy (issue 5).
 //!
 //! A [`Host`] is a connection to one host's daemon. [`Host::open`] asks it for a VC; the
-//! VC's data then takes one of three paths ([`DataPath`]):
+//! VC's data then takes one of three paths ([`DataPath`]). Unless the options name one,
+//! hostd takes the fastest its link allows ([`DataPath::Auto`], the default): the lane on a
+//! shared-memory link, else the direct path.
 //!
-//! * **Direct** (the default): hostd hands the application a shared-memory channel (a
-//!   memfd with descriptor, free-buffer and completion rings and the buffers, natm-nic's
-//!   channel region). [`Vc::send`] copies the SDU into a free buffer of the region and posts
-//!   a descriptor; hostd's adapter segments the cells straight from that buffer. Received
-//!   SDUs are reassembled straight into buffers the application posted. No system call
-//!   per SDU unless somebody sleeps ([`NotifyMode`] says how the application waits), and
-//!   [`Vc::tx_buffer`] / [`Vc::recv_zero_copy`] avoid the copies too.
-//! * **Daemon**: each SDU is one message on the Unix socket, copied by hostd, as with a
-//!   kernel driver. It exists to be measured against the direct path.
 //! * **Lane**: hostd brokers a ring pair into the switch's port for this VC alone, and the
 //!   application runs the adapter itself, in its own calls, over buffers in its own memory
 //!   (no channel rings, no daemon on the data path). Only those calls move its cells:
-//!   [`Vc::flush`] before going quiet. A receiver takes from its lane only as many SDUs as
-//!   it has free buffers; the rest wait in the lane, and the switch holds back what feeds a
-//!   full lane, so a slow reader loses nothing (on the other paths, as in ATM, a receiver
-//!   out of buffers drops whole frames).
+//!   [`Vc::flush`] before going quiet. On a rated link the adapter shapes the VC to its
+//!   contract and the lane's cells cross an emulated line of the link's rate in this
+//!   process (natm-link's `Emulated`, as hostd's own cells do), so the lane keeps to the
+//!   line; each lane is paced on its own (the link's rate is not shared out among several
+//!   lanes and the main link: admission keeps CBR and VBR within it, UBR lanes each may use
+//!   the whole line). A receiver takes from its lane only as many SDUs as it has free
+//!   buffers; the rest wait in the lane, and the switch holds back what feeds a full lane,
+//!   so a slow reader loses nothing (on the other paths, as in ATM, a receiver out of
+//!   buffers drops whole frames). A link with emulated impairments has no lanes.
+//! * **Direct**: hostd hands the application a shared-memory channel (a memfd with
+//!   descriptor, free-buffer and completion rings and the buffers, natm-nic's channel
+//!   region). [`Vc::send`] copies the SDU into a free buffer of the region and posts a
+//!   descriptor; hostd's adapter segments the cells straight from that buffer. Received
+//!   SDUs are reassembled straight into buffers the application posted. No system call per
+//!   SDU unless somebody sleeps ([`NotifyMode`] says how the application waits), and
+//!   [`Vc::tx_buffer`] / [`Vc::recv_zero_copy`] avoid the copies too. UDP and TCP links,
+//!   and signal notification, take this path.
+//! * **Daemon**: each SDU is one message on the Unix socket, copied by hostd, as with a
+//!   kernel driver. It exists to be measured against the direct path.
 //!
 //! Errors say what failed ([`Error`]): no daemon at the socket, a refusal with hostd's
 //! reason (VC in use, reserved VCI, admission control), the link being down, the channel
@@ -111,6 +119,7 @@ use natm_adapter::{Adapter, AdapterConfig, HecCheck, RxVcConfig, VecBuffers};
 use natm_link::CellLink;
 use natm_link::clock::Epoch;
 use natm_link::driver::LinkSide;
+use natm_link::emulated::Emulated;
 use natm_link::shm::{ShmHandover, ShmLink, ShmWait};
 use natm_nic::channel::{AppEnd, BufferId, Channel, ChannelState, PollError};
 use natm_nic::memfd::MemfdMem;
@@ -205,14 +214,15 @@ pub struct VcOptions {
 }
 
 impl VcOptions {
-    /// The PVC `addr` (e.g. `"0.100".parse()?`), UBR, adaptive notification, direct path,
-    /// 32 buffers of 64 KiB (SDUs up to 65,535 bytes).
+    /// The PVC `addr` (e.g. `"0.100".parse()?`), UBR, adaptive notification, the fastest
+    /// path the link allows ([`DataPath::Auto`]), 32 buffers of 64 KiB (SDUs up to 65,535
+    /// bytes).
     pub fn new(addr: PvcAddr) -> VcOptions {
         VcOptions {
             addr,
             qos: None,
             notify: NotifyMode::Adaptive,
-            path: DataPath::Direct,
+            path: DataPath::Auto,
             buffers: 32,
             buffer_size: 65536,
         }

@@ -81,7 +81,7 @@ fn round_trips(wait: IdleWait) {
             let styles: &[Style] = match path {
                 DataPath::Direct => &[Style::Blocking, Style::NonBlocking, Style::ZeroCopy],
                 DataPath::Daemon => &[Style::Blocking, Style::NonBlocking],
-                DataPath::Lane => unreachable!("no switch here to give lanes"),
+                DataPath::Lane | DataPath::Auto => unreachable!("not among the paths above"),
             };
             for &style in styles {
                 for (i, &len) in SIZES.iter().enumerate() {

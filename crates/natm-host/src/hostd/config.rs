@@ -96,8 +96,12 @@ impl HostdConfig {
             wait: self.wait,
             link_description: self.effective_link().describe(),
             link_rate: self.link.rate.cells_per_s(),
+            // A lane bypasses hostd's emulated line: on a rated link the application runs
+            // one of its own (the rate), but impairments stay hostd's alone.
             lanes: match &self.link.kind {
-                LinkKind::Shm { path } if !self.link.is_emulated() => Some(path.clone()),
+                LinkKind::Shm { path } if self.link.impair == Default::default() => {
+                    Some(path.clone())
+                }
                 _ => None,
             },
         }

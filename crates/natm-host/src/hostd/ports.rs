@@ -169,18 +169,34 @@ impl Hostd {
             .assess(&qos.tx)
             .map_err(|e| refused(e.to_string()))?;
         let owner_pid = self.conns.get(&id).map_or(0, |c| c.pid);
-        let (mem, fds) = match path {
-            DataPath::Direct => {
-                make_channel(buffers, buffer_size, notify, signal_target, owner_pid)?
+        // Auto: the application's own lane where the link has lanes (the fastest path, no
+        // daemon between the application and the switch), else the direct path; a lane the
+        // switch refuses falls back to the direct path too.
+        let (path, lane) = match path {
+            DataPath::Auto if self.opts.lanes.is_some() && notify != NotifyMode::Signal => {
+                match self.make_lane(vc, buffers, buffer_size, notify) {
+                    Ok(made) => (DataPath::Lane, Some(made)),
+                    Err(_) => (DataPath::Direct, None),
+                }
             }
-            DataPath::Lane => self.make_lane(vc, buffers, buffer_size, notify)?,
-            DataPath::Daemon => (
-                ChannelMem::Daemon {
-                    bufs: VecBuffers::new(buffers, buffer_size as usize),
-                    free_tx: (buffers / 2..buffers).rev().collect(),
-                },
-                Vec::new(),
-            ),
+            DataPath::Auto => (DataPath::Direct, None),
+            p => (p, None),
+        };
+        let (mem, fds) = match (path, lane) {
+            (_, Some(made)) => made,
+            (path, None) => match path {
+                DataPath::Lane => self.make_lane(vc, buffers, buffer_size, notify)?,
+                DataPath::Daemon => (
+                    ChannelMem::Daemon {
+                        bufs: VecBuffers::new(buffers, buffer_size as usize),
+                        free_tx: (buffers / 2..buffers).rev().collect(),
+                    },
+                    Vec::new(),
+                ),
+                DataPath::Auto | DataPath::Direct => {
+                    make_channel(buffers, buffer_size, notify, signal_target, owner_pid)?
+                }
+            },
         };
         let mut cookie = [0u8; 16];
         if rustix::rand::getrandom(&mut cookie, rustix::rand::GetRandomFlags::empty()).unwrap_or(0)
@@ -237,7 +253,10 @@ impl Hostd {
                 buffer_size,
                 max_sdu: info.rx.max_sdu as u32,
                 link_up,
-                lane: (path == DataPath::Lane).then(|| proto::LaneShape::from_spec(&info.spec)),
+                lane: (path == DataPath::Lane).then(|| proto::LaneShape {
+                    link_pcr: self.opts.link_rate.unwrap_or(0),
+                    ..proto::LaneShape::from_spec(&info.spec)
+                }),
             },
             fds,
         ))
@@ -277,7 +296,7 @@ impl Hostd {
             return Err((
                 ErrorKind::Refused,
                 format!(
-                    "the lane path needs an unlimited shared-memory link to the switch; this host's is {}",
+                    "the lane path needs a shared-memory link to the switch without emulated impairments; this host's is {}",
                     self.opts.link_description
                 ),
             ));

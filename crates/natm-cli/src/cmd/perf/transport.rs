@@ -67,9 +67,10 @@ pub struct TargetArgs {
     /// How the natm application waits: poll, adaptive, eventfd or signal.
     #[arg(long, default_value = "adaptive")]
     mode: String,
-    /// natm's data path: direct (application ↔ adapter in hostd), daemon (through the host
-    /// daemon's socket) or lane (the application's own rings to the switch; unlimited shm links).
-    #[arg(long, default_value = "direct")]
+    /// natm's data path: auto (the fastest the link allows: lane on shm links, else
+    /// direct), direct (application ↔ adapter in hostd), daemon (through the host daemon's
+    /// socket) or lane (the application's own rings to the switch; shm links).
+    #[arg(long, default_value = "auto")]
     path: String,
     /// The natm client's host: a host name (its daemon's default socket) or a socket path.
     #[arg(long, default_value = "h1")]
@@ -104,9 +105,13 @@ impl TargetArgs {
                 self.mode
             )));
         };
-        let Some(path) = DataPath::ALL.into_iter().find(|p| p.name() == self.path) else {
+        let Some(path) = [DataPath::Auto]
+            .into_iter()
+            .chain(DataPath::ALL)
+            .find(|p| p.name() == self.path)
+        else {
             return Err(CliError::usage(format!(
-                "--path {:?}: expected direct, daemon or lane",
+                "--path {:?}: expected auto, direct, daemon or lane",
                 self.path
             )));
         };
