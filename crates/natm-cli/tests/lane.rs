@@ -263,26 +263,67 @@ fn lanes_carry_data_in_every_wait_mode_zero_copy_shaped_and_in_bursts() {
 }
 
 #[test]
-fn a_lab_with_paced_links_refuses_the_lane_path() {
+fn lanes_work_on_paced_links_and_are_the_default_path() {
     let lab = Lab::up("lane-oc3", "oc3", None);
-    let h1 = lab.host("h1");
-    match h1.open(lane_options("0.100", NotifyMode::EventFd)) {
-        Err(e) => {
-            let text = e.to_string();
-            assert!(text.contains("unlimited shared-memory link"), "{text}");
-        }
-        Ok(_) => panic!("a lane on a paced OC-3 link"),
-    }
-    assert!(h1.status().expect("status").channels.is_empty());
-    // The direct path is fine there.
-    let _vc = h1
+    let (h1, h2) = (lab.host("h1"), lab.host("h2"));
+    // Asked for, and by default: the lane is the path hostd takes on a shm link.
+    let mut a = h1
+        .open(lane_options("0.100", NotifyMode::EventFd))
+        .expect("a lane on an OC-3c link");
+    let mut b = h2
         .open(
             VcOptions::new("0.100".parse().unwrap())
+                .qos("ubr".parse().unwrap())
+                .notify(NotifyMode::EventFd),
+        )
+        .expect("the default path");
+    for host in [&h1, &h2] {
+        let status = host.status().expect("status");
+        assert_eq!(status.channels.len(), 1);
+        assert_eq!(status.channels[0].path, DataPath::Lane, "{status:?}");
+    }
+    exchange(&mut a, &mut b, "lanes on an OC-3c link");
+    // Signals are the direct path's: the default takes it then.
+    drop((a, b));
+    let _c = h1
+        .open(
+            VcOptions::new("0.101".parse().unwrap())
                 .qos("ubr".parse().unwrap())
                 .notify(NotifyMode::EventFd)
                 .path(DataPath::Direct),
         )
         .expect("a direct-path VC");
+}
+
+#[test]
+fn a_link_with_impairments_has_no_lanes_and_the_default_is_direct() {
+    let lab = Lab::up(
+        "lane-impaired",
+        "oc3",
+        Some(
+            "switch = [{ name = \"s1\" }]\nhost = [{ name = \"h1\" }, { name = \"h2\" }]\n\
+             link = [{ a = \"h1\", b = \"s1\", impair = \"delay=10us\" }, { a = \"h2\", b = \"s1\" }]\n\
+             pvc = [{ a = \"h1\", b = \"h2\", vc = \"0.100\" }]\n",
+        ),
+    );
+    let h1 = lab.host("h1");
+    match h1.open(lane_options("0.100", NotifyMode::EventFd)) {
+        Err(e) => {
+            let text = e.to_string();
+            assert!(text.contains("without emulated impairments"), "{text}");
+        }
+        Ok(_) => panic!("a lane that would bypass the link's impairments"),
+    }
+    assert!(h1.status().expect("status").channels.is_empty());
+    let _vc = h1
+        .open(
+            VcOptions::new("0.100".parse().unwrap())
+                .qos("ubr".parse().unwrap())
+                .notify(NotifyMode::EventFd),
+        )
+        .expect("the default path");
+    let status = h1.status().expect("status");
+    assert_eq!(status.channels[0].path, DataPath::Direct, "{status:?}");
 }
 
 #[test]

@@ -131,8 +131,8 @@ pub enum DataPath {
     /// The application's own lane to the switch (natm-link's `lane` module): it runs the
     /// adapter itself and moves cells on its own ring pair; hostd only admits the VC,
     /// brokers the lane and reports the link's state in the channel (needs a shared-memory
-    /// link without emulated impairments; on a rated one the application's adapter sends
-    /// through the line's emulation, see [`LaneShape::link_pcr`]).
+    /// link without emulated impairments; on a rated one the switch port takes the lanes'
+    /// cells at the link's rate).
     Lane,
 }
 
@@ -403,10 +403,6 @@ pub struct LaneShape {
     pub scr: u32,
     /// Maximum burst size (VBR).
     pub mbs: u32,
-    /// The link's rate, cells/s (0: unlimited): the application sends the lane's cells
-    /// through an emulated line of this rate, as hostd sends the main link's.
-    #[serde(default)]
-    pub link_pcr: u32,
 }
 
 /// A service category on the wire.
@@ -440,7 +436,6 @@ impl LaneShape {
             },
             scr: spec.scr,
             mbs: spec.mbs,
-            link_pcr: 0,
         }
     }
 

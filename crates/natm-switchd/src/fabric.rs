@@ -179,9 +179,80 @@ pub struct PortLink {
     lane_of: Vec<(u32, usize)>,
     /// The switch paces the port's output (its link has a rate).
     paced: bool,
+    /// A rated port's input line, which its lanes' cells cross (see [`InputLine`]).
+    input: Option<InputLine>,
+    /// The last read of the lanes stopped at the input line's allowance: the lanes are
+    /// not waited on until [`InputLine::due`].
+    input_blocked: bool,
+}
+
+/// The host-to-switch direction of a rated port as its lanes see it. hostd's main link
+/// crosses hostd's own emulated line; a lane's cells come straight from the application's
+/// rings, so the switch takes them no faster than the line would have carried them: one
+/// cell per slot of `1/rate` after the main link's cells (which use the line's slots
+/// too), a late step taking the slots it missed up to [`COALESCE`] of them. Slots are
+/// counted exactly (ticks of 1/rate ns, as natm-netem's line), so the rate does not drift.
+#[derive(Clone, Copy, Debug)]
+pub struct InputLine {
+    /// Cells/s.
+    rate: u128,
+    /// When the line finishes the last cell taken, in ticks (ns × rate).
+    free_at: u128,
+}
+
+/// Ticks (ns × rate) per cell.
+const SLOT_TICKS: u128 = 1_000_000_000;
+
+impl InputLine {
+    /// A line of `rate` cells/s, idle.
+    pub fn new(rate: u32) -> InputLine {
+        InputLine {
+            rate: u128::from(rate.max(1)),
+            free_at: 0,
+        }
+    }
+
+    /// `free_at`, no earlier than the window before `now` (slots unused longer ago are not
+    /// saved up).
+    fn floor(&self, now: Instant) -> u128 {
+        let window = COALESCE.as_nanos();
+        let start = u128::from(now.as_nanos()).saturating_sub(window) * self.rate;
+        self.free_at.max(start)
+    }
+
+    /// Cells that may cross the line at `now`.
+    pub fn allowance(&self, now: Instant) -> usize {
+        let t = u128::from(now.as_nanos()) * self.rate;
+        let f = self.floor(now);
+        if f > t {
+            return 0;
+        }
+        usize::try_from((t - f) / SLOT_TICKS + 1).unwrap_or(usize::MAX)
+    }
+
+    /// `n` cells crossed the line at `now` (the main link's too: they may push the line's
+    /// next free slot past `now`).
+    pub fn take(&mut self, now: Instant, n: usize) {
+        self.free_at = self.floor(now) + n as u128 * SLOT_TICKS;
+    }
+
+    /// When a lane held back by the line is read again: once a burst's worth of slots
+    /// ([`COALESCE`]) has come, as the hosts' emulated lines hand theirs over.
+    pub fn due(&self) -> Instant {
+        let ns = self.free_at.div_ceil(self.rate) + COALESCE.as_nanos();
+        Instant::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
 }
 
 impl PortLink {
+    /// When the lanes are read again, while the input line holds them back (`None`: they
+    /// are read whenever they have cells).
+    pub fn input_due(&self) -> Option<Instant> {
+        self.input
+            .filter(|_| self.input_blocked && !self.lanes.is_empty())
+            .map(|line| line.due())
+    }
+
     /// Cells held for the link.
     pub fn held(&self) -> usize {
         self.held.len() - self.held_from
@@ -370,6 +441,8 @@ impl Fabric {
             lanes: Vec::new(),
             lane_of: Vec::new(),
             paced: config.rate != natm_core::LineRate::Unlimited,
+            input: config.rate.cells_per_s().map(InputLine::new),
+            input_blocked: false,
         });
         Ok(())
     }
@@ -452,6 +525,9 @@ impl Fabric {
                 Ok(0) => {}
                 Ok(n) => {
                     step.received += n;
+                    if let Some(line) = &mut p.input {
+                        line.take(now, n);
+                    }
                     let id = p.id;
                     self.switch.handle_cells(now, id, &self.buf[..n]);
                     if self.tap_ports.contains(&id) {
@@ -579,6 +655,7 @@ impl Fabric {
         let p = &mut self.ports[i];
         let (id, format) = (p.id, p.format);
         let (mut total, mut sent) = (0, 0);
+        p.input_blocked = false;
         let mut l = 0;
         while l < self.ports[i].lanes.len() {
             let p = &mut self.ports[i];
@@ -593,7 +670,14 @@ impl Fabric {
                 l += 1;
                 continue;
             }
-            let n = match lane.link.recv_cells(&mut self.buf) {
+            let allowed = p.input.map_or(self.buf.len(), |line| {
+                line.allowance(now).min(self.buf.len())
+            });
+            if allowed == 0 {
+                p.input_blocked = true;
+                break;
+            }
+            let n = match lane.link.recv_cells(&mut self.buf[..allowed]) {
                 Ok(n) => n,
                 Err(_) => {
                     p.remove_lane(l);
@@ -603,6 +687,11 @@ impl Fabric {
             l += 1;
             if n == 0 {
                 continue;
+            }
+            if let Some(line) = &mut p.input {
+                line.take(now, n);
+                // A full allowance may have left cells in the lane.
+                p.input_blocked |= n == allowed && allowed < self.buf.len();
             }
             // Cells of one VC come in runs: one key looked up per run. Cells are moved
             // only once one was refused (never, from a well-behaved application).
@@ -844,6 +933,45 @@ fn link_error(e: &std::io::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn at(ns: u64) -> Instant {
+        Instant::from_nanos(ns)
+    }
+
+    #[test]
+    fn the_input_line_takes_one_cell_per_slot_and_saves_no_more_than_a_burst() {
+        // 1,000 cells/s: a slot of 1 ms. An idle line has saved the last COALESCE (200 µs)
+        // of slots: one cell now, the next 0.8 ms later, then one per slot exactly.
+        let mut line = InputLine::new(1000);
+        let t0 = at(10_000_000_000);
+        let after = |ns: u64| at(t0.as_nanos() + ns);
+        assert_eq!(line.allowance(t0), 1);
+        line.take(t0, 1);
+        assert_eq!(line.allowance(t0), 0);
+        assert_eq!(line.allowance(after(799_999)), 0);
+        assert_eq!(line.allowance(after(800_000)), 1);
+        // The main link's cells use slots too: five of them push the lanes back 5 ms.
+        line.take(after(800_000), 5);
+        assert_eq!(line.allowance(after(5_799_999)), 0);
+        assert_eq!(line.allowance(after(5_800_000)), 1);
+        // Held back, the lanes are read again a burst's time after the line frees.
+        assert_eq!(line.due(), after(6_000_000));
+        // Over a second of steps every 37 µs (the last at 999.999 ms), taking all that is
+        // allowed: the slots at 0, 1, …, 999 ms, no more.
+        let mut line = InputLine::new(1000);
+        let (mut taken, mut t) = (0, 0u64);
+        while t <= 1_000_000_000 {
+            let n = line.allowance(at(t));
+            line.take(at(t), n);
+            taken += n;
+            t += 37_000;
+        }
+        assert_eq!(taken, 1000);
+        // OC-3c: a late step finds at most the window's slots (70 at 353,207 cells/s).
+        let mut line = InputLine::new(353_207);
+        line.take(at(0), 1);
+        assert_eq!(line.allowance(at(1_000_000_000)), 71);
+    }
 
     #[test]
     fn taps_keep_up_to_the_limit_and_count_the_rest() {

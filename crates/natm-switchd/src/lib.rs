@@ -466,7 +466,14 @@ fn sleep(
                 // Lanes: cells from their applications, or room they made. A paused lane
                 // is not read, so its descriptor (never drained) is not waited on: the lane
                 // it feeds making room is what ends the pause.
-                for lane in p.lanes.iter().filter(|l| !l.paused() || l.held() > 0) {
+                // Lanes held back by the port's input line are read at its deadline, not
+                // when they turn readable (they are readable all along).
+                if let Some(t) = p.input_due() {
+                    cap(fabric.to_std(t));
+                }
+                let waited =
+                    |l: &&fabric::Lane| (!l.paused() && p.input_due().is_none()) || l.held() > 0;
+                for lane in p.lanes.iter().filter(waited) {
                     match lane.link.poll_fd() {
                         Some(fd) => fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN)),
                         None => cap(now + SHORT_SLEEP),

@@ -154,22 +154,6 @@ impl Direct {
         // The application's CPU does the adapter's work and the switch has its own: large
         // batches skip the wait for the slot lines the switch read last (README, Benchmarks).
         link.set_streaming_writes(true);
-        // On a rated link the lane's cells cross the line's emulation here, as hostd's
-        // do on the main link: the adapter shapes the VC to its contract, the line keeps
-        // the lane to the link's rate.
-        let link = match setup.shape.link_pcr {
-            0 => LaneLink::Plain(link),
-            pcr => {
-                let rate = natm_core::LineRate::cells(pcr).ok_or_else(|| {
-                    protocol(format!("hostd's lane answer: link rate {pcr} cells/s"))
-                })?;
-                let line = natm_netem::Config {
-                    rate,
-                    ..natm_netem::Config::default()
-                };
-                LaneLink::Paced(Box::new(Emulated::new(link, &line)))
-            }
-        };
         let engine = LaneEngine {
             adapter,
             side: LinkSide::new(link),
@@ -374,10 +358,7 @@ impl Direct {
         loop {
             self.drain()?;
             self.state()?;
-            let backlog = self
-                .lane
-                .as_ref()
-                .map_or(0, |l| l.side.backlog() + l.side.link().in_flight());
+            let backlog = self.lane.as_ref().map_or(0, |l| l.side.backlog());
             if self.free_tx.len() >= self.tx_total && backlog == 0 {
                 return Ok(());
             }

@@ -17,88 +17,12 @@ pub(crate) const LANE_LINGER: Duration = Duration::from_secs(1);
 /// How long an adaptive lane-path wait spins before it sleeps.
 pub(crate) const LANE_SPIN: Duration = Duration::from_micros(30);
 
-/// A lane's rings as the application's adapter sends on them: straight, or on a rated link
-/// behind the same emulated line as hostd's main link ([`Emulated`]: the link's rate, its
-/// departures exact, bursts handed over together), so that the lane's cells reach the
-/// switch no faster than the line would carry them.
-// One per lane, inside the engine's box: the unlimited link, the fast path, keeps its rings
-// without an indirection.
-#[allow(clippy::large_enum_variant)]
-pub(crate) enum LaneLink {
-    /// An unlimited link.
-    Plain(ShmLink),
-    /// A rated link.
-    Paced(Box<Emulated<ShmLink>>),
-}
-
-impl LaneLink {
-    /// Cells inside the emulated line, not yet handed to the rings.
-    pub(crate) fn in_flight(&self) -> usize {
-        match self {
-            LaneLink::Plain(_) => 0,
-            LaneLink::Paced(e) => e.in_flight(),
-        }
-    }
-
-    /// When the line hands its next cells over (see [`Emulated::poll_timeout`]).
-    pub(crate) fn next_due(&self) -> Option<Instant> {
-        match self {
-            LaneLink::Plain(_) => None,
-            LaneLink::Paced(e) => e.poll_timeout(),
-        }
-    }
-}
-
-impl CellLink for LaneLink {
-    fn send_cells(&mut self, cells: &[natm_link::CellBytes]) -> io::Result<usize> {
-        match self {
-            LaneLink::Plain(l) => l.send_cells(cells),
-            LaneLink::Paced(l) => l.send_cells(cells),
-        }
-    }
-
-    fn recv_cells(&mut self, buf: &mut [natm_link::CellBytes]) -> io::Result<usize> {
-        match self {
-            LaneLink::Plain(l) => l.recv_cells(buf),
-            LaneLink::Paced(l) => l.recv_cells(buf),
-        }
-    }
-
-    fn wait_recv(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
-        match self {
-            LaneLink::Plain(l) => l.wait_recv(timeout),
-            LaneLink::Paced(l) => l.wait_recv(timeout),
-        }
-    }
-
-    fn wait_send(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
-        match self {
-            LaneLink::Plain(l) => l.wait_send(timeout),
-            LaneLink::Paced(l) => l.wait_send(timeout),
-        }
-    }
-
-    fn poll_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
-        match self {
-            LaneLink::Plain(l) => l.poll_fd(),
-            LaneLink::Paced(l) => l.poll_fd(),
-        }
-    }
-
-    fn counters(&self) -> natm_link::LinkCounters {
-        match self {
-            LaneLink::Plain(l) => l.counters(),
-            LaneLink::Paced(l) => l.counters(),
-        }
-    }
-}
-
 /// The lane path's engine: an adapter for the one VC, driven by the application's own
 /// calls, between the VC's buffers (in this process's memory: no channel rings between the
 /// application and its own adapter) and the lane.
 pub(crate) struct LaneEngine {
     pub(crate) adapter: Adapter,
-    pub(crate) side: LinkSide<LaneLink>,
+    pub(crate) side: LinkSide<ShmLink>,
     pub(crate) buffers: VecBuffers,
     pub(crate) epoch: Epoch,
     pub(crate) notify: NotifyMode,
@@ -182,9 +106,6 @@ impl LaneEngine {
             let mut until = start + left;
             if let Some(t) = self.adapter.poll_timeout() {
                 until = until.min(self.epoch.to_std(t));
-            }
-            if let Some(t) = self.side.link().next_due() {
-                until = until.min(t);
             }
             let sleep = until.saturating_duration_since(Instant::now());
             let ts = rustix::event::Timespec::try_from(sleep).ok();

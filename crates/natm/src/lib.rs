@@ -10,11 +10,9 @@
 //!   application runs the adapter itself, in its own calls, over buffers in its own memory
 //!   (no channel rings, no daemon on the data path). Only those calls move its cells:
 //!   [`Vc::flush`] before going quiet. On a rated link the adapter shapes the VC to its
-//!   contract and the lane's cells cross an emulated line of the link's rate in this
-//!   process (natm-link's `Emulated`, as hostd's own cells do), so the lane keeps to the
-//!   line; each lane is paced on its own (the link's rate is not shared out among several
-//!   lanes and the main link: admission keeps CBR and VBR within it, UBR lanes each may use
-//!   the whole line). A receiver takes from its lane only as many SDUs as it has free
+//!   contract and the switch port takes the lanes' cells at the link's rate, less what
+//!   hostd's main link sent (natm-switchd's port input line), so lanes keep to the line
+//!   without the application pacing it. A receiver takes from its lane only as many SDUs as it has free
 //!   buffers; the rest wait in the lane, and the switch holds back what feeds a full lane,
 //!   so a slow reader loses nothing (on the other paths, as in ATM, a receiver out of
 //!   buffers drops whole frames). A link with emulated impairments has no lanes.
@@ -119,7 +117,6 @@ use natm_adapter::{Adapter, AdapterConfig, HecCheck, RxVcConfig, VecBuffers};
 use natm_link::CellLink;
 use natm_link::clock::Epoch;
 use natm_link::driver::LinkSide;
-use natm_link::emulated::Emulated;
 use natm_link::shm::{ShmHandover, ShmLink, ShmWait};
 use natm_nic::channel::{AppEnd, BufferId, Channel, ChannelState, PollError};
 use natm_nic::memfd::MemfdMem;

@@ -253,10 +253,7 @@ impl Hostd {
                 buffer_size,
                 max_sdu: info.rx.max_sdu as u32,
                 link_up,
-                lane: (path == DataPath::Lane).then(|| proto::LaneShape {
-                    link_pcr: self.opts.link_rate.unwrap_or(0),
-                    ..proto::LaneShape::from_spec(&info.spec)
-                }),
+                lane: (path == DataPath::Lane).then(|| lane_shape(qos, &info.spec)),
             },
             fds,
         ))
@@ -569,4 +566,19 @@ pub(super) fn make_channel(
         },
         vec![memfd, app_fd, kick_fd],
     ))
+}
+
+/// How a lane's application shapes its VC: to the contract, except a UBR VC without a rate
+/// of its own, which the switch port's input line keeps to the link's rate (natm-switchd's
+/// `InputLine`): shaped in the application as well, its cells after the first would wait
+/// for the application's next call.
+fn lane_shape(qos: &Qos, spec: &natm_traffic::sched::VcSpec) -> proto::LaneShape {
+    let mut shape = proto::LaneShape::from_spec(spec);
+    let own_rate = [qos.tx.pcr, qos.tx.max_pcr]
+        .iter()
+        .any(|r| !r.is_zero() && *r != natm_core::Pcr::Max);
+    if shape.category == proto::LaneCategory::Ubr && !own_rate {
+        shape.pcr = 0;
+    }
+    shape
 }
