@@ -24,7 +24,9 @@
 //!   (`poll`: busy polling) so its links have a [`poll_fd`](CellLink::poll_fd) for a
 //!   daemon that sleeps on many links at once and spins on its own.
 //! * `udp`: both sides bind `local` and talk to `peer` only ([`UdpLink`]); a listener's
-//!   link is ready at once. UDP cannot tell that the peer is gone.
+//!   link is ready at once. UDP cannot tell that the peer is gone. The socket buffers are
+//!   sized from `rate` ([`UdpConfig::for_rate`]); when the kernel grants less,
+//!   [`EndpointLink::setup_warning`] says so, for the daemon's log.
 //! * `tcp`: the switch side listens on `addr`, the host side connects to it; one atmtcp
 //!   frame per cell ([`TcpCellLink`]).
 //!
@@ -91,6 +93,13 @@ pub trait EndpointLink: CellLink + Send {
     fn check_peer(&mut self) -> io::Result<()> {
         Ok(())
     }
+
+    /// What the caller should tell its user about this link at setup: why it may lose
+    /// cells or fall short of its rate (a UDP link's socket buffers smaller than its rate
+    /// needs). `None`: nothing to say.
+    fn setup_warning(&self) -> Option<String> {
+        None
+    }
 }
 
 /// How long a caller may leave a TCP link with unwritten bytes before trying again.
@@ -114,6 +123,10 @@ impl EndpointLink for UdpLink {
     fn next_due(&self) -> Option<Instant> {
         None
     }
+
+    fn setup_warning(&self) -> Option<String> {
+        self.buffers().shortfall()
+    }
 }
 
 impl EndpointLink for TcpCellLink {
@@ -131,6 +144,10 @@ where
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+
+    fn setup_warning(&self) -> Option<String> {
+        self.inner().setup_warning()
     }
 }
 
@@ -475,8 +492,8 @@ impl LinkConfig {
                 Ok(self.finish(link))
             }
             LinkKind::Udp { local, peer } => {
-                let link =
-                    UdpLink::bind(*local, *peer, UdpConfig::default()).map_err(self.io("bind"))?;
+                let link = UdpLink::bind(*local, *peer, UdpConfig::for_rate(self.rate))
+                    .map_err(self.io("bind"))?;
                 Ok(self.finish(link))
             }
             LinkKind::Tcp { addr } => {
@@ -653,7 +670,7 @@ impl LinkListener {
                 Some(s) => s,
                 None => UdpSocket::bind(*local).map_err(config.io("bind"))?,
             };
-            let link = UdpLink::from_socket(sock, *peer, UdpConfig::default())
+            let link = UdpLink::from_socket(sock, *peer, UdpConfig::for_rate(config.rate))
                 .map_err(config.io("connect"))?;
             return Ok(Some(config.finish(link)));
         }
