@@ -31,7 +31,8 @@
 //!   grants less, the report says so, and the cells the kernel dropped (datagrams missing
 //!   from the receiver's sequence) are counted in [`NatmRun::link_lost`];
 //! * `tcp-cell`: one atmtcp frame per cell over TCP ([`TcpCellLink`]), the daemons'
-//!   `kind = "tcp"` link, adapters on both ends as for shm and udp;
+//!   `kind = "tcp"` link with the socket buffers a daemon's gets
+//!   ([`TcpCellLink::size_buffers`]), adapters on both ends as for shm and udp;
 //! * `tcp`: linux-atm's atmtcp framing over TCP ([`AtmtcpLink`]). atmtcp carries whole
 //!   SDUs, not cells, so no adapter is on this path: the sender writes SDU frames, the
 //!   receiver decodes them. `--rate` paces SDUs by the line time of their cells;
@@ -278,9 +279,11 @@ fn natm_run(
         }
         Kind::TcpCell => {
             let listener = TcpListener::bind("127.0.0.1:0")?;
-            let a = TcpCellLink::connect(listener.local_addr()?, Duration::from_secs(5))?;
-            let b = TcpCellLink::from_stream(listener.accept()?.0)?;
-            Ok((with_line(plan, size, cpus, a, b)?, None))
+            let mut a = TcpCellLink::connect(listener.local_addr()?, Duration::from_secs(5))?;
+            let mut b = TcpCellLink::from_stream(listener.accept()?.0)?;
+            let warning =
+                (a.size_buffers(plan.rate)?.shortfall()).or(b.size_buffers(plan.rate)?.shortfall());
+            Ok((with_line(plan, size, cpus, a, b)?, warning))
         }
         Kind::Tcp => Ok((atmtcp_run(plan, size, cpus)?, None)),
     }

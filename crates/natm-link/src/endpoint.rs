@@ -28,7 +28,8 @@
 //!   sized from `rate` ([`UdpConfig::for_rate`]); when the kernel grants less,
 //!   [`EndpointLink::setup_warning`] says so, for the daemon's log.
 //! * `tcp`: the switch side listens on `addr`, the host side connects to it; one atmtcp
-//!   frame per cell ([`TcpCellLink`]).
+//!   frame per cell ([`TcpCellLink`]), socket buffers sized from `rate`
+//!   ([`TcpCellLink::size_buffers`]), a shortfall said as for udp.
 //!
 //! A link with a rate other than `unlimited` or with impairments is wrapped in
 //! [`Emulated`], which emulates the sending direction of this end only.
@@ -132,6 +133,10 @@ impl EndpointLink for UdpLink {
 impl EndpointLink for TcpCellLink {
     fn next_due(&self) -> Option<Instant> {
         (self.pending_bytes() > 0).then(|| Instant::now() + TCP_RETRY)
+    }
+
+    fn setup_warning(&self) -> Option<String> {
+        self.buffers().shortfall()
     }
 }
 
@@ -514,7 +519,8 @@ impl LinkConfig {
                         Err(e) => return Err(self.io("connect")(e)),
                     }
                 };
-                let link = TcpCellLink::from_stream(stream).map_err(self.io("connect"))?;
+                let mut link = TcpCellLink::from_stream(stream).map_err(self.io("connect"))?;
+                link.size_buffers(self.rate).map_err(self.io("connect"))?;
                 Ok(self.finish(link))
             }
         }
@@ -697,7 +703,9 @@ impl LinkListener {
                 },
                 Listener::Tcp(l) => match l.accept() {
                     Ok((s, _)) => {
-                        let link = TcpCellLink::from_stream(s).map_err(config.io("accept"))?;
+                        let mut link = TcpCellLink::from_stream(s).map_err(config.io("accept"))?;
+                        link.size_buffers(config.rate)
+                            .map_err(config.io("accept"))?;
                         return Ok(Some(config.finish(link)));
                     }
                     Err(e) => e,

@@ -135,7 +135,8 @@ impl UdpConfig {
     }
 }
 
-/// The socket buffers a link asked for and got (bytes as `getsockopt` reports them).
+/// The socket buffers a link asked for and got (bytes as `getsockopt` reports them); the
+/// TCP cell link uses it too.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SocketBuffers {
     /// What [`UdpConfig::buffer_bytes`] asked for (0: nothing asked, the kernel default).
@@ -156,7 +157,7 @@ impl SocketBuffers {
         }
         Some(format!(
             "socket buffers smaller than the line rate needs: receive {} and send {} bytes of \
-             {} wanted ({} ms of the line in one-cell datagrams); net.core.rmem_max and \
+             {} wanted ({} ms of the line); net.core.rmem_max and \
              wmem_max cap them and SO_RCVBUFFORCE needs CAP_NET_ADMIN, so a receiver off \
              the CPU that long loses cells (counted in rx_lost)",
             self.recv,
@@ -169,7 +170,11 @@ impl SocketBuffers {
 
 /// Sizes the socket's buffers to `wanted` bytes: the ordinary option first (capped by the
 /// sysctls), then the privileged one if that fell short.
-fn size_buffers(socket: &UdpSocket, wanted: Option<usize>) -> io::Result<SocketBuffers> {
+pub(crate) fn size_buffers<Fd: AsFd>(
+    socket: Fd,
+    wanted: Option<usize>,
+) -> io::Result<SocketBuffers> {
+    let socket = socket.as_fd();
     use rustix::net::sockopt as so;
     let mut b = SocketBuffers::default();
     if let Some(wanted) = wanted {
