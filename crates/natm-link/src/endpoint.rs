@@ -122,7 +122,7 @@ impl EndpointLink for ShmLink {
 
 impl EndpointLink for UdpLink {
     fn next_due(&self) -> Option<Instant> {
-        None
+        UdpLink::next_due(self)
     }
 
     fn setup_warning(&self) -> Option<String> {

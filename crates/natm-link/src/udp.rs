@@ -48,7 +48,18 @@
 //! [`SEND_BATCH`] datagrams to the kernel in one `sendmmsg(2)` call (rustix has it). What
 //! the kernel charges per datagram (the IP and UDP work, the wake-up of the receiver)
 //! dominates the cost of a cell, so the link never splits a batch into more datagrams than
-//! it must. There is no receive batching: rustix has no `recvmmsg(2)`, and the receiver
+//! it must.
+//!
+//! A paced line hands the link a few cells per call (an emulated OC-3c polled every
+//! microsecond: one to three), which would make as many datagrams. With
+//! [`UdpConfig::hold`] set (links made from configuration, [`UdpConfig::for_rate`]), the
+//! link keeps the cells of a datagram not yet full while the last of them is a user cell in
+//! the middle of an AAL5 frame (PTI 0 or 2: more of its frame follows), for at most that
+//! long. The frame's last cell (or any other cell: OAM, RM, a frame end) sends them at
+//! once, so an SDU completes no later than without holding; only cells in the middle of a
+//! frame wait. The link reads the PTI bits for this and nothing else. A holding link asks
+//! to be called again by [`UdpLink::next_due`]; any `send_cells` (`&[]` too) or
+//! `recv_cells` then sends what waited too long. `send_cells` counts held cells as taken. There is no receive batching: rustix has no `recvmmsg(2)`, and the receiver
 //! takes one datagram per `recv(2)` (only natm-nic may use `unsafe`, and one `recv` of up
 //! to 26 cells costs less than the adapter's work on them). GSO (`UDP_SEGMENT`) would
 //! need a control message rustix cannot build.
@@ -56,7 +67,7 @@
 use std::io::{self, IoSlice};
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsFd, BorrowedFd};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use natm_core::LineRate;
 use rustix::event::{PollFd, PollFlags, Timespec};
@@ -96,11 +107,19 @@ pub fn datagram_truesize(len: usize) -> usize {
     (len + 384).next_power_of_two() + 320
 }
 
+/// How long a link made from configuration holds the cells of an unfinished frame for a
+/// fuller datagram: more than a datagram of OC-3c (26 cells, 74 µs), far less than any
+/// daemon's sleep.
+pub const HOLD: Duration = Duration::from_micros(200);
+
 /// How a UDP link sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UdpConfig {
     /// Cells per datagram at most, 1..=255.
     pub cells_per_datagram: usize,
+    /// How long a datagram not yet full may wait for more cells of the frame under way
+    /// (see the [module documentation](self)); `None`: every call sends what it is given.
+    pub hold: Option<Duration>,
     /// Bytes the kernel should charge each socket buffer at most before it drops (the
     /// value `getsockopt(SO_RCVBUF)` reports, twice what `setsockopt` asks for). `None`:
     /// the kernel's default.
@@ -111,14 +130,16 @@ impl Default for UdpConfig {
     fn default() -> UdpConfig {
         UdpConfig {
             cells_per_datagram: 26,
+            hold: None,
             buffer_bytes: None,
         }
     }
 }
 
 impl UdpConfig {
-    /// Default batching, with socket buffers for [`BUFFER_TIME`] of `rate` in one-cell
-    /// datagrams (see the [module documentation](self)).
+    /// Default batching, cells of an unfinished frame held for [`HOLD`], socket buffers for
+    /// [`BUFFER_TIME`] of `rate` in one-cell datagrams (see the
+    /// [module documentation](self)).
     pub fn for_rate(rate: LineRate) -> UdpConfig {
         let bytes = match rate.cells_per_s() {
             Some(cps) => {
@@ -130,6 +151,7 @@ impl UdpConfig {
         };
         UdpConfig {
             buffer_bytes: Some(bytes),
+            hold: Some(HOLD),
             ..UdpConfig::default()
         }
     }
@@ -234,6 +256,12 @@ impl DatagramHeader {
     }
 }
 
+/// Whether a cell is a user cell in the middle of an AAL5 frame: PTI 0 or 2 (user data,
+/// SDU-type 0), so more cells of its frame follow.
+fn mid_frame(c: &CellBytes) -> bool {
+    c[3] & 0b1010 == 0
+}
+
 /// Check a whole datagram; on success the header and the cell bytes (a multiple of 53).
 pub fn parse_datagram(d: &[u8]) -> Result<(DatagramHeader, &[u8]), Malformed> {
     let Some(h) = d.first_chunk::<HEADER_LEN>() else {
@@ -292,6 +320,10 @@ pub struct UdpLink {
     /// receive buffer.
     scratch: Vec<u8>,
     buffers: SocketBuffers,
+    /// Cells taken and not sent yet (at most `SEND_BATCH` datagrams), and since when the
+    /// oldest of them waits.
+    tx_held: Vec<CellBytes>,
+    tx_held_since: Option<Instant>,
     counters: UdpCounters,
 }
 
@@ -332,6 +364,8 @@ impl UdpLink {
                     .max(MAX_DATAGRAM + 1)
             ],
             buffers,
+            tx_held: Vec::with_capacity(SEND_BATCH * config.cells_per_datagram),
+            tx_held_since: None,
             counters: UdpCounters::default(),
         })
     }
@@ -339,6 +373,49 @@ impl UdpLink {
     /// The local address.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.socket.local_addr()
+    }
+
+    /// When the caller must call the link again although it has nothing to send: cells
+    /// held for a fuller datagram leave by then (`None`: none held).
+    pub fn next_due(&self) -> Option<Instant> {
+        let hold = self.config.hold.unwrap_or(Duration::ZERO);
+        self.tx_held_since.map(|t| t + hold)
+    }
+
+    /// Sends the held cells that may go now: every full datagram, and the rest if its last
+    /// cell ends a frame or it waited long enough. Keeps what the kernel refused.
+    fn push_out(&mut self, now: Instant) -> io::Result<()> {
+        let per = self.config.cells_per_datagram;
+        let held = self.tx_held.len();
+        if held > 0 && self.tx_held_since.is_none() {
+            self.tx_held_since = Some(now);
+        }
+        let may_wait = self.tx_held.last().is_some_and(mid_frame)
+            && self
+                .next_due()
+                .is_some_and(|due| due > now && self.config.hold.is_some());
+        let ready = if may_wait { held / per * per } else { held };
+        let mut sent = 0;
+        while sent < ready {
+            let n = self.send_batch_of(sent, ready)?;
+            if n == 0 {
+                break;
+            }
+            sent += n;
+        }
+        if sent > 0 {
+            self.tx_held.drain(..sent);
+            // What is left came after what left: it waits from now.
+            self.tx_held_since = (!self.tx_held.is_empty()).then_some(now);
+        }
+        Ok(())
+    }
+
+    fn send_batch_of(&mut self, from: usize, to: usize) -> io::Result<usize> {
+        let cells = std::mem::take(&mut self.tx_held);
+        let r = self.send_batch(&cells[from..to]);
+        self.tx_held = cells;
+        r
     }
 
     /// The socket buffers asked for and granted at setup.
@@ -467,18 +544,26 @@ impl UdpLink {
 
 impl CellLink for UdpLink {
     fn send_cells(&mut self, cells: &[CellBytes]) -> io::Result<usize> {
-        let mut sent = 0;
-        while sent < cells.len() {
-            let n = self.send_batch(&cells[sent..])?;
-            if n == 0 {
-                break;
+        let room = SEND_BATCH * self.config.cells_per_datagram;
+        let mut taken = 0;
+        loop {
+            let now = Instant::now();
+            let take = (cells.len() - taken).min(room - self.tx_held.len());
+            self.tx_held.extend_from_slice(&cells[taken..taken + take]);
+            taken += take;
+            let before = self.tx_held.len();
+            self.push_out(now)?;
+            // Done when all is taken, or the kernel took nothing more.
+            if taken == cells.len() || self.tx_held.len() == before {
+                return Ok(taken);
             }
-            sent += n;
         }
-        Ok(sent)
     }
 
     fn recv_cells(&mut self, buf: &mut [CellBytes]) -> io::Result<usize> {
+        if self.next_due().is_some_and(|due| due <= Instant::now()) {
+            self.push_out(Instant::now())?;
+        }
         let mut got = 0;
         while got < buf.len() {
             if self.held_from == self.held.len() && !self.take_datagram()? {
@@ -671,6 +756,76 @@ mod tests {
         let c = b.counters();
         assert_eq!((c.rx_batches, c.rx_lost), (n.div_ceil(3) as u64, 0));
         assert_eq!(a.counters().tx_batches, n.div_ceil(3) as u64);
+    }
+
+    /// A link pair that holds unfinished frames for `hold`.
+    fn holding_pair(hold: Duration) -> (UdpLink, UdpLink) {
+        let a_sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b_sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let (aa, ba) = (a_sock.local_addr().unwrap(), b_sock.local_addr().unwrap());
+        let cfg = UdpConfig {
+            hold: Some(hold),
+            ..UdpConfig::default()
+        };
+        (
+            UdpLink::from_socket(a_sock, ba, cfg).unwrap(),
+            UdpLink::from_socket(b_sock, aa, cfg).unwrap(),
+        )
+    }
+
+    /// Cell `i` of an AAL5 frame on VC 0.100; `last` sets the SDU-type bit.
+    fn frame_cell(i: usize, last: bool) -> CellBytes {
+        let mut c = [0u8; CELL_LEN];
+        c[2] = 0x06; // VCI 100 is 0x064: its low nibble is the top of byte 3.
+        c[3] = 0x40 | if last { 0x02 } else { 0 };
+        c[5..13].copy_from_slice(&(i as u64).to_le_bytes());
+        c
+    }
+
+    #[test]
+    fn a_frame_leaves_in_full_datagrams_and_its_end_at_once() {
+        let (mut a, mut b) = holding_pair(Duration::from_secs(60));
+        let frame: Vec<CellBytes> = (0..60).map(|i| frame_cell(i, i == 59)).collect();
+        // Cells one or two at a time, as a paced line hands them over.
+        for pair in frame[..40].chunks(2) {
+            assert_eq!(a.send_cells(pair).unwrap(), pair.len());
+        }
+        // One full datagram of 26 has left; 14 wait for more of their frame.
+        assert_eq!(a.counters().tx_cells, 26);
+        assert!(a.next_due().is_some());
+        assert_eq!(recv_all(&mut b, 26), &frame[..26]);
+        let mut buf = [[0u8; CELL_LEN]; 64];
+        assert_eq!(b.recv_cells(&mut buf).unwrap(), 0);
+        // The rest and the end of the frame: sent at once, nothing held.
+        assert_eq!(a.send_cells(&frame[40..]).unwrap(), 20);
+        assert_eq!(a.next_due(), None);
+        assert_eq!(recv_all(&mut b, 34), &frame[26..]);
+        assert_eq!(b.counters().rx_batches, 3);
+        // A cell that is not mid-frame (OAM, PTI 4) is not held either.
+        let mut oam = frame_cell(0, false);
+        oam[3] |= 0x08;
+        a.send_cells(&[oam]).unwrap();
+        assert_eq!(recv_all(&mut b, 1), [oam]);
+    }
+
+    #[test]
+    fn held_cells_leave_by_next_due_on_any_call() {
+        let (mut a, mut b) = holding_pair(Duration::from_millis(1));
+        let cells: Vec<CellBytes> = (0..3).map(|i| frame_cell(i, false)).collect();
+        a.send_cells(&cells).unwrap();
+        let due = a.next_due().expect("held");
+        assert_eq!(a.counters().tx_cells, 0);
+        std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        // A receive is a call too.
+        let mut buf = [[0u8; CELL_LEN]; 4];
+        a.recv_cells(&mut buf).unwrap();
+        assert_eq!(a.next_due(), None);
+        assert_eq!(recv_all(&mut b, 3), cells);
+        // And a send of nothing.
+        a.send_cells(&cells[..1]).unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+        a.send_cells(&[]).unwrap();
+        assert_eq!(recv_all(&mut b, 1), &cells[..1]);
     }
 
     #[test]
