@@ -26,7 +26,13 @@
 //! Kinds:
 //!
 //! * `shm`: natm's shared-memory cell link ([`ShmLink`], a memfd ring pair);
-//! * `udp`: cells batched in UDP datagrams over 127.0.0.1 ([`UdpLink`]);
+//! * `udp`: cells batched in UDP datagrams over 127.0.0.1 ([`UdpLink`]), with the socket
+//!   buffers a daemon's link of that rate gets ([`UdpConfig::for_rate`]); when the kernel
+//!   grants less, the report says so, and the cells the kernel dropped (datagrams missing
+//!   from the receiver's sequence) are counted in [`NatmRun::link_lost`];
+//! * `tcp-cell`: one atmtcp frame per cell over TCP ([`TcpCellLink`]), the daemons'
+//!   `kind = "tcp"` link with the socket buffers a daemon's gets
+//!   ([`TcpCellLink::size_buffers`]), adapters on both ends as for shm and udp;
 //! * `tcp`: linux-atm's atmtcp framing over TCP ([`AtmtcpLink`]). atmtcp carries whole
 //!   SDUs, not cells, so no adapter is on this path: the sender writes SDU frames, the
 //!   receiver decodes them. `--rate` paces SDUs by the line time of their cells;
@@ -55,6 +61,7 @@ use natm_link::atmtcp::{self, AtmtcpLink};
 use natm_link::driver::{Driver, status_from_code};
 use natm_link::emulated::Emulated;
 use natm_link::shm::{ShmLink, ShmWait};
+use natm_link::tcpcell::TcpCellLink;
 use natm_link::udp::{UdpConfig, UdpLink};
 use natm_netem::Impairments;
 use natm_nic::channel::{AppEnd, BufferId, Channel, ChannelConfig};
@@ -86,6 +93,9 @@ pub enum Kind {
     Udp,
     /// linux-atm's atmtcp framing over TCP on 127.0.0.1.
     Tcp,
+    /// One atmtcp frame per cell over TCP on 127.0.0.1 (the daemons' TCP link).
+    #[serde(rename = "tcp-cell")]
+    TcpCell,
 }
 
 /// A link goodput run: what [`run`] does.
@@ -132,6 +142,9 @@ pub struct NatmRun {
     pub drops_hec: u64,
     /// What the receiver dropped for any other reason.
     pub drops_other: u64,
+    /// Batches the receiving link knows were lost on the way (UDP: datagrams the kernel
+    /// dropped, from sequence gaps).
+    pub link_lost: u64,
 }
 
 /// One size's figures.
@@ -166,6 +179,9 @@ pub struct Report {
     pub impair: Option<String>,
     /// Seconds per run.
     pub seconds: f64,
+    /// What the links said at setup (a UDP link's socket buffers smaller than its rate
+    /// needs), each once.
+    pub warnings: Vec<String>,
     /// One per size.
     pub results: Vec<SizeResult>,
 }
@@ -179,14 +195,18 @@ fn cells_for(len: usize) -> usize {
 pub fn run(plan: &Plan) -> Result<Report, Error> {
     let cpus = placement();
     let mut results = Vec::new();
+    let mut warnings = Vec::new();
     for &size in &plan.sizes {
         let mut runs = Vec::new();
         let mut natm = Vec::new();
         let mut tcp = Vec::new();
         let mut ratios = Vec::new();
         for _ in 0..plan.runs {
-            let r = natm_run(plan, size, cpus)
+            let (r, warning) = natm_run(plan, size, cpus)
                 .map_err(|e| Error::io(format!("natm run, {size}-byte SDUs"), e))?;
+            if let Some(w) = warning.filter(|w| !warnings.contains(w)) {
+                warnings.push(w);
+            }
             natm.push(r.bits_per_sec);
             runs.push(r);
             if plan.baseline {
@@ -222,6 +242,7 @@ pub fn run(plan: &Plan) -> Result<Report, Error> {
         rate: plan.rate.to_string(),
         impair: plan.impair.as_ref().map(|i| i.to_string()),
         seconds: plan.run_time.as_secs_f64(),
+        warnings,
         results,
     })
 }
@@ -235,22 +256,36 @@ fn placement() -> Option<(usize, usize)> {
     }
 }
 
-fn natm_run(plan: &Plan, size: usize, cpus: Option<(usize, usize)>) -> io::Result<NatmRun> {
+/// One run, and what its links said at setup.
+fn natm_run(
+    plan: &Plan,
+    size: usize,
+    cpus: Option<(usize, usize)>,
+) -> io::Result<(NatmRun, Option<String>)> {
     match plan.kind {
         Kind::Shm => {
             let (a, b) = ShmLink::pair_with(4096, ShmWait::BusyPoll).map_err(io::Error::other)?;
-            with_line(plan, size, cpus, a, b)
+            Ok((with_line(plan, size, cpus, a, b)?, None))
         }
         Kind::Udp => {
             let sa = UdpSocket::bind("127.0.0.1:0")?;
             let sb = UdpSocket::bind("127.0.0.1:0")?;
             let (aa, ab) = (sa.local_addr()?, sb.local_addr()?);
-            let cfg = UdpConfig::default();
+            let cfg = UdpConfig::for_rate(plan.rate);
             let a = UdpLink::from_socket(sa, ab, cfg)?;
             let b = UdpLink::from_socket(sb, aa, cfg)?;
-            with_line(plan, size, cpus, a, b)
+            let warning = a.buffers().shortfall().or(b.buffers().shortfall());
+            Ok((with_line(plan, size, cpus, a, b)?, warning))
         }
-        Kind::Tcp => atmtcp_run(plan, size, cpus),
+        Kind::TcpCell => {
+            let listener = TcpListener::bind("127.0.0.1:0")?;
+            let mut a = TcpCellLink::connect(listener.local_addr()?, Duration::from_secs(5))?;
+            let mut b = TcpCellLink::from_stream(listener.accept()?.0)?;
+            let warning =
+                (a.size_buffers(plan.rate)?.shortfall()).or(b.size_buffers(plan.rate)?.shortfall());
+            Ok((with_line(plan, size, cpus, a, b)?, warning))
+        }
+        Kind::Tcp => Ok((atmtcp_run(plan, size, cpus)?, None)),
     }
 }
 
@@ -456,6 +491,7 @@ fn receive<L: CellLink>(
             }
         }
     }
+    run.link_lost = driver.link().counters().rx_lost;
     let c = driver.adapter().counters();
     run.drops_crc = c.crc;
     run.drops_no_buffer = c.no_buffer;

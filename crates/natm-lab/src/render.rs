@@ -237,6 +237,16 @@ fn switch_table(name: &str, v: &SwitchStatus) -> String {
             format!("{}/{}/{}/{}", q.cbr, q.rt_vbr, q.nrt_vbr, q.ubr),
             p.link
         );
+        if let Some(l) = p.link_counters.filter(|l| l.rx_lost + l.rx_malformed > 0) {
+            let _ = writeln!(
+                t,
+                "        link lost {} batches on the way in, refused {} malformed",
+                l.rx_lost, l.rx_malformed
+            );
+        }
+        if let Some(w) = &p.link_warning {
+            let _ = writeln!(t, "        link warning: {w}");
+        }
         for l in &p.lanes {
             let _ = writeln!(
                 t,
@@ -282,13 +292,15 @@ fn host_table(name: &str, v: &HostStatus) -> String {
     let l = &v.link;
     let _ = writeln!(
         t,
-        "host {name}: pid {}, {}, link {} {} (tx {} cells, rx {} cells, {} reconnects)",
+        "host {name}: pid {}, {}, link {} {} (tx {} cells, rx {} cells, {} batches lost on \
+         the way in, {} reconnects)",
         v.pid,
         mib(Some(v.vm_rss_bytes)),
         l.description,
         if l.up { "up" } else { "DOWN" },
         l.tx_cells,
         l.rx_cells,
+        l.rx_lost,
         l.reconnects
     );
     // Where this host lost data since it started, VCs closed or open.
@@ -309,6 +321,9 @@ fn host_table(name: &str, v: &HostStatus) -> String {
         l.lost_on_failure,
         all.tx_failed
     );
+    if let Some(w) = &l.warning {
+        let _ = writeln!(t, "  link warning: {w}");
+    }
     if v.channels.is_empty() {
         let _ = writeln!(t, "  no channels");
         return t;

@@ -21,7 +21,8 @@
 //! # How the implementations fit
 //!
 //! * UDP ([`UdpLink`](crate::udp::UdpLink)): `send_cells` puts up to a configured number of
-//!   cells in each datagram; `recv_cells` takes datagrams until the buffer is full (a
+//!   cells in each datagram, up to 32 datagrams per `sendmmsg` (and, when configured to,
+//!   holds the cells of an unfinished AAL5 frame briefly for a fuller datagram); `recv_cells` takes datagrams until the buffer is full (a
 //!   datagram that does not fit is kept for the next call); the fd is the socket.
 //! * Shared memory ([`ShmLink`](crate::shm::ShmLink)): natm-nic's ring pair in a memfd.
 //!   `send_cells` copies into free slots of the transmit ring and publishes them with one

@@ -24,9 +24,12 @@
 //!   (`poll`: busy polling) so its links have a [`poll_fd`](CellLink::poll_fd) for a
 //!   daemon that sleeps on many links at once and spins on its own.
 //! * `udp`: both sides bind `local` and talk to `peer` only ([`UdpLink`]); a listener's
-//!   link is ready at once. UDP cannot tell that the peer is gone.
+//!   link is ready at once. UDP cannot tell that the peer is gone. The socket buffers are
+//!   sized from `rate` ([`UdpConfig::for_rate`]); when the kernel grants less,
+//!   [`EndpointLink::setup_warning`] says so, for the daemon's log.
 //! * `tcp`: the switch side listens on `addr`, the host side connects to it; one atmtcp
-//!   frame per cell ([`TcpCellLink`]).
+//!   frame per cell ([`TcpCellLink`]), socket buffers sized from `rate`
+//!   ([`TcpCellLink::size_buffers`]), a shortfall said as for udp.
 //!
 //! A link with a rate other than `unlimited` or with impairments is wrapped in
 //! [`Emulated`], which emulates the sending direction of this end only.
@@ -91,6 +94,13 @@ pub trait EndpointLink: CellLink + Send {
     fn check_peer(&mut self) -> io::Result<()> {
         Ok(())
     }
+
+    /// What the caller should tell its user about this link at setup: why it may lose
+    /// cells or fall short of its rate (a UDP link's socket buffers smaller than its rate
+    /// needs). `None`: nothing to say.
+    fn setup_warning(&self) -> Option<String> {
+        None
+    }
 }
 
 /// How long a caller may leave a TCP link with unwritten bytes before trying again.
@@ -112,13 +122,21 @@ impl EndpointLink for ShmLink {
 
 impl EndpointLink for UdpLink {
     fn next_due(&self) -> Option<Instant> {
-        None
+        UdpLink::next_due(self)
+    }
+
+    fn setup_warning(&self) -> Option<String> {
+        self.buffers().shortfall()
     }
 }
 
 impl EndpointLink for TcpCellLink {
     fn next_due(&self) -> Option<Instant> {
         (self.pending_bytes() > 0).then(|| Instant::now() + TCP_RETRY)
+    }
+
+    fn setup_warning(&self) -> Option<String> {
+        self.buffers().shortfall()
     }
 }
 
@@ -131,6 +149,10 @@ where
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+
+    fn setup_warning(&self) -> Option<String> {
+        self.inner().setup_warning()
     }
 }
 
@@ -475,8 +497,8 @@ impl LinkConfig {
                 Ok(self.finish(link))
             }
             LinkKind::Udp { local, peer } => {
-                let link =
-                    UdpLink::bind(*local, *peer, UdpConfig::default()).map_err(self.io("bind"))?;
+                let link = UdpLink::bind(*local, *peer, UdpConfig::for_rate(self.rate))
+                    .map_err(self.io("bind"))?;
                 Ok(self.finish(link))
             }
             LinkKind::Tcp { addr } => {
@@ -497,7 +519,8 @@ impl LinkConfig {
                         Err(e) => return Err(self.io("connect")(e)),
                     }
                 };
-                let link = TcpCellLink::from_stream(stream).map_err(self.io("connect"))?;
+                let mut link = TcpCellLink::from_stream(stream).map_err(self.io("connect"))?;
+                link.size_buffers(self.rate).map_err(self.io("connect"))?;
                 Ok(self.finish(link))
             }
         }
@@ -653,7 +676,7 @@ impl LinkListener {
                 Some(s) => s,
                 None => UdpSocket::bind(*local).map_err(config.io("bind"))?,
             };
-            let link = UdpLink::from_socket(sock, *peer, UdpConfig::default())
+            let link = UdpLink::from_socket(sock, *peer, UdpConfig::for_rate(config.rate))
                 .map_err(config.io("connect"))?;
             return Ok(Some(config.finish(link)));
         }
@@ -680,7 +703,9 @@ impl LinkListener {
                 },
                 Listener::Tcp(l) => match l.accept() {
                     Ok((s, _)) => {
-                        let link = TcpCellLink::from_stream(s).map_err(config.io("accept"))?;
+                        let mut link = TcpCellLink::from_stream(s).map_err(config.io("accept"))?;
+                        link.size_buffers(config.rate)
+                            .map_err(config.io("accept"))?;
                         return Ok(Some(config.finish(link)));
                     }
                     Err(e) => e,

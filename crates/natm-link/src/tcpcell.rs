@@ -34,6 +34,13 @@
 //! buffer and reads the socket when it runs out. The end of the stream, a reset or a
 //! broken pipe is an `io::Error` (`UnexpectedEof`, `ConnectionReset`, `BrokenPipe`) from
 //! that call on; cells decoded before it are delivered first.
+//!
+//! TCP loses nothing, but a receiver off the CPU stops the sender once the socket buffers
+//! fill, and a paced line behind it then falls behind its rate (a switch's queue for it
+//! fills and drops). [`TcpCellLink::size_buffers`] gives a link of a given rate buffers
+//! for [`BUFFER_TIME`] of its cells (twice the frame bytes: the kernel's bookkeeping), as
+//! the UDP link does ([`crate::udp`]); a link without a rate keeps the kernel's
+//! autotuning, which setting a size would turn off.
 
 use std::io;
 use std::net::{SocketAddr, TcpStream};
@@ -45,6 +52,7 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::net::{RecvFlags, SendFlags};
 
 use crate::cell::{CELL_LEN, CellBytes, CellLink, LinkCounters};
+use crate::udp::{BUFFER_TIME, SocketBuffers, size_buffers};
 
 /// The body of one cell's frame: 4 header bytes and 48 payload bytes (`ATM_AAL0_SDU`).
 pub const BODY_LEN: usize = 52;
@@ -116,6 +124,7 @@ pub struct TcpCellLink {
     rend: usize,
     /// Set once the stream has ended or failed: every later call returns it again.
     dead: Option<(io::ErrorKind, String)>,
+    buffers: SocketBuffers,
     counters: TcpCellCounters,
 }
 
@@ -139,8 +148,26 @@ impl TcpCellLink {
             rpos: 0,
             rend: 0,
             dead: None,
+            buffers: SocketBuffers::default(),
             counters: TcpCellCounters::default(),
         })
+    }
+
+    /// Sizes the socket buffers for [`BUFFER_TIME`] of `rate` (nothing for an unlimited
+    /// rate); returns what was asked and granted, which the link keeps for
+    /// [`TcpCellLink::buffers`].
+    pub fn size_buffers(&mut self, rate: natm_core::LineRate) -> io::Result<SocketBuffers> {
+        let wanted = rate.cells_per_s().map(|cps| {
+            let cells = (u128::from(cps) * BUFFER_TIME.as_micros()).div_ceil(1_000_000);
+            usize::try_from(cells * 2 * FRAME_LEN as u128).unwrap_or(usize::MAX)
+        });
+        self.buffers = size_buffers(&self.stream, wanted)?;
+        Ok(self.buffers)
+    }
+
+    /// The socket buffers asked for and granted (`wanted` 0: the kernel's own sizing).
+    pub fn buffers(&self) -> SocketBuffers {
+        self.buffers
     }
 
     /// The peer's address.
@@ -421,6 +448,26 @@ mod tests {
         let a = TcpCellLink::connect(l.local_addr().unwrap(), Duration::from_secs(5)).unwrap();
         let (s, _) = l.accept().unwrap();
         (a, TcpCellLink::from_stream(s).unwrap())
+    }
+
+    #[test]
+    fn buffers_are_sized_from_the_rate() {
+        let (mut a, _b) = pair();
+        // Unlimited: the kernel's autotuning is left alone.
+        let before = a.size_buffers(natm_core::LineRate::Unlimited).unwrap();
+        assert_eq!((before.wanted, before.shortfall()), (0, None));
+        // 10,000 cells/s for 20 ms is 200 frames of 64 bytes, twice.
+        let b = a
+            .size_buffers(natm_core::LineRate::cells(10_000).unwrap())
+            .unwrap();
+        assert_eq!(b.wanted, 200 * 2 * FRAME_LEN);
+        assert!(b.recv >= b.wanted && b.send >= b.wanted, "{b:?}");
+        assert_eq!(a.buffers(), b);
+        // 10⁹ cells/s would want 2.5 GB: not granted, and said.
+        let b = a
+            .size_buffers(natm_core::LineRate::cells(1_000_000_000).unwrap())
+            .unwrap();
+        assert!(b.shortfall().is_some(), "{b:?}");
     }
 
     #[test]

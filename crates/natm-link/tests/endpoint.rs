@@ -285,3 +285,26 @@ fn a_peer_process_that_exits_is_an_error_on_the_other_side() {
         assert!(is_peer_gone(&e), "{text}: {e}");
     }
 }
+
+#[test]
+fn a_udp_rate_the_kernel_cannot_buffer_is_said_at_setup() {
+    // 10⁹ cells/s for 20 ms in one-cell datagrams is some 16 GB of socket buffer.
+    let (pa, pb) = (free_udp_port(), free_udp_port());
+    let c = LinkConfig::from_toml(&format!(
+        "kind = \"udp\"\nlocal = \"127.0.0.1:{pa}\"\npeer = \"127.0.0.1:{pb}\"\nrate = \"1000000000\""
+    ))
+    .unwrap();
+    let link = c.connect(T).unwrap();
+    let w = link.setup_warning().expect("a warning");
+    assert!(w.contains("socket buffers"), "{w}");
+    let dir = TempDir::new("warn");
+    let c = LinkConfig::from_toml(&format!(
+        "kind = \"shm\"\npath = {:?}",
+        dir.0.join("s.sock")
+    ))
+    .unwrap();
+    let mut listener = c.listen().unwrap();
+    let h = std::thread::spawn(move || c.connect(T).unwrap().setup_warning());
+    let sw = listener.accept(Some(T)).unwrap().unwrap();
+    assert_eq!((sw.setup_warning(), h.join().unwrap()), (None, None));
+}

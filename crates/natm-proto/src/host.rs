@@ -309,6 +309,14 @@ pub struct LinkStatus {
     pub tx_cells: u64,
     /// Cells received.
     pub rx_cells: u64,
+    /// Batches the link knows were lost on the way in (UDP: datagrams missing from the
+    /// peer's sequence, most often dropped by a full socket buffer).
+    #[serde(default)]
+    pub rx_lost: u64,
+    /// What the link said at setup about losing cells or falling short of its rate (a UDP
+    /// link's socket buffers smaller than its rate needs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
     /// Cells received for no open VC.
     pub rx_unknown_vc: u64,
     /// OAM cells received.

@@ -192,6 +192,10 @@ pub struct PortStatus {
     pub queue_depth: QueueDepth,
     /// The link's own counters, while one is attached.
     pub link_counters: Option<LinkCounters>,
+    /// What the attached link said at setup about losing cells or falling short of its
+    /// rate (a UDP link's socket buffers smaller than its rate needs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_warning: Option<String>,
     /// Cells the link refused that wait to be sent.
     pub held: u64,
     /// Peers attached so far.
@@ -288,7 +292,8 @@ pub struct LinkCounters {
     pub rx_batches: u64,
     /// Received units that were not cells.
     pub rx_malformed: u64,
-    /// Cells the link lost on receive.
+    /// Batches the link knows were lost on the way in (UDP: datagrams missing from the
+    /// peer's sequence).
     pub rx_lost: u64,
 }
 

@@ -51,7 +51,9 @@
 //!   "connections":[…]}` ([`SwitchStatus`](natm_proto::switchd::SwitchStatus)). A port:
 //!   `id`, `link` (its description), `up`, `attached`, `counters` (the switch's per-port
 //!   counters by name, with `dropped`), `queue_depth` (`{"cbr","rt-vbr","nrt-vbr","ubr"}`),
-//!   `link_counters` (or null), `held` (cells the link refused so far), `connects`,
+//!   `link_counters` (or null), `link_warning` (present when the link said at setup that
+//!   it may lose cells, e.g. UDP socket buffers too small for its rate), `held` (cells the
+//!   link refused so far), `connects`,
 //!   `disconnects`, `tx_lost`, `last_error`, `lanes` (each `{"vcs","rx","tx","dropped",
 //!   "paused","held"}`), `lanes_attached`, `lanes_removed`, `lane_refused`, `lane_dropped`,
 //!   `held_dropped`. A connection: `id` (`"SLOT.GENERATION"`), `a`, `b`, `qos` (qos(7)
@@ -426,6 +428,9 @@ fn attach_new_links(fabric: &mut Fabric, sources: &mut [Source], halt: &Arc<Atom
             }
         };
         if let Some(link) = link {
+            if let Some(w) = link.setup_warning() {
+                eprintln!("natm switchd: port {}: {w}", fabric.ports[i].id.0);
+            }
             fabric.attach(i, link);
             any = true;
         }

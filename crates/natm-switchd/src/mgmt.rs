@@ -457,6 +457,7 @@ fn status(fabric: &Fabric, info: &DaemonInfo<'_>) -> SwitchStatus {
                         rx_lost: l.rx_lost,
                     }
                 }),
+                link_warning: p.link.as_ref().and_then(|l| l.setup_warning()),
                 held: count(p.held()),
                 connects: p.stats.connects,
                 disconnects: p.stats.disconnects,

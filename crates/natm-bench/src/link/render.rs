@@ -21,6 +21,9 @@ impl Report {
             runs,
             r.seconds
         );
+        for w in &r.warnings {
+            let _ = writeln!(t, "warning: {w}");
+        }
         let _ = writeln!(
             t,
             "goodput in Mbit/s: median (min–max); ratio = natm ÷ kernel TCP loopback, per pair"
@@ -64,11 +67,12 @@ impl Report {
             let hec: u64 = s.runs.iter().map(|r| r.drops_hec).sum();
             let nobuf: u64 = s.runs.iter().map(|r| r.drops_no_buffer).sum();
             let other: u64 = s.runs.iter().map(|r| r.drops_other).sum();
-            if lost + bad + crc + hec + nobuf + other > 0 {
+            let link: u64 = s.runs.iter().map(|r| r.link_lost).sum();
+            if lost + bad + crc + hec + nobuf + other + link > 0 {
                 let _ = writeln!(
                     t,
                     "        lost {lost} SDUs, misdelivered {bad}; receiver dropped: crc {crc}, \
-                     hec {hec}, no buffer {nobuf}, other {other}"
+                     hec {hec}, no buffer {nobuf}, other {other}; link lost {link} batches"
                 );
             }
         }

@@ -499,6 +499,8 @@ impl Hostd {
             let c = l.counters();
             link.tx_cells += c.tx_cells;
             link.rx_cells += c.rx_cells;
+            link.rx_lost += c.rx_lost;
+            link.warning = l.setup_warning();
         }
         HostStatus {
             name: self.opts.name.clone(),

@@ -107,10 +107,18 @@ impl HostdConfig {
         }
     }
 
-    /// A connector that makes the configured link, waiting at most [`CONNECT_TIMEOUT`].
+    /// A connector that makes the configured link, waiting at most [`CONNECT_TIMEOUT`];
+    /// what the link says at setup (socket buffers too small for its rate) goes to the
+    /// daemon's log, stderr.
     pub fn connector(&self) -> Connector {
         let link = self.effective_link();
-        Box::new(move || link.connect(CONNECT_TIMEOUT).map_err(io::Error::other))
+        Box::new(move || {
+            let l = link.connect(CONNECT_TIMEOUT).map_err(io::Error::other)?;
+            if let Some(w) = l.setup_warning() {
+                eprintln!("natm hostd: link {}: {w}", link.target());
+            }
+            Ok(l)
+        })
     }
 }
 

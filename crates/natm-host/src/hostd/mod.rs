@@ -363,6 +363,7 @@ impl Hostd {
             let c = l.counters();
             self.stats.tx_cells += c.tx_cells;
             self.stats.rx_cells += c.rx_cells;
+            self.stats.rx_lost += c.rx_lost;
         }
         self.next_reconnect = Instant::now() + RECONNECT;
         // Queued cells are counted lost, every VC flushed (its queued descriptors come

@@ -33,6 +33,7 @@ fn status() -> SwitchStatus {
                     rx_cells: 10,
                     ..LinkCounters::default()
                 }),
+                link_warning: Some("socket buffers smaller".into()),
                 held: 5,
                 connects: 1,
                 last_error: Some("peer gone".into()),

@@ -13,8 +13,9 @@ use crate::{CliError, CmdResult};
 /// Arguments of `natm perf link`.
 #[derive(Args, Debug)]
 pub struct LinkArgs {
-    /// The link: shm (shared-memory cell rings), udp (cells in datagrams over 127.0.0.1) or
-    /// tcp (linux-atm's atmtcp framing over 127.0.0.1).
+    /// The link: shm (shared-memory cell rings), udp (cells in datagrams over 127.0.0.1),
+    /// tcp-cell (one atmtcp frame per cell over 127.0.0.1: the daemons' tcp link) or tcp
+    /// (linux-atm's atmtcp framing of whole SDUs over 127.0.0.1).
     #[arg(long, default_value = "shm")]
     kind: String,
     /// SDU sizes in bytes, comma separated, each 1..=65535.
@@ -52,9 +53,10 @@ fn plan(args: &LinkArgs) -> Result<Plan, CliError> {
         "shm" => Kind::Shm,
         "udp" => Kind::Udp,
         "tcp" => Kind::Tcp,
+        "tcp-cell" => Kind::TcpCell,
         k => {
             return Err(CliError::usage(format!(
-                "--kind {k:?}: expected shm, udp or tcp"
+                "--kind {k:?}: expected shm, udp, tcp-cell or tcp"
             )));
         }
     };
@@ -83,7 +85,7 @@ fn plan(args: &LinkArgs) -> Result<Plan, CliError> {
             if kind == Kind::Tcp && !imp.is_none() {
                 return Err(CliError::usage(
                     "--impair: atmtcp carries whole SDUs, not cells; cell impairments apply to \
-                     --kind shm and udp",
+                     --kind shm, udp and tcp-cell",
                 ));
             }
             Some(imp)
