@@ -282,6 +282,11 @@ impl<L: CellLink> CellLink for Emulated<L> {
     fn send_cells(&mut self, cells: &[CellBytes]) -> io::Result<usize> {
         let now = self.now();
         self.flush(now)?;
+        if cells.is_empty() && self.due_from == self.due.len() {
+            // The caller's nudge at `next_due` reaches the inner link too: a UDP link's
+            // held cells or a TCP link's unwritten bytes leave on it.
+            self.inner.send_cells(&[])?;
+        }
         let mut taken = 0;
         for cell in cells {
             if !self.has_room(now) {
