@@ -348,7 +348,7 @@ fn lane_on_time_conforms_at_cdvt_0() {
 /// driver does not hold it, so the line's departures conform at CDVT = one cell time, and
 /// not at 0.
 #[test]
-fn rated_adapter_on_time_conforms_at_cdvt_0() {
+fn rated_adapter_on_time_conforms_at_cdvt_of_one_cell_time() {
     for spec in contracts() {
         let source = Source { spec, sdus: load() };
         let link = LineRate::cells(OC3).unwrap();
