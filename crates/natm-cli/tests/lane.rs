@@ -1,8 +1,8 @@
 //! The lane path in the lab with its real daemons (`natm lab up`): two applications on
 //! their own lanes to the switch exchange SDUs byte-exact, `natm stat` shows the lanes on
 //! both host ports and the channels' path, OAM still goes through hostd, a lane VC that
-//! would wait for signals is refused, closing the VCs takes the lanes away, and a lab
-//! whose links are paced refuses the lane path.
+//! would wait for signals is refused, closing the VCs takes the lanes away, lanes work on
+//! paced links and are the default path there, and a link with impairments has none.
 
 mod common;
 #[path = "support/lab.rs"]
