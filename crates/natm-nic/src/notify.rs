@@ -10,9 +10,9 @@
 //!   whole time slice (8 ms per round trip on the direct path, two pollers on two vCPUs).
 //!   So the polling mode applications get ([`Waiter::Poll`]) backs off
 //!   ([`sched::PollBackoff`]): it yields the CPU every microsecond or so while it sees
-//!   nothing, and when this process's pollers outnumber their CPUs it sleeps on the
-//!   eventfd exactly as the eventfd mode does, until one of them has a CPU to itself. For
-//!   a dedicated core and a busy channel.
+//!   nothing, and when a wait lasts (200 µs) while this process's pollers outnumber their
+//!   CPUs it sleeps on the eventfd exactly as the eventfd mode does. For a dedicated core
+//!   and a busy channel.
 //! - **adaptive** (*spin, then block*): spin on the ring for [`AdaptivePolicy::spin`]
 //!   (30 µs by default, about one cross-vCPU wake-up), then sleep on an eventfd exactly as
 //!   the eventfd mode does. A cell that comes during the spin costs no system call on
