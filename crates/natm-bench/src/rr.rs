@@ -144,10 +144,13 @@ pub struct Report {
     pub ratios: Vec<Ratio>,
     /// Baselines not measured, and why.
     pub skipped: Vec<String>,
+    /// Why the placement may not give a meaningful figure ([`crowding`](crate::crowding)).
+    pub warnings: Vec<String>,
 }
 
 /// Runs the measurement of `plan` and returns its report (prints nothing).
 pub fn run(plan: &Plan) -> Result<Report, Error> {
+    let warnings = crate::crowding::for_run(&plan.placement, plan.natm.as_ref());
     let mut sessions = Vec::new();
     for &kind in &plan.kinds {
         let s = Session::start(kind, plan)
@@ -231,6 +234,7 @@ pub fn run(plan: &Plan) -> Result<Report, Error> {
         results,
         ratios,
         skipped: plan.skipped.clone(),
+        warnings,
     })
 }
 

@@ -98,10 +98,13 @@ pub struct Report {
     pub sizes: Vec<SizeResult>,
     /// The plot written of it, if the caller wrote one (the engine leaves it `None`).
     pub plot: Option<String>,
+    /// Why the placement may not give a meaningful figure ([`crowding`](crate::crowding)).
+    pub warnings: Vec<String>,
 }
 
 /// Runs the measurement of `plan` and returns its report (prints nothing, plots nothing).
 pub fn run(plan: &Plan) -> Result<Report, Error> {
+    let warnings = crate::crowding::for_run(&plan.placement, plan.natm.as_ref());
     let cells: u64 = plan
         .sizes
         .iter()
@@ -144,6 +147,7 @@ pub fn run(plan: &Plan) -> Result<Report, Error> {
         placement: plan.placement,
         sizes,
         plot: None,
+        warnings,
     })
 }
 

@@ -5,9 +5,14 @@
 //! crosses to the other vCPU costs 20–45 µs, because an idle vCPU halts.
 //!
 //! - **busy polling**: the consumer spins on the producer's index. Fastest (the cell is seen
-//!   within a cache-line transfer), but it owns a vCPU for as long as it waits, and two
-//!   pollers that land on one vCPU take a whole time slice (8 ms) per round trip. For a
-//!   dedicated core and a busy channel.
+//!   within a cache-line transfer), but a bare spin ([`Waiter::BusyPoll`]) owns a vCPU for
+//!   as long as it waits: a daemon woken on that vCPU, or a second poller on it, waits a
+//!   whole time slice (8 ms per round trip on the direct path, two pollers on two vCPUs).
+//!   So the polling mode applications get ([`Waiter::Poll`]) backs off
+//!   ([`sched::PollBackoff`]): it yields the CPU every microsecond or so while it sees
+//!   nothing, and when a wait lasts (200 µs) while this process's pollers outnumber their
+//!   CPUs it sleeps on the eventfd exactly as the eventfd mode does. For a dedicated core
+//!   and a busy channel.
 //! - **adaptive** (*spin, then block*): spin on the ring for [`AdaptivePolicy::spin`]
 //!   (30 µs by default, about one cross-vCPU wake-up), then sleep on an eventfd exactly as
 //!   the eventfd mode does. A cell that comes during the spin costs no system call on
@@ -76,7 +81,7 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{EventfdFlags, PollFd, PollFlags, eventfd, poll};
 
-use crate::signal;
+use crate::{sched, signal};
 
 /// Why an fd handed over by another process was refused as an eventfd.
 #[derive(Debug, thiserror::Error)]
@@ -312,8 +317,13 @@ impl SignalWaker {
 
 /// The consumer's side of notification.
 pub enum Waiter {
-    /// Spin until ready.
+    /// Spin until ready, and nothing else: for a thread that has a CPU of its own and a
+    /// producer that never kicks. [`Waiter::Poll`] is the polling mode that shares.
     BusyPoll,
+    /// Poll the ring, giving the CPU away when somebody else needs it: yield now and then,
+    /// and sleep on the eventfd (the producer's waker is an eventfd waker) when this
+    /// process's pollers outnumber their CPUs ([`sched::PollBackoff`]).
+    Poll(Arc<OwnedFd>, sched::Poller),
     /// Spin for the policy's time, then block in poll on the eventfd as [`Waiter::EventFd`]
     /// does; the producer's waker is an eventfd waker on the same eventfd
     /// ([`Waiter::adaptive`]).
@@ -369,6 +379,24 @@ impl Waiter {
         }))
     }
 
+    /// A polling waiter ([`Waiter::Poll`]) and the producer's waker for it: an eventfd
+    /// pair as [`Waiter::eventfd`] makes, which the waiter sleeps on when it backs off.
+    pub fn poll() -> io::Result<(Waiter, Waker)> {
+        let (w, waker) = Waiter::eventfd()?;
+        let Waiter::EventFd(fd) = w else {
+            unreachable!("Waiter::eventfd makes an eventfd waiter")
+        };
+        Ok((Waiter::Poll(fd, sched::Pollers::register()), waker))
+    }
+
+    /// A polling waiter ([`Waiter::Poll`]) that sleeps, when it backs off, on `fd`
+    /// (received from elsewhere: checked and made non-blocking first, see
+    /// [`check_eventfd`]); it counts among this process's pollers while it lives.
+    pub fn poll_from(fd: OwnedFd) -> Result<Waiter, EventFdError> {
+        check_eventfd(&fd)?;
+        Ok(Waiter::Poll(Arc::new(fd), sched::Pollers::register()))
+    }
+
     /// The waiter side for an eventfd received from elsewhere: checked and made
     /// non-blocking first (see [`check_eventfd`]), so draining it can never block.
     pub fn eventfd_from(fd: OwnedFd) -> Result<Waiter, EventFdError> {
@@ -387,7 +415,7 @@ impl Waiter {
     /// The mode this waiter implements.
     pub fn mode(&self) -> Notify {
         match self {
-            Waiter::BusyPoll => Notify::BusyPoll,
+            Waiter::BusyPoll | Waiter::Poll(..) => Notify::BusyPoll,
             Waiter::Adaptive(p, _) => Notify::Adaptive(*p),
             Waiter::EventFd(_) => Notify::EventFd,
             Waiter::Signal(_) => Notify::Signal,
@@ -406,7 +434,7 @@ impl Waiter {
     /// sleeps on after its spin).
     pub fn as_fd(&self) -> Option<BorrowedFd<'_>> {
         match self {
-            Waiter::EventFd(fd) | Waiter::Adaptive(_, fd) => Some(fd.as_fd()),
+            Waiter::EventFd(fd) | Waiter::Adaptive(_, fd) | Waiter::Poll(fd, _) => Some(fd.as_fd()),
             _ => None,
         }
     }
@@ -423,7 +451,7 @@ impl Waiter {
     /// level-triggered epoll stops reporting it).
     pub fn finish_sleep(&self, ring: &mut impl Wakeable) {
         ring.waiting_flag().store(0, Ordering::Relaxed);
-        if let Waiter::EventFd(fd) | Waiter::Adaptive(_, fd) = self {
+        if let Waiter::EventFd(fd) | Waiter::Adaptive(_, fd) | Waiter::Poll(fd, _) = self {
             drain(fd);
         }
     }
@@ -445,6 +473,7 @@ impl Waiter {
                     return Ok(WaitOutcome::TimedOut);
                 }
             },
+            Waiter::Poll(fd, poller) => poll_backing_off(fd, poller, ring, deadline),
             Waiter::Adaptive(p, fd) => {
                 if spin(ring, p, deadline) {
                     return Ok(WaitOutcome::Ready);
@@ -522,6 +551,57 @@ fn spin(ring: &mut impl Wakeable, policy: &AdaptivePolicy, deadline: Instant) ->
         std::thread::yield_now();
     }
     false
+}
+
+/// The longest sleep of a polling waiter that backs off: a producer that does not kick
+/// (an older daemon whose waker for a polling consumer is none) costs at most this.
+const POLL_SLEEP_MAX: Duration = Duration::from_millis(1);
+
+/// The polling mode's wait ([`Waiter::Poll`]): spins on `ring`, yielding and sleeping as
+/// [`sched::PollBackoff`] decides.
+fn poll_backing_off(
+    fd: &OwnedFd,
+    poller: &sched::Poller,
+    ring: &mut impl Wakeable,
+    deadline: Instant,
+) -> io::Result<WaitOutcome> {
+    // The clock is read only once a first round of looks found nothing, the CPUs only
+    // once a period passed.
+    let mut backoff: Option<sched::PollBackoff> = None;
+    let mut cpus: Option<Vec<usize>> = None;
+    loop {
+        for _ in 0..SPIN_CHECKS {
+            if ring.ready() {
+                return Ok(WaitOutcome::Ready);
+            }
+            core::hint::spin_loop();
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(WaitOutcome::TimedOut);
+        }
+        let b = backoff.get_or_insert_with(|| sched::PollBackoff::new(now));
+        let crowded = || {
+            let cpus = cpus.get_or_insert_with(|| sched::allowed_cpus().unwrap_or_default());
+            poller.crowded(cpus)
+        };
+        match b.step(now, crowded) {
+            sched::PollStep::Spin => {}
+            sched::PollStep::Yield => {
+                std::thread::yield_now();
+                b.resumed(Instant::now());
+            }
+            sched::PollStep::Sleep => {
+                let until = deadline.min(now + POLL_SLEEP_MAX);
+                let slept = sleep_on_eventfd(fd, ring, until);
+                poller.woke();
+                if slept? == WaitOutcome::Ready {
+                    return Ok(WaitOutcome::Ready);
+                }
+                b.resumed(Instant::now());
+            }
+        }
+    }
 }
 
 /// Sleeps in `poll` on `fd` until `ring` is ready or `deadline` passes (eventfd mode, and

@@ -220,18 +220,22 @@ pub fn set_process_policy(pid: i32, policy: Policy) -> Result<usize, SchedError>
 }
 
 /// A busy loop's courtesy to the threads that share its CPU: [`GiveWay::tick`] yields the
-/// CPU (`sched_yield`) once every [`GIVE_WAY_EVERY`] of spinning.
+/// CPU (`sched_yield`) after every pass that found nothing to do, and once every
+/// [`GIVE_WAY_EVERY`] of passes that did.
 ///
-/// Why: a daemon that spins while traffic keeps coming never blocks, and a thread woken on
-/// its CPU may wait for the spinner's whole time slice (milliseconds under EEVDF) before it
-/// runs. Yielding now and then bounds that wait to about [`GIVE_WAY_EVERY`]; with nothing
-/// else runnable the call returns at once, so the spinner loses one system call per period.
+/// Why: a daemon that spins never blocks, and a thread woken on its CPU may wait for the
+/// spinner's whole time slice (milliseconds under EEVDF) before it runs. On a machine with
+/// more spinners than CPUs that thread is often the next hop of the very cell the spinner
+/// is waiting for (the peer daemon, the application), so a pass that found nothing gives
+/// way at once: a yield with nothing else runnable returns at once and costs one system
+/// call, less than a pass. Busy passes give way only once a period, so a loaded daemon
+/// keeps its throughput and its neighbours still wait at most about [`GIVE_WAY_EVERY`].
 #[derive(Clone, Copy, Debug)]
 pub struct GiveWay {
     last: std::time::Instant,
 }
 
-/// How long a [`GiveWay`] spinner runs between two yields.
+/// How long a [`GiveWay`] spinner that keeps finding work runs between two yields.
 pub const GIVE_WAY_EVERY: std::time::Duration = std::time::Duration::from_micros(20);
 
 impl GiveWay {
@@ -240,11 +244,16 @@ impl GiveWay {
         GiveWay { last: now }
     }
 
-    /// Called on every turn of the loop with the time just read: yields once a period has
-    /// passed since the last yield; returns whether it did.
+    /// Whether a pass that ended at `now` and was `idle` (found nothing) should yield.
+    pub fn due(&self, now: std::time::Instant, idle: bool) -> bool {
+        idle || now.saturating_duration_since(self.last) >= GIVE_WAY_EVERY
+    }
+
+    /// Called after every pass with the time just read: yields if [`GiveWay::due`];
+    /// returns whether it did.
     #[inline]
-    pub fn tick(&mut self, now: std::time::Instant) -> bool {
-        if now.saturating_duration_since(self.last) < GIVE_WAY_EVERY {
+    pub fn tick(&mut self, now: std::time::Instant, idle: bool) -> bool {
+        if !self.due(now, idle) {
             return false;
         }
         std::thread::yield_now();
@@ -256,6 +265,189 @@ impl GiveWay {
     pub fn slept(&mut self, now: std::time::Instant) {
         self.last = now;
     }
+}
+
+/// How long a poller spins between two yields while it sees nothing ([`PollBackoff`]).
+///
+/// A daemon woken on a polling CPU waits at most about this long for it, instead of the
+/// poller's whole time slice; on the direct path every cell crosses three daemons, so the
+/// round trip pays it six times. Measured with `natm perf rr --mode poll` (unlimited lab,
+/// the two pollers on two vCPUs, daemons giving way after idle passes): 10 µs gave a p50
+/// of ~79 µs (1.9× UDP), 1 µs ~40 µs (0.9–1.0×). A yield with nothing else runnable
+/// costs about a system call, so a poller with a CPU of its own loses little.
+pub const POLL_YIELD_EVERY: std::time::Duration = std::time::Duration::from_micros(1);
+
+/// How long a crowded poller ([`Poller::crowded`]) keeps yielding before it sleeps.
+///
+/// Yielding, not sleeping, is what hands a CPU over fastest here, even between two pollers
+/// on one CPU: `natm perf rr --mode poll --same-core` on the direct path measured p50
+/// ~29 µs yielding only against ~55 µs sleeping as soon as crowded (eventfd wake-ups), on
+/// a loaded 2-vCPU machine. The sleep is for the wait that yielding does not end: a peer
+/// that needs far longer than a round trip is not getting a CPU, and a poller that spins
+/// on meanwhile only takes CPU time from it.
+pub const CROWDED_PATIENCE: std::time::Duration = std::time::Duration::from_micros(200);
+
+/// What a polling wait does next ([`PollBackoff::step`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PollStep {
+    /// Look at the ring again (after a spin-loop hint).
+    Spin,
+    /// Yield the CPU (`sched_yield`), then look again.
+    Yield,
+    /// Sleep until the producer kicks (the caller's eventfd), then look again.
+    Sleep,
+}
+
+/// The back-off of one polling wait, as a decision on the time passed in.
+///
+/// Why: a poller that never gives its CPU away starves whoever else needs that CPU, and
+/// those are exactly the threads it waits for: the daemon that moves its cells (woken on
+/// the poller's CPU, it waits for the poller's whole time slice: 8 ms per round trip on
+/// the direct path with two pollers on two vCPUs) or, with two pollers on one CPU, its
+/// peer. So a wait that has seen nothing yields every [`POLL_YIELD_EVERY`], which hands
+/// the CPU to a daemon that has just woken and costs one system call per period when
+/// nobody else wants it. Yielding may not be enough when pollers share a CPU (under EEVDF
+/// `sched_yield` does not hand the CPU over while the other has had more than its share),
+/// so once a wait has lasted [`CROWDED_PATIENCE`] it asks at each yield whether its CPUs
+/// are crowded (more pollers awake than CPUs, see [`Poller::crowded`]) and if so sleeps on
+/// its eventfd, woken by the producer's kick as an eventfd waiter is. A poller with a CPU
+/// of its own never sleeps; of two on one CPU, the one that asks first sleeps and the
+/// other keeps polling.
+#[derive(Clone, Copy, Debug)]
+pub struct PollBackoff {
+    start: std::time::Instant,
+    last_yield: std::time::Instant,
+}
+
+impl PollBackoff {
+    /// A wait that began (found nothing) at `now`.
+    pub fn new(now: std::time::Instant) -> PollBackoff {
+        PollBackoff {
+            start: now,
+            last_yield: now,
+        }
+    }
+
+    /// The step after a look that found nothing at `now`. `crowded` tells whether this
+    /// poller's CPUs have more pollers awake than CPUs ([`Poller::crowded`]); it is asked
+    /// only at a yield once the wait has lasted [`CROWDED_PATIENCE`], so a wait that ends
+    /// sooner costs no lock and no system call for it.
+    pub fn step(&mut self, now: std::time::Instant, crowded: impl FnOnce() -> bool) -> PollStep {
+        if now.saturating_duration_since(self.last_yield) < POLL_YIELD_EVERY {
+            return PollStep::Spin;
+        }
+        self.last_yield = now;
+        if now.saturating_duration_since(self.start) >= CROWDED_PATIENCE && crowded() {
+            PollStep::Sleep
+        } else {
+            PollStep::Yield
+        }
+    }
+
+    /// The caller yielded or slept, and this is the time after it.
+    pub fn resumed(&mut self, now: std::time::Instant) {
+        self.last_yield = now;
+    }
+}
+
+/// The polling waiters of this process, the CPUs each may run on and whether each is
+/// asleep: what a poller needs to know whether it has a CPU of its own
+/// ([`Poller::crowded`]).
+///
+/// A poller is registered for as long as it exists (a VC that waits by polling) and
+/// counts as awake unless it sleeps in a back-off: busy or polling, it wants a CPU.
+/// Pollers of other processes (a daemon with `wait = "poll"`, another application) are not
+/// seen; `natm perf` warns about those.
+pub struct Pollers;
+
+/// One registered poller; dropping it unregisters it.
+#[derive(Debug)]
+pub struct Poller {
+    id: u64,
+}
+
+#[derive(Default)]
+struct PollerEntry {
+    /// Empty until the poller's first [`Poller::crowded`].
+    cpus: Vec<usize>,
+    asleep: bool,
+}
+
+type PollerTable = std::collections::BTreeMap<u64, PollerEntry>;
+
+fn poller_table() -> std::sync::MutexGuard<'static, PollerTable> {
+    static TABLE: std::sync::Mutex<PollerTable> = std::sync::Mutex::new(PollerTable::new());
+    // A panic while the table was held leaves it consistent (one field written).
+    TABLE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Pollers {
+    /// Registers a poller, awake; its CPUs are unknown until its first
+    /// [`Poller::crowded`].
+    pub fn register() -> Poller {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        poller_table().insert(id, PollerEntry::default());
+        Poller { id }
+    }
+
+    /// Pollers registered now.
+    pub fn count() -> usize {
+        poller_table().len()
+    }
+}
+
+impl Poller {
+    /// Records `cpus` (the calling thread's, [`allowed_cpus`]) as this poller's, and
+    /// tells whether the pollers awake whose CPUs overlap them outnumber the CPUs they may
+    /// use between them. If so, this poller is marked asleep (the caller sleeps next) until
+    /// [`Poller::woke`], so that the others see one poller fewer.
+    pub fn crowded(&self, cpus: &[usize]) -> bool {
+        let mut table = poller_table();
+        let others: Vec<&[usize]> = table
+            .iter()
+            .filter(|(id, e)| **id != self.id && !e.asleep)
+            .map(|(_, e)| e.cpus.as_slice())
+            .collect();
+        let crowded = outnumbered(cpus, &others);
+        let me = table.entry(self.id).or_default();
+        if me.cpus != cpus {
+            me.cpus = cpus.to_vec();
+        }
+        me.asleep = crowded;
+        crowded
+    }
+
+    /// The poller is back from its sleep: it counts as awake again.
+    pub fn woke(&self) {
+        if let Some(e) = poller_table().get_mut(&self.id) {
+            e.asleep = false;
+        }
+    }
+}
+
+impl Drop for Poller {
+    fn drop(&mut self) {
+        poller_table().remove(&self.id);
+    }
+}
+
+/// Whether a poller on `mine` and the `others` that share a CPU with it are more than the
+/// CPUs those pollers may use between them. Pollers whose CPUs are not known yet (empty)
+/// are left out; so is `mine` when empty (nothing to compare).
+pub fn outnumbered(mine: &[usize], others: &[&[usize]]) -> bool {
+    if mine.is_empty() {
+        return false;
+    }
+    let mut cpus: std::collections::BTreeSet<usize> = mine.iter().copied().collect();
+    let mut pollers = 1;
+    for o in others {
+        if o.iter().any(|c| mine.contains(c)) {
+            pollers += 1;
+            cpus.extend(o.iter().copied());
+        }
+    }
+    pollers > cpus.len()
 }
 
 /// How long an adaptive loop spins after its last work before it may sleep.
@@ -274,7 +466,9 @@ pub enum Next {
 /// The one idle policy of natm's daemon loops (hostd's and switchd's): after each pass,
 /// whether to go again or sleep, as their [`IdleWait`] says.
 ///
-/// * [`IdleWait::Poll`]: never sleeps (a spin hint after a pass that moved nothing).
+/// * [`IdleWait::Poll`]: never sleeps; gives way ([`GiveWay`]) unless the daemon was
+///   pinned to its own CPU (a spin hint after an idle pass instead). It cannot sleep: a
+///   polling daemon's links announce no sleep, so no peer would wake it.
 /// * [`IdleWait::Yield`]: never sleeps, and yields the CPU after every pass, so that pollers
 ///   sharing a CPU each get their turn.
 /// * [`IdleWait::Adaptive`]: sleeps only after a pass that moved nothing, once [`SPIN`] has
@@ -323,8 +517,12 @@ impl Idler {
         }
         match self.wait {
             IdleWait::Poll => {
-                if !moved {
-                    std::hint::spin_loop();
+                match &mut self.give_way {
+                    Some(g) => {
+                        g.tick(now, !moved);
+                    }
+                    None if !moved => std::hint::spin_loop(),
+                    None => {}
                 }
                 Next::Again
             }
@@ -337,7 +535,7 @@ impl Idler {
                     return Next::Sleep;
                 }
                 if let Some(g) = &mut self.give_way {
-                    g.tick(now);
+                    g.tick(now, !moved);
                 }
                 Next::Again
             }
@@ -489,16 +687,107 @@ mod tests {
     }
 
     #[test]
-    fn give_way_yields_once_per_period() {
+    fn give_way_yields_once_per_busy_period_and_after_every_idle_pass() {
         let t0 = std::time::Instant::now();
         let mut g = GiveWay::new(t0);
-        assert!(!g.tick(t0));
-        assert!(!g.tick(t0 + GIVE_WAY_EVERY / 2));
-        assert!(g.tick(t0 + GIVE_WAY_EVERY));
+        assert!(!g.tick(t0, false));
+        assert!(!g.tick(t0 + GIVE_WAY_EVERY / 2, false));
+        assert!(g.tick(t0 + GIVE_WAY_EVERY, false));
         let later = std::time::Instant::now() + 3 * GIVE_WAY_EVERY;
         g.slept(later);
-        assert!(!g.tick(later + GIVE_WAY_EVERY / 2));
-        assert!(g.tick(later + GIVE_WAY_EVERY));
+        assert!(!g.due(later + GIVE_WAY_EVERY / 2, false));
+        assert!(g.due(later + GIVE_WAY_EVERY, false));
+        // A pass that found nothing gives way at once, however recent the last yield.
+        assert!(g.due(later, true));
+        assert!(g.tick(later + GIVE_WAY_EVERY / 4, true));
+    }
+
+    #[test]
+    fn a_poller_yields_each_period_and_sleeps_only_when_crowded() {
+        let t0 = std::time::Instant::now();
+        let asked = std::cell::Cell::new(0);
+        let ask = |answer: bool| {
+            let asked = &asked;
+            move || {
+                asked.set(asked.get() + 1);
+                answer
+            }
+        };
+        let mut b = PollBackoff::new(t0);
+        // Within a period: spin, and the CPUs are not even looked at.
+        assert_eq!(b.step(t0, ask(true)), PollStep::Spin);
+        assert_eq!(b.step(t0 + POLL_YIELD_EVERY / 2, ask(true)), PollStep::Spin);
+        assert_eq!(asked.get(), 0);
+        // A CPU of its own: yield once a period, for ever (asked once the patience is over).
+        for k in 1..1000u32 {
+            let now = t0 + POLL_YIELD_EVERY * k;
+            assert_eq!(b.step(now, ask(false)), PollStep::Yield, "period {k}");
+            b.resumed(now);
+            assert_eq!(b.step(now, ask(false)), PollStep::Spin);
+        }
+        let patience = (CROWDED_PATIENCE.as_nanos() / POLL_YIELD_EVERY.as_nanos()) as usize;
+        assert_eq!(asked.get(), 1000 - patience);
+        let before = asked.get();
+        // Crowded: still yields until the patience is over, then sleeps at the next period.
+        let mut b = PollBackoff::new(t0);
+        let mut now = t0;
+        while now + POLL_YIELD_EVERY < t0 + CROWDED_PATIENCE {
+            now += POLL_YIELD_EVERY;
+            assert_eq!(b.step(now, ask(true)), PollStep::Yield, "{:?}", now - t0);
+        }
+        assert_eq!(asked.get(), before, "not asked during the patience");
+        let t1 = t0 + CROWDED_PATIENCE;
+        b.resumed(t1);
+        assert_eq!(b.step(t1, ask(true)), PollStep::Spin);
+        assert_eq!(b.step(t1 + POLL_YIELD_EVERY, ask(true)), PollStep::Sleep);
+        // Back from the sleep, no longer crowded (the other poller sleeps now).
+        b.resumed(t1 + POLL_YIELD_EVERY * 500);
+        assert_eq!(
+            b.step(t1 + POLL_YIELD_EVERY * 501, ask(false)),
+            PollStep::Yield
+        );
+    }
+
+    #[test]
+    fn pollers_outnumber_their_cpus_only_when_they_share_them() {
+        /// This poller's CPUs, the others', and whether they are outnumbered.
+        type Case<'a> = (&'a [usize], &'a [&'a [usize]], bool);
+        let cases: [Case; 9] = [
+            (&[0], &[], false),
+            (&[0], &[&[1]], false),
+            (&[0], &[&[0]], true),
+            (&[0, 1], &[&[0, 1]], false),
+            (&[0, 1], &[&[0, 1], &[0, 1]], true),
+            (&[0, 1], &[&[0], &[1]], true),
+            // The others' own CPUs count for them.
+            (&[0], &[&[0, 1]], false),
+            // Unknown CPUs (a poller that never asked yet) are left out.
+            (&[0], &[&[]], false),
+            (&[], &[&[0], &[0]], false),
+        ];
+        for (mine, others, want) in cases {
+            assert_eq!(outnumbered(mine, others), want, "{mine:?} with {others:?}");
+        }
+    }
+
+    #[test]
+    fn a_poller_that_sleeps_leaves_the_cpu_to_the_others() {
+        // CPUs no machine here has: no other test's poller shares them.
+        const CPU: usize = 4093;
+        let a = Pollers::register();
+        let b = Pollers::register();
+        assert!(!a.crowded(&[CPU]), "b's CPUs are not known yet");
+        assert!(b.crowded(&[CPU]), "two awake on one CPU");
+        // b is asleep now: a has the CPU to itself and keeps polling.
+        assert!(!a.crowded(&[CPU]));
+        assert!(!a.crowded(&[CPU]));
+        b.woke();
+        assert!(a.crowded(&[CPU]), "b is back");
+        b.woke();
+        a.woke();
+        assert!(!a.crowded(&[CPU, CPU + 1]), "two CPUs for two");
+        drop(b);
+        assert!(!a.crowded(&[CPU]), "b is gone");
     }
 
     #[test]

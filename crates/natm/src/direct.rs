@@ -43,7 +43,9 @@ impl Direct {
         let mut app = ch.app().map_err(|e| protocol(format!("channel: {e}")))?;
         app.set_waker(Waiter::eventfd_waker(kick).map_err(|e| protocol(format!("eventfd: {e}")))?);
         let waiter = match (notify, receiver) {
-            (NotifyMode::Poll, _) => Waiter::BusyPoll,
+            (NotifyMode::Poll, _) => {
+                Waiter::poll_from(wake_me).map_err(|e| protocol(format!("eventfd: {e}")))?
+            }
             (NotifyMode::Adaptive, _) => {
                 check_eventfd(&wake_me).map_err(|e| protocol(format!("eventfd: {e}")))?;
                 Waiter::Adaptive(AdaptivePolicy::default(), Arc::new(wake_me))

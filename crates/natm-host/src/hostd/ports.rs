@@ -517,8 +517,8 @@ pub(super) fn make_channel(
         .try_clone_to_owned()
         .map_err(|e| internal("dup", &e))?;
     let waker = match notify {
-        NotifyMode::Poll => Waker::None,
-        NotifyMode::Adaptive | NotifyMode::EventFd => app_waker,
+        // A polling application sleeps on it too when its CPUs are crowded.
+        NotifyMode::Poll | NotifyMode::Adaptive | NotifyMode::EventFd => app_waker,
         NotifyMode::Signal => {
             let Some(t) = signal_target else {
                 return Err((

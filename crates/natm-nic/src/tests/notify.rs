@@ -86,6 +86,42 @@ fn busy_poll_wakes() {
 }
 
 #[test]
+fn poll_wakes() {
+    for (name, mk) in BACKENDS {
+        let (mut tx, rx) = link(mk);
+        let (waiter, waker) = Waiter::poll().unwrap();
+        tx.set_waker(waker);
+        // Whether it yields or sleeps meanwhile depends on the machine: it is woken.
+        let (out, took, _) = wake_once(rx, tx, move || waiter, false, Duration::from_millis(5));
+        assert_eq!(out, WaitOutcome::Ready, "{name}");
+        assert!(took < LONG);
+    }
+}
+
+#[test]
+fn a_crowded_poller_sleeps_and_is_woken_by_its_kick() {
+    let cpu = crate::sched::allowed_cpus().unwrap()[0];
+    for (name, mk) in BACKENDS {
+        let (mut tx, rx) = link(mk);
+        // Another poller of this process, awake on the one CPU the consumer may use.
+        let other = crate::sched::Pollers::register();
+        assert!(!other.crowded(&[cpu]), "{name}: alone on cpu {cpu}");
+        let (waiter, waker) = Waiter::poll().unwrap();
+        tx.set_waker(waker);
+        let make = move || {
+            crate::sched::pin_current_thread(cpu).unwrap();
+            waiter
+        };
+        // Blocking: the producer publishes only once the consumer announced its sleep.
+        let (out, took, tx) = wake_once(rx, tx, make, true, Duration::from_millis(2));
+        assert_eq!(out, WaitOutcome::Ready, "{name}");
+        assert!(took < LONG);
+        assert_eq!(tx.waker().kicks(), 1, "{name}: woken by its kick");
+        drop(other);
+    }
+}
+
+#[test]
 fn adaptive_wakes_from_its_sleep_phase() {
     for (name, mk) in BACKENDS {
         let (mut tx, rx) = link(mk);

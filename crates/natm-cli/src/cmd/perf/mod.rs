@@ -95,6 +95,13 @@ pub(crate) fn failure(e: natm_bench::Error) -> CliError {
     CliError::failure(e.to_string())
 }
 
+/// Prints a run's placement warnings on stderr (the JSON report carries them too).
+pub(crate) fn warn(warnings: &[String]) {
+    for w in warnings {
+        eprintln!("natm perf: warning: {w}");
+    }
+}
+
 /// Prints a command's report: pretty JSON with `--json`, else its table.
 pub(crate) fn print_report<R: serde::Serialize>(
     json: bool,

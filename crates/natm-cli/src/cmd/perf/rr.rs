@@ -127,5 +127,6 @@ pub fn run(args: RrArgs) -> CmdResult {
 pub fn measure(opts: &RrOpts, targets: &Targets) -> CmdResult {
     let plan = plan(opts, targets)?;
     let report = rr::run(&plan).map_err(super::failure)?;
+    super::warn(&report.warnings);
     super::print_report(opts.json, &report, Report::table)
 }

@@ -109,6 +109,7 @@ pub fn run(args: StreamArgs) -> CmdResult {
 pub fn measure(opts: &StreamOpts, targets: &Targets) -> CmdResult {
     let plan = plan(opts, targets)?;
     let mut report = stream::run(&plan).map_err(super::failure)?;
+    super::warn(&report.warnings);
     if let Some(path) = &opts.plot {
         let series: Vec<Series> = report
             .kinds
