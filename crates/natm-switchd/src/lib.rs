@@ -26,7 +26,8 @@
 //! VCs, asked for by the host's daemon), answered within the next loop pass; one that
 //! sends nothing within a second is closed.
 //!
-//! While it spins it yields the CPU every 20 µs ([`GiveWay`](natm_nic::sched::GiveWay)): traffic that keeps coming
+//! While it spins it yields the CPU after every pass that found nothing and every 20 µs of
+//! busy ones ([`GiveWay`](natm_nic::sched::GiveWay)): traffic that keeps coming
 //! keeps the switch spinning, and a thread woken on its CPU (a host's daemon, an
 //! application) would otherwise wait for the switch's whole time slice. A switch pinned
 //! with `cpu = N` was given its CPU and does not yield.

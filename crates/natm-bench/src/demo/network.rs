@@ -71,7 +71,7 @@ pub struct Plan {
     pub topology: Topology,
     /// The topology's text, as `lab.json` records it.
     pub topology_text: String,
-    /// The links' rate as given (`unlimited` takes the lane path with eventfd waits).
+    /// The links' rate as given (`unlimited`: the applications wait on eventfds).
     pub rate: String,
     /// Where the capture goes.
     pub pcap: PathBuf,
@@ -265,12 +265,14 @@ pub fn run(
     }
     check(stop)?;
 
-    // On unlimited links the applications take their own lanes to the switch and sleep on
-    // eventfds; a paced link is hostd's to pace, so there they use its direct path.
-    let (path, mode) = if plan.rate == "unlimited" {
-        (DataPath::Lane, NotifyMode::EventFd)
+    // The applications take the path an application gets by default (their own lanes to
+    // the switch on these shm links, at any rate); on unlimited links they sleep on
+    // eventfds, on rated ones they wait adaptively, as natm's default.
+    let path = DataPath::Auto;
+    let mode = if plan.rate == "unlimited" {
+        NotifyMode::EventFd
     } else {
-        (DataPath::Direct, NotifyMode::Adaptive)
+        NotifyMode::Adaptive
     };
     let target = |vc: PvcAddr, qos: Qos| NatmTarget {
         vc,
