@@ -52,7 +52,8 @@
 //! inside (delayed, or due but not yet taken by the inner link). Once the queue has
 //! refused a cell it takes none until it has drained to half ([`Netem::waiting_at_most`]):
 //! a sender refills it in batches of half a queue (512 cells, 1.4 ms at OC-3c) rather
-//! than one cell per cell time, so keeping the line busy is not a busy loop either. So netem's `queue_drops` and `overflow_drops` stay 0, and
+//! than one cell per cell time, so keeping the line busy is not a busy loop either. So
+//! netem's `queue_drops` and `overflow_drops` stay 0, and
 //! [`wait_send`](CellLink::wait_send) sleeps until the line frees a slot or the next cell
 //! is due. A sender that keeps the link full therefore sees the line rate, and one that
 //! stops must call [`Emulated::poll`] (or [`Emulated::finish`]) for the last cells to
@@ -86,8 +87,6 @@ pub struct Emulated<L> {
     low_water: u32,
     /// The queue refused a cell and has not drained to `low_water` since.
     refilling: bool,
-    /// How late a cell behind another may be handed over ([`COALESCE`]).
-    coalesce: Duration,
 }
 
 impl<L: CellLink> Emulated<L> {
@@ -103,15 +102,7 @@ impl<L: CellLink> Emulated<L> {
             due_from: 0,
             low_water: config.queue_cells / 2,
             refilling: false,
-            coalesce: COALESCE,
         }
-    }
-
-    /// The same with bursts handed over at most `coalesce` late (instead of [`COALESCE`]);
-    /// zero hands every cell over at its own departure.
-    pub fn with_coalesce(mut self, coalesce: Duration) -> Emulated<L> {
-        self.coalesce = coalesce;
-        self
     }
 
     /// The emulator's clock: time since it was made, as natm's `Instant`.
@@ -161,7 +152,7 @@ impl<L: CellLink> Emulated<L> {
     }
 
     /// When the cells due are handed over: the first departure, late by the line time of
-    /// the cells behind it, at most `coalesce`.
+    /// the cells behind it, at most [`COALESCE`].
     fn release_at(&self) -> Option<Instant> {
         let first = self.netem.poll_timeout()?;
         let behind = self.netem.in_flight().saturating_sub(1) as u64;
@@ -169,7 +160,7 @@ impl<L: CellLink> Emulated<L> {
             Some(cell) if behind > 0 => cell
                 .as_nanos()
                 .saturating_mul(behind)
-                .min(self.coalesce.as_nanos() as u64),
+                .min(COALESCE.as_nanos() as u64),
             _ => 0,
         };
         Some(first + natm_core::Duration::from_nanos(late))
