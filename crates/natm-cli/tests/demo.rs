@@ -72,7 +72,8 @@ fn demo_measures_the_network_beside_the_kernel_and_leaves_nothing() {
     let pcap = temp("net.pcap");
     let dir = temp("lab");
     let out = Command::new(env!("CARGO_BIN_EXE_natm"))
-        .args(["demo", "--json", "--pings", "3", "--rr-count", "200"])
+        .args(["demo", "--rate", "unlimited", "--json", "--pings", "3"])
+        .args(["--rr-count", "200"])
         .args(["--stream-seconds", "0.2", "--dir"])
         .arg(&dir)
         .arg("--pcap")
@@ -165,6 +166,60 @@ fn demo_measures_the_network_beside_the_kernel_and_leaves_nothing() {
     assert_eq!(doc["daemons_stopped"], 3);
     assert!(!dir.exists(), "{} was removed", dir.display());
     let _ = std::fs::remove_file(&pcap);
+}
+
+/// Without `--rate` the demo shows both worlds: at OC-3c against the line (goodput as a
+/// share of the AAL5 ceiling, the round trip beside the floor), then at unlimited rate
+/// against the kernel; a capture each, and nothing left behind.
+#[test]
+fn demo_by_default_runs_at_oc3_and_at_unlimited_rate() {
+    let pcap = temp("both.pcap");
+    let dir = temp("both");
+    let out = Command::new(env!("CARGO_BIN_EXE_natm"))
+        .args(["demo", "--pings", "2", "--rr-count", "200"])
+        .args(["--stream-seconds", "0.2", "--dir"])
+        .arg(&dir)
+        .arg("--pcap")
+        .arg(&pcap)
+        .output()
+        .expect("natm runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let oc3 = stdout
+        .find("=== natm demo at oc3 ===")
+        .expect("the OC-3c run");
+    let unlimited = stdout
+        .find("=== natm demo at unlimited ===")
+        .expect("the unlimited run");
+    assert!(oc3 < unlimited, "OC-3c first:\n{stdout}");
+    let rated = stdout
+        .find("(stream: of the AAL5 ceiling at oc3; p50 vs the floor)")
+        .expect("the OC-3c table's heading");
+    let kernel = stdout
+        .find("(p50 vs UDP, stream vs TCP)")
+        .expect("the unlimited table's heading");
+    assert!(rated < kernel, "{stdout}");
+    let ubr = stdout[rated..]
+        .lines()
+        .find(|l| l.starts_with("natm UBR 0.100"))
+        .expect("the UBR row at OC-3c");
+    assert!(
+        ubr.contains(" %, p50 ") && ubr.ends_with("the floor"),
+        "{ubr}"
+    );
+    for rate in ["oc3", "unlimited"] {
+        let p = pcap.with_file_name(format!(
+            "natm-demo-test-{}-both-{rate}.pcap",
+            std::process::id()
+        ));
+        assert!(p.exists(), "{} was written", p.display());
+        let _ = std::fs::remove_file(&p);
+    }
+    assert!(!dir.exists(), "{} was removed", dir.display());
 }
 
 #[test]

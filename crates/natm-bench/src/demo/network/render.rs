@@ -147,17 +147,46 @@ impl Outcome {
             "{:<16} {:>10} {:>10} {:>10} {:>11} {:>11}  ratio to kernel",
             "", "ping RTT", "rr p50", "rr p99", "rr rate", "stream"
         );
+        // On a rated line natm is measured against the line: goodput as a share of the
+        // AAL5 ceiling of 8 KiB SDUs at that rate, the round trip beside the floor.
+        let ceiling_bps = rate
+            .parse::<natm_core::LineRate>()
+            .ok()
+            .and_then(|r| r.cells_per_s())
+            .map(|cps| aal5_ceiling_bps(f64::from(cps), STREAM_SIZE));
         let _ = writeln!(
             t,
-            "{:<16} {:>10} {:>10} {:>10} {:>11} {:>11}  (p50 vs UDP, stream vs TCP)",
-            "", "avg µs", "µs", "µs", "trans/s", "Mbit/s"
+            "{:<16} {:>10} {:>10} {:>10} {:>11} {:>11}  {}",
+            "",
+            "avg µs",
+            "µs",
+            "µs",
+            "trans/s",
+            "Mbit/s",
+            match ceiling_bps {
+                Some(_) => format!("(stream: of the AAL5 ceiling at {rate}; p50 vs the floor)"),
+                None => "(p50 vs UDP, stream vs TCP)".into(),
+            }
         );
         for r in rows {
             let (p50_ratio, stream_ratio) = ratios(r, rows);
-            let ratio = match r.name.as_str() {
-                "kernel UDP" => "reference for p50".to_string(),
-                "kernel TCP" => format!("p50 {}; reference for stream", cell(p50_ratio.map(times))),
-                _ => format!(
+            let ratio = match (r.name.as_str(), ceiling_bps) {
+                ("kernel UDP", _) => "reference for p50".to_string(),
+                ("kernel TCP", _) => {
+                    format!("p50 {}; reference for stream", cell(p50_ratio.map(times)))
+                }
+                (_, Some(ceiling)) => format!(
+                    "stream {}, p50 {}",
+                    cell(
+                        r.stream_bps
+                            .map(|b| format!("{:.1} %", 100.0 * b / ceiling))
+                    ),
+                    cell(r.p50_ns.map(|n| format!(
+                        "{} the floor",
+                        times(n as f64 / floor_ns.max(1) as f64)
+                    )))
+                ),
+                (_, None) => format!(
                     "p50 {}, stream {}",
                     cell(p50_ratio.map(times)),
                     cell(stream_ratio.map(times))
@@ -257,6 +286,13 @@ fn row_json(r: &Row, rows: &[Row]) -> Value {
     })
 }
 
+/// The AAL5 goodput ceiling of `size`-byte SDUs on a line of `cells_per_s`: the SDU's
+/// bits per its cells (the 8-byte trailer and the padding included) at the line's cell rate.
+fn aal5_ceiling_bps(cells_per_s: f64, size: usize) -> f64 {
+    let cells = (size + 8).div_ceil(48);
+    cells_per_s * (size * 8) as f64 / cells as f64
+}
+
 #[cfg(test)]
 mod tests {
     use super::times;
@@ -268,5 +304,15 @@ mod tests {
         assert_eq!(times(0.05), "0.050×");
         assert_eq!(times(0.00213), "0.0021×");
         assert_eq!(times(0.0), "0.00×");
+    }
+
+    #[test]
+    fn the_aal5_ceiling_counts_the_trailer_and_the_padding() {
+        // 8 KiB: 171 cells; at OC-3c's 353,207 cells/s, 135.37 Mbit/s.
+        let c = super::aal5_ceiling_bps(353_207.0, 8192);
+        assert!((c / 1e6 - 135.37).abs() < 0.01, "{c}");
+        // 40 bytes and its trailer fill one cell exactly; 41 take two.
+        assert_eq!(super::aal5_ceiling_bps(1000.0, 40), 320_000.0);
+        assert_eq!(super::aal5_ceiling_bps(1000.0, 41), 164_000.0);
     }
 }

@@ -5,8 +5,10 @@
 //!
 //! 1. the default lab ([`super::lab`]: switch s1, hosts h1 and h2 on shared-memory links, UBR
 //!    PVCs 0.100–0.109) in a runtime directory of its own (a fresh one under the temp
-//!    directory, or `--dir`), its links at `--rate` (default `unlimited`, what the machine
-//!    can do; the OC-3c floor is printed beside the figures);
+//!    directory, or `--dir`), its links at `--rate`; without one, the whole demo runs
+//!    twice, at OC-3c (the seeds' line rate: goodput as a share of the AAL5 ceiling, the
+//!    round trip beside the four-cell floor) and at `unlimited` (what the machine can do,
+//!    beside the kernel), a table each;
 //! 2. a CBR PVC 0.200 (PCR 100,000 cells/s) added through s1's management socket beside
 //!    the UBR PVC 0.100; both opened from h1 and h2, one SDU each way. Its UPC tags by
 //!    default: s1's CBR.1 policer runs at CDVT 0 and cells reach it in the link's batches,
@@ -54,9 +56,10 @@ pub struct DemoArgs {
     /// under the temp directory).
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// Line rate of the lab's links: unlimited, oc3, oc12, 25m, ds3 or cells/s.
-    #[arg(long, default_value = "unlimited")]
-    rate: String,
+    /// Line rate of the lab's links: unlimited, oc3, oc12, 25m, ds3 or cells/s (default:
+    /// both OC-3c and unlimited, one after the other).
+    #[arg(long)]
+    rate: Option<String>,
     /// Where to write the capture (default: natm-demo.pcap in the temp directory).
     #[arg(long)]
     pcap: Option<PathBuf>,
@@ -146,8 +149,8 @@ fn fresh_dir() -> PathBuf {
     std::env::temp_dir().join(format!("natm-demo-{}-{nanos:09}", std::process::id()))
 }
 
-/// The demo's plan from the options.
-fn plan(args: &DemoArgs) -> Result<Plan, CliError> {
+/// The demo's plan from the options, its links at `rate`.
+fn plan(args: &DemoArgs, rate: &str) -> Result<Plan, CliError> {
     let stream_time = usage_secs("--stream-seconds", args.stream_seconds)?;
     if args.pings == 0 || args.pings > 1000 {
         return Err(CliError::usage(format!(
@@ -171,14 +174,32 @@ fn plan(args: &DemoArgs) -> Result<Plan, CliError> {
     let cbr_qos: Qos = cbr_text
         .parse()
         .map_err(|e| CliError::usage(format!("--cbr-pcr {}: {e}", args.cbr_pcr)))?;
-    let topology = topology::Topology::parse(topology::DEFAULT_TOPOLOGY, Some(&args.rate))
-        .map_err(|e| CliError::usage(format!("--rate {}: {e}", args.rate)))?;
+    let topology = topology::Topology::parse(topology::DEFAULT_TOPOLOGY, Some(rate))
+        .map_err(|e| CliError::usage(format!("--rate {rate}: {e}")))?;
+    let dir = match (&args.dir, args.rate.is_some()) {
+        (Some(d), true) => d.clone(),
+        // Both worlds: a directory each, so that the second lab never meets the first's.
+        (Some(d), false) => d.join(rate),
+        (None, _) => fresh_dir(),
+    };
     Ok(Plan {
-        dir: args.dir.clone().unwrap_or_else(fresh_dir),
+        dir,
         topology,
         topology_text: topology::DEFAULT_TOPOLOGY.to_string(),
-        rate: args.rate.clone(),
-        pcap: args.pcap.clone().unwrap_or_else(network::default_pcap),
+        rate: rate.to_string(),
+        pcap: {
+            let pcap = args.pcap.clone().unwrap_or_else(network::default_pcap);
+            match args.rate {
+                Some(_) => pcap,
+                // Both worlds: a capture each, named after the rate.
+                None => pcap.with_file_name(format!(
+                    "{}-{rate}.pcap",
+                    pcap.file_stem()
+                        .and_then(|s| s.to_str())
+                        .unwrap_or("natm-demo")
+                )),
+            }
+        },
         pings: args.pings,
         rr_count: args.rr_count,
         stream_time,
@@ -188,31 +209,67 @@ fn plan(args: &DemoArgs) -> Result<Plan, CliError> {
     })
 }
 
-/// The demo's network run: natm-bench's engine, narrated as it goes, then the table.
+/// The demo's network runs (one at `--rate`, or OC-3c then unlimited): natm-bench's
+/// engine, narrated as it goes, then a table each. With `--json`: one run's document, or
+/// `{"runs": [...]}` for both.
 fn network(args: &DemoArgs) -> CmdResult {
     let say = Say { json: args.json };
-    let plan = plan(args)?;
+    let rates: Vec<&str> = match &args.rate {
+        Some(r) => vec![r.as_str()],
+        None => vec!["oc3", "unlimited"],
+    };
+    let plans = rates
+        .iter()
+        .map(|r| plan(args, r))
+        .collect::<Result<Vec<_>, _>>()?;
     let stop = Arc::new(AtomicBool::new(false));
     natm_switchd::install_signal_stop(&stop)
         .map_err(|e| CliError::failure(format!("cannot install signal handlers: {e}")))?;
-    let out =
-        network::run(&plan, &stop, |step| say.lines(&step.narration(&plan))).map_err(failed)?;
     let floor_ns = oc3_floor_ns();
+    let mut docs = Vec::new();
+    let mut tables = String::new();
+    let mut decode_errors = Vec::new();
+    for plan in &plans {
+        if plans.len() > 1 {
+            say.lines(&format!("\n=== natm demo at {} ===\n", plan.rate));
+        }
+        // On a thread of its own: the engines pin the thread they run on, which must not
+        // hold the next run to that CPU.
+        let out = std::thread::scope(|scope| {
+            scope
+                .spawn(|| network::run(plan, &stop, |step| say.lines(&step.narration(plan))))
+                .join()
+        })
+        .map_err(|_| CliError::failure("the demo's run panicked"))?
+        .map_err(failed)?;
+        docs.push(out.json(plan, floor_ns));
+        tables.push_str(&out.table(floor_ns, &plan.rate));
+        if let Tshark::Decoded { errors, .. } = out.tshark
+            && errors > 0
+        {
+            decode_errors.push(format!(
+                "tshark found {errors} errors in {}",
+                plan.pcap.display()
+            ));
+        }
+    }
+    if let (Some(d), None) = (&args.dir, &args.rate) {
+        // The runs' directories went with their labs; the parent made for them goes too.
+        let _ = std::fs::remove_dir(d);
+    }
     if args.json {
-        let doc = out.json(&plan, floor_ns);
+        let doc = match docs.len() {
+            1 => docs.remove(0),
+            _ => serde_json::json!({ "runs": docs }),
+        };
         let text = serde_json::to_string_pretty(&doc)
             .map_err(|e| CliError::failure(format!("JSON: {e}")))?;
         println!("{text}");
     } else {
-        print!("{}", out.table(floor_ns, &args.rate));
+        print!("{tables}");
     }
-    if let Tshark::Decoded { errors, .. } = out.tshark
-        && errors > 0
-    {
-        return Err(CliError::failure(format!(
-            "tshark found {errors} errors in {}",
-            plan.pcap.display()
-        )));
+    if !decode_errors.is_empty() {
+        return Err(CliError::failure(decode_errors.join("; ")));
     }
     Ok(())
 }
