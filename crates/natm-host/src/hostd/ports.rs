@@ -176,7 +176,11 @@ impl Hostd {
             DataPath::Auto if self.opts.lanes.is_some() && notify != NotifyMode::Signal => {
                 match self.make_lane(vc, buffers, buffer_size, notify) {
                     Ok(made) => (DataPath::Lane, Some(made)),
-                    Err(_) => (DataPath::Direct, None),
+                    Err(_) => {
+                        // Counted where `natm stat` shows the host's lane failures.
+                        self.stats.lane_failures += 1;
+                        (DataPath::Direct, None)
+                    }
                 }
             }
             DataPath::Auto => (DataPath::Direct, None),
