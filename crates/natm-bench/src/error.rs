@@ -72,7 +72,7 @@ pub enum Error {
     },
     /// A run on the lane path failed: what a lane needs, after why.
     #[error(
-        "{0} (lanes need a lab at `--rate unlimited`; `--paths direct,daemon` leaves them out)"
+        "{0} (lanes need shared-memory links without impairments; `--paths direct,daemon` leaves them out)"
     )]
     Lane(Box<Error>),
     /// SIGINT or SIGTERM came during the measurement.

@@ -200,6 +200,11 @@ pub struct InputLine {
     free_at: u128,
 }
 
+/// [`COALESCE`] in the switch core's time: how late a rated port's burst may leave
+/// ([`Switch::poll_timeout_within`]) and how much of an idle input line is saved.
+pub const BURST_WINDOW: natm_core::Duration =
+    natm_core::Duration::from_nanos(COALESCE.as_nanos() as u64);
+
 /// Ticks (ns × rate) per cell.
 const SLOT_TICKS: u128 = 1_000_000_000;
 
@@ -215,7 +220,7 @@ impl InputLine {
     /// `free_at`, no earlier than the window before `now` (slots unused longer ago are not
     /// saved up).
     fn floor(&self, now: Instant) -> u128 {
-        let window = COALESCE.as_nanos();
+        let window = u128::from(BURST_WINDOW.as_nanos());
         let start = u128::from(now.as_nanos()).saturating_sub(window) * self.rate;
         self.free_at.max(start)
     }
@@ -239,7 +244,7 @@ impl InputLine {
     /// When a lane held back by the line is read again: once a burst's worth of slots
     /// ([`COALESCE`]) has come, as the hosts' emulated lines hand theirs over.
     pub fn due(&self) -> Instant {
-        let ns = self.free_at.div_ceil(self.rate) + COALESCE.as_nanos();
+        let ns = self.free_at.div_ceil(self.rate) + u128::from(BURST_WINDOW.as_nanos());
         Instant::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
     }
 }
@@ -583,10 +588,9 @@ impl Fabric {
             // A rated port's cells go in bursts, when the burst's last slot has come (the
             // slots stay exact): sending each as its slot passed kept this loop, and the
             // peer's, awake for every cell.
-            let window = natm_core::Duration::from_nanos(COALESCE.as_nanos() as u64);
             let mut n = if self
                 .switch
-                .port_timeout_within(id, window)
+                .port_timeout_within(id, BURST_WINDOW)
                 .is_some_and(|t| t > now)
             {
                 0

@@ -451,8 +451,7 @@ fn sleep(
     let mut until = now + MAX_SLEEP;
     let mut cap = |t: StdInstant| until = until.min(t);
     // Rated ports' slots: a burst's at once, as the hosts' emulated lines hand theirs over.
-    let window = natm_core::Duration::from_nanos(natm_link::emulated::COALESCE.as_nanos() as u64);
-    if let Some(t) = fabric.switch.poll_timeout_within(window) {
+    if let Some(t) = fabric.switch.poll_timeout_within(fabric::BURST_WINDOW) {
         cap(fabric.to_std(t));
     }
     if holding || mgmt.has_output() {
@@ -474,11 +473,12 @@ fn sleep(
                 // it feeds making room is what ends the pause.
                 // Lanes held back by the port's input line are read at its deadline, not
                 // when they turn readable (they are readable all along).
-                if let Some(t) = p.input_due() {
+                let input_due = p.input_due();
+                if let Some(t) = input_due {
                     cap(fabric.to_std(t));
                 }
                 let waited =
-                    |l: &&fabric::Lane| (!l.paused() && p.input_due().is_none()) || l.held() > 0;
+                    |l: &&fabric::Lane| (!l.paused() && input_due.is_none()) || l.held() > 0;
                 for lane in p.lanes.iter().filter(waited) {
                     match lane.link.poll_fd() {
                         Some(fd) => fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN)),

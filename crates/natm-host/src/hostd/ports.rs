@@ -169,38 +169,36 @@ impl Hostd {
             .assess(&qos.tx)
             .map_err(|e| refused(e.to_string()))?;
         let owner_pid = self.conns.get(&id).map_or(0, |c| c.pid);
+        let direct = || make_channel(buffers, buffer_size, notify, signal_target, owner_pid);
         // Auto: the application's own lane where the link has lanes (the fastest path, no
         // daemon between the application and the switch), else the direct path; a lane the
         // switch refuses falls back to the direct path too.
-        let (path, lane) = match path {
+        let (path, (mem, fds)) = match path {
             DataPath::Auto if self.opts.lanes.is_some() && notify != NotifyMode::Signal => {
                 match self.make_lane(vc, buffers, buffer_size, notify) {
-                    Ok(made) => (DataPath::Lane, Some(made)),
+                    Ok(made) => (DataPath::Lane, made),
                     Err(_) => {
                         // Counted where `natm stat` shows the host's lane failures.
                         self.stats.lane_failures += 1;
-                        (DataPath::Direct, None)
+                        (DataPath::Direct, direct()?)
                     }
                 }
             }
-            DataPath::Auto => (DataPath::Direct, None),
-            p => (p, None),
-        };
-        let (mem, fds) = match (path, lane) {
-            (_, Some(made)) => made,
-            (path, None) => match path {
-                DataPath::Lane => self.make_lane(vc, buffers, buffer_size, notify)?,
-                DataPath::Daemon => (
+            DataPath::Auto | DataPath::Direct => (DataPath::Direct, direct()?),
+            DataPath::Lane => (
+                DataPath::Lane,
+                self.make_lane(vc, buffers, buffer_size, notify)?,
+            ),
+            DataPath::Daemon => (
+                DataPath::Daemon,
+                (
                     ChannelMem::Daemon {
                         bufs: VecBuffers::new(buffers, buffer_size as usize),
                         free_tx: (buffers / 2..buffers).rev().collect(),
                     },
                     Vec::new(),
                 ),
-                DataPath::Auto | DataPath::Direct => {
-                    make_channel(buffers, buffer_size, notify, signal_target, owner_pid)?
-                }
-            },
+            ),
         };
         let mut cookie = [0u8; 16];
         if rustix::rand::getrandom(&mut cookie, rustix::rand::GetRandomFlags::empty()).unwrap_or(0)

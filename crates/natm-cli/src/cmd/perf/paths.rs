@@ -45,7 +45,7 @@ pub struct PathsArgs {
     #[arg(long, default_value = "adaptive")]
     mode: String,
     /// The paths to measure, in this order, comma separated: lane, direct, daemon (the
-    /// lane path needs the lab's links at unlimited rate).
+    /// lane path needs shared-memory links without impairments).
     #[arg(long, default_value = "lane,direct,daemon")]
     paths: String,
     /// Write a PNG plot of throughput against size per path measured, with UDP and TCP:
