@@ -288,7 +288,19 @@ impl Host {
             max_sdu: max_sdu as usize,
             direct: None,
         };
-        // The path hostd took (the one asked for, or for `Auto` the fastest it had).
+        // The path hostd took: the one asked for, or for `Auto` the lane or the direct path.
+        // Anything else would leave this side waiting on the wrong path (`vc` closes again).
+        let fits = match opts.path {
+            DataPath::Auto => matches!(path, DataPath::Direct | DataPath::Lane),
+            asked => asked == path,
+        };
+        if !fits {
+            return Err(protocol(format!(
+                "hostd opened a {} path VC for a {} request",
+                path.name(),
+                opts.path.name()
+            )));
+        }
         if path == DataPath::Direct {
             // From here on, a failure closes the VC again (Vc's Drop).
             let daemon = lock(&self.conn).stream.try_clone()?;
