@@ -177,9 +177,8 @@ pub struct PortLink {
     pub lanes: Vec<Lane>,
     /// `(vc key, lane index)`, sorted by key: which lane a VC's cells go to.
     lane_of: Vec<(u32, usize)>,
-    /// The switch paces the port's output (its link has a rate).
-    paced: bool,
-    /// A rated port's input line, which its lanes' cells cross (see [`InputLine`]).
+    /// A rated port's input line, which its lanes' cells cross (see [`InputLine`]); `Some`
+    /// exactly when the switch paces the port's output.
     input: Option<InputLine>,
     /// The last read of the lanes stopped at the input line's allowance: the lanes are
     /// not waited on until [`InputLine::due`].
@@ -445,7 +444,6 @@ impl Fabric {
             format: config.format,
             lanes: Vec::new(),
             lane_of: Vec::new(),
-            paced: config.rate != natm_core::LineRate::Unlimited,
             input: config.rate.cells_per_s().map(InputLine::new),
             input_blocked: false,
         });
@@ -629,7 +627,8 @@ impl Fabric {
             match result {
                 Ok(k) => {
                     step.sent += k;
-                    if p.paced {
+                    // A rated port (it has an input line) paces its output too.
+                    if p.input.is_some() {
                         step.sent_paced += k;
                     }
                     if k < n {
