@@ -630,7 +630,7 @@ impl<M: ChannelMemory> Host<M> {
         for p in self.pings.drain(..) {
             self.events.push_back(Event::PingFailed { ping: p.id });
         }
-        self.round.clear();
+        self.end_round();
         self.source = Source::None;
     }
 
@@ -768,8 +768,7 @@ impl<M: ChannelMemory> Host<M> {
             if self.round_at == self.round.len() {
                 let fresh = self.round.is_empty();
                 if !fresh && !self.round_progress {
-                    self.round.clear();
-                    self.round_at = 0;
+                    self.end_round();
                     return None;
                 }
                 self.start_round();
@@ -801,11 +800,19 @@ impl<M: ChannelMemory> Host<M> {
         Some(&c.out[c.sent..c.filled])
     }
 
+    /// Ends the round: the next [`poll_transmit`](Self::poll_transmit) starts a fresh one.
+    /// The one way to empty `round`, so that `round_at` never points past it (the link going
+    /// down once cleared the round and left its place: a fuzzed link down mid-round, then
+    /// up, indexed an empty round).
+    fn end_round(&mut self) {
+        self.round.clear();
+        self.round_at = 0;
+    }
+
     /// This round's order: from the round robin's place, channels with CBR or VBR VCs
     /// first, then the others.
     fn start_round(&mut self) {
-        self.round.clear();
-        self.round_at = 0;
+        self.end_round();
         self.round_progress = false;
         let rr = ChannelId(self.rr);
         let rotated = || self.channels.range(rr..).chain(self.channels.range(..rr));
@@ -834,8 +841,7 @@ impl<M: ChannelMemory> Host<M> {
                 if c.backlog() {
                     // The link is full: this channel goes first next time.
                     self.rr = id.0;
-                    self.round.clear();
-                    self.round_at = 0;
+                    self.end_round();
                 } else {
                     self.rr = id.0.wrapping_add(1);
                 }

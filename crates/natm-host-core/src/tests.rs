@@ -448,6 +448,29 @@ fn a_link_failure_counts_what_was_queued_and_flushes_every_vc() {
     assert_eq!(drain(&mut a, t(2)).len(), 1, "the VC works again");
 }
 
+#[test]
+fn a_link_that_fails_mid_round_starts_a_fresh_round_when_it_comes_back() {
+    // Found by the host_core fuzz target: the link went down with the round half done,
+    // and the next poll indexed the emptied round at its old place.
+    let mut a = Host::new(HostConfig {
+        batch: 4,
+        ..HostConfig::new("a", None)
+    });
+    a.link_up();
+    let (x, xh) = with_vc(&mut a, "0.40", "ubr");
+    let (y, yh) = with_vc(&mut a, "0.41", "ubr");
+    send(&mut a, x, xh, 8, &[1; 400]);
+    send(&mut a, y, yh, 8, &[2; 400]);
+    let n = a.poll_transmit(t(0)).expect("x's first batch").len();
+    a.transmitted(n);
+    a.link_down();
+    a.link_up();
+    send(&mut a, x, xh, 9, &[3; 40]);
+    let cells = drain(&mut a, t(1));
+    assert_eq!(cells.len(), 1, "the VC works again, from a fresh round");
+    assert_eq!(header(&cells[0]).vc.vci.get(), 40);
+}
+
 // ------------------------------------------------------------------------ OAM
 
 #[test]
