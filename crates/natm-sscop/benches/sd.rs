@@ -1,0 +1,2 @@
+//! SD throughput between two SSCOP endpoints in virtual time (filled in with the machine).
+fn main() {}
