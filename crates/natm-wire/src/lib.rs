@@ -13,6 +13,7 @@
 //! * [`llc`]: RFC 2684 encapsulations (LLC/SNAP routed and bridged, VC-mux).
 //! * [`atmarp`]: RFC 2225 ATMARP packets.
 //! * [`atmtcp`]: linux-atm's atmtcp framing (8-byte header, text control on VC 0.0).
+//! * [`q2931`]: UNI 3.1 / 4.0 signalling messages and IEs, and their mapping to natm QoS.
 //!
 //! ```
 //! use natm_core::VcId;
@@ -45,6 +46,7 @@ pub mod cell;
 pub mod crc32;
 pub mod llc;
 pub mod oam;
+pub mod q2931;
 pub mod rm;
 
 pub use aal5::Segmenter;
