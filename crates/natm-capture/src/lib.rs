@@ -16,7 +16,8 @@
 //!
 //! [`Writer`] and [`Reader`] move typed [`Record`]s in and out; [`summarize`] turns a record
 //! into a one-line [`Summary`] with natm's verdicts (AAL5 receive checks, HEC, CRC-10) and
-//! what the bytes carry (OAM function, LLC/SNAP encapsulation, ATMARP), which `natm dump`
+//! what the bytes carry (OAM function, LLC/SNAP encapsulation, ATMARP, and on the
+//! signalling VC the SSCOP PDU and its Q.2931 message, [`signalling`]), which `natm dump`
 //! prints.
 //!
 //! Guarantees: nothing here panics on the contents of a file; the reader allocates at most
@@ -51,11 +52,13 @@ pub mod exported_pdu;
 pub mod pcap;
 mod record;
 pub mod send;
+pub mod signalling;
 pub mod summary;
 pub mod sunatm;
 
 pub use error::CaptureError;
 pub use pcap::{FileHeader, LinkType, TsResolution};
 pub use record::{CellRecord, Reader, Record, RecordKind, Writer};
+pub use signalling::Signalling;
 pub use summary::{Summary, summarize};
 pub use sunatm::{Direction, SunAtmType};

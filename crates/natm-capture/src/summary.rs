@@ -8,8 +8,12 @@
 //! function), RFC 2684 LLC/SNAP encapsulations, ATMARP packets, signalling and ILMI VCs.
 //! A cell whose HEC was corrected is described after correction.
 //!
-//! Not here: reassembly of cell records into PDUs (each record is summarised alone), and
-//! decoding SSCOP or Q.2931.
+//! Signalling records (SunATM typed signalling, SunATM or AAL5 SDUs on VCI 5 that are not
+//! LLC-encapsulated, exported PDUs for Wireshark's `sscop` or `q2931` dissectors) are
+//! decoded further, SSCOP and Q.2931, into [`Summary::signalling`] ([`crate::signalling`]);
+//! an AAL5 PDU only once its CRC and Length pass.
+//!
+//! Not here: reassembly of cell records into PDUs (each record is summarised alone).
 
 use core::fmt;
 
@@ -25,6 +29,7 @@ use crate::erf::{self, record_type};
 use crate::exported_pdu;
 use crate::pcap::LinkType;
 use crate::record::{CellRecord, Record, RecordKind};
+use crate::signalling::Signalling;
 use crate::sunatm::{self, SunAtmType};
 
 /// What a record is, for display.
@@ -212,6 +217,9 @@ pub struct Summary {
     pub decoded: Option<String>,
     /// Anything else worth saying (the SunATM type, why a record stayed raw).
     pub note: Option<String>,
+    /// A signalling record decoded: the SSCOP PDU and the Q.2931 message it carries, or
+    /// why they did not decode.
+    pub signalling: Option<Signalling>,
 }
 
 fn serialize_time<S: serde::Serializer>(t: &Instant, s: S) -> Result<S::Ok, S::Error> {
@@ -236,6 +244,7 @@ impl Summary {
             oam: None,
             decoded: None,
             note: None,
+            signalling: None,
         }
     }
 
@@ -275,6 +284,9 @@ impl fmt::Display for Summary {
         for text in [&self.oam, &self.decoded].into_iter().flatten() {
             write!(f, " {text}")?;
         }
+        if let Some(s) = &self.signalling {
+            write!(f, " {s}")?;
+        }
         if let Some(n) = &self.note {
             write!(f, " ({n})")?;
         }
@@ -296,20 +308,41 @@ pub fn summarize(record: &Record) -> Summary {
         } => {
             let mut s = Summary::new(time, Kind::SunAtm, sdu.len()).with_vc(*vc);
             s.decoded = match kind {
-                SunAtmType::Qsaal => Some("sscop signalling".into()),
+                SunAtmType::Qsaal => Some(SSCOP.into()),
                 SunAtmType::Ilmi => Some("ilmi".into()),
                 SunAtmType::Lane => Some("lane".into()),
                 _ => describe_sdu(*vc, sdu),
             };
+            s.signalling = signalling(&s.decoded, sdu);
             s.note = Some(format!("sunatm {kind} {direction}"));
             s
         }
         RecordKind::Other { linktype, bytes } => {
             let mut s = Summary::new(time, Kind::Other, bytes.len());
             s.note = Some(why_raw(*linktype, bytes));
+            if *linktype == LinkType::ExportedPdu
+                && let Some((name, data)) = exported_pdu::decode(bytes)
+            {
+                s.signalling = match name {
+                    b"sscop" => Some(Signalling::from_sscop(data)),
+                    b"q2931" => Some(Signalling::from_q2931(data)),
+                    _ => None,
+                };
+                if s.signalling.is_some() {
+                    s.decoded = Some(String::from_utf8_lossy(name).into_owned());
+                }
+            }
             s
         }
     }
+}
+
+/// What [`describe_sdu`] calls the signalling VC's SDUs.
+const SSCOP: &str = "sscop signalling";
+
+/// The SSCOP and Q.2931 decoding of an SDU described as signalling.
+fn signalling(decoded: &Option<String>, sdu: &[u8]) -> Option<Signalling> {
+    (decoded.as_deref() == Some(SSCOP)).then(|| Signalling::from_sscop(sdu))
 }
 
 fn aal5_summary(time: Instant, vc: VcId, pdu: &[u8]) -> Summary {
@@ -321,7 +354,9 @@ fn aal5_summary(time: Instant, vc: VcId, pdu: &[u8]) -> Summary {
         Ok(n) => {
             s.aal5 = Some(Aal5Check::Ok);
             s.sdu_len = Some(n);
-            s.decoded = pdu.get(..n).and_then(|sdu| describe_sdu(vc, sdu));
+            let sdu = pdu.get(..n).unwrap_or_default();
+            s.decoded = describe_sdu(vc, sdu);
+            s.signalling = signalling(&s.decoded, sdu);
         }
         Err(e) => s.aal5 = Some(Aal5Check::from_error(e)),
     }
@@ -386,7 +421,7 @@ fn describe_sdu(vc: VcId, sdu: &[u8]) -> Option<String> {
         return Some(text);
     }
     match vc.vci {
-        Vci::SIGNALLING => Some("sscop signalling".into()),
+        Vci::SIGNALLING => Some(SSCOP.into()),
         Vci::ILMI => Some("ilmi".into()),
         _ => None,
     }

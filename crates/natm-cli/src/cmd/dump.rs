@@ -2,8 +2,12 @@
 //!
 //! Each line gives the record number, time, VPI.VCI, kind, length, natm's verdicts (AAL5
 //! receive checks, HEC, CRC-10; see `natm_capture::summary`) and what the bytes carry
-//! where natm knows (OAM function, LLC/SNAP encapsulation, ATMARP). With `--json` each line
-//! is one JSON object with the same fields plus `record`.
+//! where natm knows (OAM function, LLC/SNAP encapsulation, ATMARP). Signalling records
+//! (SunATM typed signalling, SDUs on VCI 5, exported PDUs for `sscop` or `q2931`) show the
+//! SSCOP PDU with its sequence numbers and the Q.2931 message with each IE decoded, or the
+//! codec's reason when they do not decode (`natm_capture::signalling`). With `--json` each
+//! line is one JSON object with the same fields plus `record`; signalling is the
+//! `signalling` object (`sscop`, `q2931` with `ies`, `error`).
 //!
 //! A file that is not a readable pcap, or whose framing breaks part-way, is an error
 //! (exit 2) naming the file and the byte offset; records before the break are printed
