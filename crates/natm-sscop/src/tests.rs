@@ -1127,6 +1127,11 @@ pub(crate) struct Channel {
 }
 
 impl Channel {
+    /// Take back the frame queued last (a loss chosen by the test).
+    pub(crate) fn take_last(&mut self) -> Option<Vec<u8>> {
+        self.queue.pop_back().map(|x| x.1)
+    }
+
     fn new(delay: Duration) -> Self {
         Channel {
             delay,
@@ -1491,8 +1496,8 @@ fn lost_sd_recovered_by_ustat_within_a_round_trip() {
     p.offer();
     // Lose exactly the second SD.
     p.settle();
-    let lost = p.ab.queue.pop_back().expect("the second SD");
-    assert!(matches!(Repr::parse(&lost.1), Ok(Repr::Sd { n_s: 1, .. })));
+    let lost = p.ab.take_last().expect("the second SD");
+    assert!(matches!(Repr::parse(&lost), Ok(Repr::Sd { n_s: 1, .. })));
     p.offer();
     p.run(start + ms(30), None);
     // 0 at once, then the USTAT [1, 2] and 1 again after one round trip (+ 5 ms), 2 with it.
