@@ -739,15 +739,15 @@ fn ready_sd_in_sequence_and_gaps() {
     signals!(b, ["DATA 1", "DATA 2", "DATA 3"]);
     send!(b, T0, Repr::Sd { n_s: 4, info: b"e" });
     signals!(b, ["DATA 4", "DATA 5"]);
-    // An old duplicate is dropped quietly.
+    // An old duplicate is outside the window (modulo VR(R)): a USTAT up to VR(MR).
     send!(b, T0, Repr::Sd { n_s: 2, info: b"c" });
     signals!(b, []);
-    recv!(b, []);
-    assert_eq!(b.counters().old_duplicates, 1);
+    recv!(b, ["USTAT N(R)=6 N(MR)=134 list=[7,134]"]);
+    assert_eq!(b.counters().out_of_window, 1);
     // The same N(S) twice below VR(H): recovery (MAA-ERROR Q).
     send!(b, T0, Repr::Sd { n_s: 8, info: b"i" });
-    // VR(H) is 7 since the POLL: 6 was reported by the STAT already.
-    recv!(b, ["USTAT N(R)=6 N(MR)=134 list=[7,8]"]);
+    // VR(H) is at VR(MR) since that USTAT: 8 fills in, no new gap.
+    recv!(b, []);
     send!(b, T0, Repr::Sd { n_s: 8, info: b"i" });
     signals!(b, ["MAA-Q"]);
     recv!(b, ["ER N(SQ)=2 N(MR)=128"]);
