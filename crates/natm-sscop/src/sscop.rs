@@ -70,8 +70,8 @@ fn sub(a: u32, b: u32) -> u32 {
     a.wrapping_sub(b) & SEQ_MAX
 }
 
-/// SSCOP parameters (Q.2110's timers and counts), with linux-atm's and ngatm's defaults (which are
-/// Q.2110's values for the UNI).
+/// SSCOP parameters (Q.2110's timers and counts). The timers and counts default to the
+/// values ngatm's SSCF-UNI sets (`sscfu_getdefparam`, Q.2130's); the window to linux-atm's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
     /// Timer_CC: BGN, END, RS and ER retransmission (default 1 s).
@@ -95,7 +95,8 @@ pub struct Config {
     pub max_k: usize,
     /// MaxJ: the longest UU field (default 4096).
     pub max_j: usize,
-    /// The receive window (credit) granted beyond VR(R) (default 128, ngatm's `MAXMR`).
+    /// The receive window (credit) granted beyond VR(R): VR(MR) = VR(R) + `window`
+    /// (default 30, linux-atm's `SSCOP_CF_MR`; ngatm uses 128).
     pub window: u32,
     /// Send a POLL as soon as the retransmission queue empties (ngatm's `POLLREX`, off).
     pub poll_after_retransmission: bool,
@@ -114,7 +115,7 @@ impl Default for Config {
             max_stat: 67,
             max_k: 4096,
             max_j: 4096,
-            window: 128,
+            window: 30,
             poll_after_retransmission: false,
         }
     }
