@@ -1,4 +1,5 @@
-//! One SSCOP connection endpoint: the Q.2110 state machine (§7.6 states, §7.7–7.8 SDL).
+//! One SSCOP connection endpoint: the Q.2110 state machine (its states, state variables,
+//! timers and SDL).
 //!
 //! # What it is
 //!
@@ -28,13 +29,14 @@
 //! # Sequence numbers
 //!
 //! All sequence numbers are 24-bit and compared modulo 2^24 against a base, as Q.2110
-//! §7.1 says: VT(A) for the transmitter's variables, VR(R) for the receiver's. An SD whose
-//! N(S) lies in the half-space behind VR(R) is an old duplicate and is dropped silently
-//! (Q.2110 would call it out of window and send a USTAT up to VR(MR), which the peer then
-//! reads as an N(R) error; a duplicating lower layer would turn every duplicate into a
-//! recovery).
+//! says: VT(A) for the transmitter's variables, VR(R) for the receiver's. An SD behind
+//! VR(R) is therefore outside the window like one at or beyond VR(MR): Q.2110 answers it
+//! with a USTAT up to VR(MR), which the peer reads as a list error and recovers from. A
+//! duplicating lower layer thus costs a recovery per duplicated SD (AAL5 does not
+//! duplicate); dropping such SDs quietly instead was tried and lets two ends that disagree
+//! about the numbering (after a lost END, RS or ER) lose data without a signal.
 //!
-//! # Timers (Q.2110 §7.5)
+//! # Timers
 //!
 //! Timer_CC runs in the pending states while BGN, END, RS or ER wait for their
 //! acknowledgement (MaxCC tries). In Data Transfer Ready exactly one of POLL (data
@@ -46,8 +48,8 @@
 //!
 //! # Tests
 //!
-//! The state × event tests (`tests.rs`) follow the SDL pages of Q.2110 §7.8 (figure 16,
-//! sheets 1–40), one group per state; the pair harness runs two endpoints over an impaired
+//! The state × event tests (`tests.rs`) follow Q.2110's SDL, one table per state (its
+//! module docs list the pages); the pair harness runs two endpoints over an impaired
 //! channel in virtual time.
 
 use alloc::collections::VecDeque;
@@ -68,8 +70,8 @@ fn sub(a: u32, b: u32) -> u32 {
     a.wrapping_sub(b) & SEQ_MAX
 }
 
-/// SSCOP parameters (Q.2110 §7.8), with linux-atm's and ngatm's defaults (which are
-/// Q.2110's values for the UNI, Q.2130 §7.1).
+/// SSCOP parameters (Q.2110's timers and counts). The timers and counts default to the
+/// values ngatm's SSCF-UNI sets (`sscfu_getdefparam`, Q.2130's); the window to linux-atm's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
     /// Timer_CC: BGN, END, RS and ER retransmission (default 1 s).
@@ -93,7 +95,8 @@ pub struct Config {
     pub max_k: usize,
     /// MaxJ: the longest UU field (default 4096).
     pub max_j: usize,
-    /// The receive window (credit) granted beyond VR(R) (default 128, ngatm's `MAXMR`).
+    /// The receive window (credit) granted beyond VR(R): VR(MR) = VR(R) + `window`
+    /// (default 30, linux-atm's `SSCOP_CF_MR`; ngatm uses 128).
     pub window: u32,
     /// Send a POLL as soon as the retransmission queue empties (ngatm's `POLLREX`, off).
     pub poll_after_retransmission: bool,
@@ -112,13 +115,13 @@ impl Default for Config {
             max_stat: 67,
             max_k: 4096,
             max_j: 4096,
-            window: 128,
+            window: 30,
             poll_after_retransmission: false,
         }
     }
 }
 
-/// The states of Q.2110 §7.6, numbered as the standard numbers them.
+/// The states of Q.2110, numbered as the standard numbers them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum State {
     /// 1: Idle.
@@ -143,7 +146,7 @@ pub enum State {
     DataTransferReady = 10,
 }
 
-/// The SSCOP timers (Q.2110 §7.5).
+/// The SSCOP timers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Timer {
     /// Timer_CC.
@@ -166,7 +169,8 @@ const TIMERS: [Timer; 5] = [
     Timer::Idle,
 ];
 
-/// MAA-ERROR codes (Q.2110 appendix II, table II.1).
+/// MAA-ERROR codes (Q.2110's management error indications, lettered as the standard
+/// and ngatm letter them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MaaError {
     /// A: SD PDU in a state that does not take it.
@@ -281,8 +285,8 @@ pub struct Counters {
     pub ustats: u64,
     /// SDs delivered to the user.
     pub delivered: u64,
-    /// SDs dropped as old duplicates (behind VR(R)).
-    pub old_duplicates: u64,
+    /// SDs dropped outside the receive window (at or beyond VR(MR), or behind VR(R)).
+    pub out_of_window: u64,
     /// Received PDUs that did not parse or broke a limit (MAA-ERROR U).
     pub bad_pdus: u64,
     /// User data requests dropped because the state does not take data.
@@ -308,7 +312,7 @@ pub struct Sscop {
     config: Config,
     state: State,
 
-    // Transmitter (Q.2110 §7.3).
+    // Transmitter.
     vt_s: u32,
     vt_ps: u32,
     vt_a: u32,
@@ -641,7 +645,7 @@ impl Sscop {
         self.maa(MaaError::U);
     }
 
-    /// The state × PDU table of Q.2110 §7.8.
+    /// The state × PDU table of Q.2110's SDL.
     fn dispatch(&mut self, now: Instant, r: Repr<'_>) {
         use State::*;
         let t = r.pdu_type();
@@ -952,13 +956,13 @@ impl Sscop {
     /// Q.2110 SDL "SD PDU" in Data Transfer Ready.
     fn ready_sd(&mut self, now: Instant, n_s: u32, info: &[u8]) {
         let off = sub(n_s, self.vr_r);
-        if off >= HALF {
-            self.counters.old_duplicates += 1;
-            return;
-        }
         let window = sub(self.vr_mr, self.vr_r);
         if off >= window {
-            // Beyond the credit we gave: drop, and report the gap up to VR(MR) once.
+            // Beyond the credit we gave, or behind VR(R) (which modulo VR(R) is the same):
+            // drop, and report the gap up to VR(MR) once. The peer finds that list beyond
+            // its VT(S) and recovers, which is what keeps two ends that disagree about the
+            // numbering (after lost END, RS or ER PDUs) from losing data silently.
+            self.counters.out_of_window += 1;
             if sub(self.vr_h, self.vr_r) < window {
                 self.send_ustat(self.vr_h, self.vr_mr);
                 self.vr_h = self.vr_mr;
@@ -1509,7 +1513,7 @@ impl Sscop {
         false
     }
 
-    // ---- Q.2110 §7.7 "macros" ---------------------------------------------------------
+    // ---- Q.2110's SDL "macros" -------------------------------------------------------
 
     fn initialize_mr(&mut self) {
         // VR(R) restarts at 0 when data transfer starts: the credit is the window.

@@ -1,20 +1,23 @@
 //! State × event tests for [`Sscop`] and the two-endpoint harness.
 //!
-//! The tables follow Q.2110 §7.8 (figure 16, the SDL), one group per state; each row is
-//! one (state, input) cell with the state reached, the PDUs sent and the signals given:
+//! The tables follow Q.2110's SDL (§7.7 and the state transition diagrams), one group per
+//! state; each row is one (state, input) cell with the state reached, the PDUs sent and the
+//! signals given. The page numbers are those of Q.2110 (07/94) as FreeBSD's ngatm cites
+//! them beside each transition:
 //!
-//! | group | SDL sheets | state |
+//! | group | Q.2110 pages | state |
 //! |---|---|---|
-//! | `table_idle` | 1–3 | 1 Idle |
-//! | `table_outgoing_connection_pending` | 4–6 | 2 |
-//! | `table_incoming_connection_pending` | 7–9 | 3 |
-//! | `table_outgoing_disconnection_pending` | 10–12 | 4 |
-//! | `table_outgoing_resynchronization_pending` | 13–15 | 5 |
-//! | `table_incoming_resynchronization_pending` | 16–18 | 6 |
-//! | `table_outgoing_recovery_pending` | 19–22 | 7 |
-//! | `table_recovery_response_pending` | 23–25 | 8 |
-//! | `table_incoming_recovery_pending` | 26–29 | 9 |
-//! | `table_ready` and the `ready_*` tests | 30–40 | 10 Data Transfer Ready |
+//! | `table_idle` | 31–33 | 1 Idle |
+//! | `table_outgoing_connection_pending` | 34–36 | 2 |
+//! | `table_incoming_connection_pending` | 37–39 | 3 |
+//! | `table_outgoing_disconnection_pending` | 40–42 | 4 |
+//! | `table_outgoing_resynchronization_pending` | 43–45 | 5 |
+//! | `table_incoming_resynchronization_pending` | 46–48 | 6 |
+//! | `table_outgoing_recovery_pending` | 49–52 | 7 |
+//! | `table_recovery_response_pending` | 53–55 | 8 |
+//! | `table_incoming_recovery_pending` | 56–59 | 9 |
+//! | `table_ready` and the `ready_*` tests | 60–72 | 10 Data Transfer Ready |
+//! | UD/MD rows of every table | 73–74 | any state |
 //!
 //! Every PDU type (retransmitted and new N(SQ) where that matters), every timer that runs in
 //! the state (with tries left and at MaxCC) and every AA-signal the state takes is a row.
@@ -117,7 +120,7 @@ fn idle() -> Sscop {
 fn out_pend() -> Sscop {
     let mut s = idle();
     s.establish_request(T0, b"hi".to_vec(), true);
-    recv!(s, ["BGN N(SQ)=1 N(MR)=128 uu=2"]);
+    recv!(s, ["BGN N(SQ)=1 N(MR)=30 uu=2"]);
     s
 }
 
@@ -156,7 +159,7 @@ fn out_dis() -> Sscop {
 fn out_resync() -> Sscop {
     let mut s = ready();
     s.resync_request(T0, Vec::new());
-    recv!(s, ["RS N(SQ)=2 N(MR)=128 uu=0"]);
+    recv!(s, ["RS N(SQ)=2 N(MR)=30 uu=0"]);
     s
 }
 
@@ -190,7 +193,7 @@ fn out_rec() -> Sscop {
         }
     );
     signals!(s, ["MAA-R"]);
-    recv!(s, ["ER N(SQ)=2 N(MR)=128"]);
+    recv!(s, ["ER N(SQ)=2 N(MR)=30"]);
     assert_eq!(s.state(), State::OutgoingRecoveryPending);
     s
 }
@@ -694,7 +697,7 @@ fn table_ready() {
     );
 }
 
-// ---- Data Transfer Ready in detail (Q.2110 SDL sheets 33–40) ------------------------------
+// ---- Data Transfer Ready in detail (Q.2110 pp. 63–72) -------------------------------------
 
 /// Both ends established with each other, everything drained.
 fn pair_ready() -> (Sscop, Sscop) {
@@ -722,32 +725,32 @@ fn ready_sd_in_sequence_and_gaps() {
     signals!(b, ["DATA 0"]);
     // 1 lost, 2 arrives: a new gap gives a USTAT [1, 2].
     send!(b, T0, Repr::Sd { n_s: 2, info: b"c" });
-    recv!(b, ["USTAT N(R)=1 N(MR)=129 list=[1,2]"]);
+    recv!(b, ["USTAT N(R)=1 N(MR)=31 list=[1,2]"]);
     send!(b, T0, Repr::Sd { n_s: 3, info: b"d" });
     recv!(b, []);
     // 5 after 3: another gap, another USTAT.
     send!(b, T0, Repr::Sd { n_s: 5, info: b"f" });
-    recv!(b, ["USTAT N(R)=1 N(MR)=129 list=[4,5]"]);
+    recv!(b, ["USTAT N(R)=1 N(MR)=31 list=[4,5]"]);
     // A POLL: STAT lists both gaps and what was received after them.
     send!(b, T0, Repr::Poll { n_ps: 1, n_s: 7 });
-    recv!(b, ["STAT N(R)=1 N(MR)=129 N(PS)=1 list=[1,2,4,5,6,7]"]);
+    recv!(b, ["STAT N(R)=1 N(MR)=31 N(PS)=1 list=[1,2,4,5,6,7]"]);
     // The retransmissions fill the gaps in order.
     send!(b, T0, Repr::Sd { n_s: 1, info: b"b" });
     signals!(b, ["DATA 1", "DATA 2", "DATA 3"]);
     send!(b, T0, Repr::Sd { n_s: 4, info: b"e" });
     signals!(b, ["DATA 4", "DATA 5"]);
-    // An old duplicate is dropped quietly.
+    // An old duplicate is outside the window (modulo VR(R)): a USTAT up to VR(MR).
     send!(b, T0, Repr::Sd { n_s: 2, info: b"c" });
     signals!(b, []);
-    recv!(b, []);
-    assert_eq!(b.counters().old_duplicates, 1);
+    recv!(b, ["USTAT N(R)=6 N(MR)=36 list=[7,36]"]);
+    assert_eq!(b.counters().out_of_window, 1);
     // The same N(S) twice below VR(H): recovery (MAA-ERROR Q).
     send!(b, T0, Repr::Sd { n_s: 8, info: b"i" });
-    // VR(H) is 7 since the POLL: 6 was reported by the STAT already.
-    recv!(b, ["USTAT N(R)=6 N(MR)=134 list=[7,8]"]);
+    // VR(H) is at VR(MR) since that USTAT: 8 fills in, no new gap.
+    recv!(b, []);
     send!(b, T0, Repr::Sd { n_s: 8, info: b"i" });
     signals!(b, ["MAA-Q"]);
-    recv!(b, ["ER N(SQ)=2 N(MR)=128"]);
+    recv!(b, ["ER N(SQ)=2 N(MR)=30"]);
 }
 
 #[test]
@@ -796,8 +799,8 @@ fn ready_stat_splits_long_lists() {
     recv!(
         b,
         [
-            "STAT N(R)=0 N(MR)=128 N(PS)=1 list=[0,1,2,3]",
-            "STAT N(R)=0 N(MR)=128 N(PS)=1 list=[4,5,6,7,8]",
+            "STAT N(R)=0 N(MR)=30 N(PS)=1 list=[0,1,2,3]",
+            "STAT N(R)=0 N(MR)=30 N(PS)=1 list=[4,5,6,7,8]",
         ]
     );
 }
@@ -1042,7 +1045,7 @@ fn sequence_numbers_wrap_modulo_2_24() {
             b.handle_pdu(T0, p);
         }
     }
-    recv!(b, ["USTAT N(R)=0 N(MR)=128 list=[0,1]"]);
+    recv!(b, ["USTAT N(R)=0 N(MR)=30 list=[0,1]"]);
     send!(
         a,
         T0,
@@ -1127,6 +1130,11 @@ pub(crate) struct Channel {
 }
 
 impl Channel {
+    /// Take back the frame queued last (a loss chosen by the test).
+    pub(crate) fn take_last(&mut self) -> Option<Vec<u8>> {
+        self.queue.pop_back().map(|x| x.1)
+    }
+
     fn new(delay: Duration) -> Self {
         Channel {
             delay,
@@ -1491,8 +1499,8 @@ fn lost_sd_recovered_by_ustat_within_a_round_trip() {
     p.offer();
     // Lose exactly the second SD.
     p.settle();
-    let lost = p.ab.queue.pop_back().expect("the second SD");
-    assert!(matches!(Repr::parse(&lost.1), Ok(Repr::Sd { n_s: 1, .. })));
+    let lost = p.ab.take_last().expect("the second SD");
+    assert!(matches!(Repr::parse(&lost), Ok(Repr::Sd { n_s: 1, .. })));
     p.offer();
     p.run(start + ms(30), None);
     // 0 at once, then the USTAT [1, 2] and 1 again after one round trip (+ 5 ms), 2 with it.
