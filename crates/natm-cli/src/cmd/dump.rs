@@ -27,7 +27,8 @@ use crate::{CliError, CmdResult};
 #[derive(Args)]
 pub struct DumpArgs {
     /// The capture: classic pcap, any link type (ERF, SunATM and exported-PDU cells are
-    /// decoded).
+    /// decoded; on the signalling VC 0.5, and in exported `sscop` / `q2931` PDUs, SSCOP
+    /// and Q.2931 too).
     file: PathBuf,
     /// Print one JSON object per record instead of text.
     #[arg(long)]
