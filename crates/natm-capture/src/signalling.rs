@@ -948,57 +948,6 @@ mod tests {
         }
     }
 
-    /// IEs in an emitted message.
-    fn ie_count(msg: &[u8]) -> usize {
-        let (mut at, mut n) = (natm_wire::q2931::HEADER_LEN, 0);
-        while at + 4 <= msg.len() {
-            at += 4 + usize::from(u16::from_be_bytes([msg[at + 2], msg[at + 3]]));
-            n += 1;
-        }
-        n
-    }
-
-    fn sscop_text(pdu: &[u8]) -> String {
-        Repr::parse(pdu).unwrap().to_string()
-    }
-
-    /// Whatever the codec emits, natm dump decodes: SD then the same message, every IE
-    /// shown (raw ones as `unknown`), the codec's own problems only. (On a thread with a
-    /// large stack: the message strategy's types nest deeply in a debug build.)
-    #[test]
-    fn every_message_the_codec_emits() {
-        std::thread::Builder::new()
-            .stack_size(256 << 20)
-            .spawn(|| {
-                let mut runner = proptest::test_runner::TestRunner::default();
-                let strategy = (natm_wire::q2931::arbitrary::message(), 0u32..=0xFF_FFFF);
-                runner
-                    .run(&strategy, |(m, n_s)| {
-                        let bytes = m.to_vec();
-                        let sd = Repr::Sd { n_s, info: &bytes }.to_vec().unwrap();
-                        let s = Signalling::from_sscop(&sd);
-                        prop_assert_eq!(s.error.as_ref(), None);
-                        prop_assert_eq!(s.sscop.as_ref().unwrap().n_s, Some(n_s));
-                        let q = s.q2931.as_ref().unwrap();
-                        let parsed = Message::parse(&bytes).unwrap();
-                        prop_assert_eq!(q.message_type_code, m.header.msg_type.code());
-                        prop_assert_eq!(
-                            (q.call_ref, q.call_ref_flag),
-                            (m.header.call_ref.value, m.header.call_ref.flag)
-                        );
-                        prop_assert_eq!(q.problems.len(), parsed.problems.len());
-                        prop_assert_eq!(q.ies.len(), ie_count(&bytes));
-                        prop_assert_eq!(s.to_string(), format!("{}: {}", sscop_text(&sd), q.text));
-                        serde_json::to_string(&s).unwrap();
-                        Ok(())
-                    })
-                    .unwrap();
-            })
-            .unwrap()
-            .join()
-            .unwrap();
-    }
-
     proptest! {
         #[test]
         fn never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200), q in any::<bool>()) {
