@@ -11,8 +11,8 @@
 //! messages from a fixed seed, every message type and every IE natm decodes, emitted by
 //! natm_wire::q2931 and wrapped in SSCOP SDs by natm_wire::sscop, half as SunATM typed
 //! signalling and half as ERF AAL5 on 0.5. tshark must decode each as SSCOP SD + Q.2931
-//! with natm's N(S), message type, call reference and flag, cause values and connection
-//! identifier, and report nothing but the Wireshark 4.0 q2931 dissector bugs listed in
+//! with natm's N(S), message type, call reference and flag, cause values, connection
+//! identifier, AAL type, bearer class, call state and restart class, and report nothing but the Wireshark 4.0 q2931 dissector bugs listed in
 //! `Quirks` (each recognised by where it occurs); `natm dump --json` must agree too.
 
 use std::io::Write;
@@ -1910,6 +1910,21 @@ fn tshark_decodes_random_signalling_natm_emits() {
                     })
                     .collect();
                 assert_eq!(shown, causes, "{at}: cause values");
+                let hex = |v: u8| format!("0x{v:02x}");
+                let one = |field: &str, v: Option<u8>| {
+                    assert_eq!(
+                        p.show(field).map(str::to_string),
+                        v.map(hex),
+                        "{at}: {field}"
+                    );
+                };
+                one(
+                    "q2931.aal_type",
+                    m.aal.as_ref().map(|a| a.aal_type().code()),
+                );
+                one("q2931.bearer_class", m.bearer.map(|b| b.class.code()));
+                one("q2931.call_state", m.call_state.map(|c| c.code()));
+                one("q2931.restart_indicator", m.restart.map(|r| r.class.code()));
                 if let Some(c) = &m.connection_id {
                     assert_eq!(
                         p.show("q2931.conn_id.vpci"),
