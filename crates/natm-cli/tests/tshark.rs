@@ -12,8 +12,10 @@
 //! natm_wire::q2931 and wrapped in SSCOP SDs by natm_wire::sscop, half as SunATM typed
 //! signalling and half as ERF AAL5 on 0.5. tshark must decode each as SSCOP SD + Q.2931
 //! with natm's N(S), message type, call reference and flag, cause values, connection
-//! identifier, AAL type, bearer class, call state and restart class, and report nothing but the Wireshark 4.0 q2931 dissector bugs listed in
-//! `Quirks` (each recognised by where it occurs); `natm dump --json` must agree too.
+//! identifier, AAL type, bearer class, call state and restart class (and, from exported
+//! PDUs for its `sscop` and `q2931` dissectors, one of each type), and report nothing but
+//! the Wireshark 4.0 q2931 dissector bugs listed in `Quirks` (each recognised by where it
+//! occurs); `natm dump --json` must agree too.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -1943,6 +1945,58 @@ fn tshark_decodes_random_signalling_natm_emits() {
         }
     }
     assert_eq!(checked, MESSAGES);
+
+    // Exported PDUs for Wireshark's `sscop` and `q2931` dissectors (atm-facts §9), the
+    // third way natm dump reads signalling: one SD and one bare message of each type.
+    let mut exported = Vec::new();
+    let mut expect = Vec::new();
+    for (i, (m, bytes, n_s)) in sun.1.iter().take(MsgType::ALL.len()).enumerate() {
+        for dissector in ["sscop", "q2931"] {
+            let data = if dissector == "sscop" {
+                natm_wire::sscop::Repr::Sd {
+                    n_s: *n_s,
+                    info: bytes,
+                }
+                .to_vec()
+                .unwrap()
+            } else {
+                bytes.clone()
+            };
+            let mut record = Vec::new();
+            natm_capture::exported_pdu::encode(dissector, &data, &mut record);
+            exported.push(Record {
+                time: Instant::from_nanos(2_000_000_000 + i as u64 * 1_000_000),
+                kind: RecordKind::Other {
+                    linktype: LinkType::ExportedPdu,
+                    bytes: record,
+                },
+            });
+            expect.push((dissector, m, bytes));
+        }
+    }
+    let file = write_file(LinkType::ExportedPdu, &exported, "sig-exported.pcap");
+    let packets = tshark_sig(&file.0);
+    assert_eq!(packets.len(), exported.len());
+    for ((record, (dissector, m, bytes)), p) in exported.iter().zip(&expect).zip(&packets) {
+        let at = format!("exported {dissector} ({m})");
+        let s = summarize(record);
+        assert_eq!(s.decoded.as_deref(), Some(*dissector), "{at}");
+        let q = s.signalling.as_ref().and_then(|g| g.q2931.as_ref());
+        assert_eq!(
+            q.map(|q| q.message_type_code),
+            Some(m.header.msg_type.code()),
+            "{at}"
+        );
+        assert!(
+            p.proto_pos(dissector).is_some(),
+            "{at}: tshark: {:?}",
+            p.protos
+        );
+        let mt = p.show("q2931.message_type").unwrap_or("(none)");
+        assert_eq!(mt, format!("0x{:02x}", m.header.msg_type.code()), "{at}");
+        check_sig_experts(&at, bytes, p, &mut quirks, &mut bad);
+    }
+
     assert!(
         bad.is_empty(),
         "{} of {checked} records with anomalies tshark reports beyond its known bugs:\n{}",
