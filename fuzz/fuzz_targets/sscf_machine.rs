@@ -111,7 +111,9 @@ fuzz_target!(|data: &[u8]| {
             5 | 6 => {
                 let j = 1 - i;
                 for k in 0..=arg % 8 {
-                    let Some(p) = sides[i].wire.pop_front() else { break };
+                    let Some(p) = sides[i].wire.pop_front() else {
+                        break;
+                    };
                     sides[j].s.handle_pdu(now, &p);
                     if k == 0 && arg & 8 != 0 {
                         sides[j].s.handle_pdu(now, &p);

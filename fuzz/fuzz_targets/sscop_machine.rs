@@ -166,7 +166,9 @@ fuzz_target!(|data: &[u8]| {
             0 => {
                 let br = arg & 1 == 0;
                 w.kept_buffers |= !br;
-                w.sides[i].s.establish_request(now, vec![arg; usize::from(arg % 5)], br);
+                w.sides[i]
+                    .s
+                    .establish_request(now, vec![arg; usize::from(arg % 5)], br);
             }
             1 => w.sides[i].s.release_request(now, Vec::new()),
             2 => {
@@ -204,7 +206,9 @@ fuzz_target!(|data: &[u8]| {
                 // Carry up to 8 frames from side i to the other; bit 3 duplicates the first.
                 let j = 1 - i;
                 for k in 0..=arg % 8 {
-                    let Some(p) = w.sides[i].wire.pop_front() else { break };
+                    let Some(p) = w.sides[i].wire.pop_front() else {
+                        break;
+                    };
                     w.sides[j].s.handle_pdu(now, &p);
                     if k == 0 && arg & 8 != 0 {
                         w.sides[j].s.handle_pdu(now, &p);
