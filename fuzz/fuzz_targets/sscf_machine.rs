@@ -1,11 +1,16 @@
 //! natm-sscop's SSCF-UNI: two `Sscf`s driven by arbitrary AAL-requests on either side,
 //! frames carried, dropped or duplicated one at a time, and time advanced to fire timers.
-//! Nothing may panic (SSCF's own debug assertions included); each side receives the
-//! other's numbered messages in order and without duplication, and without loss between
-//! two AAL-ESTABLISH/RELEASE signals.
+//! Nothing may panic (SSCF's own debug assertions included). Between two AAL-ESTABLISH or
+//! AAL-RELEASE signals at the sender and two at the receiver, the messages arrive in order
+//! and without duplication, and while the sender has had no such signal none is missing.
+//! Nothing more is promised across signals: Q.2110's acknowledgements (BGAK, RSAK, ERAK)
+//! carry no N(SQ), so a stale one can complete a newer BGN/RS/ER, and then one end may
+//! take SDs of the other's previous numbering for new ones (mixing, losing or repeating
+//! messages) while only one user is told; this target found that. Each message carries its
+//! number and the sender's signal count.
 #![no_main]
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use libfuzzer_sys::fuzz_target;
 use natm_core::{Duration, Instant};
@@ -16,8 +21,12 @@ struct Side {
     s: Sscf,
     wire: VecDeque<Vec<u8>>,
     next: u64,
-    last: Option<u64>,
-    epoch_ended: bool,
+    /// AAL-ESTABLISH/RELEASE signals this side has had.
+    epoch: u32,
+    /// Per (sender epoch, own epoch): the last message received.
+    last: BTreeMap<(u32, u32), u64>,
+    /// Every message received, with this side's epoch then.
+    seen: BTreeMap<u64, u32>,
 }
 
 fn drain(sides: &mut [Side; 2]) {
@@ -27,24 +36,29 @@ fn drain(sides: &mut [Side; 2]) {
         }
     }
     for i in 0..2 {
-        while let Some(e) = sides[i].s.poll_event() {
-            match e {
+        while let Some(ev) = sides[i].s.poll_event() {
+            let sender_epoch = sides[1 - i].epoch;
+            let side = &mut sides[i];
+            match ev {
                 SaalEvent::Data(d) => {
-                    let side = &mut sides[i];
                     let n = u64::from_be_bytes(d[..8].try_into().expect("8-byte number"));
-                    if let Some(last) = side.last {
-                        assert!(n > last, "got {n} after {last}");
-                        assert!(n == last + 1 || side.epoch_ended, "lost {}", last + 1);
+                    let e = u32::from_be_bytes(d[8..12].try_into().expect("4-byte epoch"));
+                    let mine = side.epoch;
+                    if let Some(then) = side.seen.insert(n, mine) {
+                        assert_ne!(then, mine, "{n} delivered twice in one epoch");
                     }
-                    side.last = Some(n);
-                    side.epoch_ended = false;
+                    if let Some(&last) = side.last.get(&(e, mine)) {
+                        assert!(n > last, "got {n} after {last}");
+                        assert!(
+                            n == last + 1 || sender_epoch != e,
+                            "lost {} while the sender's epoch {e} lasts",
+                            last + 1
+                        );
+                    }
+                    side.last.insert((e, mine), n);
                 }
                 SaalEvent::UnitData(_) => {}
-                _ => {
-                    for side in sides.iter_mut() {
-                        side.epoch_ended = true;
-                    }
-                }
+                _ => side.epoch += 1,
             }
         }
     }
@@ -59,8 +73,9 @@ fuzz_target!(|data: &[u8]| {
         }),
         wire: VecDeque::new(),
         next: 0,
-        last: None,
-        epoch_ended: false,
+        epoch: 0,
+        last: BTreeMap::new(),
+        seen: BTreeMap::new(),
     };
     let mut sides = [side(), side()];
     let mut now = Instant::from_nanos(1_000_000_000);
@@ -74,7 +89,9 @@ fuzz_target!(|data: &[u8]| {
                 for _ in 0..=arg % 6 {
                     let n = sides[i].next;
                     sides[i].next += 1;
-                    sides[i].s.request(now, SaalRequest::Data(n.to_be_bytes().to_vec()));
+                    let mut m = n.to_be_bytes().to_vec();
+                    m.extend_from_slice(&sides[i].epoch.to_be_bytes());
+                    sides[i].s.request(now, SaalRequest::Data(m));
                 }
             }
             3 => sides[i].s.request(now, SaalRequest::UnitData(vec![arg])),
@@ -97,7 +114,9 @@ fuzz_target!(|data: &[u8]| {
             5 | 6 => {
                 let j = 1 - i;
                 for k in 0..=arg % 8 {
-                    let Some(p) = sides[i].wire.pop_front() else { break };
+                    let Some(p) = sides[i].wire.pop_front() else {
+                        break;
+                    };
                     sides[j].s.handle_pdu(now, &p);
                     if k == 0 && arg & 8 != 0 {
                         sides[j].s.handle_pdu(now, &p);

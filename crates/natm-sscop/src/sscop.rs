@@ -36,6 +36,18 @@
 //! duplicate); dropping such SDs quietly instead was tried and lets two ends that disagree
 //! about the numbering (after a lost END, RS or ER) lose data without a signal.
 //!
+//! # Known limit of Q.2110
+//!
+//! BGAK, RSAK and ERAK carry no N(SQ), so a late acknowledgement (one answering an earlier,
+//! retransmitted BGN, RS or ER) completes whatever this end has pending now, while the
+//! peer may be in another numbering epoch. One end may then take SDs of the other's
+//! previous numbering for new ones: messages mixed across epochs, lost, or (when the
+//! receiver's recovery completes early and it asks again for SDs it already delivered)
+//! delivered twice. Each time one of the two users has been told (an establish, resync or
+//! recovery signal); within one epoch at both ends delivery is in order, without loss and
+//! without duplication. ngatm and linux-atm share this; the machine fuzz targets found it
+//! and check the guarantee as stated here.
+//!
 //! # Timers
 //!
 //! Timer_CC runs in the pending states while BGN, END, RS or ER wait for their
