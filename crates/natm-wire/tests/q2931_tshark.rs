@@ -10,9 +10,8 @@
 use std::io::Write as _;
 use std::process::Command;
 
-use natm_wire::q2931::{Message, arbitrary};
-use proptest::strategy::{Strategy, ValueTree};
-use proptest::test_runner::{Config, TestRng, TestRunner};
+use natm_wire::q2931::Message;
+use natm_wire::q2931::sample::{Sampler, wireshark_message};
 
 /// Builds a classic pcap (linktype 252) with one exported PDU per message.
 fn pcap(messages: &[Vec<u8>]) -> Vec<u8> {
@@ -50,14 +49,8 @@ fn tshark_decodes_random_messages() {
         eprintln!("tshark not installed: skipped");
         return;
     }
-    let mut runner = TestRunner::new_with_rng(
-        Config::default(),
-        TestRng::deterministic_rng(proptest::test_runner::RngAlgorithm::ChaCha),
-    );
-    let strategy = arbitrary::wireshark_message();
-    let messages: Vec<Message> = (0..1000)
-        .map(|_| strategy.new_tree(&mut runner).expect("a value").current())
-        .collect();
+    let mut s = Sampler::new(2931);
+    let messages: Vec<Message> = (0..1000).map(|_| wireshark_message(&mut s)).collect();
     let bytes: Vec<Vec<u8>> = messages.iter().map(Message::to_vec).collect();
     let dir = std::env::temp_dir().join(format!("natm-q2931-tshark-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

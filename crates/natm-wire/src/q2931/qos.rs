@@ -741,14 +741,15 @@ mod tests {
         }
 
         #[test]
-        fn any_ies_give_a_valid_qos_or_an_error(
-            td in super::super::arbitrary::traffic(),
-            alt in proptest::option::of(super::super::arbitrary::traffic()),
-            min in proptest::option::of(super::super::arbitrary::traffic()),
-            bearer in super::super::arbitrary::bearer(),
-            aal in proptest::option::of(super::super::arbitrary::aal()),
-            ext in proptest::option::of(super::super::arbitrary::ext_qos()),
-        ) {
+        fn any_ies_give_a_valid_qos_or_an_error(seed in any::<u64>()) {
+            use super::super::sample::{self, Sampler};
+            let s = &mut Sampler::new(seed);
+            let td = sample::traffic(s);
+            let alt = s.coin().then(|| sample::traffic(s));
+            let min = s.coin().then(|| sample::traffic(s));
+            let bearer = sample::bearer(s);
+            let aal = s.coin().then(|| sample::aal(s));
+            let ext = s.coin().then(|| sample::ext_qos(s));
             let ies = QosIes {
                 aal,
                 traffic: td,

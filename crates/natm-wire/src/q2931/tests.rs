@@ -1,13 +1,18 @@
 //! Vectors from atm-facts §5.5 (each decoded by Wireshark), malformed input per problem
-//! kind, and round-trip properties over the strategies of [`super::arbitrary`].
+//! kind, and round-trip properties over the random messages of [`super::sample`].
 
 use alloc::string::ToString;
 use alloc::vec::Vec;
 
 use proptest::prelude::*;
 
-use super::arbitrary;
+use super::sample::{self, Sampler};
 use super::*;
+
+/// A random valid message from a proptest-drawn seed.
+fn any_message() -> impl Strategy<Value = Message> {
+    any::<u64>().prop_map(|seed| sample::message(&mut Sampler::new(seed)))
+}
 
 fn hex(s: &str) -> Vec<u8> {
     let s: alloc::string::String = s.split_whitespace().collect();
@@ -420,7 +425,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
     #[test]
-    fn message_round_trip(m in arbitrary::message()) {
+    fn message_round_trip(m in any_message()) {
         let bytes = m.to_vec();
         prop_assert_eq!(bytes.len(), m.buffer_len());
         let p = Message::parse(&bytes).unwrap();
@@ -434,7 +439,7 @@ proptest! {
     }
 
     #[test]
-    fn every_type_round_trips(t in proptest::sample::select(MsgType::ALL.to_vec()), m in arbitrary::message()) {
+    fn every_type_round_trips(t in proptest::sample::select(MsgType::ALL.to_vec()), m in any_message()) {
         let mut m = m;
         m.header.msg_type = t;
         let p = Message::parse(&m.to_vec()).unwrap();
@@ -450,7 +455,7 @@ proptest! {
     }
 
     #[test]
-    fn mutated_messages_never_panic(m in arbitrary::message(), at in any::<prop::sample::Index>(), x in any::<u8>()) {
+    fn mutated_messages_never_panic(m in any_message(), at in any::<prop::sample::Index>(), x in any::<u8>()) {
         let mut b = m.to_vec();
         let i = at.index(b.len());
         b[i] ^= x;
@@ -472,32 +477,22 @@ fn ie_round_trip<T: IeCodec + PartialEq + core::fmt::Debug>(v: &T) -> Result<(),
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
     #[test]
-    fn ies_round_trip(
-        aal in arbitrary::aal(),
-        td in arbitrary::traffic(),
-        bc in arbitrary::bearer(),
-        bhli in arbitrary::bhli(),
-        blli in arbitrary::blli(),
-        conn in arbitrary::connection_id(),
-        ext in arbitrary::ext_qos(),
-        delay in arbitrary::transit_delay(),
-        cause in arbitrary::cause(),
-        state in arbitrary::call_state(),
-        restart in arbitrary::restart(),
-        note in arbitrary::notification(),
-    ) {
-        ie_round_trip(&aal)?;
-        ie_round_trip(&td)?;
-        ie_round_trip(&bc)?;
-        ie_round_trip(&bhli)?;
-        ie_round_trip(&blli)?;
-        ie_round_trip(&conn)?;
-        ie_round_trip(&ext)?;
-        ie_round_trip(&delay)?;
-        ie_round_trip(&cause)?;
-        ie_round_trip(&state)?;
-        ie_round_trip(&restart)?;
-        ie_round_trip(&note)?;
+    fn ies_round_trip(seed in any::<u64>()) {
+        let s = &mut Sampler::new(seed);
+        ie_round_trip(&sample::aal(s))?;
+        ie_round_trip(&sample::traffic(s))?;
+        ie_round_trip(&sample::bearer(s))?;
+        ie_round_trip(&sample::bhli(s))?;
+        ie_round_trip(&sample::blli(s))?;
+        ie_round_trip(&sample::connection_id(s))?;
+        ie_round_trip(&sample::ext_qos(s))?;
+        ie_round_trip(&sample::transit_delay(s))?;
+        ie_round_trip(&sample::cause(s))?;
+        ie_round_trip(&sample::call_state(s))?;
+        ie_round_trip(&sample::restart(s))?;
+        ie_round_trip(&sample::notification(s))?;
     }
 }
