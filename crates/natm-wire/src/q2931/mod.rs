@@ -61,8 +61,8 @@ pub mod ie;
 mod message;
 pub mod qos;
 
-#[cfg(any(test, feature = "proptest"))]
-pub mod arbitrary;
+#[cfg(any(test, feature = "sample"))]
+pub mod sample;
 
 use core::fmt;
 
