@@ -948,6 +948,43 @@ mod tests {
         }
     }
 
+    /// IEs in an emitted message.
+    fn ie_count(msg: &[u8]) -> usize {
+        let (mut at, mut n) = (natm_wire::q2931::HEADER_LEN, 0);
+        while at + 4 <= msg.len() {
+            at += 4 + usize::from(u16::from_be_bytes([msg[at + 2], msg[at + 3]]));
+            n += 1;
+        }
+        n
+    }
+
+    /// Whatever the codec emits, natm dump decodes: the SD, then the same message with
+    /// every IE shown (raw ones as `unknown`) and the codec's own problems only.
+    #[test]
+    fn every_message_the_codec_samples() {
+        use natm_wire::q2931::sample::{Sampler, message};
+        for seed in 0..2000u64 {
+            let m = message(&mut Sampler::new(seed));
+            let bytes = m.to_vec();
+            let n_s = (seed * 7919) as u32 & 0xFF_FFFF;
+            let sd = Repr::Sd { n_s, info: &bytes }.to_vec().unwrap();
+            let s = Signalling::from_sscop(&sd);
+            assert_eq!(s.error, None, "seed {seed}: {m}");
+            assert_eq!(s.sscop.as_ref().unwrap().n_s, Some(n_s));
+            let q = s.q2931.as_ref().unwrap();
+            let parsed = Message::parse(&bytes).unwrap();
+            assert_eq!(q.message_type_code, m.header.msg_type.code());
+            assert_eq!(
+                (q.call_ref, q.call_ref_flag),
+                (m.header.call_ref.value, m.header.call_ref.flag)
+            );
+            assert_eq!(q.problems.len(), parsed.problems.len(), "seed {seed}");
+            assert_eq!(q.ies.len(), ie_count(&bytes), "seed {seed}: {m}");
+            assert_eq!(q.text.split(" problem=[").next(), Some(&*m.to_string()));
+            serde_json::to_string(&s).unwrap();
+        }
+    }
+
     proptest! {
         #[test]
         fn never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200), q in any::<bool>()) {
