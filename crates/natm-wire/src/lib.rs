@@ -13,6 +13,7 @@
 //! * [`llc`]: RFC 2684 encapsulations (LLC/SNAP routed and bridged, VC-mux).
 //! * [`atmarp`]: RFC 2225 ATMARP packets.
 //! * [`atmtcp`]: linux-atm's atmtcp framing (8-byte header, text control on VC 0.0).
+//! * [`sscop`]: SSCOP PDUs (Q.2110), the signalling AAL's trailer-coded PDUs.
 //!
 //! ```
 //! use natm_core::VcId;
@@ -46,6 +47,7 @@ pub mod crc32;
 pub mod llc;
 pub mod oam;
 pub mod rm;
+pub mod sscop;
 
 pub use aal5::Segmenter;
 pub use cell::{CELL_LEN, Cell, CellHeader, HEADER_LEN, HecReceiver, HecVerdict, PAYLOAD_LEN, Pti};
