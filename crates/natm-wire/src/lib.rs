@@ -14,6 +14,7 @@
 //! * [`atmarp`]: RFC 2225 ATMARP packets.
 //! * [`atmtcp`]: linux-atm's atmtcp framing (8-byte header, text control on VC 0.0).
 //! * [`sscop`]: SSCOP PDUs (Q.2110), the signalling AAL's trailer-coded PDUs.
+//! * [`q2931`]: UNI 3.1 / 4.0 signalling messages and IEs, and their mapping to natm QoS.
 //!
 //! ```
 //! use natm_core::VcId;
@@ -46,6 +47,7 @@ pub mod cell;
 pub mod crc32;
 pub mod llc;
 pub mod oam;
+pub mod q2931;
 pub mod rm;
 pub mod sscop;
 

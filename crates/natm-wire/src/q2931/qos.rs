@@ -1,0 +1,1 @@
+//! natm QoS ⇄ signalling IEs (in progress).
