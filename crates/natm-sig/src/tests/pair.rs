@@ -1,0 +1,1 @@
+//! The user-network pair harness (below).
