@@ -195,7 +195,8 @@ pub struct KernelMsg {
     pub listen_vcc: u64,
     /// `Okay`/`Close`: 0 success, < 0 −errno before the call was active, > 0 after.
     pub reply: i32,
-    /// The VC (`Indicate`, `Okay` after a connect; network-mode `Connect`).
+    /// The VC (`Indicate`, `Okay` after a connect; network-mode `Connect`). Emitted with
+    /// the family set; parsed as present when the family or any field is set.
     pub pvc: Option<Pvc>,
     /// Local address.
     pub local: Option<[u8; 20]>,
@@ -292,11 +293,14 @@ impl KernelMsg {
             vcc: u64_at(field::VCC),
             listen_vcc: u64_at(field::LISTEN_VCC),
             reply: i32_at(field::REPLY),
-            pvc: (u16_at(field::PVC) == AF_ATMPVC).then(|| Pvc {
+            // atmsigd does not always set the family of a PVC it filled in (network-mode
+            // `Okay`); like its `atmpvc_addr_in_use`, any nonzero field counts.
+            pvc: Some(Pvc {
                 itf: i16_at(field::PVC + field::PVC_ITF),
                 vpi: i16_at(field::PVC + field::PVC_VPI),
                 vci: i32_at(field::PVC + field::PVC_VCI),
-            }),
+            })
+            .filter(|p| u16_at(field::PVC) == AF_ATMPVC || *p != Pvc::default()),
             local: addr(field::LOCAL),
             qos: (qos != Qos::default()).then_some(qos),
             svc: addr(field::SVC),
