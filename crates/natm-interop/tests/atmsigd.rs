@@ -53,7 +53,12 @@ struct Natm {
 impl Natm {
     fn drain(&mut self) {
         while let Some(e) = self.sig.poll_event() {
-            eprintln!("  natm event: {e:?}");
+            match &e {
+                CallEvent::Setup { call, setup } => {
+                    eprintln!("  natm event: Setup {{ {call}: {} }}", setup.message);
+                }
+                e => eprintln!("  natm event: {e:?}"),
+            }
             self.events.push(e);
         }
     }
@@ -184,8 +189,17 @@ impl Run {
     }
 
     /// Q.2931 messages atmsigd sent, decoded.
+    /// Each SD once: a retransmission (same N(S)) is left out.
     fn sigd_messages(&self) -> Vec<Message> {
-        self.sigd.from_sigd().filter_map(q2931).collect()
+        let mut seen = std::collections::BTreeSet::new();
+        self.sigd
+            .from_sigd()
+            .filter(|p| match Repr::parse(p) {
+                Ok(Repr::Sd { n_s, .. }) => seen.insert(n_s),
+                _ => false,
+            })
+            .filter_map(q2931)
+            .collect()
     }
 
     fn listen(&mut self) {
@@ -418,6 +432,60 @@ fn lost_sd(mode: Mode) {
     );
 }
 
+/// One SD lost each way when nothing follows it: the gap shows only at the sender's next
+/// POLL (Timer_POLL, 750 ms), whose STAT lists it, and the sender retransmits.
+fn lost_sd_alone(mode: Mode) {
+    let Some(mut run) = Run::start("lostsdalone", mode, natm_sscop::Config::default()) else {
+        return;
+    };
+    let (mut lost_out, mut lost_in) = (false, false);
+    run.sigd.set_filter(move |dir, sdu| {
+        if pdu_type(sdu) != Some(PduType::Sd) {
+            return false;
+        }
+        let lost = match dir {
+            Dir::ToSigd => &mut lost_out,
+            Dir::FromSigd => &mut lost_in,
+        };
+        !std::mem::replace(lost, true)
+    });
+    let conn = (mode == Mode::User).then_some(ConnId { vpci: 0, vci: 40 });
+    let now = run.now();
+    let p = run.setup_params(conn);
+    let call = run.natm.sig.setup(now, &p).expect("setup");
+    let cause = match run.event(|e| matches!(e, CallEvent::Released { call: c, .. } if *c == call))
+    {
+        CallEvent::Released { cause, .. } => cause,
+        _ => unreachable!(),
+    };
+    let stat_with_gap = |dir| {
+        run.sigd.trace.iter().any(|s| {
+            s.dir == dir
+                && matches!(Repr::parse(&s.sdu), Ok(Repr::Stat { ref list, .. }) if !list.is_empty())
+        })
+    };
+    assert!(stat_with_gap(Dir::FromSigd), "atmsigd's STAT listed no gap");
+    assert!(stat_with_gap(Dir::ToSigd), "natm's STAT listed no gap");
+    let retransmitted = run.natm.sig.sscf().sscop().counters().sd_retransmitted;
+    assert!(retransmitted >= 1, "natm retransmitted nothing");
+    report(
+        "lost SD, nothing after it (POLL/STAT recovery)",
+        direction(mode),
+        "ok: each side's POLL → STAT with the gap → retransmission",
+        &format!("{} in RELEASE COMPLETE", cause.value.code()),
+    );
+}
+
+#[test]
+fn user_lost_sd_alone() {
+    lost_sd_alone(Mode::Network);
+}
+
+#[test]
+fn network_lost_sd_alone() {
+    lost_sd_alone(Mode::User);
+}
+
 #[test]
 fn user_lost_sd() {
     lost_sd(Mode::Network);
@@ -462,6 +530,27 @@ fn calls(mode: Mode) {
         "-",
     );
 
+    // STATUS ENQUIRY on the active call.
+    let now = run.now();
+    run.natm
+        .sig
+        .status_enquiry(now, call)
+        .expect("status enquiry");
+    let (cause, peer_state) = match run.event(|e| matches!(e, CallEvent::Status { .. })) {
+        CallEvent::Status {
+            cause, peer_state, ..
+        } => (cause, peer_state),
+        _ => unreachable!(),
+    };
+    assert_eq!(cause.value, CauseValue::ResponseToStatusEnquiry);
+    assert_eq!(peer_state, 10, "atmsigd's call state (active)");
+    report(
+        "STATUS ENQUIRY by natm (active call)",
+        direction(mode),
+        &format!("STATUS, call state {peer_state}"),
+        &format!("{}", cause.value.code()),
+    );
+
     let now = run.now();
     run.natm.sig.release(now, call, normal()).expect("release");
     run.kernel(MsgType::Close);
@@ -492,7 +581,7 @@ fn calls(mode: Mode) {
         CallEvent::Setup { call, setup } => (call, setup),
         _ => unreachable!(),
     };
-    eprintln!("  atmsigd's SETUP as natm read it: {}", setup.message);
+    assert!(setup.qos_mapped, "atmsigd's SETUP maps to a natm Qos");
     let now = run.now();
     match mode {
         Mode::User => {
@@ -526,6 +615,33 @@ fn calls(mode: Mode) {
         direction(mode),
         "natm answered RELEASE COMPLETE; atmsigd's kernel told",
         &format!("{} in RELEASE", cause.value.code()),
+    );
+
+    // natm → atmsigd, refused by atmsigd's owner (as_reject).
+    let now = run.now();
+    let conn = (mode == Mode::User).then_some(ConnId { vpci: 0, vci: 42 });
+    let p = run.setup_params(conn);
+    let call = run.natm.sig.setup(now, &p).expect("setup");
+    run.kernel(MsgType::Indicate);
+    let mut rej = KernelMsg::new(MsgType::Reject, 0x5555);
+    rej.listen_vcc = LISTENER;
+    run.sigd.kernel_send(&rej);
+    let (cause, by) =
+        match run.event(|e| matches!(e, CallEvent::Released { call: c, .. } if *c == call)) {
+            CallEvent::Released { cause, by, .. } => (cause, by),
+            _ => unreachable!(),
+        };
+    assert_eq!(by, ReleaseOrigin::Peer);
+    let how = match mode {
+        // -m network has sent CALL PROCEEDING already: it clears with RELEASE.
+        Mode::Network => "RELEASE (after CALL PROCEEDING), natm answered RELEASE COMPLETE",
+        Mode::User => "RELEASE COMPLETE",
+    };
+    report(
+        "natm SETUP rejected by atmsigd's owner (as_reject)",
+        direction(mode),
+        how,
+        &format!("{}", cause.value.code()),
     );
     assert!(run.natm.sig.uni().call_count() == 0, "calls left");
 }
