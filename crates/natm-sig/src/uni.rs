@@ -637,6 +637,12 @@ impl Uni {
 
     fn link_established(&mut self, now: Instant) {
         self.saal = Saal::Established;
+        // An establishment asked for while the link was down is moot once it is up (the
+        // peer may have re-established it, SSCOP's AA-RELEASE + AA-ESTABLISH indications);
+        // sent to an established SSCF it would resynchronise (RS), and a resync confirmed
+        // while established would come back here as a re-establishment, and so on.
+        self.to_saal
+            .retain(|r| !matches!(r, SaalRequest::Establish));
         while let Some(m) = self.held.pop_front() {
             self.to_saal.push_back(SaalRequest::Data(m));
         }
