@@ -758,6 +758,137 @@ fn network_restart() {
     restart(Mode::User);
 }
 
+/// Which side notices first that the signalling VC is dead.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Detects {
+    /// natm (its Timer_NO_RESPONSE shortened to 2 s).
+    Natm,
+    /// atmsigd (its own Timer_NO_RESPONSE; natm's lengthened to 30 s).
+    Atmsigd,
+}
+
+/// An active call, then the signalling VC goes dead both ways until one side's SSCOP gives
+/// up (END) and re-establishes; then the VC comes back. Q.2931 §5.5.6.11: T309 runs, and
+/// the call survives at both ends, checked with STATUS ENQUIRY.
+fn saal_lost(mode: Mode, who: Detects) {
+    let saal = match who {
+        Detects::Natm => natm_sscop::Config {
+            timer_keep_alive: natm_core::Duration::from_millis(500),
+            timer_idle: natm_core::Duration::from_millis(500),
+            timer_no_response: natm_core::Duration::from_secs(2),
+            ..natm_sscop::Config::default()
+        },
+        Detects::Atmsigd => natm_sscop::Config {
+            timer_no_response: natm_core::Duration::from_secs(30),
+            ..natm_sscop::Config::default()
+        },
+    };
+    let Some(mut run) = Run::start("saallost", mode, saal) else {
+        return;
+    };
+    let mut c = KernelMsg::new(MsgType::Connect, 0x6666);
+    c.svc = Some(NATM_ADDR);
+    c.qos = Some(KQos::ubr(9188));
+    run.sigd.kernel_send(&c);
+    let call = match run.event(|e| matches!(e, CallEvent::Setup { .. })) {
+        CallEvent::Setup { call, .. } => call,
+        _ => unreachable!(),
+    };
+    let now = run.now();
+    let vc = (mode == Mode::User).then_some(ConnId { vpci: 0, vci: 60 });
+    run.natm.sig.connect(now, call, vc).expect("connect");
+    run.event(|e| matches!(e, CallEvent::Connected { .. }));
+    run.kernel(MsgType::Okay);
+
+    let cut = run.now();
+    run.sigd.set_filter(|_, _| true);
+    let gave_up = |dir: Dir| {
+        move |_: &mut Natm, s: &mut AtmSigd| {
+            s.trace
+                .iter()
+                .any(|x| x.at > cut && x.dir == dir && pdu_type(&x.sdu) == Some(PduType::End))
+        }
+    };
+    let ended = match who {
+        Detects::Natm => run.sigd.pump(&mut run.natm, LIMIT, gave_up(Dir::ToSigd)),
+        Detects::Atmsigd => run.sigd.pump(
+            &mut run.natm,
+            Duration::from_secs(12),
+            gave_up(Dir::FromSigd),
+        ),
+    };
+    assert!(ended, "{who:?} never gave up on the dead VC");
+    run.idle(Duration::from_millis(300));
+    run.sigd.clear_filter();
+    let back = run.now();
+    run.idle(Duration::from_secs(2));
+    let after: Vec<String> = run
+        .sigd
+        .trace
+        .iter()
+        .filter(|s| s.at >= back)
+        .filter_map(|s| q2931(&s.sdu).map(|m| format!("{:?}: {m}", s.dir)))
+        .collect();
+    let natm_state = run.natm.sig.uni().call_state(call);
+    let closed = run
+        .sigd
+        .kernel_inbox()
+        .iter()
+        .any(|m| m.kind == MsgType::Close);
+    let released = run.natm.take(&|e| matches!(e, CallEvent::Released { .. }));
+    let status: Vec<Message> = run
+        .sigd_messages()
+        .into_iter()
+        .filter(|m| m.header.msg_type == MsgType2931::Status)
+        .collect();
+    eprintln!(
+        "  after the cut ({:.1} s): {after:#?}",
+        secs(back) - secs(cut)
+    );
+    report(
+        &format!("SAAL lost with a call active ({who:?} detects), then back within T309"),
+        direction(mode),
+        &format!(
+            "natm call {} ({natm_state:?}); atmsigd {}; after: {}",
+            if released.is_some() {
+                "released"
+            } else {
+                "kept"
+            },
+            if closed {
+                "closed its call"
+            } else {
+                "kept its call"
+            },
+            after.join(" / ")
+        ),
+        &causes(&status),
+    );
+    assert!(released.is_none(), "natm released the call: {released:?}");
+    assert!(!closed, "atmsigd closed the call");
+    assert!(run.natm.sig.uni().link_up());
+}
+
+#[test]
+fn user_saal_lost_natm_detects() {
+    saal_lost(Mode::Network, Detects::Natm);
+}
+
+#[test]
+fn network_saal_lost_natm_detects() {
+    saal_lost(Mode::User, Detects::Natm);
+}
+
+#[test]
+fn user_saal_lost_atmsigd_detects() {
+    saal_lost(Mode::Network, Detects::Atmsigd);
+}
+
+#[test]
+fn network_saal_lost_atmsigd_detects() {
+    saal_lost(Mode::User, Detects::Atmsigd);
+}
+
 // --- What atmsigd sends ---------------------------------------------------------------
 
 /// Unanswered, atmsigd repeats its BGN every second (Timer_CC), in both modes.
