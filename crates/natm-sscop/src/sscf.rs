@@ -3,30 +3,32 @@
 //! SSCF-UNI is a thin mapping with no header of its own: the signalling layer's
 //! AAL-ESTABLISH, AAL-RELEASE, AAL-DATA and AAL-UNITDATA primitives ([`SaalRequest`],
 //! [`SaalEvent`]) become SSCOP's AA-signals, and SSCOP's resynchronisation and recovery are
-//! hidden behind AAL-ESTABLISH (Q.2130 §6, the SDL of figure 5, states 1, 2, 4, 10 and 5):
+//! hidden behind AAL-ESTABLISH (Q.2130's SDL; states named SSCF/SSCOP as ngatm does):
 //!
 //! | state | AAL-ESTABLISH.req | AAL-RELEASE.req | AAL-DATA.req |
 //! |---|---|---|---|
-//! | 1 released | AA-ESTABLISH.req → 2 | AAL-RELEASE.conf | dropped |
-//! | 2 awaiting establish | ignored | AA-RELEASE.req → 4 | dropped |
-//! | 4 awaiting release | AA-ESTABLISH.req → 2 | ignored | dropped |
-//! | 10 established | AA-RESYNC.req → 5 | AA-RELEASE.req → 4 | AA-DATA.req |
-//! | 5 resync | ignored | AA-RELEASE.req → 4 | dropped |
+//! | 1/1 released | AA-ESTABLISH.req → 2/2 | AAL-RELEASE.conf | dropped |
+//! | 2/2 awaiting establish | ignored | AA-RELEASE.req → 3/4 | dropped |
+//! | 3/4 awaiting release | AA-ESTABLISH.req → 2/2 | ignored | dropped |
+//! | 4/10 established | AA-RESYNC.req → 2/5 | AA-RELEASE.req → 3/4 | AA-DATA.req |
+//! | 2/5 resync | ignored | AA-RELEASE.req → 3/4 | dropped |
+//!
+//! AAL-UNITDATA.request becomes AA-UNITDATA.request in every state.
 //!
 //! | SSCOP signal | in state | SSCF does |
 //! |---|---|---|
-//! | AA-ESTABLISH.ind | 1 | AA-ESTABLISH.resp, AAL-ESTABLISH.ind → 10 |
-//! | AA-ESTABLISH.conf | 2 | AAL-ESTABLISH.conf → 10 |
-//! | AA-RELEASE.ind | 2, 10, 5 | AAL-RELEASE.ind → 1 |
-//! | AA-RELEASE.conf | 4 | AAL-RELEASE.conf → 1 |
-//! | AA-DATA.ind | 10 | AAL-DATA.ind |
-//! | AA-RESYNC.ind | 10 | AA-RESYNC.resp, AAL-ESTABLISH.ind |
-//! | AA-RESYNC.conf | 5 | AAL-ESTABLISH.conf → 10 |
-//! | AA-RECOVER.ind | 10 | AA-RECOVER.resp, AAL-ESTABLISH.ind |
+//! | AA-ESTABLISH.ind | 1/1 | AA-ESTABLISH.resp, AAL-ESTABLISH.ind → 4/10 |
+//! | AA-ESTABLISH.conf | 2/2 | AAL-ESTABLISH.conf → 4/10 |
+//! | AA-RELEASE.ind | 2/2, 4/10, 2/5 | AAL-RELEASE.ind → 1/1 |
+//! | AA-RELEASE.conf | 3/4 | AAL-RELEASE.conf → 1/1 |
+//! | AA-DATA.ind | 4/10 | AAL-DATA.ind |
+//! | AA-RESYNC.ind | 4/10 | AA-RESYNC.resp, AAL-ESTABLISH.ind |
+//! | AA-RESYNC.conf | 2/5 | AAL-ESTABLISH.conf → 4/10 |
+//! | AA-RECOVER.ind | 4/10 | AA-RECOVER.resp, AAL-ESTABLISH.ind |
 //! | AA-UNITDATA.ind | any | AAL-UNITDATA.ind |
 //!
 //! Anything else is ignored (counted in [`Sscf::ignored`]). SSCF-UNI asks SSCOP for buffer
-//! release (BR = yes) on establishment, as Q.2130 §6.2 does, so unacknowledged data is
+//! release (BR = yes) on establishment, as ngatm's SSCF-UNI does, so unacknowledged data is
 //! dropped across a new connection; Q.2931 recovers by its own status enquiry.
 //!
 //! Call contract: as [`Sscop`]'s: after [`Sscf::request`], [`Sscf::handle_pdu`] or
@@ -71,19 +73,20 @@ pub enum SaalEvent {
     UnitData(Vec<u8>),
 }
 
-/// SSCF-UNI's state (Q.2130 figure 5 numbering).
+/// SSCF-UNI's state. Q.2130 names each by its own number and the SSCOP state beside it
+/// (SSCF/SSCOP, as ngatm's `sscfudef.h` lists them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SscfState {
-    /// 1: released.
-    Released = 1,
-    /// 2: awaiting establish.
-    AwaitingEstablish = 2,
-    /// 4: awaiting release.
-    AwaitingRelease = 4,
-    /// 5: resynchronising.
-    Resync = 5,
-    /// 10: established.
-    Established = 10,
+    /// 1/1: released.
+    Released,
+    /// 2/2: awaiting establish (BGN sent).
+    AwaitingEstablish,
+    /// 3/4: awaiting release (END sent).
+    AwaitingRelease,
+    /// 4/10: established (data transfer ready).
+    Established,
+    /// 2/5: resynchronising (RS sent).
+    Resync,
 }
 
 /// SSCF-UNI over one SSCOP connection: what Q.2931 signalling drives on VC 0.5.
@@ -219,5 +222,154 @@ impl Sscf {
             self.state != Established || self.sscop.state() != SscopState::Idle,
             "SSCF established over an idle SSCOP"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::T0;
+    use alloc::vec;
+    use natm_wire::sscop::{Repr, Source};
+
+    fn carry(from: &mut Sscf, to: &mut Sscf) {
+        while let Some(p) = from.poll_transmit() {
+            to.handle_pdu(T0, &p);
+        }
+    }
+
+    fn drain(s: &mut Sscf) -> Vec<SaalEvent> {
+        core::iter::from_fn(|| s.poll_event()).collect()
+    }
+
+    /// Two SSCFs, the first established towards the second.
+    fn up() -> (Sscf, Sscf) {
+        let mut a = Sscf::new(Config::default());
+        let mut b = Sscf::new(Config::default());
+        a.request(T0, SaalRequest::Establish);
+        assert_eq!(a.state(), SscfState::AwaitingEstablish);
+        carry(&mut a, &mut b); // BGN
+        assert_eq!(drain(&mut b), [SaalEvent::EstablishIndication]);
+        carry(&mut b, &mut a); // BGAK
+        assert_eq!(drain(&mut a), [SaalEvent::EstablishConfirm]);
+        assert_eq!(
+            (a.state(), b.state()),
+            (SscfState::Established, SscfState::Established)
+        );
+        (a, b)
+    }
+
+    #[test]
+    fn establish_data_release() {
+        let (mut a, mut b) = up();
+        a.request(T0, SaalRequest::Data(b"SETUP".to_vec()));
+        b.request(T0, SaalRequest::UnitData(b"UD".to_vec()));
+        carry(&mut a, &mut b);
+        carry(&mut b, &mut a);
+        assert_eq!(drain(&mut b), [SaalEvent::Data(b"SETUP".to_vec())]);
+        assert_eq!(drain(&mut a), [SaalEvent::UnitData(b"UD".to_vec())]);
+        a.request(T0, SaalRequest::Release);
+        assert_eq!(a.state(), SscfState::AwaitingRelease);
+        carry(&mut a, &mut b); // END
+        assert_eq!(drain(&mut b), [SaalEvent::ReleaseIndication]);
+        carry(&mut b, &mut a); // ENDAK
+        assert_eq!(drain(&mut a), [SaalEvent::ReleaseConfirm]);
+        assert_eq!(
+            (a.state(), b.state()),
+            (SscfState::Released, SscfState::Released)
+        );
+        // Release when released: confirmed at once.
+        a.request(T0, SaalRequest::Release);
+        assert_eq!(drain(&mut a), [SaalEvent::ReleaseConfirm]);
+    }
+
+    #[test]
+    fn establish_when_established_resynchronises() {
+        let (mut a, mut b) = up();
+        a.request(T0, SaalRequest::Establish);
+        assert_eq!(a.state(), SscfState::Resync);
+        // Data in resync is not taken.
+        a.request(T0, SaalRequest::Data(b"x".to_vec()));
+        assert_eq!(a.ignored(), 1);
+        carry(&mut a, &mut b); // RS
+        assert_eq!(drain(&mut b), [SaalEvent::EstablishIndication]);
+        carry(&mut b, &mut a); // RSAK
+        assert_eq!(drain(&mut a), [SaalEvent::EstablishConfirm]);
+        assert_eq!(a.state(), SscfState::Established);
+        a.request(T0, SaalRequest::Data(b"after".to_vec()));
+        carry(&mut a, &mut b);
+        assert_eq!(drain(&mut b), [SaalEvent::Data(b"after".to_vec())]);
+    }
+
+    #[test]
+    fn recovery_is_an_establish_indication() {
+        let (mut a, mut b) = up();
+        // A bad STAT makes B's SSCOP start recovery; both SSCFs tell Q.2931.
+        b.handle_pdu(
+            T0,
+            &Repr::Stat {
+                n_r: 0,
+                n_mr: 9,
+                n_ps: 7,
+                list: vec![],
+            }
+            .to_vec()
+            .unwrap(),
+        );
+        carry(&mut b, &mut a); // ER
+        assert_eq!(drain(&mut a), [SaalEvent::EstablishIndication]);
+        carry(&mut a, &mut b); // ERAK
+        assert_eq!(drain(&mut b), [SaalEvent::EstablishIndication]);
+        assert_eq!(a.sscop().state(), crate::State::DataTransferReady);
+        assert_eq!(b.sscop().state(), crate::State::DataTransferReady);
+    }
+
+    #[test]
+    fn lost_link_is_a_release_indication() {
+        let (mut a, _b) = up();
+        // No answer to any POLL: Timer_NO_RESPONSE releases.
+        let mut now = T0;
+        while let Some(t) = a.poll_timeout() {
+            now = t;
+            a.handle_timeout(now);
+            while a.poll_transmit().is_some() {}
+            if a.state() == SscfState::Released {
+                break;
+            }
+        }
+        assert_eq!(drain(&mut a), [SaalEvent::ReleaseIndication]);
+        assert!(now.saturating_duration_since(T0) >= Config::default().timer_no_response);
+    }
+
+    #[test]
+    fn establishment_rejected_or_timed_out() {
+        let mut a = Sscf::new(Config::default());
+        a.request(T0, SaalRequest::Establish);
+        a.handle_pdu(T0, &Repr::Bgrej { uu: &[] }.to_vec().unwrap());
+        assert_eq!(drain(&mut a), [SaalEvent::ReleaseIndication]);
+        // Released while awaiting establish, then a new establish.
+        a.request(T0, SaalRequest::Establish);
+        a.request(T0, SaalRequest::Release);
+        assert_eq!(a.state(), SscfState::AwaitingRelease);
+        a.request(T0, SaalRequest::Establish);
+        assert_eq!(a.state(), SscfState::AwaitingEstablish);
+        // MaxCC BGNs unanswered: released.
+        while let Some(t) = a.poll_timeout() {
+            a.handle_timeout(t);
+        }
+        assert_eq!(drain(&mut a), [SaalEvent::ReleaseIndication]);
+        assert_eq!(a.state(), SscfState::Released);
+        // A peer END while established.
+        let (mut a, _) = up();
+        a.handle_pdu(
+            T0,
+            &Repr::End {
+                source: Source::User,
+                uu: &[],
+            }
+            .to_vec()
+            .unwrap(),
+        );
+        assert_eq!(drain(&mut a), [SaalEvent::ReleaseIndication]);
     }
 }
