@@ -18,7 +18,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::{Rng as _, SeedableRng};
 
 use super::*;
-use crate::Restart;
+use crate::{Restart, Signalling};
 
 /// What one end knows of one call.
 #[derive(Clone, Debug)]
@@ -27,9 +27,95 @@ struct Rec {
     cause: Option<Cause>,
 }
 
+/// The entity under test at one end: call control alone over the simulated SAAL, or the
+/// whole `Signalling` (SSCF-UNI and SSCOP too) over a simulated AAL5 link.
+#[allow(clippy::large_enum_variant)] // one per side, in tests
+enum Ent {
+    Uni(Uni),
+    Sig(Signalling),
+}
+
+impl Ent {
+    fn uni(&self) -> &Uni {
+        match self {
+            Ent::Uni(u) => u,
+            Ent::Sig(s) => s.uni(),
+        }
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        match self {
+            Ent::Uni(u) => u.poll_timeout(),
+            Ent::Sig(s) => s.poll_timeout(),
+        }
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        match self {
+            Ent::Uni(u) => u.handle_timeout(now),
+            Ent::Sig(s) => s.handle_timeout(now),
+        }
+    }
+    fn poll_event(&mut self) -> Option<CallEvent> {
+        match self {
+            Ent::Uni(u) => u.poll_event(),
+            Ent::Sig(s) => s.poll_event(),
+        }
+    }
+    fn setup(&mut self, now: Instant, p: &SetupParams) -> Result<CallId, crate::CommandError> {
+        match self {
+            Ent::Uni(u) => u.setup(now, p),
+            Ent::Sig(s) => s.setup(now, p),
+        }
+    }
+    fn proceed(
+        &mut self,
+        now: Instant,
+        c: CallId,
+        k: Option<ConnId>,
+    ) -> Result<(), crate::CommandError> {
+        match self {
+            Ent::Uni(u) => u.proceed(now, c, k),
+            Ent::Sig(s) => s.proceed(now, c, k),
+        }
+    }
+    fn connect(
+        &mut self,
+        now: Instant,
+        c: CallId,
+        k: Option<ConnId>,
+    ) -> Result<(), crate::CommandError> {
+        match self {
+            Ent::Uni(u) => u.connect(now, c, k),
+            Ent::Sig(s) => s.connect(now, c, k),
+        }
+    }
+    fn release(
+        &mut self,
+        now: Instant,
+        c: CallId,
+        cause: Cause,
+    ) -> Result<(), crate::CommandError> {
+        match self {
+            Ent::Uni(u) => u.release(now, c, cause),
+            Ent::Sig(s) => s.release(now, c, cause),
+        }
+    }
+    fn status_enquiry(&mut self, now: Instant, c: CallId) -> Result<(), crate::CommandError> {
+        match self {
+            Ent::Uni(u) => u.status_enquiry(now, c),
+            Ent::Sig(s) => s.status_enquiry(now, c),
+        }
+    }
+    fn restart(&mut self, now: Instant, what: Restart) -> Result<(), crate::CommandError> {
+        match self {
+            Ent::Uni(u) => u.restart(now, what),
+            Ent::Sig(s) => s.restart(now, what),
+        }
+    }
+}
+
 /// One end: its entity, its owner's view of the calls, and the owner's pending actions.
 struct Side {
-    u: Uni,
+    u: Ent,
     calls: BTreeMap<CallId, Rec>,
     /// The owner's actions: (when, call, what).
     todo: Vec<(Instant, CallId, Act)>,
@@ -73,8 +159,21 @@ const NET: usize = 1;
 
 impl Sim {
     pub(crate) fn new(seed: u64) -> Sim {
+        Sim::with(seed, false)
+    }
+
+    /// With `sscop`, each end is a whole [`Signalling`] and the link carries SSCOP PDUs.
+    pub(crate) fn with(seed: u64, sscop: bool) -> Sim {
         let side = |role| Side {
-            u: Uni::new(Config::new(role)),
+            u: if sscop {
+                Ent::Sig(Signalling::new(
+                    T0,
+                    Config::new(role),
+                    natm_sscop::Config::default(),
+                ))
+            } else {
+                Ent::Uni(Uni::new(Config::new(role)))
+            },
             calls: BTreeMap::new(),
             todo: Vec::new(),
         };
@@ -108,9 +207,16 @@ impl Sim {
         Duration::from_millis(lo + self.below(hi - lo + 1))
     }
 
-    /// Takes side `i`'s output: SAAL requests into the link, events into its owner.
+    /// Takes side `i`'s output: SAAL requests (or SSCOP PDUs) into the link, events into
+    /// its owner.
     fn drain(&mut self, i: usize) {
-        while let Some(r) = self.sides[i].u.poll_saal() {
+        loop {
+            let r = match &mut self.sides[i].u {
+                Ent::Uni(u) => u.poll_saal(),
+                Ent::Sig(s) => s.poll_transmit().map(SaalRequest::Data),
+            };
+            let Some(r) = r else { break };
+            let sscop = matches!(self.sides[i].u, Ent::Sig(_));
             match r {
                 SaalRequest::Establish => {
                     if self.saal.establishing[i].is_none() {
@@ -119,10 +225,17 @@ impl Sim {
                     }
                 }
                 SaalRequest::Data(b) => {
-                    if !self.saal.up {
+                    // Over SSCOP the link itself breaks: PDUs sent meanwhile are lost.
+                    let down = if sscop {
+                        self.now < self.saal.broken_until
+                    } else {
+                        !self.saal.up
+                    };
+                    if down {
                         continue;
                     }
-                    if let (Some(f), Some(m)) = (self.drop_if, crate::msg::parse(&b))
+                    if !sscop
+                        && let (Some(f), Some(m)) = (self.drop_if, crate::msg::parse(&b))
                         && f(i, &m)
                     {
                         continue;
@@ -233,6 +346,28 @@ impl Sim {
         self.drain(i);
     }
 
+    /// The simulated SAAL answers side `i`'s establish request (only over the simulated
+    /// SAAL: `Signalling`'s own SSCOP does this itself).
+    fn establish(&mut self, i: usize, now: Instant) {
+        let ev = |s: &mut Side, e: SaalEvent| {
+            if let Ent::Uni(u) = &mut s.u {
+                u.handle_saal(now, e);
+            }
+        };
+        if now < self.saal.broken_until {
+            ev(&mut self.sides[i], SaalEvent::ReleaseIndication);
+        } else if self.saal.up {
+            ev(&mut self.sides[i], SaalEvent::EstablishConfirm);
+        } else {
+            self.saal.up = true;
+            ev(&mut self.sides[i], SaalEvent::EstablishConfirm);
+            ev(&mut self.sides[1 - i], SaalEvent::EstablishIndication);
+            self.saal.establishing[1 - i] = None;
+            self.drain(1 - i);
+        }
+        self.drain(i);
+    }
+
     /// The next instant anything happens, capped at `end`.
     fn next_at(&self, end: Instant) -> Instant {
         let mut t = end;
@@ -290,9 +425,9 @@ impl Sim {
                     self.saal.up = false;
                     self.saal.q = [VecDeque::new(), VecDeque::new()];
                     for i in 0..2 {
-                        self.sides[i]
-                            .u
-                            .handle_saal(now, SaalEvent::ReleaseIndication);
+                        if let Ent::Uni(u) = &mut self.sides[i].u {
+                            u.handle_saal(now, SaalEvent::ReleaseIndication);
+                        }
                         self.drain(i);
                     }
                 }
@@ -301,33 +436,17 @@ impl Sim {
             for i in 0..2 {
                 if self.saal.establishing[i].is_some_and(|a| a <= now) {
                     self.saal.establishing[i] = None;
-                    if now < self.saal.broken_until {
-                        self.sides[i]
-                            .u
-                            .handle_saal(now, SaalEvent::ReleaseIndication);
-                    } else if self.saal.up {
-                        self.sides[i]
-                            .u
-                            .handle_saal(now, SaalEvent::EstablishConfirm);
-                    } else {
-                        self.saal.up = true;
-                        self.sides[i]
-                            .u
-                            .handle_saal(now, SaalEvent::EstablishConfirm);
-                        self.sides[1 - i]
-                            .u
-                            .handle_saal(now, SaalEvent::EstablishIndication);
-                        self.saal.establishing[1 - i] = None;
-                        self.drain(1 - i);
-                    }
-                    self.drain(i);
+                    self.establish(i, now);
                 }
             }
             for i in 0..2 {
                 while self.saal.q[i].front().is_some_and(|(a, _)| *a <= now) {
                     let (_, b) = self.saal.q[i].pop_front().expect("front checked");
                     self.delivered += 1;
-                    self.sides[i].u.handle_saal(now, SaalEvent::Data(b));
+                    match &mut self.sides[i].u {
+                        Ent::Uni(u) => u.handle_saal(now, SaalEvent::Data(b)),
+                        Ent::Sig(s) => s.handle_pdu(now, &b),
+                    }
                     self.drain(i);
                 }
             }
@@ -362,6 +481,7 @@ impl Sim {
         for i in 0..2 {
             let active: Vec<CallId> = self.sides[i]
                 .u
+                .uni()
                 .calls()
                 .filter(|(_, s)| *s == CallState::Active)
                 .map(|(c, _)| c)
@@ -380,7 +500,7 @@ impl Sim {
         for i in 0..2 {
             let me = &self.sides[i];
             let peer = &self.sides[1 - i];
-            for (id, c) in me.u.calls() {
+            for (id, c) in me.u.uni().calls() {
                 if c != CallState::Active {
                     return Err(format!("side {i}: {id} still in state {c:?}"));
                 }
@@ -391,15 +511,15 @@ impl Sim {
                     },
                     cref: id.cref,
                 };
-                if peer.u.call_state(other) != CallState::Active {
+                if peer.u.uni().call_state(other) != CallState::Active {
                     return Err(format!(
                         "side {i}: {id} active, the peer's is {:?}",
-                        peer.u.call_state(other)
+                        peer.u.uni().call_state(other)
                     ));
                 }
             }
             for (id, r) in &me.calls {
-                if r.live != me.u.calls().any(|(c, _)| c == *id) {
+                if r.live != me.u.uni().calls().any(|(c, _)| c == *id) {
                     return Err(format!("side {i}: {id} owner and entity disagree"));
                 }
                 if !r.live && r.cause.is_none() {
@@ -413,7 +533,7 @@ impl Sim {
     /// Releases every call from the user side and lets it play out; then no call may be
     /// left anywhere.
     pub(crate) fn release_all(&mut self) -> Result<(), String> {
-        let active: Vec<CallId> = self.sides[USER].u.calls().map(|(c, _)| c).collect();
+        let active: Vec<CallId> = self.sides[USER].u.uni().calls().map(|(c, _)| c).collect();
         for c in active {
             let _ = self.sides[USER].u.release(self.now, c, normal());
             self.drain(USER);
@@ -421,9 +541,9 @@ impl Sim {
         let t = self.now + Duration::from_secs(400);
         self.run(t);
         for i in 0..2 {
-            let n = self.sides[i].u.call_count();
+            let n = self.sides[i].u.uni().call_count();
             if n != 0 {
-                let left: Vec<_> = self.sides[i].u.calls().collect();
+                let left: Vec<_> = self.sides[i].u.uni().calls().collect();
                 return Err(format!("side {i}: {n} call references left: {left:?}"));
             }
         }
@@ -431,12 +551,16 @@ impl Sim {
     }
 
     fn live_calls(&self) -> usize {
-        self.sides.iter().map(|s| s.u.call_count()).sum()
+        self.sides.iter().map(|s| s.u.uni().call_count()).sum()
     }
 }
 
 fn campaign(seed: u64) -> Sim {
-    let mut s = Sim::new(seed);
+    campaign_with(seed, false)
+}
+
+fn campaign_with(seed: u64, sscop: bool) -> Sim {
+    let mut s = Sim::with(seed, sscop);
     s.loss = [0, 5, 20, 50][(seed % 4) as usize];
     s.breaks = !seed.is_multiple_of(3);
     s.calls_on = true;
@@ -472,6 +596,7 @@ fn pair_without_faults_connects_calls() {
     s.run(t);
     let active = s.sides[USER]
         .u
+        .uni()
         .calls()
         .filter(|(_, st)| *st == CallState::Active)
         .count();
@@ -479,6 +604,45 @@ fn pair_without_faults_connects_calls() {
     s.settle();
     s.check_consistent().unwrap();
     s.release_all().unwrap();
+}
+
+#[test]
+fn signalling_pair_over_sscop_connects_calls() {
+    let mut s = Sim::with(5, true);
+    s.calls_on = true;
+    let t = s.now + Duration::from_secs(120);
+    s.run(t);
+    assert!(
+        s.sides.iter().all(|x| x.u.uni().link_up()),
+        "SSCOP established"
+    );
+    let active = s.sides[USER]
+        .u
+        .uni()
+        .calls()
+        .filter(|(_, st)| *st == CallState::Active)
+        .count();
+    assert!(active > 5, "calls got through: {active}");
+    s.settle();
+    s.check_consistent().unwrap();
+    s.release_all().unwrap();
+}
+
+#[test]
+fn signalling_pairs_over_a_lossy_breaking_link_stay_consistent() {
+    let mut total = 0;
+    for seed in 0..8 {
+        let mut s = campaign_with(seed, true);
+        total += s.sides[USER].calls.len();
+        s.settle();
+        if let Err(e) = s.check_consistent() {
+            panic!("seed {seed}: {e}");
+        }
+        if let Err(e) = s.release_all() {
+            panic!("seed {seed}: {e}");
+        }
+    }
+    assert!(total > 300, "the campaign made calls: {total}");
 }
 
 /// One active call whose network-side RELEASEs are both lost: T308 expires twice.
@@ -502,8 +666,8 @@ fn t308_twice_scenario() -> Sim {
         origin: Origin::Remote,
         cref: call.cref,
     };
-    assert_eq!(s.sides[NET].u.call_state(net_call), CallState::Active);
-    assert_eq!(s.sides[USER].u.call_state(call), CallState::Active);
+    assert_eq!(s.sides[NET].u.uni().call_state(net_call), CallState::Active);
+    assert_eq!(s.sides[USER].u.uni().call_state(call), CallState::Active);
     s.drop_if = Some(|i, m| i == NET && m.mt == crate::msg::Mt::Release);
     let _ = s.sides[NET].u.release(s.now, net_call, normal());
     s.drain(NET);
