@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use natm_core::Instant;
 use natm_core::addr::Aesa;
-use natm_interop::atmsigd::{AtmSigd, Dir, Mode, Options, SaalEndpoint};
+use natm_interop::atmsigd::{AtmSigd, Dir, Mode, Options, SaalEndpoint, Uni};
 use natm_interop::kernel::{KernelMsg, MsgType, Pvc, Qos as KQos};
 use natm_interop::vectors;
 use natm_sig::{
@@ -97,7 +97,20 @@ struct Run {
 
 impl Run {
     fn start(name: &'static str, mode: Mode, saal: natm_sscop::Config) -> Option<Run> {
-        let sigd = AtmSigd::spawn_or_skip(name, &Options::new(mode, Some(SIGD_ADDR)))?;
+        Run::start_uni(name, mode, Uni::Uni31, saal)
+    }
+
+    fn start_uni(
+        name: &'static str,
+        mode: Mode,
+        uni: Uni,
+        saal: natm_sscop::Config,
+    ) -> Option<Run> {
+        let opts = Options {
+            uni,
+            ..Options::new(mode, Some(SIGD_ADDR))
+        };
+        let sigd = AtmSigd::spawn_or_skip(name, &opts)?;
         let role = match mode {
             Mode::Network => Role::User,
             Mode::User => Role::Network,
@@ -277,6 +290,13 @@ fn causes(ms: &[Message]) -> String {
 
 fn report(scenario: &str, direction: &str, result: &str, causes: &str) {
     eprintln!("INTEROP | {scenario} | {direction} | {result} | {causes}");
+}
+
+fn direction_uni(mode: Mode, uni: Uni) -> String {
+    match uni {
+        Uni::Uni31 => direction(mode).to_string(),
+        Uni::Uni40 => format!("{} -u uni40", direction(mode)),
+    }
 }
 
 fn normal() -> Cause {
@@ -500,8 +520,8 @@ fn network_lost_sd() {
 
 /// natm calls atmsigd (which listens and accepts), natm hangs up; atmsigd calls natm (which
 /// accepts), atmsigd hangs up.
-fn calls(mode: Mode) {
-    let Some(mut run) = Run::start("calls", mode, natm_sscop::Config::default()) else {
+fn calls(mode: Mode, uni: Uni) {
+    let Some(mut run) = Run::start_uni("calls", mode, uni, natm_sscop::Config::default()) else {
         return;
     };
     run.listen();
@@ -525,7 +545,7 @@ fn calls(mode: Mode) {
     run.kernel(MsgType::Okay);
     report(
         "natm SETUP answered by atmsigd",
-        direction(mode),
+        &direction_uni(mode, uni),
         &format!("CONNECT, active on {conn_in:?}"),
         "-",
     );
@@ -546,7 +566,7 @@ fn calls(mode: Mode) {
     assert_eq!(peer_state, 10, "atmsigd's call state (active)");
     report(
         "STATUS ENQUIRY by natm (active call)",
-        direction(mode),
+        &direction_uni(mode, uni),
         &format!("STATUS, call state {peer_state}"),
         &format!("{}", cause.value.code()),
     );
@@ -567,7 +587,7 @@ fn calls(mode: Mode) {
         .collect();
     report(
         "RELEASE by natm",
-        direction(mode),
+        &direction_uni(mode, uni),
         &format!("RELEASE COMPLETE after atmsigd's kernel closed; natm released by {by:?}"),
         &format!("natm sent 16; RELEASE COMPLETE: {}", causes(&rc)),
     );
@@ -597,7 +617,7 @@ fn calls(mode: Mode) {
     assert_eq!(ok.reply, 0);
     report(
         "atmsigd SETUP answered by natm",
-        direction(mode),
+        &direction_uni(mode, uni),
         &format!("CONNECT; atmsigd active on {:?}", ok.pvc),
         "-",
     );
@@ -612,7 +632,7 @@ fn calls(mode: Mode) {
     run.kernel(MsgType::Close);
     report(
         "RELEASE by atmsigd",
-        direction(mode),
+        &direction_uni(mode, uni),
         "natm answered RELEASE COMPLETE; atmsigd's kernel told",
         &format!("{} in RELEASE", cause.value.code()),
     );
@@ -639,7 +659,7 @@ fn calls(mode: Mode) {
     };
     report(
         "natm SETUP rejected by atmsigd's owner (as_reject)",
-        direction(mode),
+        &direction_uni(mode, uni),
         how,
         &format!("{}", cause.value.code()),
     );
@@ -648,12 +668,23 @@ fn calls(mode: Mode) {
 
 #[test]
 fn user_calls() {
-    calls(Mode::Network);
+    calls(Mode::Network, Uni::Uni31);
 }
 
 #[test]
 fn network_calls() {
-    calls(Mode::User);
+    calls(Mode::User, Uni::Uni31);
+}
+
+/// The same against `atmsigd -u uni40` (natm's messages are the same; so are atmsigd's).
+#[test]
+fn user_calls_uni40() {
+    calls(Mode::Network, Uni::Uni40);
+}
+
+#[test]
+fn network_calls_uni40() {
+    calls(Mode::User, Uni::Uni40);
 }
 
 /// RESTART from natm: of the indicated VC of an active call, then of all VCs with a call
