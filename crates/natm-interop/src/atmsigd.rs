@@ -176,10 +176,14 @@ impl AtmSigd {
         let atmsigd = find_program("atmsigd").ok_or_else(|| {
             SpawnError::Missing("linux-atm's atmsigd (apt-get install atm-tools)".into())
         })?;
-        let cc = std::env::var_os("CC")
-            .map(PathBuf::from)
-            .or_else(|| find_program("cc"))
-            .ok_or_else(|| SpawnError::Missing("a C compiler (cc) to build the shim".into()))?;
+        // `CC` as make reads it: a path, or a name looked up in PATH.
+        let cc_name = std::env::var_os("CC").map_or_else(|| PathBuf::from("cc"), PathBuf::from);
+        let cc = if cc_name.components().count() > 1 {
+            cc_name.is_file().then_some(cc_name)
+        } else {
+            find_program(&cc_name.to_string_lossy())
+        }
+        .ok_or_else(|| SpawnError::Missing("a C compiler (cc) to build the shim".into()))?;
         let mkfifo = find_program("mkfifo")
             .ok_or_else(|| SpawnError::Missing("mkfifo (coreutils)".into()))?;
 
