@@ -245,6 +245,16 @@ impl Drop for Run {
     fn drop(&mut self) {
         if !std::thread::panicking() {
             self.dump();
+            // What atmsigd itself found worth saying (its -d log has every PDU besides).
+            let log = self.sigd.log();
+            let notable = log.lines().filter(|l| {
+                ["error", "warn", "incompatible", "Bad", "Cause", "can't"]
+                    .iter()
+                    .any(|w| l.contains(w))
+            });
+            for l in notable {
+                eprintln!("  atmsigd log: {l}");
+            }
         }
     }
 }
