@@ -86,6 +86,20 @@ pub const RELEASE_COMPLETE_CR10_CAUSE81: &[u8] = &[
     0x09, 0x03, 0x80, 0x00, 0x0a, 0x5a, 0x80, 0x00, 0x06, 0x08, 0x80, 0x00, 0x02, 0x80, 0xd1,
 ];
 
+/// RESTART ACKNOWLEDGE for a RESTART of the indicated VC 0.32: connection identifier, then
+/// restart indicator class 0.
+pub const RESTART_ACK_VC32: &[u8] = &[
+    0x09, 0x03, 0x80, 0x00, 0x00, 0x4e, 0x80, 0x00, 0x0e, 0x5a, 0x80, 0x00, 0x05, 0x88, 0x00, 0x00,
+    0x00, 0x20, 0x79, 0x80, 0x00, 0x01, 0x80,
+];
+
+/// STATUS answering a RESTART of a VC atmsigd has no call on: global call reference, call
+/// state 0, cause 100 (invalid IE contents) with diagnostic 0x5A (the connection identifier).
+pub const STATUS_RESTART_UNKNOWN_VC: &[u8] = &[
+    0x09, 0x03, 0x80, 0x00, 0x00, 0x7d, 0x80, 0x00, 0x0c, 0x14, 0x80, 0x00, 0x01, 0x00, 0x08, 0x80,
+    0x00, 0x03, 0x80, 0xe4, 0x5a,
+];
+
 /// Every recorded Q.2931 message, with a name.
 pub const Q2931: &[(&str, &[u8])] = &[
     ("CONNECT", CONNECT_CR5),
@@ -96,6 +110,11 @@ pub const Q2931: &[(&str, &[u8])] = &[
     ("RELEASE", RELEASE_CR1),
     ("RESTART ACK", RESTART_ACK_ALL),
     ("STATUS", STATUS_CR9),
+    ("RESTART ACK (VC)", RESTART_ACK_VC32),
+    (
+        "STATUS (RESTART of an unknown VC)",
+        STATUS_RESTART_UNKNOWN_VC,
+    ),
     ("RELEASE COMPLETE cause 81", RELEASE_COMPLETE_CR10_CAUSE81),
 ];
 
