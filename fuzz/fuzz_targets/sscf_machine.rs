@@ -1,11 +1,16 @@
 //! natm-sscop's SSCF-UNI: two `Sscf`s driven by arbitrary AAL-requests on either side,
 //! frames carried, dropped or duplicated one at a time, and time advanced to fire timers.
-//! Nothing may panic (SSCF's own debug assertions included); each side receives the
-//! other's numbered messages in order and without duplication, and without loss between
-//! two AAL-ESTABLISH/RELEASE signals.
+//! Nothing may panic (SSCF's own debug assertions included); no message is delivered
+//! twice; the messages a sender submitted within one of its connection epochs (between two
+//! of its AAL-ESTABLISH/RELEASE signals) arrive in order, and while that epoch lasts one is
+//! missing only if the receiver had such a signal since the previous one. Once the sender
+//! is told its epoch ended, its unacknowledged messages may be lost. Across the sender's
+//! epochs nothing more is promised: Q.2110's acknowledgements (BGAK, RSAK, ERAK) carry no N(SQ), so a
+//! stale one can complete a newer BGN/RS/ER and the receiver may take old-epoch SDs for
+//! new-epoch ones; only the sender is told (this target found that).
 #![no_main]
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use libfuzzer_sys::fuzz_target;
 use natm_core::{Duration, Instant};
@@ -16,8 +21,12 @@ struct Side {
     s: Sscf,
     wire: VecDeque<Vec<u8>>,
     next: u64,
-    last: Option<u64>,
-    epoch_ended: bool,
+    /// AAL-ESTABLISH/RELEASE signals this side has had.
+    epoch: u32,
+    /// Per sender epoch: the last message received from it, and this side's epoch then.
+    last: BTreeMap<u32, (u64, u32)>,
+    /// Every message received.
+    seen: BTreeSet<u64>,
 }
 
 fn drain(sides: &mut [Side; 2]) {
@@ -27,24 +36,26 @@ fn drain(sides: &mut [Side; 2]) {
         }
     }
     for i in 0..2 {
-        while let Some(e) = sides[i].s.poll_event() {
-            match e {
+        while let Some(ev) = sides[i].s.poll_event() {
+            let sender_epoch = sides[1 - i].epoch;
+            let side = &mut sides[i];
+            match ev {
                 SaalEvent::Data(d) => {
-                    let side = &mut sides[i];
                     let n = u64::from_be_bytes(d[..8].try_into().expect("8-byte number"));
-                    if let Some(last) = side.last {
-                        assert!(n > last, "got {n} after {last}");
-                        assert!(n == last + 1 || side.epoch_ended, "lost {}", last + 1);
+                    let e = u32::from_be_bytes(d[8..12].try_into().expect("4-byte epoch"));
+                    assert!(side.seen.insert(n), "{n} delivered twice");
+                    if let Some(&(last, mine)) = side.last.get(&e) {
+                        assert!(n > last, "got {n} after {last} of sender epoch {e}");
+                        assert!(
+                            n == last + 1 || mine != side.epoch || sender_epoch != e,
+                            "lost {} of the sender's current epoch {e}",
+                            last + 1
+                        );
                     }
-                    side.last = Some(n);
-                    side.epoch_ended = false;
+                    side.last.insert(e, (n, side.epoch));
                 }
                 SaalEvent::UnitData(_) => {}
-                _ => {
-                    for side in sides.iter_mut() {
-                        side.epoch_ended = true;
-                    }
-                }
+                _ => side.epoch += 1,
             }
         }
     }
@@ -59,8 +70,9 @@ fuzz_target!(|data: &[u8]| {
         }),
         wire: VecDeque::new(),
         next: 0,
-        last: None,
-        epoch_ended: false,
+        epoch: 0,
+        last: BTreeMap::new(),
+        seen: BTreeSet::new(),
     };
     let mut sides = [side(), side()];
     let mut now = Instant::from_nanos(1_000_000_000);
@@ -74,7 +86,9 @@ fuzz_target!(|data: &[u8]| {
                 for _ in 0..=arg % 6 {
                     let n = sides[i].next;
                     sides[i].next += 1;
-                    sides[i].s.request(now, SaalRequest::Data(n.to_be_bytes().to_vec()));
+                    let mut m = n.to_be_bytes().to_vec();
+                    m.extend_from_slice(&sides[i].epoch.to_be_bytes());
+                    sides[i].s.request(now, SaalRequest::Data(m));
                 }
             }
             3 => sides[i].s.request(now, SaalRequest::UnitData(vec![arg])),
@@ -97,7 +111,9 @@ fuzz_target!(|data: &[u8]| {
             5 | 6 => {
                 let j = 1 - i;
                 for k in 0..=arg % 8 {
-                    let Some(p) = sides[i].wire.pop_front() else { break };
+                    let Some(p) = sides[i].wire.pop_front() else {
+                        break;
+                    };
                     sides[j].s.handle_pdu(now, &p);
                     if k == 0 && arg & 8 != 0 {
                         sides[j].s.handle_pdu(now, &p);

@@ -36,6 +36,16 @@
 //! duplicate); dropping such SDs quietly instead was tried and lets two ends that disagree
 //! about the numbering (after a lost END, RS or ER) lose data without a signal.
 //!
+//! # Known limit of Q.2110
+//!
+//! BGAK, RSAK and ERAK carry no N(SQ), so a late acknowledgement (one answering an earlier,
+//! retransmitted BGN, RS or ER) completes whatever this end has pending now. When that
+//! happens the peer has started a new numbering epoch and signalled its user, but this
+//! end may take the peer's old-epoch SDs for new ones and deliver them mixed with the new
+//! epoch's. Only the peer's user is told (AA-RESYNC.indication and the like). ngatm and
+//! linux-atm share this; the fuzz targets check ordering and loss within each sender epoch
+//! for that reason.
+//!
 //! # Timers
 //!
 //! Timer_CC runs in the pending states while BGN, END, RS or ER wait for their
