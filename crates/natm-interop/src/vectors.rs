@@ -27,6 +27,18 @@ pub const USTAT_LOST_0: [u8; 16] = [
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x1e, 0x0c, 0x00, 0x00, 0x00,
 ];
 
+/// STAT answering POLL N(PS) = 1 after SD 0 was lost (POLL N(S) = 1): list [0, 1),
+/// N(PS) = 1, N(MR) = 30, N(R) = 0.
+pub const STAT_LOST_0: [u8; 20] = [
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x1e,
+    0x0b, 0x00, 0x00, 0x00,
+];
+
+/// STAT with nothing missing: N(PS) = 2, N(MR) = 31 (VR(R) + 30), N(R) = 1.
+pub const STAT_NONE_MISSING: [u8; 12] = [
+    0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x1f, 0x0b, 0x00, 0x00, 0x01,
+];
+
 /// `-m user`'s CONNECT answering the network's SETUP with call reference 5: only the AAL
 /// parameters (AAL5, fwd/bwd max CPCS-SDU 9188, SSCS type null).
 pub const CONNECT_CR5: &[u8] = &[
@@ -131,6 +143,8 @@ mod tests {
             (&END_MAXCC[..], 3),
             (&FIRST_POLL[..], 0xa),
             (&USTAT_LOST_0[..], 0xc),
+            (&STAT_LOST_0[..], 0xb),
+            (&STAT_NONE_MISSING[..], 0xb),
         ] {
             assert_eq!(pdu.len() % 4, 0);
             assert_eq!(pdu[pdu.len() - 4] & 0x0f, ty);

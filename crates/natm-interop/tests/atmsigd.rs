@@ -978,6 +978,8 @@ fn recorded_vectors_decode() {
         &vectors::END_MAXCC[..],
         &vectors::FIRST_POLL[..],
         &vectors::USTAT_LOST_0[..],
+        &vectors::STAT_LOST_0[..],
+        &vectors::STAT_NONE_MISSING[..],
     ] {
         let r = Repr::parse(pdu).unwrap_or_else(|e| panic!("{pdu:02x?}: {e:?}"));
         let mut out = vec![0; r.buffer_len()];
