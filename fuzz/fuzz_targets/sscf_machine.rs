@@ -1,16 +1,16 @@
 //! natm-sscop's SSCF-UNI: two `Sscf`s driven by arbitrary AAL-requests on either side,
 //! frames carried, dropped or duplicated one at a time, and time advanced to fire timers.
-//! Nothing may panic (SSCF's own debug assertions included); no message is delivered
-//! twice; the messages a sender submitted within one of its connection epochs (between two
-//! of its AAL-ESTABLISH/RELEASE signals) arrive in order, and while that epoch lasts one is
-//! missing only if the receiver had such a signal since the previous one. Once the sender
-//! is told its epoch ended, its unacknowledged messages may be lost. Across the sender's
-//! epochs nothing more is promised: Q.2110's acknowledgements (BGAK, RSAK, ERAK) carry no N(SQ), so a
-//! stale one can complete a newer BGN/RS/ER and the receiver may take old-epoch SDs for
-//! new-epoch ones; only the sender is told (this target found that).
+//! Nothing may panic (SSCF's own debug assertions included). Between two AAL-ESTABLISH or
+//! AAL-RELEASE signals at the sender and two at the receiver, the messages arrive in order
+//! and without duplication, and while the sender has had no such signal none is missing.
+//! Nothing more is promised across signals: Q.2110's acknowledgements (BGAK, RSAK, ERAK)
+//! carry no N(SQ), so a stale one can complete a newer BGN/RS/ER, and then one end may
+//! take SDs of the other's previous numbering for new ones (mixing, losing or repeating
+//! messages) while only one user is told; this target found that. Each message carries its
+//! number and the sender's signal count.
 #![no_main]
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use libfuzzer_sys::fuzz_target;
 use natm_core::{Duration, Instant};
@@ -23,10 +23,10 @@ struct Side {
     next: u64,
     /// AAL-ESTABLISH/RELEASE signals this side has had.
     epoch: u32,
-    /// Per sender epoch: the last message received from it, and this side's epoch then.
-    last: BTreeMap<u32, (u64, u32)>,
-    /// Every message received.
-    seen: BTreeSet<u64>,
+    /// Per (sender epoch, own epoch): the last message received.
+    last: BTreeMap<(u32, u32), u64>,
+    /// Every message received, with this side's epoch then.
+    seen: BTreeMap<u64, u32>,
 }
 
 fn drain(sides: &mut [Side; 2]) {
@@ -43,16 +43,19 @@ fn drain(sides: &mut [Side; 2]) {
                 SaalEvent::Data(d) => {
                     let n = u64::from_be_bytes(d[..8].try_into().expect("8-byte number"));
                     let e = u32::from_be_bytes(d[8..12].try_into().expect("4-byte epoch"));
-                    assert!(side.seen.insert(n), "{n} delivered twice");
-                    if let Some(&(last, mine)) = side.last.get(&e) {
-                        assert!(n > last, "got {n} after {last} of sender epoch {e}");
+                    let mine = side.epoch;
+                    if let Some(then) = side.seen.insert(n, mine) {
+                        assert_ne!(then, mine, "{n} delivered twice in one epoch");
+                    }
+                    if let Some(&last) = side.last.get(&(e, mine)) {
+                        assert!(n > last, "got {n} after {last}");
                         assert!(
-                            n == last + 1 || mine != side.epoch || sender_epoch != e,
-                            "lost {} of the sender's current epoch {e}",
+                            n == last + 1 || sender_epoch != e,
+                            "lost {} while the sender's epoch {e} lasts",
                             last + 1
                         );
                     }
-                    side.last.insert(e, (n, side.epoch));
+                    side.last.insert((e, mine), n);
                 }
                 SaalEvent::UnitData(_) => {}
                 _ => side.epoch += 1,
@@ -72,7 +75,7 @@ fuzz_target!(|data: &[u8]| {
         next: 0,
         epoch: 0,
         last: BTreeMap::new(),
-        seen: BTreeSet::new(),
+        seen: BTreeMap::new(),
     };
     let mut sides = [side(), side()];
     let mut now = Instant::from_nanos(1_000_000_000);

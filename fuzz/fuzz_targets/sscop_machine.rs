@@ -1,17 +1,17 @@
 //! natm-sscop: two SSCOP endpoints driven by arbitrary operations: AA-requests on either
 //! side, frames carried, dropped, duplicated or bit-flipped one at a time, arbitrary bytes
 //! injected as PDUs, and time advanced to fire timers. The users answer every indication
-//! as SSCF-UNI does. Nothing may panic; while no forged or corrupted frame was delivered,
-//! no message is delivered twice, the messages a sender submitted within one of its
-//! connection epochs (between two of its establish, release, resync or recovery signals)
-//! arrive in order, and while that epoch lasts one is missing only if the receiver had such
-//! a signal since the previous one (once the sender is told its epoch ended, its
-//! unacknowledged messages may be lost); the sequence variables stay within half the space. Across the sender's
-//! epochs nothing more is promised: BGAK, RSAK and ERAK carry no N(SQ), so a stale one can
-//! complete a newer BGN/RS/ER, and then only the sender is told.
+//! as SSCF-UNI does. Nothing may panic, and the sequence variables stay within half the
+//! space. While no forged or corrupted frame was delivered: between two establish,
+//! release, resync or recovery signals at the sender and two at the receiver, messages
+//! arrive in order and without duplication, and while the sender has had no such signal
+//! none is missing. Nothing more is promised across signals: BGAK, RSAK and ERAK carry no
+//! N(SQ), so a stale one can complete a newer BGN/RS/ER, and then one end may take SDs of
+//! the other's previous numbering for new ones while only one user is told. Each message
+//! carries its number and the sender's signal count.
 #![no_main]
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use libfuzzer_sys::fuzz_target;
 use natm_core::{Duration, Instant};
@@ -26,10 +26,10 @@ fn sub(a: u32, b: u32) -> u32 {
 /// One direction's receiving side of the check.
 #[derive(Default)]
 struct Check {
-    /// Per sender epoch: the last message received from it, and this side's epoch then.
-    last: BTreeMap<u32, (u64, u32)>,
-    /// Every message received.
-    seen: BTreeSet<u64>,
+    /// Per (sender epoch, own epoch): the last message received.
+    last: BTreeMap<(u32, u32), u64>,
+    /// Every message received, with this side's epoch then.
+    seen: BTreeMap<u64, u32>,
     /// Epoch signals this side has had.
     epoch: u32,
 }
@@ -95,18 +95,21 @@ impl World {
                 let e = u32::from_be_bytes(data[8..12].try_into().expect("4 bytes"));
                 let sender_epoch = self.sides[1 - i].check.epoch;
                 let c = &mut self.sides[i].check;
-                assert!(c.seen.insert(n), "side {i} got {n} twice");
-                if let Some(&(last, mine)) = c.last.get(&e) {
-                    assert!(n > last, "side {i} got {n} after {last} of epoch {e}");
+                let mine = c.epoch;
+                if let Some(then) = c.seen.insert(n, mine) {
+                    assert_ne!(then, mine, "side {i} got {n} twice in one epoch");
+                }
+                if let Some(&last) = c.last.get(&(e, mine)) {
+                    assert!(n > last, "side {i} got {n} after {last}");
                     if !self.kept_buffers {
                         assert!(
-                            n == last + 1 || mine != c.epoch || sender_epoch != e,
-                            "side {i} lost {} of epoch {e}",
+                            n == last + 1 || sender_epoch != e,
+                            "side {i} lost {} while the sender's epoch {e} lasts",
                             last + 1
                         );
                     }
                 }
-                c.last.insert(e, (n, c.epoch));
+                c.last.insert((e, mine), n);
             }
             Event::EstablishIndication { .. } => {
                 self.epoch_ends(i);

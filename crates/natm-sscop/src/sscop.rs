@@ -39,12 +39,14 @@
 //! # Known limit of Q.2110
 //!
 //! BGAK, RSAK and ERAK carry no N(SQ), so a late acknowledgement (one answering an earlier,
-//! retransmitted BGN, RS or ER) completes whatever this end has pending now. When that
-//! happens the peer has started a new numbering epoch and signalled its user, but this
-//! end may take the peer's old-epoch SDs for new ones and deliver them mixed with the new
-//! epoch's. Only the peer's user is told (AA-RESYNC.indication and the like). ngatm and
-//! linux-atm share this; the fuzz targets check ordering and loss within each sender epoch
-//! for that reason.
+//! retransmitted BGN, RS or ER) completes whatever this end has pending now, while the
+//! peer may be in another numbering epoch. One end may then take SDs of the other's
+//! previous numbering for new ones: messages mixed across epochs, lost, or (when the
+//! receiver's recovery completes early and it asks again for SDs it already delivered)
+//! delivered twice. Each time one of the two users has been told (an establish, resync or
+//! recovery signal); within one epoch at both ends delivery is in order, without loss and
+//! without duplication. ngatm and linux-atm share this; the machine fuzz targets found it
+//! and check the guarantee as stated here.
 //!
 //! # Timers
 //!
