@@ -298,3 +298,21 @@ fn t317_bounds_the_owners_restart_response() {
 fn less1(d: Duration) -> Duration {
     Duration::from_nanos(d.as_nanos() - 1)
 }
+
+#[test]
+fn saal_resynchronised_under_an_established_link() {
+    // AAL-ESTABLISH.indication while established (the peer resynchronised): no new
+    // establishment is asked for; unsettled calls are cleared, active ones enquired.
+    let (mut t, call) = user_in(10);
+    let other = t.u.setup(t.now, &params(None)).unwrap();
+    send!(t, Setup);
+    t.saal_event(SaalEvent::EstablishIndication);
+    let e = event!(t, CallEvent::Released { .. });
+    assert!(matches!(e, CallEvent::Released { call, .. } if call == other));
+    event!(t, CallEvent::LinkUp);
+    send!(t, StatusEnquiry);
+    assert!(t.saal.is_empty(), "no establish request: {:?}", t.saal);
+    assert_eq!(t.state(call), CallState::Active);
+    assert!(t.u.link_up());
+    t.quiet();
+}
