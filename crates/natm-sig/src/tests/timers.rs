@@ -316,3 +316,91 @@ fn saal_resynchronised_under_an_established_link() {
     assert!(t.u.link_up());
     t.quiet();
 }
+
+/// The SAAL lost in every state (§5.6.9): only active calls survive, under T309.
+#[test]
+fn saal_loss_in_every_state() {
+    let user: [(Reach, &[u8]); 2] = [
+        (user_in, &[1, 3, 6, 8, 9, 10, 11]),
+        (network_in, &[1, 3, 6, 9, 10, 11]),
+    ];
+    for (reach, states) in user {
+        for &st in states {
+            let (mut t, call) = reach(st);
+            t.saal_event(SaalEvent::ReleaseIndication);
+            if st == 10 {
+                assert_eq!(t.state(call), CallState::Active);
+                event!(t, CallEvent::LinkDown);
+                assert!(t.u.poll_timeout().is_some(), "T309 runs");
+            } else {
+                let e = event!(t, CallEvent::Released { .. });
+                let CallEvent::Released { cause, .. } = e else {
+                    unreachable!()
+                };
+                let want = if st == 11 {
+                    CauseValue::NormalCallClearing
+                } else {
+                    CauseValue::DestinationOutOfOrder
+                };
+                assert_eq!(cause.value, want, "state {st}");
+                event!(t, CallEvent::LinkDown);
+                assert_eq!(t.u.call_count(), 0);
+                assert_eq!(t.u.poll_timeout(), None, "state {st}: no timer left");
+            }
+            send!(t);
+            assert_eq!(t.saal.pop_front(), Some(crate::SaalRequest::Establish));
+        }
+    }
+}
+
+/// STATUS in every state (§5.6.11): the peer's Null ends the call; its own state is
+/// compatible; a state far off clears with 101.
+#[test]
+fn status_in_every_state() {
+    let both: [(Reach, &[u8]); 2] = [
+        (user_in, &[1, 3, 6, 8, 9, 10, 11]),
+        (network_in, &[1, 3, 6, 9, 10, 11]),
+    ];
+    let enq = || cause(CauseValue::ResponseToStatusEnquiry);
+    for (reach, states) in both {
+        for &st in states {
+            let (mut t, call) = reach(st);
+            recv!(t, Status, call.cref, peer_flag(call), .cause(enq()), .call_state(0));
+            event!(t, CallEvent::Released { .. });
+            send!(t);
+
+            let (mut t, call) = reach(st);
+            // The peer's own view of the same state (its number may differ while
+            // messages cross; these are the plain cases).
+            let peer = match st {
+                8 => 10,
+                11 => 12,
+                s => s,
+            };
+            recv!(t, Status, call.cref, peer_flag(call), .cause(enq()), .call_state(peer));
+            if st == 11 {
+                t.quiet();
+            } else {
+                event!(t, CallEvent::Status { .. });
+                t.quiet();
+            }
+            assert_eq!(t.state(call).code(), st);
+
+            // Far off: a peer in U/N 6 (call present) for a call that is active here, or
+            // active for one still being set up.
+            let (mut t, call) = reach(st);
+            let off = if st == 10 { 6 } else { 12 };
+            recv!(t, Status, call.cref, peer_flag(call), .cause(enq()), .call_state(off));
+            if st == 11 {
+                t.quiet();
+            } else {
+                let m = send!(t, Release);
+                assert_eq!(cv(&m), Some(CauseValue::MessageNotCompatible), "state {st}");
+                assert_eq!(t.state(call), CallState::ReleaseRequest);
+            }
+        }
+    }
+}
+
+/// A helper that puts an entity in a state with one call.
+type Reach = fn(u8) -> (T, CallId);
