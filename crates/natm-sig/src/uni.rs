@@ -96,8 +96,8 @@ pub struct Counters {
 ///   until both give `None`, then wait until `poll_timeout`.
 /// * Time only moves forward; `now` earlier than a previous call is taken as that call.
 ///
-/// A new `Uni` asks the SAAL to establish at once (both sides do, as atmsigd does; SSCOP
-/// resolves the collision). Messages produced while the SAAL is not established wait for it.
+/// A new `Uni` asks the SAAL to establish at once (both sides do; SSCOP resolves the
+/// collision). Messages produced while the SAAL is not established wait for it.
 ///
 /// What it is not: it neither encodes QoS into IEs by itself (`natm_wire::q2931::qos` does)
 /// nor allocates VPI/VCI (the network side's owner passes them in), nor does it know
