@@ -630,3 +630,45 @@ fn display_every_ie() {
     assert_eq!(p.problems, []);
     assert_eq!(p.message, m);
 }
+
+#[test]
+fn view_walks_ies_in_wire_order() {
+    let b = hex("09 03 80 00 09 7d 80 00 0b 14 80 00 01 00 08 80 00 02 80 9e");
+    let v = MessageView::new_checked(&b[..]).unwrap();
+    assert_eq!(v.call_ref(), CallRef::new(9, true));
+    assert_eq!(v.msg_type(), MsgType::Status);
+    assert_eq!(v.instruction(), MsgInstruction::NONE);
+    assert_eq!(v.message_len(), 11);
+    let ies: Vec<_> = v.ies().map(Result::unwrap).collect();
+    assert_eq!(
+        ies.iter()
+            .map(|i| (i.id, i.offset, i.contents.len()))
+            .collect::<Vec<_>>(),
+        [(IeId::CallState, 9, 1), (IeId::Cause, 14, 2)]
+    );
+    assert_eq!(ies[1].range(), 14..20);
+    // An IE that runs past the end ends the walk.
+    let b = hex("09 03 00 00 01 4d 80 00 07 08 80 00 02 80 90 27");
+    let v = MessageView::new_checked(&b[..]).unwrap();
+    let mut it = v.ies();
+    assert!(matches!(
+        it.next(),
+        Some(Ok(IeRef {
+            id: IeId::Cause,
+            ..
+        }))
+    ));
+    assert_eq!(it.next(), Some(Err(ParseError::IeTruncated { offset: 15 })));
+    assert_eq!(it.next(), None);
+    // Setters.
+    let mut b = hex("09 03 00 00 01 0f 80 00 00");
+    let mut v = MessageView::new_unchecked(&mut b[..]);
+    v.set_call_ref(CallRef::new(0x7f_ffff, true));
+    assert_eq!(v.call_ref(), CallRef::new(CallRef::MAX, true));
+    v.set_header(&Header::new(MsgType::StatusEnquiry, CallRef::new(2, false)));
+    assert_eq!(b, hex("09 03 00 00 02 75 80 00 00"));
+    assert_eq!(
+        MessageView::new_checked(&[0x09u8][..]),
+        Err(ParseError::TooShort { len: 1 })
+    );
+}
