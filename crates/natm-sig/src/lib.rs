@@ -130,7 +130,7 @@ pub use types::{
 pub use uni::{Counters, Uni};
 
 /// The codec's types that appear in this crate's API.
-pub use natm_wire::q2931::qos::QosMapError;
+pub use natm_wire::q2931::qos::{QosMapError, UniVersion};
 pub use natm_wire::q2931::{
     Bhli, Blli, Cause, CauseValue, Location, Message, PartyNumber, Subaddress,
 };

@@ -208,7 +208,7 @@ use natm_wire::q2931::{
     Message, MsgAction as WireMsgAction, MsgType, RestartClass, RestartIndicator,
 };
 
-use natm_wire::q2931::qos::{QosIes, QosMapError};
+use natm_wire::q2931::qos::{QosIes, QosMapError, UniVersion};
 
 use crate::IncomingSetup;
 use alloc::boxed::Box;
@@ -267,9 +267,20 @@ impl Out {
     }
 }
 
-/// SETUP with call reference `cref` from its allocator (flag 0).
-pub(crate) fn setup(cref: u32, p: &SetupParams) -> Result<Vec<u8>, QosMapError> {
+/// SETUP with call reference `cref` from its allocator (flag 0), for a peer of `version`.
+pub(crate) fn setup_for(
+    cref: u32,
+    p: &SetupParams,
+    version: UniVersion,
+) -> Result<Vec<u8>, QosMapError> {
+    QosIes::from_qos_for(&p.qos, version)?;
     Ok(setup_message(cref, false, p)?.to_vec())
+}
+
+/// SETUP for a UNI 4.0 peer.
+#[cfg(test)]
+pub(crate) fn setup(cref: u32, p: &SetupParams) -> Result<Vec<u8>, QosMapError> {
+    setup_for(cref, p, UniVersion::Uni40)
 }
 
 /// SETUP with any flag (tests send the wrong one too).
