@@ -755,10 +755,17 @@ impl Uni {
     }
 
     fn t309_expired(&mut self) {
-        // Q.2931 §5.6.9: the SAAL did not come back; every call is cleared internally.
+        // Q.2931 §5.6.9: the SAAL did not come back; every call is cleared internally, and
+        // what waited to be sent for them goes too (the global reference's stays).
+        self.held
+            .retain(|b| b.get(2..5) == Some(&[0, 0, 0]) || b.get(2..5) == Some(&[0x80, 0, 0]));
         let ids: Vec<CallId> = self.calls.keys().copied().collect();
         for id in ids {
-            let cause = self.cause_timer(CauseValue::DestinationOutOfOrder, None);
+            // A call the owner was already releasing keeps its own cause.
+            let cause = self.calls[&id]
+                .release_cause
+                .clone()
+                .unwrap_or_else(|| self.cause(CauseValue::DestinationOutOfOrder));
             self.finish(id, cause, ReleaseOrigin::Local);
         }
     }

@@ -404,3 +404,35 @@ fn status_in_every_state() {
 
 /// A helper that puts an entity in a state with one call.
 type Reach = fn(u8) -> (T, CallId);
+
+#[test]
+fn release_while_t309_runs_waits_for_the_saal() {
+    let (mut t, call) = user_in(10);
+    t.saal_event(SaalEvent::ReleaseIndication);
+    event!(t, CallEvent::LinkDown);
+    t.u.release(t.now, call, cause(CauseValue::UserBusy))
+        .unwrap();
+    send!(t); // held until the SAAL is back
+    assert_eq!(t.state(call), CallState::ReleaseRequest);
+    // Back in time: the RELEASE goes out.
+    t.advance(secs(5));
+    t.saal_event(SaalEvent::EstablishConfirm);
+    event!(t, CallEvent::LinkUp);
+    send!(t, Release);
+    recv!(t, ReleaseComplete, call.cref, true);
+    event!(t, CallEvent::Released { .. });
+    // Not back: T309 clears it with the owner's cause.
+    let (mut t, call) = user_in(10);
+    t.saal_event(SaalEvent::ReleaseIndication);
+    event!(t, CallEvent::LinkDown);
+    t.u.release(t.now, call, cause(CauseValue::UserBusy))
+        .unwrap();
+    t.advance(secs(10));
+    let e = event!(t, CallEvent::Released { .. });
+    let CallEvent::Released { cause: c, .. } = e else {
+        unreachable!()
+    };
+    assert_eq!(c.value, CauseValue::UserBusy);
+    assert_eq!(t.u.call_count(), 0);
+    assert_eq!(t.u.poll_timeout(), None);
+}
