@@ -198,3 +198,19 @@ fn call_references_are_allocated_apart_and_reused() {
     let y = t.u.setup(t.now, &params(None)).unwrap();
     assert_eq!((x.cref, y.cref), (0x7F_FFFE, 1));
 }
+
+#[test]
+fn uni31_peers_get_no_uni40_traffic_negotiation() {
+    let mut c = Config::new(Role::User);
+    c.version = crate::UniVersion::Uni31;
+    let mut t = T::with(c);
+    let mut p = params(None);
+    p.qos.tx.pcr = natm_core::qos::Pcr::Cps(1000);
+    let r = t.u.setup(t.now, &p);
+    assert!(matches!(r, Err(crate::CommandError::Qos(_))), "{r:?}");
+    assert_eq!(t.u.call_count(), 0);
+    t.quiet();
+    // What UNI 3.1 can say goes out.
+    t.u.setup(t.now, &params(None)).unwrap();
+    send!(t, Setup);
+}

@@ -1,8 +1,8 @@
 //! Random **valid** Q.2931 messages and IEs from a seed, for tests elsewhere (round trips,
 //! `natm dump`, the tshark check): everything drawn here emits, and parses back to the
 //! same value with no IE problem other than
-//! [`IeProblem::Unrecognised`](super::IeProblem::Unrecognised) for the raw IEs and
-//! [`IeProblem::MandatoryMissing`](super::IeProblem::MandatoryMissing).
+//! [`IeProblem::Unrecognised`] for the raw IEs and
+//! [`IeProblem::MandatoryMissing`].
 //!
 //! Behind natm-wire's `sample` feature, which adds no dependency (a proptest-based module
 //! would have made natm-wire reach proptest's OS crates in `cargo metadata`, which the

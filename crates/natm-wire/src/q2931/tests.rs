@@ -556,3 +556,119 @@ fn atmsigd_messages() {
         );
     }
 }
+
+/// The one-line form `natm dump` prints, with every kind of IE.
+#[test]
+fn display_every_ie() {
+    let mut m = Message::new(Header::new(MsgType::Setup, CallRef::new(0x12345, true)));
+    m.aal = Some(AalParams::aal5(9188, 1500));
+    let mut td = TrafficDescriptor::default();
+    td.fwd.pcr01 = Some(10_000);
+    td.fwd.scr01 = Some(5_000);
+    td.fwd.mbs01 = Some(100);
+    td.bwd.pcr0 = Some(0);
+    td.bwd.pcr01 = Some(0);
+    td.options = Some(TmOptions(
+        TmOptions::FWD_TAGGING | TmOptions::BWD_FRAME_DISCARD,
+    ));
+    m.traffic = Some(td);
+    m.alt_traffic = Some(TrafficDescriptor::ubr(8_000, 0));
+    m.bearer = Some(BearerCapability {
+        atc: Some(Atc::NrtVbr),
+        ..BearerCapability::UBR_31
+    });
+    m.bhli = Some(Bhli {
+        kind: BhliType::Vendor,
+        info: alloc::vec![0, 0xa0, 0x3e, 0, 0, 0, 1],
+    });
+    m.called = Some(PartyNumber {
+        number: Number::E164(b"41215551234".to_vec()),
+        screening: None,
+    });
+    m.called_sub = Some(Subaddress {
+        kind: SubaddressType::Aesa,
+        odd: false,
+        info: aesa("39.840f.80ffe1000000f21a3502.0020481a3502.00")
+            .0
+            .to_vec(),
+    });
+    m.calling = Some(PartyNumber {
+        number: Number::Aesa(aesa("47.0005.80ffe1000000f21a3d5c.0020481b0001.00")),
+        screening: Some((Presentation::Allowed, Screening::UserPassed)),
+    });
+    m.blli.push(Blli::llc());
+    m.connection_id = Some(ConnectionId::exclusive(0, 100));
+    m.qos = Some(QosParam::UNSPECIFIED);
+    m.ext_qos = Some(ExtQos {
+        fwd_cdv: Some(250),
+        ..ExtQos::default()
+    });
+    m.transit_delay = Some(TransitDelay {
+        cumulative: Some(10),
+        maximum: None,
+        network_generated: false,
+    });
+    m.cause.push(Cause {
+        location: Location::PublicLocal,
+        value: CauseValue::RecoveryOnTimerExpiry,
+        diagnostics: b"303".to_vec(),
+    });
+    m.call_state = Some(CallState::CallInitiated);
+    assert_eq!(
+        m.to_string(),
+        "SETUP cr=74565 flag=1 aal=[aal5 fwd_sdu=9188 bwd_sdu=1500] \
+         td=[fwd pcr01=10000 scr01=5000 mbs01=100 bwd pcr0=0 pcr01=0 options=0x41,fwd-tag,bwd-fd] \
+         alt_td=[fwd pcr01=8000 bwd pcr01=0 best-effort] bbc=[BCOB-X atc=NrtVbr p2p] \
+         bhli=[Vendor 00a03e00000001] called=+41215551234 \
+         called_sub=39.840F.80FFE1000000F21A3502.0020481A3502.00 \
+         calling=47.0005.80FFE1000000F21A3D5C.0020481B0001.00 (Allowed, UserPassed) \
+         blli=[l2=0x0c(llc)] conn=[vpci=0 vci=100] qos=[class 0/0] ext_qos=[origin=0 fwd_cdv=250us] \
+         transit_delay=[cumulative=10ms] cause=[102 (recovery on timer expiry) at LN diag \"303\"] \
+         state=1 (CallInitiated)"
+    );
+    let p = Message::parse(&m.to_vec()).unwrap();
+    assert_eq!(p.problems, []);
+    assert_eq!(p.message, m);
+}
+
+#[test]
+fn view_walks_ies_in_wire_order() {
+    let b = hex("09 03 80 00 09 7d 80 00 0b 14 80 00 01 00 08 80 00 02 80 9e");
+    let v = MessageView::new_checked(&b[..]).unwrap();
+    assert_eq!(v.call_ref(), CallRef::new(9, true));
+    assert_eq!(v.msg_type(), MsgType::Status);
+    assert_eq!(v.instruction(), MsgInstruction::NONE);
+    assert_eq!(v.message_len(), 11);
+    let ies: Vec<_> = v.ies().map(Result::unwrap).collect();
+    assert_eq!(
+        ies.iter()
+            .map(|i| (i.id, i.offset, i.contents.len()))
+            .collect::<Vec<_>>(),
+        [(IeId::CallState, 9, 1), (IeId::Cause, 14, 2)]
+    );
+    assert_eq!(ies[1].range(), 14..20);
+    // An IE that runs past the end ends the walk.
+    let b = hex("09 03 00 00 01 4d 80 00 07 08 80 00 02 80 90 27");
+    let v = MessageView::new_checked(&b[..]).unwrap();
+    let mut it = v.ies();
+    assert!(matches!(
+        it.next(),
+        Some(Ok(IeRef {
+            id: IeId::Cause,
+            ..
+        }))
+    ));
+    assert_eq!(it.next(), Some(Err(ParseError::IeTruncated { offset: 15 })));
+    assert_eq!(it.next(), None);
+    // Setters.
+    let mut b = hex("09 03 00 00 01 0f 80 00 00");
+    let mut v = MessageView::new_unchecked(&mut b[..]);
+    v.set_call_ref(CallRef::new(0x7f_ffff, true));
+    assert_eq!(v.call_ref(), CallRef::new(CallRef::MAX, true));
+    v.set_header(&Header::new(MsgType::StatusEnquiry, CallRef::new(2, false)));
+    assert_eq!(b, hex("09 03 00 00 02 75 80 00 00"));
+    assert_eq!(
+        MessageView::new_checked(&[0x09u8][..]),
+        Err(ParseError::TooShort { len: 1 })
+    );
+}
