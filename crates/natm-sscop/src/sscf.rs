@@ -221,3 +221,152 @@ impl Sscf {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::T0;
+    use alloc::vec;
+    use natm_wire::sscop::{Repr, Source};
+
+    fn carry(from: &mut Sscf, to: &mut Sscf) {
+        while let Some(p) = from.poll_transmit() {
+            to.handle_pdu(T0, &p);
+        }
+    }
+
+    fn drain(s: &mut Sscf) -> Vec<SaalEvent> {
+        core::iter::from_fn(|| s.poll_event()).collect()
+    }
+
+    /// Two SSCFs, the first established towards the second.
+    fn up() -> (Sscf, Sscf) {
+        let mut a = Sscf::new(Config::default());
+        let mut b = Sscf::new(Config::default());
+        a.request(T0, SaalRequest::Establish);
+        assert_eq!(a.state(), SscfState::AwaitingEstablish);
+        carry(&mut a, &mut b); // BGN
+        assert_eq!(drain(&mut b), [SaalEvent::EstablishIndication]);
+        carry(&mut b, &mut a); // BGAK
+        assert_eq!(drain(&mut a), [SaalEvent::EstablishConfirm]);
+        assert_eq!(
+            (a.state(), b.state()),
+            (SscfState::Established, SscfState::Established)
+        );
+        (a, b)
+    }
+
+    #[test]
+    fn establish_data_release() {
+        let (mut a, mut b) = up();
+        a.request(T0, SaalRequest::Data(b"SETUP".to_vec()));
+        b.request(T0, SaalRequest::UnitData(b"UD".to_vec()));
+        carry(&mut a, &mut b);
+        carry(&mut b, &mut a);
+        assert_eq!(drain(&mut b), [SaalEvent::Data(b"SETUP".to_vec())]);
+        assert_eq!(drain(&mut a), [SaalEvent::UnitData(b"UD".to_vec())]);
+        a.request(T0, SaalRequest::Release);
+        assert_eq!(a.state(), SscfState::AwaitingRelease);
+        carry(&mut a, &mut b); // END
+        assert_eq!(drain(&mut b), [SaalEvent::ReleaseIndication]);
+        carry(&mut b, &mut a); // ENDAK
+        assert_eq!(drain(&mut a), [SaalEvent::ReleaseConfirm]);
+        assert_eq!(
+            (a.state(), b.state()),
+            (SscfState::Released, SscfState::Released)
+        );
+        // Release when released: confirmed at once.
+        a.request(T0, SaalRequest::Release);
+        assert_eq!(drain(&mut a), [SaalEvent::ReleaseConfirm]);
+    }
+
+    #[test]
+    fn establish_when_established_resynchronises() {
+        let (mut a, mut b) = up();
+        a.request(T0, SaalRequest::Establish);
+        assert_eq!(a.state(), SscfState::Resync);
+        // Data in resync is not taken.
+        a.request(T0, SaalRequest::Data(b"x".to_vec()));
+        assert_eq!(a.ignored(), 1);
+        carry(&mut a, &mut b); // RS
+        assert_eq!(drain(&mut b), [SaalEvent::EstablishIndication]);
+        carry(&mut b, &mut a); // RSAK
+        assert_eq!(drain(&mut a), [SaalEvent::EstablishConfirm]);
+        assert_eq!(a.state(), SscfState::Established);
+        a.request(T0, SaalRequest::Data(b"after".to_vec()));
+        carry(&mut a, &mut b);
+        assert_eq!(drain(&mut b), [SaalEvent::Data(b"after".to_vec())]);
+    }
+
+    #[test]
+    fn recovery_is_an_establish_indication() {
+        let (mut a, mut b) = up();
+        // A bad STAT makes B's SSCOP start recovery; both SSCFs tell Q.2931.
+        b.handle_pdu(
+            T0,
+            &Repr::Stat {
+                n_r: 0,
+                n_mr: 9,
+                n_ps: 7,
+                list: vec![],
+            }
+            .to_vec()
+            .unwrap(),
+        );
+        carry(&mut b, &mut a); // ER
+        assert_eq!(drain(&mut a), [SaalEvent::EstablishIndication]);
+        carry(&mut a, &mut b); // ERAK
+        assert_eq!(drain(&mut b), [SaalEvent::EstablishIndication]);
+        assert_eq!(a.sscop().state(), crate::State::DataTransferReady);
+        assert_eq!(b.sscop().state(), crate::State::DataTransferReady);
+    }
+
+    #[test]
+    fn lost_link_is_a_release_indication() {
+        let (mut a, _b) = up();
+        // No answer to any POLL: Timer_NO_RESPONSE releases.
+        let mut now = T0;
+        while let Some(t) = a.poll_timeout() {
+            now = t;
+            a.handle_timeout(now);
+            while a.poll_transmit().is_some() {}
+            if a.state() == SscfState::Released {
+                break;
+            }
+        }
+        assert_eq!(drain(&mut a), [SaalEvent::ReleaseIndication]);
+        assert!(now.saturating_duration_since(T0) >= Config::default().timer_no_response);
+    }
+
+    #[test]
+    fn establishment_rejected_or_timed_out() {
+        let mut a = Sscf::new(Config::default());
+        a.request(T0, SaalRequest::Establish);
+        a.handle_pdu(T0, &Repr::Bgrej { uu: &[] }.to_vec().unwrap());
+        assert_eq!(drain(&mut a), [SaalEvent::ReleaseIndication]);
+        // Released while awaiting establish, then a new establish.
+        a.request(T0, SaalRequest::Establish);
+        a.request(T0, SaalRequest::Release);
+        assert_eq!(a.state(), SscfState::AwaitingRelease);
+        a.request(T0, SaalRequest::Establish);
+        assert_eq!(a.state(), SscfState::AwaitingEstablish);
+        // MaxCC BGNs unanswered: released.
+        while let Some(t) = a.poll_timeout() {
+            a.handle_timeout(t);
+        }
+        assert_eq!(drain(&mut a), [SaalEvent::ReleaseIndication]);
+        assert_eq!(a.state(), SscfState::Released);
+        // A peer END while established.
+        let (mut a, _) = up();
+        a.handle_pdu(
+            T0,
+            &Repr::End {
+                source: Source::User,
+                uu: &[],
+            }
+            .to_vec()
+            .unwrap(),
+        );
+        assert_eq!(drain(&mut a), [SaalEvent::ReleaseIndication]);
+    }
+}
