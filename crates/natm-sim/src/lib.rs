@@ -50,6 +50,7 @@ pub mod queue;
 mod render;
 pub mod scenario;
 pub mod seed;
+pub mod signalling;
 pub mod swarm;
 pub mod units;
 pub mod world;
