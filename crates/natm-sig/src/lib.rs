@@ -77,7 +77,6 @@ mod uni;
 mod tests;
 
 pub use config::{Config, RestartResponse, Role, Timer};
-pub use msg::EncodeError;
 pub use saal::{SaalEvent, SaalRequest};
 pub use signalling::Signalling;
 pub use state::{CallState, RestartState};
@@ -88,6 +87,7 @@ pub use types::{
 pub use uni::{Counters, Uni};
 
 /// The codec's types that appear in this crate's API.
+pub use natm_wire::q2931::qos::QosMapError;
 pub use natm_wire::q2931::{
     Bhli, Blli, Cause, CauseValue, Location, Message, PartyNumber, Subaddress,
 };

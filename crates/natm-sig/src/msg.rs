@@ -3,7 +3,6 @@
 //! [`setup`]).
 
 use alloc::vec::Vec;
-use core::fmt;
 
 use crate::types::{ConnId, Restart, SetupParams};
 use crate::{Cause, CauseValue};
@@ -137,16 +136,6 @@ pub(crate) struct Inbound {
     pub problems: Vec<Problem>,
 }
 
-/// Why a SETUP could not be encoded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EncodeError(pub &'static str);
-
-impl fmt::Display for EncodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0)
-    }
-}
-
 /// A message to send, other than SETUP.
 #[derive(Clone, Debug)]
 pub(crate) struct Out {
@@ -196,6 +185,8 @@ use natm_wire::q2931::{
     CallRef, CallState as IeCallState, ConnectionId, Header, IeAction as WireIeAction, IeProblem,
     Message, MsgAction as WireMsgAction, MsgType, RestartClass, RestartIndicator,
 };
+
+use natm_wire::q2931::qos::{QosIes, QosMapError};
 
 use crate::IncomingSetup;
 use alloc::boxed::Box;
@@ -255,22 +246,28 @@ impl Out {
 }
 
 /// SETUP with call reference `cref` from its allocator (flag 0).
-pub(crate) fn setup(cref: u32, p: &SetupParams) -> Result<Vec<u8>, EncodeError> {
-    Ok(setup_with_flag(cref, false, p))
+pub(crate) fn setup(cref: u32, p: &SetupParams) -> Result<Vec<u8>, QosMapError> {
+    Ok(setup_message(cref, false, p)?.to_vec())
 }
 
 /// SETUP with any flag (tests send the wrong one too).
+#[cfg(test)]
 pub(crate) fn setup_with_flag(cref: u32, flag: bool, p: &SetupParams) -> Vec<u8> {
-    setup_message(cref, flag, p).to_vec()
+    setup_message(cref, flag, p)
+        .expect("test QoS maps")
+        .to_vec()
 }
 
-pub(crate) fn setup_message(cref: u32, flag: bool, p: &SetupParams) -> Message {
+/// The SETUP message: the QoS through `natm_wire::q2931::qos`, then the addresses and
+/// layer information.
+pub(crate) fn setup_message(
+    cref: u32,
+    flag: bool,
+    p: &SetupParams,
+) -> Result<Message, QosMapError> {
+    let ies = QosIes::from_qos(&p.qos)?;
     let mut m = Message::new(Header::new(MsgType::Setup, CallRef::new(cref, flag)));
-    let (aal, traffic, bearer, qos) = qos_map::to_ies(&p.qos);
-    m.aal = aal;
-    m.traffic = Some(traffic);
-    m.bearer = Some(bearer);
-    m.qos = qos;
+    ies.apply(&mut m);
     m.called = Some(p.called.clone());
     m.called_sub = p.called_sub.clone();
     m.calling = p.calling.clone();
@@ -280,7 +277,7 @@ pub(crate) fn setup_message(cref: u32, flag: bool, p: &SetupParams) -> Message {
     if let Some(k) = p.conn {
         m.connection_id = Some(ConnectionId::exclusive(k.vpci, k.vci));
     }
-    m
+    Ok(m)
 }
 
 fn conn_id(c: &ConnectionId) -> ConnId {
@@ -406,7 +403,7 @@ pub(crate) fn parse(b: &[u8]) -> Option<Inbound> {
 
 fn incoming_setup(m: &Message) -> Option<Box<IncomingSetup>> {
     let called = m.called.clone()?;
-    let qos = qos_map::from_message(m);
+    let qos = QosIes::from_message(m).and_then(|ies| ies.to_qos());
     let qos_mapped = qos.is_ok();
     let params = SetupParams {
         called,
@@ -423,67 +420,4 @@ fn incoming_setup(m: &Message) -> Option<Box<IncomingSetup>> {
         qos_mapped,
         message: m.clone(),
     }))
-}
-
-/// Stopgap UBR-only mapping until `natm_wire::q2931::qos` lands (the codec part owns it).
-mod qos_map {
-    use natm_core::Qos;
-    use natm_core::qos::{Aal, Pcr, TrafficClass, TrafficParams};
-    use natm_wire::q2931::{AalParams, BearerCapability, Message, QosParam, TrafficDescriptor};
-
-    fn cps(p: &TrafficParams) -> u32 {
-        match (p.max_pcr, p.pcr) {
-            (Pcr::Cps(n), _) if n != 0 => n,
-            (_, Pcr::Cps(n)) => n,
-            _ => 0,
-        }
-    }
-
-    pub(super) fn to_ies(
-        q: &Qos,
-    ) -> (
-        Option<AalParams>,
-        TrafficDescriptor,
-        BearerCapability,
-        Option<QosParam>,
-    ) {
-        let aal = (q.aal == Aal::Aal5).then(|| {
-            AalParams::aal5(
-                q.tx.max_sdu.min(65535) as u16,
-                q.rx.max_sdu.min(65535) as u16,
-            )
-        });
-        let td = TrafficDescriptor::ubr(cps(&q.tx), cps(&q.rx));
-        (
-            aal,
-            td,
-            BearerCapability::UBR_31,
-            Some(QosParam::UNSPECIFIED),
-        )
-    }
-
-    pub(super) fn from_message(m: &Message) -> Result<Qos, ()> {
-        let td = m.traffic.as_ref().ok_or(())?;
-        let mut q = Qos::default();
-        let dir = |pcr: Option<u32>, sdu: Option<u16>| TrafficParams {
-            class: TrafficClass::Ubr,
-            max_pcr: Pcr::Cps(pcr.unwrap_or(0)),
-            max_sdu: u32::from(sdu.unwrap_or(0)),
-            ..TrafficParams::default()
-        };
-        let (f, b) = match &m.aal {
-            Some(AalParams::Aal5 {
-                fwd_max_sdu,
-                bwd_max_sdu,
-                ..
-            }) => {
-                q.aal = Aal::Aal5;
-                (*fwd_max_sdu, *bwd_max_sdu)
-            }
-            _ => (None, None),
-        };
-        q.tx = dir(td.fwd.pcr01, f);
-        q.rx = dir(td.bwd.pcr01, b);
-        Ok(q)
-    }
 }

@@ -4,6 +4,7 @@ use alloc::boxed::Box;
 use core::fmt;
 
 use natm_core::Qos;
+use natm_wire::q2931::qos::QosMapError;
 
 use crate::config::Timer;
 use crate::state::CallState;
@@ -84,9 +85,9 @@ pub struct SetupParams {
     pub calling: Option<PartyNumber>,
     /// The calling party's subaddress.
     pub calling_sub: Option<Subaddress>,
-    /// The VC's QoS, seen from the caller (`tx` is the forward direction); mapped to the
-    /// AAL parameters, traffic descriptor, bearer capability and QoS parameter IEs by
-    /// `natm_wire::q2931::qos`.
+    /// The VC's QoS as the caller sees it (`tx` is the forward direction), mapped to the
+    /// AAL parameters, traffic descriptors, bearer capability and QoS parameter IEs by
+    /// `natm_wire::q2931::qos` (`max` rates must be resolved first: `qos::resolve_max`).
     pub qos: Qos,
     /// Broadband low layer information.
     pub blli: Option<Blli>,
@@ -100,8 +101,9 @@ pub struct SetupParams {
 /// An incoming SETUP as call control read it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct IncomingSetup {
-    /// The parameters, QoS as the caller sees it (`tx` is the caller's forward direction)
-    /// when the IEs map to a natm `Qos`.
+    /// The parameters. The QoS is the caller's view (`tx` is the caller's transmit
+    /// direction); the called side's own view is `natm_wire::q2931::qos::swap_directions`
+    /// of it.
     pub params: SetupParams,
     /// Whether the QoS IEs mapped to a natm `Qos`; when not, `params.qos` is the default
     /// and the owner may refuse the call (cause 73) or read `message` itself.
@@ -211,8 +213,9 @@ pub enum CommandError {
     RestartBusy,
     /// No RESTART from the peer is waiting for a response.
     NoRestart,
-    /// The SETUP could not be encoded (the QoS has no IE form).
-    Encode(crate::msg::EncodeError),
+    /// The QoS cannot be signalled (`max` rates not resolved, values beyond the IEs'
+    /// fields, …; see `natm_wire::q2931::qos`).
+    Qos(QosMapError),
 }
 
 impl fmt::Display for CommandError {
@@ -224,7 +227,7 @@ impl fmt::Display for CommandError {
             CommandError::NoCallRef => f.write_str("no call reference free"),
             CommandError::RestartBusy => f.write_str("a restart is already in progress"),
             CommandError::NoRestart => f.write_str("no restart to respond to"),
-            CommandError::Encode(e) => write!(f, "SETUP cannot be encoded: {e}"),
+            CommandError::Qos(e) => write!(f, "the QoS cannot be signalled: {e}"),
         }
     }
 }

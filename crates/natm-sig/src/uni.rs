@@ -384,7 +384,7 @@ impl Uni {
             return Err(CommandError::MissingConnId);
         }
         let cref = self.alloc_cref().ok_or(CommandError::NoCallRef)?;
-        let bytes = msg::setup(cref, params).map_err(CommandError::Encode)?;
+        let bytes = msg::setup(cref, params).map_err(CommandError::Qos)?;
         let call = CallId {
             cref,
             origin: Origin::Local,

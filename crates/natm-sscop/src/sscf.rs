@@ -3,30 +3,32 @@
 //! SSCF-UNI is a thin mapping with no header of its own: the signalling layer's
 //! AAL-ESTABLISH, AAL-RELEASE, AAL-DATA and AAL-UNITDATA primitives ([`SaalRequest`],
 //! [`SaalEvent`]) become SSCOP's AA-signals, and SSCOP's resynchronisation and recovery are
-//! hidden behind AAL-ESTABLISH (Q.2130 §6, the SDL of figure 5, states 1, 2, 4, 10 and 5):
+//! hidden behind AAL-ESTABLISH (Q.2130's SDL; states named SSCF/SSCOP as ngatm does):
 //!
 //! | state | AAL-ESTABLISH.req | AAL-RELEASE.req | AAL-DATA.req |
 //! |---|---|---|---|
-//! | 1 released | AA-ESTABLISH.req → 2 | AAL-RELEASE.conf | dropped |
-//! | 2 awaiting establish | ignored | AA-RELEASE.req → 4 | dropped |
-//! | 4 awaiting release | AA-ESTABLISH.req → 2 | ignored | dropped |
-//! | 10 established | AA-RESYNC.req → 5 | AA-RELEASE.req → 4 | AA-DATA.req |
-//! | 5 resync | ignored | AA-RELEASE.req → 4 | dropped |
+//! | 1/1 released | AA-ESTABLISH.req → 2/2 | AAL-RELEASE.conf | dropped |
+//! | 2/2 awaiting establish | ignored | AA-RELEASE.req → 3/4 | dropped |
+//! | 3/4 awaiting release | AA-ESTABLISH.req → 2/2 | ignored | dropped |
+//! | 4/10 established | AA-RESYNC.req → 2/5 | AA-RELEASE.req → 3/4 | AA-DATA.req |
+//! | 2/5 resync | ignored | AA-RELEASE.req → 3/4 | dropped |
+//!
+//! AAL-UNITDATA.request becomes AA-UNITDATA.request in every state.
 //!
 //! | SSCOP signal | in state | SSCF does |
 //! |---|---|---|
-//! | AA-ESTABLISH.ind | 1 | AA-ESTABLISH.resp, AAL-ESTABLISH.ind → 10 |
-//! | AA-ESTABLISH.conf | 2 | AAL-ESTABLISH.conf → 10 |
-//! | AA-RELEASE.ind | 2, 10, 5 | AAL-RELEASE.ind → 1 |
-//! | AA-RELEASE.conf | 4 | AAL-RELEASE.conf → 1 |
-//! | AA-DATA.ind | 10 | AAL-DATA.ind |
-//! | AA-RESYNC.ind | 10 | AA-RESYNC.resp, AAL-ESTABLISH.ind |
-//! | AA-RESYNC.conf | 5 | AAL-ESTABLISH.conf → 10 |
-//! | AA-RECOVER.ind | 10 | AA-RECOVER.resp, AAL-ESTABLISH.ind |
+//! | AA-ESTABLISH.ind | 1/1 | AA-ESTABLISH.resp, AAL-ESTABLISH.ind → 4/10 |
+//! | AA-ESTABLISH.conf | 2/2 | AAL-ESTABLISH.conf → 4/10 |
+//! | AA-RELEASE.ind | 2/2, 4/10, 2/5 | AAL-RELEASE.ind → 1/1 |
+//! | AA-RELEASE.conf | 3/4 | AAL-RELEASE.conf → 1/1 |
+//! | AA-DATA.ind | 4/10 | AAL-DATA.ind |
+//! | AA-RESYNC.ind | 4/10 | AA-RESYNC.resp, AAL-ESTABLISH.ind |
+//! | AA-RESYNC.conf | 2/5 | AAL-ESTABLISH.conf → 4/10 |
+//! | AA-RECOVER.ind | 4/10 | AA-RECOVER.resp, AAL-ESTABLISH.ind |
 //! | AA-UNITDATA.ind | any | AAL-UNITDATA.ind |
 //!
 //! Anything else is ignored (counted in [`Sscf::ignored`]). SSCF-UNI asks SSCOP for buffer
-//! release (BR = yes) on establishment, as Q.2130 §6.2 does, so unacknowledged data is
+//! release (BR = yes) on establishment, as ngatm's SSCF-UNI does, so unacknowledged data is
 //! dropped across a new connection; Q.2931 recovers by its own status enquiry.
 //!
 //! Call contract: as [`Sscop`]'s: after [`Sscf::request`], [`Sscf::handle_pdu`] or
@@ -71,19 +73,20 @@ pub enum SaalEvent {
     UnitData(Vec<u8>),
 }
 
-/// SSCF-UNI's state (Q.2130 figure 5 numbering).
+/// SSCF-UNI's state. Q.2130 names each by its own number and the SSCOP state beside it
+/// (SSCF/SSCOP, as ngatm's `sscfudef.h` lists them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SscfState {
-    /// 1: released.
-    Released = 1,
-    /// 2: awaiting establish.
-    AwaitingEstablish = 2,
-    /// 4: awaiting release.
-    AwaitingRelease = 4,
-    /// 5: resynchronising.
-    Resync = 5,
-    /// 10: established.
-    Established = 10,
+    /// 1/1: released.
+    Released,
+    /// 2/2: awaiting establish (BGN sent).
+    AwaitingEstablish,
+    /// 3/4: awaiting release (END sent).
+    AwaitingRelease,
+    /// 4/10: established (data transfer ready).
+    Established,
+    /// 2/5: resynchronising (RS sent).
+    Resync,
 }
 
 /// SSCF-UNI over one SSCOP connection: what Q.2931 signalling drives on VC 0.5.

@@ -1,4 +1,5 @@
-//! One SSCOP connection endpoint: the Q.2110 state machine (§7.6 states, §7.7–7.8 SDL).
+//! One SSCOP connection endpoint: the Q.2110 state machine (its states, state variables,
+//! timers and SDL).
 //!
 //! # What it is
 //!
@@ -28,13 +29,13 @@
 //! # Sequence numbers
 //!
 //! All sequence numbers are 24-bit and compared modulo 2^24 against a base, as Q.2110
-//! §7.1 says: VT(A) for the transmitter's variables, VR(R) for the receiver's. An SD whose
+//! says: VT(A) for the transmitter's variables, VR(R) for the receiver's. An SD whose
 //! N(S) lies in the half-space behind VR(R) is an old duplicate and is dropped silently
 //! (Q.2110 would call it out of window and send a USTAT up to VR(MR), which the peer then
 //! reads as an N(R) error; a duplicating lower layer would turn every duplicate into a
 //! recovery).
 //!
-//! # Timers (Q.2110 §7.5)
+//! # Timers
 //!
 //! Timer_CC runs in the pending states while BGN, END, RS or ER wait for their
 //! acknowledgement (MaxCC tries). In Data Transfer Ready exactly one of POLL (data
@@ -46,8 +47,8 @@
 //!
 //! # Tests
 //!
-//! The state × event tests (`tests.rs`) follow the SDL pages of Q.2110 §7.8 (figure 16,
-//! sheets 1–40), one group per state; the pair harness runs two endpoints over an impaired
+//! The state × event tests (`tests.rs`) follow Q.2110's SDL, one table per state (its
+//! module docs list the pages); the pair harness runs two endpoints over an impaired
 //! channel in virtual time.
 
 use alloc::collections::VecDeque;
@@ -68,8 +69,8 @@ fn sub(a: u32, b: u32) -> u32 {
     a.wrapping_sub(b) & SEQ_MAX
 }
 
-/// SSCOP parameters (Q.2110 §7.8), with linux-atm's and ngatm's defaults (which are
-/// Q.2110's values for the UNI, Q.2130 §7.1).
+/// SSCOP parameters (Q.2110's timers and counts), with linux-atm's and ngatm's defaults (which are
+/// Q.2110's values for the UNI).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
     /// Timer_CC: BGN, END, RS and ER retransmission (default 1 s).
@@ -118,7 +119,7 @@ impl Default for Config {
     }
 }
 
-/// The states of Q.2110 §7.6, numbered as the standard numbers them.
+/// The states of Q.2110, numbered as the standard numbers them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum State {
     /// 1: Idle.
@@ -143,7 +144,7 @@ pub enum State {
     DataTransferReady = 10,
 }
 
-/// The SSCOP timers (Q.2110 §7.5).
+/// The SSCOP timers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Timer {
     /// Timer_CC.
@@ -166,7 +167,8 @@ const TIMERS: [Timer; 5] = [
     Timer::Idle,
 ];
 
-/// MAA-ERROR codes (Q.2110 appendix II, table II.1).
+/// MAA-ERROR codes (Q.2110's management error indications, lettered as the standard
+/// and ngatm letter them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MaaError {
     /// A: SD PDU in a state that does not take it.
@@ -308,7 +310,7 @@ pub struct Sscop {
     config: Config,
     state: State,
 
-    // Transmitter (Q.2110 §7.3).
+    // Transmitter.
     vt_s: u32,
     vt_ps: u32,
     vt_a: u32,
@@ -641,7 +643,7 @@ impl Sscop {
         self.maa(MaaError::U);
     }
 
-    /// The state × PDU table of Q.2110 §7.8.
+    /// The state × PDU table of Q.2110's SDL.
     fn dispatch(&mut self, now: Instant, r: Repr<'_>) {
         use State::*;
         let t = r.pdu_type();
@@ -1509,7 +1511,7 @@ impl Sscop {
         false
     }
 
-    // ---- Q.2110 §7.7 "macros" ---------------------------------------------------------
+    // ---- Q.2110's SDL "macros" -------------------------------------------------------
 
     fn initialize_mr(&mut self) {
         // VR(R) restarts at 0 when data transfer starts: the credit is the window.

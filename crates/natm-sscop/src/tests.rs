@@ -1,20 +1,23 @@
 //! State × event tests for [`Sscop`] and the two-endpoint harness.
 //!
-//! The tables follow Q.2110 §7.8 (figure 16, the SDL), one group per state; each row is
-//! one (state, input) cell with the state reached, the PDUs sent and the signals given:
+//! The tables follow Q.2110's SDL (§7.7 and the state transition diagrams), one group per
+//! state; each row is one (state, input) cell with the state reached, the PDUs sent and the
+//! signals given. The page numbers are those of Q.2110 (07/94) as FreeBSD's ngatm cites
+//! them beside each transition:
 //!
-//! | group | SDL sheets | state |
+//! | group | Q.2110 pages | state |
 //! |---|---|---|
-//! | `table_idle` | 1–3 | 1 Idle |
-//! | `table_outgoing_connection_pending` | 4–6 | 2 |
-//! | `table_incoming_connection_pending` | 7–9 | 3 |
-//! | `table_outgoing_disconnection_pending` | 10–12 | 4 |
-//! | `table_outgoing_resynchronization_pending` | 13–15 | 5 |
-//! | `table_incoming_resynchronization_pending` | 16–18 | 6 |
-//! | `table_outgoing_recovery_pending` | 19–22 | 7 |
-//! | `table_recovery_response_pending` | 23–25 | 8 |
-//! | `table_incoming_recovery_pending` | 26–29 | 9 |
-//! | `table_ready` and the `ready_*` tests | 30–40 | 10 Data Transfer Ready |
+//! | `table_idle` | 31–33 | 1 Idle |
+//! | `table_outgoing_connection_pending` | 34–36 | 2 |
+//! | `table_incoming_connection_pending` | 37–39 | 3 |
+//! | `table_outgoing_disconnection_pending` | 40–42 | 4 |
+//! | `table_outgoing_resynchronization_pending` | 43–45 | 5 |
+//! | `table_incoming_resynchronization_pending` | 46–48 | 6 |
+//! | `table_outgoing_recovery_pending` | 49–52 | 7 |
+//! | `table_recovery_response_pending` | 53–55 | 8 |
+//! | `table_incoming_recovery_pending` | 56–59 | 9 |
+//! | `table_ready` and the `ready_*` tests | 60–72 | 10 Data Transfer Ready |
+//! | UD/MD rows of every table | 73–74 | any state |
 //!
 //! Every PDU type (retransmitted and new N(SQ) where that matters), every timer that runs in
 //! the state (with tries left and at MaxCC) and every AA-signal the state takes is a row.
@@ -694,7 +697,7 @@ fn table_ready() {
     );
 }
 
-// ---- Data Transfer Ready in detail (Q.2110 SDL sheets 33–40) ------------------------------
+// ---- Data Transfer Ready in detail (Q.2110 pp. 63–72) -------------------------------------
 
 /// Both ends established with each other, everything drained.
 fn pair_ready() -> (Sscop, Sscop) {

@@ -1,4 +1,4 @@
-//! SSCOP PDUs (ITU-T Q.2110 §7): the service specific connection oriented protocol that
+//! SSCOP PDUs (ITU-T Q.2110): the service specific connection oriented protocol that
 //! carries UNI signalling over AAL5 on VPI 0 / VCI 5.
 //!
 //! Every SSCOP PDU is a multiple of 4 bytes and keeps its fields in a **trailer**: the last
@@ -8,7 +8,7 @@
 //! PL (2 bits, pad length) | reserved (1) | S (1, END only) | type (4) | N(x) (24)
 //! ```
 //!
-//! and the words before it depend on the type (atm-facts.md §6, Q.2110 §7.2–7.9):
+//! and the words before it depend on the type (atm-facts.md §6, Q.2110's PDU formats):
 //!
 //! | PDU | code | before the last word | N(x) in the last word |
 //! |---|---|---|---|
@@ -64,7 +64,7 @@ pub mod field {
     pub const SQ_MASK: u32 = 0xFF;
 }
 
-/// The PDU type code (Q.2110 §7.1, table 4); an open set over the 4-bit field.
+/// The PDU type code (Q.2110); an open set over the 4-bit field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum PduType {
     /// Begin (1): request initialisation.
@@ -203,7 +203,7 @@ enum Shape {
     List,
 }
 
-/// Who released the connection, the S bit of END (Q.2110 §7.2.3).
+/// Who released the connection, the S bit of END.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Source {
     /// The SSCOP user asked for it (S = 0).

@@ -187,7 +187,7 @@ fn with_ie(mut b: alloc::vec::Vec<u8>, id: u8, flags: u8, contents: &[u8]) -> al
 #[test]
 fn mandatory_ie_missing_or_wrong() {
     // SETUP without its called party number: RELEASE COMPLETE 96, no call.
-    let mut p = msg::setup_message(8, false, &params(None));
+    let mut p = msg::setup_message(8, false, &params(None)).unwrap();
     p.called = None;
     let mut t = T::new(Role::Network);
     t.rx_bytes(&p.to_vec());
