@@ -1,13 +1,17 @@
 //! natm-sscop: two SSCOP endpoints driven by arbitrary operations: AA-requests on either
 //! side, frames carried, dropped, duplicated or bit-flipped one at a time, arbitrary bytes
 //! injected as PDUs, and time advanced to fire timers. The users answer every indication
-//! as SSCF-UNI does. Nothing may panic; while no forged or corrupted frame was delivered,
-//! each side receives the other's numbered messages in order, without duplication, and
-//! without loss within a connection epoch (an epoch ends at any establish, release,
-//! resync or recovery signal); the sequence variables stay within half the space.
+//! as SSCF-UNI does. Nothing may panic, and the sequence variables stay within half the
+//! space. While no forged or corrupted frame was delivered: between two establish,
+//! release, resync or recovery signals at the sender and two at the receiver, messages
+//! arrive in order and without duplication, and while the sender has had no such signal
+//! none is missing. Nothing more is promised across signals: BGAK, RSAK and ERAK carry no
+//! N(SQ), so a stale one can complete a newer BGN/RS/ER, and then one end may take SDs of
+//! the other's previous numbering for new ones while only one user is told. Each message
+//! carries its number and the sender's signal count.
 #![no_main]
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use libfuzzer_sys::fuzz_target;
 use natm_core::{Duration, Instant};
@@ -22,8 +26,12 @@ fn sub(a: u32, b: u32) -> u32 {
 /// One direction's receiving side of the check.
 #[derive(Default)]
 struct Check {
-    last: Option<u64>,
-    epoch_ended: bool,
+    /// Per (sender epoch, own epoch): the last message received.
+    last: BTreeMap<(u32, u32), u64>,
+    /// Every message received, with this side's epoch then.
+    seen: BTreeMap<u64, u32>,
+    /// Epoch signals this side has had.
+    epoch: u32,
 }
 
 struct Side {
@@ -72,46 +80,53 @@ impl World {
         }
     }
 
-    fn epoch_ends(&mut self) {
-        for side in &mut self.sides {
-            side.check.epoch_ended = true;
-        }
+    fn epoch_ends(&mut self, i: usize) {
+        self.sides[i].check.epoch += 1;
     }
 
     fn signal(&mut self, i: usize, e: Event) {
         let now = self.now;
         match e {
             Event::Data { data, .. } => {
-                if self.tainted || data.len() < 8 {
+                if self.tainted || data.len() < 12 {
                     return;
                 }
                 let n = u64::from_be_bytes(data[..8].try_into().expect("8 bytes"));
+                let e = u32::from_be_bytes(data[8..12].try_into().expect("4 bytes"));
+                let sender_epoch = self.sides[1 - i].check.epoch;
                 let c = &mut self.sides[i].check;
-                if let Some(last) = c.last {
+                let mine = c.epoch;
+                if let Some(then) = c.seen.insert(n, mine) {
+                    assert_ne!(then, mine, "side {i} got {n} twice in one epoch");
+                }
+                if let Some(&last) = c.last.get(&(e, mine)) {
                     assert!(n > last, "side {i} got {n} after {last}");
                     if !self.kept_buffers {
-                        assert!(n == last + 1 || c.epoch_ended, "side {i} lost {}", last + 1);
+                        assert!(
+                            n == last + 1 || sender_epoch != e,
+                            "side {i} lost {} while the sender's epoch {e} lasts",
+                            last + 1
+                        );
                     }
                 }
-                c.last = Some(n);
-                c.epoch_ended = false;
+                c.last.insert((e, mine), n);
             }
             Event::EstablishIndication { .. } => {
-                self.epoch_ends();
+                self.epoch_ends(i);
                 self.sides[i].s.establish_response(now, Vec::new(), true);
             }
             Event::ResyncIndication { .. } => {
-                self.epoch_ends();
+                self.epoch_ends(i);
                 self.sides[i].s.resync_response(now);
             }
             Event::RecoverIndication => {
-                self.epoch_ends();
+                self.epoch_ends(i);
                 self.sides[i].s.recover_response(now);
             }
             Event::EstablishConfirm { .. }
             | Event::ResyncConfirm
             | Event::ReleaseIndication { .. }
-            | Event::ReleaseConfirm => self.epoch_ends(),
+            | Event::ReleaseConfirm => self.epoch_ends(i),
             Event::UnitData(_) | Event::ManagementData(_) | Event::ManagementError(_) => {}
         }
     }
@@ -154,13 +169,16 @@ fuzz_target!(|data: &[u8]| {
             0 => {
                 let br = arg & 1 == 0;
                 w.kept_buffers |= !br;
-                w.sides[i].s.establish_request(now, vec![arg; usize::from(arg % 5)], br);
+                w.sides[i]
+                    .s
+                    .establish_request(now, vec![arg; usize::from(arg % 5)], br);
             }
             1 => w.sides[i].s.release_request(now, Vec::new()),
             2 => {
                 for _ in 0..=arg % 8 {
                     let side = &mut w.sides[i];
                     let mut m = side.next.to_be_bytes().to_vec();
+                    m.extend_from_slice(&side.check.epoch.to_be_bytes());
                     m.extend(std::iter::repeat_n(0xee, usize::from(arg % 4)));
                     side.next += 1;
                     side.s.data_request(now, m);
@@ -191,7 +209,9 @@ fuzz_target!(|data: &[u8]| {
                 // Carry up to 8 frames from side i to the other; bit 3 duplicates the first.
                 let j = 1 - i;
                 for k in 0..=arg % 8 {
-                    let Some(p) = w.sides[i].wire.pop_front() else { break };
+                    let Some(p) = w.sides[i].wire.pop_front() else {
+                        break;
+                    };
                     w.sides[j].s.handle_pdu(now, &p);
                     if k == 0 && arg & 8 != 0 {
                         w.sides[j].s.handle_pdu(now, &p);

@@ -29,11 +29,24 @@
 //! # Sequence numbers
 //!
 //! All sequence numbers are 24-bit and compared modulo 2^24 against a base, as Q.2110
-//! says: VT(A) for the transmitter's variables, VR(R) for the receiver's. An SD whose
-//! N(S) lies in the half-space behind VR(R) is an old duplicate and is dropped silently
-//! (Q.2110 would call it out of window and send a USTAT up to VR(MR), which the peer then
-//! reads as an N(R) error; a duplicating lower layer would turn every duplicate into a
-//! recovery).
+//! says: VT(A) for the transmitter's variables, VR(R) for the receiver's. An SD behind
+//! VR(R) is therefore outside the window like one at or beyond VR(MR): Q.2110 answers it
+//! with a USTAT up to VR(MR), which the peer reads as a list error and recovers from. A
+//! duplicating lower layer thus costs a recovery per duplicated SD (AAL5 does not
+//! duplicate); dropping such SDs quietly instead was tried and lets two ends that disagree
+//! about the numbering (after a lost END, RS or ER) lose data without a signal.
+//!
+//! # Known limit of Q.2110
+//!
+//! BGAK, RSAK and ERAK carry no N(SQ), so a late acknowledgement (one answering an earlier,
+//! retransmitted BGN, RS or ER) completes whatever this end has pending now, while the
+//! peer may be in another numbering epoch. One end may then take SDs of the other's
+//! previous numbering for new ones: messages mixed across epochs, lost, or (when the
+//! receiver's recovery completes early and it asks again for SDs it already delivered)
+//! delivered twice. Each time one of the two users has been told (an establish, resync or
+//! recovery signal); within one epoch at both ends delivery is in order, without loss and
+//! without duplication. ngatm and linux-atm share this; the machine fuzz targets found it
+//! and check the guarantee as stated here.
 //!
 //! # Timers
 //!
@@ -69,8 +82,8 @@ fn sub(a: u32, b: u32) -> u32 {
     a.wrapping_sub(b) & SEQ_MAX
 }
 
-/// SSCOP parameters (Q.2110's timers and counts), with linux-atm's and ngatm's defaults (which are
-/// Q.2110's values for the UNI).
+/// SSCOP parameters (Q.2110's timers and counts). The timers and counts default to the
+/// values ngatm's SSCF-UNI sets (`sscfu_getdefparam`, Q.2130's); the window to linux-atm's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
     /// Timer_CC: BGN, END, RS and ER retransmission (default 1 s).
@@ -94,7 +107,8 @@ pub struct Config {
     pub max_k: usize,
     /// MaxJ: the longest UU field (default 4096).
     pub max_j: usize,
-    /// The receive window (credit) granted beyond VR(R) (default 128, ngatm's `MAXMR`).
+    /// The receive window (credit) granted beyond VR(R): VR(MR) = VR(R) + `window`
+    /// (default 30, linux-atm's `SSCOP_CF_MR`; ngatm uses 128).
     pub window: u32,
     /// Send a POLL as soon as the retransmission queue empties (ngatm's `POLLREX`, off).
     pub poll_after_retransmission: bool,
@@ -113,7 +127,7 @@ impl Default for Config {
             max_stat: 67,
             max_k: 4096,
             max_j: 4096,
-            window: 128,
+            window: 30,
             poll_after_retransmission: false,
         }
     }
@@ -283,8 +297,8 @@ pub struct Counters {
     pub ustats: u64,
     /// SDs delivered to the user.
     pub delivered: u64,
-    /// SDs dropped as old duplicates (behind VR(R)).
-    pub old_duplicates: u64,
+    /// SDs dropped outside the receive window (at or beyond VR(MR), or behind VR(R)).
+    pub out_of_window: u64,
     /// Received PDUs that did not parse or broke a limit (MAA-ERROR U).
     pub bad_pdus: u64,
     /// User data requests dropped because the state does not take data.
@@ -954,13 +968,13 @@ impl Sscop {
     /// Q.2110 SDL "SD PDU" in Data Transfer Ready.
     fn ready_sd(&mut self, now: Instant, n_s: u32, info: &[u8]) {
         let off = sub(n_s, self.vr_r);
-        if off >= HALF {
-            self.counters.old_duplicates += 1;
-            return;
-        }
         let window = sub(self.vr_mr, self.vr_r);
         if off >= window {
-            // Beyond the credit we gave: drop, and report the gap up to VR(MR) once.
+            // Beyond the credit we gave, or behind VR(R) (which modulo VR(R) is the same):
+            // drop, and report the gap up to VR(MR) once. The peer finds that list beyond
+            // its VT(S) and recovers, which is what keeps two ends that disagree about the
+            // numbering (after lost END, RS or ER PDUs) from losing data silently.
+            self.counters.out_of_window += 1;
             if sub(self.vr_h, self.vr_r) < window {
                 self.send_ustat(self.vr_h, self.vr_mr);
                 self.vr_h = self.vr_mr;

@@ -120,7 +120,7 @@ fn idle() -> Sscop {
 fn out_pend() -> Sscop {
     let mut s = idle();
     s.establish_request(T0, b"hi".to_vec(), true);
-    recv!(s, ["BGN N(SQ)=1 N(MR)=128 uu=2"]);
+    recv!(s, ["BGN N(SQ)=1 N(MR)=30 uu=2"]);
     s
 }
 
@@ -159,7 +159,7 @@ fn out_dis() -> Sscop {
 fn out_resync() -> Sscop {
     let mut s = ready();
     s.resync_request(T0, Vec::new());
-    recv!(s, ["RS N(SQ)=2 N(MR)=128 uu=0"]);
+    recv!(s, ["RS N(SQ)=2 N(MR)=30 uu=0"]);
     s
 }
 
@@ -193,7 +193,7 @@ fn out_rec() -> Sscop {
         }
     );
     signals!(s, ["MAA-R"]);
-    recv!(s, ["ER N(SQ)=2 N(MR)=128"]);
+    recv!(s, ["ER N(SQ)=2 N(MR)=30"]);
     assert_eq!(s.state(), State::OutgoingRecoveryPending);
     s
 }
@@ -725,32 +725,32 @@ fn ready_sd_in_sequence_and_gaps() {
     signals!(b, ["DATA 0"]);
     // 1 lost, 2 arrives: a new gap gives a USTAT [1, 2].
     send!(b, T0, Repr::Sd { n_s: 2, info: b"c" });
-    recv!(b, ["USTAT N(R)=1 N(MR)=129 list=[1,2]"]);
+    recv!(b, ["USTAT N(R)=1 N(MR)=31 list=[1,2]"]);
     send!(b, T0, Repr::Sd { n_s: 3, info: b"d" });
     recv!(b, []);
     // 5 after 3: another gap, another USTAT.
     send!(b, T0, Repr::Sd { n_s: 5, info: b"f" });
-    recv!(b, ["USTAT N(R)=1 N(MR)=129 list=[4,5]"]);
+    recv!(b, ["USTAT N(R)=1 N(MR)=31 list=[4,5]"]);
     // A POLL: STAT lists both gaps and what was received after them.
     send!(b, T0, Repr::Poll { n_ps: 1, n_s: 7 });
-    recv!(b, ["STAT N(R)=1 N(MR)=129 N(PS)=1 list=[1,2,4,5,6,7]"]);
+    recv!(b, ["STAT N(R)=1 N(MR)=31 N(PS)=1 list=[1,2,4,5,6,7]"]);
     // The retransmissions fill the gaps in order.
     send!(b, T0, Repr::Sd { n_s: 1, info: b"b" });
     signals!(b, ["DATA 1", "DATA 2", "DATA 3"]);
     send!(b, T0, Repr::Sd { n_s: 4, info: b"e" });
     signals!(b, ["DATA 4", "DATA 5"]);
-    // An old duplicate is dropped quietly.
+    // An old duplicate is outside the window (modulo VR(R)): a USTAT up to VR(MR).
     send!(b, T0, Repr::Sd { n_s: 2, info: b"c" });
     signals!(b, []);
-    recv!(b, []);
-    assert_eq!(b.counters().old_duplicates, 1);
+    recv!(b, ["USTAT N(R)=6 N(MR)=36 list=[7,36]"]);
+    assert_eq!(b.counters().out_of_window, 1);
     // The same N(S) twice below VR(H): recovery (MAA-ERROR Q).
     send!(b, T0, Repr::Sd { n_s: 8, info: b"i" });
-    // VR(H) is 7 since the POLL: 6 was reported by the STAT already.
-    recv!(b, ["USTAT N(R)=6 N(MR)=134 list=[7,8]"]);
+    // VR(H) is at VR(MR) since that USTAT: 8 fills in, no new gap.
+    recv!(b, []);
     send!(b, T0, Repr::Sd { n_s: 8, info: b"i" });
     signals!(b, ["MAA-Q"]);
-    recv!(b, ["ER N(SQ)=2 N(MR)=128"]);
+    recv!(b, ["ER N(SQ)=2 N(MR)=30"]);
 }
 
 #[test]
@@ -799,8 +799,8 @@ fn ready_stat_splits_long_lists() {
     recv!(
         b,
         [
-            "STAT N(R)=0 N(MR)=128 N(PS)=1 list=[0,1,2,3]",
-            "STAT N(R)=0 N(MR)=128 N(PS)=1 list=[4,5,6,7,8]",
+            "STAT N(R)=0 N(MR)=30 N(PS)=1 list=[0,1,2,3]",
+            "STAT N(R)=0 N(MR)=30 N(PS)=1 list=[4,5,6,7,8]",
         ]
     );
 }
@@ -1045,7 +1045,7 @@ fn sequence_numbers_wrap_modulo_2_24() {
             b.handle_pdu(T0, p);
         }
     }
-    recv!(b, ["USTAT N(R)=0 N(MR)=128 list=[0,1]"]);
+    recv!(b, ["USTAT N(R)=0 N(MR)=30 list=[0,1]"]);
     send!(
         a,
         T0,
