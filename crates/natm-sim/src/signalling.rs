@@ -998,7 +998,7 @@ impl Sim {
                             },
                         );
                     }
-                    Err(CommandError::Encode(err)) => {
+                    Err(CommandError::Qos(err)) => {
                         return Err(self.fail(
                             "every QoS natm accepts has its IEs",
                             format!("user: SETUP with QoS {} not encoded: {err}", params.qos),
@@ -1041,12 +1041,22 @@ impl Sim {
                         ][self.rng.below(5) as usize];
                         let _ = self.command(1, |s, now| s.release(now, call, cause(v)))?;
                     }
-                    // No answer: the user's T303 ends it.
-                    _ => {}
+                    // A late answer: the user's T303 (twice) usually ends the call first.
+                    _ => {
+                        let delay = secs(self.rng.real(2.0, 40.0));
+                        self.schedule_in(delay, Act::Connect(call));
+                    }
                 }
             }
             Act::Connect(call) => {
-                let _ = self.command(1, |s, now| s.connect(now, call, None))?;
+                let conn = match self.ends[1].sig.uni().conn_id(call) {
+                    Some(_) => None,
+                    None => Some(ConnId {
+                        vpci: 0,
+                        vci: self.alloc_vci(),
+                    }),
+                };
+                let _ = self.command(1, |s, now| s.connect(now, call, conn))?;
             }
             Act::HangUp { network, cref } => {
                 let call = if network {
@@ -1221,13 +1231,21 @@ impl Sim {
 
     /// Whether signalling has settled (see the module docs).
     fn settled(&self) -> bool {
-        self.ends.iter().all(|e| {
+        // Up with nothing outstanding, or released with no call left (natm-sig brings a
+        // released SAAL up again when it has something to send, not before).
+        let up = self.ends.iter().all(|e| {
             let sscop = e.sig.sscf().sscop();
             sscop.state() == SscopState::DataTransferReady
                 && sscop.unacknowledged() == 0
-                && e.sig.uni().poll_timeout().is_none()
                 && e.sig.uni().link_up()
-        }) && self.dirs.iter().all(|d| d.netem.in_flight() == 0)
+        });
+        let down = self.ends.iter().all(|e| {
+            e.sig.sscf().sscop().state() == SscopState::Idle
+                && !e.sig.uni().link_up()
+                && e.sig.uni().call_count() == 0
+        });
+        (up || down)
+            && self.ends.iter().all(|e| e.sig.uni().poll_timeout().is_none()) && self.dirs.iter().all(|d| d.netem.in_flight() == 0)
             && self
                 .acts
                 .values()
