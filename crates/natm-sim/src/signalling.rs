@@ -452,6 +452,7 @@ struct Snap {
     vt_s: u32,
     vt_a: u32,
     vr_r: u32,
+    vr_h: u32,
     delivered: u64,
     rx: u64,
 }
@@ -465,6 +466,7 @@ impl Snap {
             vt_s: v[0],
             vt_a: v[1],
             vr_r: v[3],
+            vr_h: v[4],
             delivered: sscop.counters().delivered,
             rx: s.uni().counters().rx,
         }
@@ -514,6 +516,8 @@ struct Sim {
     ends: [End; 2],
     dirs: [Dir; 2],
     up: bool,
+    /// Impairment windows open per direction.
+    active_windows: [u32; 2],
     acts: BTreeMap<(u64, u64), Act>,
     act_seq: u64,
     /// Steps run at `now` so far.
@@ -578,6 +582,7 @@ impl Sim {
                 dir("signalling duplicate network→user"),
             ],
             up: true,
+            active_windows: [0, 0],
             acts: BTreeMap::new(),
             act_seq: 0,
             same_instant: 0,
@@ -755,6 +760,11 @@ impl Sim {
     /// End `e` takes one SDU from the link.
     fn deliver(&mut self, e: usize, sdu: &[u8]) -> Result<(), Violation> {
         let kind = seen(sdu);
+        let name = self.ends[e].name;
+        match Repr::parse(sdu) {
+            Ok(r) => self.note(format_args!("rx {name} {r}")),
+            Err(err) => self.note(format_args!("rx {name} {} bytes: {err}", sdu.len())),
+        }
         let before = Snap::of(&self.ends[e].sig);
         self.ends[e].sig.handle_pdu(self.now, sdu);
         self.observe(e, before, kind)?;
@@ -768,10 +778,23 @@ impl Sim {
         let end = &mut self.ends[e];
         let dtr = SscopState::DataTransferReady;
         let adv = sub(after.vr_r, before.vr_r);
-        if before.state != dtr || after.state != dtr || kind == Seen::Reset || adv >= HALF {
+        let both = before.state == dtr && after.state == dtr;
+        // A BGN, RS or ER (or their acknowledgements) that SSCOP acted on sets its
+        // variables to 0; one it ignored (a stale or duplicated one) leaves them alone.
+        let rx_reset = kind == Seen::Reset
+            && after.vr_r == 0
+            && after.vr_h == 0
+            && (before.vr_r, before.vr_h) != (0, 0);
+        let tx_reset = kind == Seen::Reset
+            && after.vt_s == 0
+            && after.vt_a == 0
+            && (before.vt_s, before.vt_a) != (0, 0);
+        if !both || tx_reset || sub(after.vt_a, before.vt_a) >= HALF {
+            end.asked.clear();
+        }
+        if !both || rx_reset || adv >= HALF {
             // A new established period (or none): the records start again.
             end.rx_seen.clear();
-            end.asked.clear();
             return Ok(());
         }
         if let Seen::Sd(n) = kind {
@@ -921,6 +944,14 @@ impl Sim {
             CallEvent::Connected { .. } if e == 0 => self.report.connected += 1,
             CallEvent::LinkUp => {
                 self.report.link_ups += 1;
+                if !self.healthy() {
+                    // Loss, damage and duplication cause re-establishments: with Q.2110 a
+                    // duplicated old SD draws an out-of-window USTAT, which the peer takes
+                    // as a list error and recovers from (ER), and every recovery's burst of
+                    // STATUS ENQUIRYs may meet the next duplicate.
+                    self.ends[e].link_ups.clear();
+                    return Ok(());
+                }
                 let now = self.now;
                 let ups = &mut self.ends[e].link_ups;
                 ups.push_back(now);
@@ -1094,7 +1125,10 @@ impl Sim {
                         vci: k.vci,
                     }
                 };
-                if let Ok(Ok(())) = self.command(e, |s, now| s.restart(now, what)) {
+                let r = self.command(e, |s, now| s.restart(now, what))?;
+                let name = self.ends[e].name;
+                self.note(format_args!("restart {name} {what:?}: {r:?}"));
+                if r.is_ok() {
                     self.report.restarts += 1;
                 }
             }
@@ -1104,16 +1138,19 @@ impl Sim {
             }
             Act::Up => self.up = true,
             Act::Impair(d, i) => {
+                self.active_windows[d] += 1;
                 let w = self.plan.impair[d][i].clone();
                 self.dirs[d].netem.set_impairments(&w.impairments);
                 self.dirs[d].duplicate = w.duplicate;
             }
             Act::Unimpair(d) => {
+                self.active_windows[d] = self.active_windows[d].saturating_sub(1);
                 self.dirs[d].netem.set_impairments(&Impairments::default());
                 self.dirs[d].duplicate = 0.0;
             }
             Act::EndLoad => {
                 self.loading = false;
+                self.active_windows = [0, 0];
                 self.up = true;
                 for d in &mut self.dirs {
                     d.netem.set_impairments(&Impairments::default());
@@ -1125,6 +1162,11 @@ impl Sim {
             }
         }
         Ok(())
+    }
+
+    /// Whether the link is up and unimpaired.
+    fn healthy(&self) -> bool {
+        self.up && self.active_windows == [0, 0]
     }
 
     fn alloc_vci(&mut self) -> u16 {
@@ -1245,7 +1287,11 @@ impl Sim {
                 && e.sig.uni().call_count() == 0
         });
         (up || down)
-            && self.ends.iter().all(|e| e.sig.uni().poll_timeout().is_none()) && self.dirs.iter().all(|d| d.netem.in_flight() == 0)
+            && self
+                .ends
+                .iter()
+                .all(|e| e.sig.uni().poll_timeout().is_none())
+            && self.dirs.iter().all(|d| d.netem.in_flight() == 0)
             && self
                 .acts
                 .values()
