@@ -930,16 +930,14 @@ impl Sim {
                     })?;
                 }
             }
-            CallEvent::Released { call, cause, .. } => {
-                if !self.ends[e].open.remove(&call) {
-                    return Err(self.fail(
-                        "every call ends once",
-                        format!(
-                            "{name}: {call} released (cause {}) but it was not open",
-                            cause.value
-                        ),
-                    ));
-                }
+            CallEvent::Released { call, cause, .. } if !self.ends[e].open.remove(&call) => {
+                return Err(self.fail(
+                    "every call ends once",
+                    format!(
+                        "{name}: {call} released (cause {}) but it was not open",
+                        cause.value
+                    ),
+                ));
             }
             CallEvent::Connected { .. } if e == 0 => self.report.connected += 1,
             CallEvent::LinkUp => {
@@ -1468,5 +1466,59 @@ pub fn run(seed: u64, trace: Option<Box<dyn Write>>) -> Result<SigReport, Violat
                 detail: format!("seed {seed}: {msg} (the trace's last line is where)"),
             })
         }
+    }
+}
+
+/// One seed of a signalling swarm.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SigOutcome {
+    /// The seed.
+    pub seed: u64,
+    /// Its report, or the invariant it broke.
+    pub result: Result<SigReport, Violation>,
+}
+
+impl SigOutcome {
+    /// One line for a failure: seed, invariant, time, detail and the replay command.
+    pub fn failure_text(&self) -> Option<String> {
+        let v = self.result.as_ref().err()?;
+        Some(format!(
+            "seed {}: {} at {} ns: {} — replay: {}",
+            self.seed,
+            v.invariant,
+            v.at.as_nanos(),
+            v.detail,
+            replay(self.seed)
+        ))
+    }
+}
+
+/// A signalling swarm's outcomes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SigSwarmReport {
+    /// One per seed run, in seed order.
+    pub outcomes: Vec<SigOutcome>,
+    /// Wall-clock time of the whole swarm.
+    pub wall: std::time::Duration,
+}
+
+impl SigSwarmReport {
+    /// The failed seeds' outcomes.
+    pub fn failures(&self) -> impl Iterator<Item = &SigOutcome> {
+        self.outcomes.iter().filter(|o| o.result.is_err())
+    }
+}
+
+/// Runs signalling seeds `from..from + n` on up to `threads` threads (0: the cores
+/// available), as [`crate::swarm()`] runs a scenario's.
+pub fn swarm(from: u64, n: u64, threads: usize, stop_at_failure: bool) -> SigSwarmReport {
+    let (outcomes, wall) =
+        crate::swarm::seeds(from, n, threads, stop_at_failure, |seed| run(seed, None));
+    SigSwarmReport {
+        outcomes: outcomes
+            .into_iter()
+            .map(|(seed, result)| SigOutcome { seed, result })
+            .collect(),
+        wall,
     }
 }
