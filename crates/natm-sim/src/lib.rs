@@ -11,8 +11,13 @@
 //! takes, with an optional `[sim]` table; [`faults`] draws fault plans from a seed and
 //! [`swarm()`] runs many seeds.
 //!
+//! A second campaign, [`signalling`], runs natm-sig's UNI signalling entities (Q.2931 over
+//! SSCF-UNI and SSCOP) over an impaired AAL5 link on VC 0.5 with its own invariants
+//! (`natm sim swarm --signalling`).
+//!
 //! What it is not: no real time, threads, sockets or OS randomness on the path of a run;
-//! no signalling (PVCs only); no model of the daemons' own scheduling beyond a per-host CPU
+//! no switched VCs in the cell network (its scenarios are PVCs only; signalling runs in its
+//! own two-entity world); no model of the daemons' own scheduling beyond a per-host CPU
 //! cost ([`app::HostCosts`]).
 //!
 //! # Determinism
@@ -50,13 +55,14 @@ pub mod queue;
 mod render;
 pub mod scenario;
 pub mod seed;
+pub mod signalling;
 pub mod swarm;
 pub mod units;
 pub mod world;
 
 pub use app::{App, AppIo, HostCosts};
 pub use scenario::{DEFAULT_SCENARIO, RunReport, Scenario, ScenarioError, run};
-pub use swarm::{SeedOutcome, SwarmReport, swarm};
+pub use swarm::{SeedOutcome, SwarmReport, seeds, swarm};
 pub use world::{
     Action, ConnId, Dirs, End, HostConfig, HostId, LinkConfig, LinkId, SimError, Stats, SwitchId,
     VcOptions, Violation, World,

@@ -13,14 +13,30 @@ pub enum Mutant {
     ForgetRelease,
     /// natm-switch: a port swaps two cells of one connection now and then.
     Reorder,
+    /// natm-sscop: the transmitter ignores USTAT (lost SDs wait for the next POLL/STAT).
+    IgnoreUstat,
+    /// natm-sig: a network side whose T308 runs out the second time keeps the call in
+    /// N11 for ever (no local release, no RESTART).
+    NoReleaseAfterT308,
+}
+
+/// Which campaign a mutant is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Campaign {
+    /// The default scenario's cell network ([`crate::swarm()`]).
+    Cells,
+    /// The signalling campaign ([`crate::signalling::swarm`]).
+    Signalling,
 }
 
 /// Every mutant.
-pub const ALL: [Mutant; 4] = [
+pub const ALL: [Mutant; 6] = [
     Mutant::IgnoreCrc,
     Mutant::NeverTag,
     Mutant::ForgetRelease,
     Mutant::Reorder,
+    Mutant::IgnoreUstat,
+    Mutant::NoReleaseAfterT308,
 ];
 
 impl Mutant {
@@ -31,6 +47,16 @@ impl Mutant {
             Mutant::NeverTag => "policing bound",
             Mutant::ForgetRelease => "CAC books balance",
             Mutant::Reorder => "cell order per VC",
+            Mutant::IgnoreUstat => "SSCOP answers USTAT",
+            Mutant::NoReleaseAfterT308 => "call clearing bounded by T308",
+        }
+    }
+
+    /// The campaign whose swarm catches this mutant.
+    pub fn campaign(self) -> Campaign {
+        match self {
+            Mutant::IgnoreUstat | Mutant::NoReleaseAfterT308 => Campaign::Signalling,
+            _ => Campaign::Cells,
         }
     }
 }
@@ -42,5 +68,7 @@ pub fn set(m: Mutant, on: bool) {
         Mutant::NeverTag => natm_traffic::mutants::set_policer_never_tags(on),
         Mutant::ForgetRelease => natm_traffic::mutants::set_cac_forgets_release(on),
         Mutant::Reorder => natm_switch::mutants::set_reorder(on),
+        Mutant::IgnoreUstat => natm_sscop::mutants::set_ignore_ustat(on),
+        Mutant::NoReleaseAfterT308 => natm_sig::mutants::set_no_release_complete_after_t308(on),
     }
 }

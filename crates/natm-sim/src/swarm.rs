@@ -62,6 +62,31 @@ pub fn swarm(
     threads: usize,
     stop_at_failure: bool,
 ) -> SwarmReport {
+    let (outcomes, wall) = seeds(from, n, threads, stop_at_failure, |seed| {
+        run(scenario, seed, None)
+    });
+    SwarmReport {
+        outcomes: outcomes
+            .into_iter()
+            .map(|(seed, result)| SeedOutcome { seed, result })
+            .collect(),
+        wall,
+    }
+}
+
+/// One seed and what its run gave.
+pub type SeedResult<R> = (u64, Result<R, Violation>);
+
+/// Runs `one` for seeds `from..from + n` on up to `threads` threads (0: the cores
+/// available), as [`swarm()`] does for a scenario: the outcomes in seed order, and the
+/// wall-clock time. Any campaign's swarm is this with its own run.
+pub fn seeds<R: Send>(
+    from: u64,
+    n: u64,
+    threads: usize,
+    stop_at_failure: bool,
+    one: impl Fn(u64) -> Result<R, Violation> + Sync,
+) -> (Vec<SeedResult<R>>, std::time::Duration) {
     let wall = std::time::Instant::now();
     let threads = match threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -83,22 +108,19 @@ pub fn swarm(
                     if seed >= end {
                         break;
                     }
-                    let result = run(scenario, seed, None);
+                    let result = one(seed);
                     if result.is_err() {
                         failed.store(true, Ordering::Relaxed);
                     }
                     // A poisoned lock means another worker panicked; its panic is the news.
                     if let Ok(mut o) = out.lock() {
-                        o.push(SeedOutcome { seed, result });
+                        o.push((seed, result));
                     }
                 }
             });
         }
     });
     let mut outcomes = out.into_inner().unwrap_or_default();
-    outcomes.sort_by_key(|o| o.seed);
-    SwarmReport {
-        outcomes,
-        wall: wall.elapsed(),
-    }
+    outcomes.sort_by_key(|o| o.0);
+    (outcomes, wall.elapsed())
 }

@@ -1,44 +1,68 @@
-//! The meta-test: each planted bug of the cores is found by the default scenario's swarm
-//! within 200 seeds, by the invariant it breaks. One test function, because the mutant
-//! flags are process-global.
+//! The meta-test: each planted bug of the cores is found within 200 seeds by the swarm of
+//! its campaign (the default scenario's for the cell network's cores, the signalling
+//! campaign's for SSCOP and call control), by the invariant it breaks. One test function,
+//! because the mutant flags are process-global.
 #![cfg(feature = "mutants")]
 
-use natm_sim::mutants::{self, ALL};
-use natm_sim::{Scenario, swarm};
+use natm_sim::mutants::{self, ALL, Campaign};
+use natm_sim::{Scenario, signalling, swarm};
+
+/// (failures caught by `want`, every failure) of `m`'s campaign over seeds 0..200.
+fn hunt(sc: &Scenario, m: mutants::Mutant, want: &str) -> (Vec<String>, Vec<String>) {
+    match m.campaign() {
+        Campaign::Cells => {
+            let rep = swarm(sc, 0, 200, 0, true);
+            eprintln!("{m:?}: {} seeds run, {:?}", rep.outcomes.len(), rep.wall);
+            let caught = rep
+                .outcomes
+                .iter()
+                .filter(|o| o.result.as_ref().is_err_and(|v| v.invariant == want))
+                .filter_map(|o| o.failure_text(sc))
+                .collect();
+            (
+                caught,
+                rep.failures().filter_map(|o| o.failure_text(sc)).collect(),
+            )
+        }
+        Campaign::Signalling => {
+            let rep = signalling::swarm(0, 200, 0, true);
+            eprintln!("{m:?}: {} seeds run, {:?}", rep.outcomes.len(), rep.wall);
+            let caught = rep
+                .outcomes
+                .iter()
+                .filter(|o| o.result.as_ref().is_err_and(|v| v.invariant == want))
+                .filter_map(|o| o.failure_text())
+                .collect();
+            (
+                caught,
+                rep.failures().filter_map(|o| o.failure_text()).collect(),
+            )
+        }
+    }
+}
 
 #[test]
-fn every_mutant_is_caught_by_the_swarm_within_200_seeds() {
+fn every_mutant_is_caught_by_its_swarm_within_200_seeds() {
     let sc = Scenario::default_scenario();
     for m in ALL {
         mutants::set(m, true);
-        let rep = swarm(&sc, 0, 200, 0, true);
-        mutants::set(m, false);
         let want = m.caught_by();
-        let caught: Vec<String> = rep
-            .outcomes
-            .iter()
-            .filter(|o| o.result.as_ref().is_err_and(|v| v.invariant == want))
-            .filter_map(|o| o.failure_text(&sc))
-            .collect();
-        let other: Vec<String> = rep.failures().filter_map(|o| o.failure_text(&sc)).collect();
-        eprintln!(
-            "{m:?}: {} seeds run, {:?}; first: {:?}",
-            rep.outcomes.len(),
-            rep.wall,
-            other.first()
-        );
-        assert!(
-            caught
-                .iter()
-                .all(|t| t.contains("replay: natm sim run --seed")),
-            "{caught:?}"
-        );
+        let (caught, other) = hunt(&sc, m, want);
+        mutants::set(m, false);
+        eprintln!("{m:?}: first failure: {:?}", other.first());
+        let replay = match m.campaign() {
+            Campaign::Cells => "replay: natm sim run --seed",
+            Campaign::Signalling => "replay: natm sim run --signalling --seed",
+        };
+        assert!(caught.iter().all(|t| t.contains(replay)), "{caught:?}");
         assert!(
             !caught.is_empty(),
             "{m:?} was not caught by \"{want}\" in 200 seeds; failures: {other:?}"
         );
     }
-    // All off again: the scenario passes.
+    // All off again: both campaigns pass.
     let rep = swarm(&sc, 0, 8, 0, false);
+    assert_eq!(rep.failures().count(), 0);
+    let rep = signalling::swarm(0, 8, 0, false);
     assert_eq!(rep.failures().count(), 0);
 }

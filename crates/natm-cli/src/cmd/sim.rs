@@ -6,6 +6,10 @@
 //!   CBR/VBR/UBR load with faults drawn from the seed.
 //! * `natm sim swarm [SCENARIO.toml] [--seeds N] [--from S]`: seeds `S..S+N`, one line per
 //!   failing seed (with the command that replays it) and a total.
+//! * `--signalling` (on `run` and `swarm`, instead of a scenario file): natm-sim's
+//!   signalling campaign, two UNI signalling entities over an impaired link on 0.5 (see
+//!   `natm_sim::signalling`). A flag, not a scenario kind: scenarios are topology files
+//!   for the cell network, and this campaign has no topology to describe, only a seed.
 //! * `natm sim eventbuilder …`: the ATLAS event builder (see `sim_eventbuilder`).
 //!
 //! Scenario files are `natm lab` topology files with an optional `[sim]` table. This module
@@ -48,6 +52,10 @@ pub struct RunArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Run the signalling campaign (two UNI signalling entities over an impaired link)
+    /// instead of a scenario.
+    #[arg(long, conflicts_with = "scenario")]
+    pub signalling: bool,
 }
 
 /// `natm sim swarm`
@@ -67,6 +75,9 @@ pub struct SwarmArgs {
     /// Stop starting new seeds after the first failure.
     #[arg(long)]
     pub stop: bool,
+    /// Swarm the signalling campaign instead of a scenario.
+    #[arg(long, conflicts_with = "scenario")]
+    pub signalling: bool,
 }
 
 /// Runs a `natm sim` subcommand.
@@ -96,6 +107,9 @@ fn clock_seed() -> u64 {
 }
 
 fn run_one(args: RunArgs) -> CmdResult {
+    if args.signalling {
+        return run_signalling(args);
+    }
     let scenario = load(args.scenario.as_ref())?;
     let seed = args.seed.unwrap_or_else(clock_seed);
     if !args.json {
@@ -128,9 +142,76 @@ fn run_one(args: RunArgs) -> CmdResult {
     }
 }
 
+fn open_trace(path: Option<&PathBuf>) -> Result<Option<Box<dyn Write>>, CliError> {
+    Ok(match path {
+        Some(p) => Some(Box::new(BufWriter::new(File::create(p).map_err(|e| {
+            CliError::usage(format!("cannot create {}: {e}", p.display()))
+        })?))),
+        None => None,
+    })
+}
+
+fn run_signalling(args: RunArgs) -> CmdResult {
+    let seed = args.seed.unwrap_or_else(clock_seed);
+    if !args.json {
+        println!("natm sim: seed {seed}, signalling campaign");
+    }
+    let trace = open_trace(args.trace.as_ref())?;
+    match natm_sim::signalling::run(seed, trace) {
+        Ok(r) => {
+            if args.json {
+                println!("{}", r.json());
+            } else {
+                print!("{}", r.table());
+            }
+            Ok(())
+        }
+        Err(v) => Err(CliError::failure(format!(
+            "seed {seed}: {v}\nreplay: {}",
+            natm_sim::signalling::replay(seed)
+        ))),
+    }
+}
+
+fn swarm_signalling(args: SwarmArgs) -> CmdResult {
+    let report = natm_sim::signalling::swarm(args.from, args.seeds, args.threads, args.stop);
+    let mut out = std::io::stdout().lock();
+    let mut failed = 0u64;
+    for o in report.failures() {
+        failed += 1;
+        if let Some(t) = o.failure_text() {
+            let _ = writeln!(out, "{t}");
+        }
+    }
+    let ran = report.outcomes.len() as u64;
+    let ok = || {
+        report
+            .outcomes
+            .iter()
+            .filter_map(|o| o.result.as_ref().ok())
+    };
+    let calls: u64 = ok().map(|r| r.calls).sum();
+    let virt: f64 = ok().map(|r| r.end.as_nanos() as f64 / 1e9).sum();
+    let _ = writeln!(
+        out,
+        "swarm: {ran} seeds from {} (signalling campaign), {failed} failed, {} passed; {:.1} s wall, {calls} calls in {:.0} s of virtual time",
+        args.from,
+        ran - failed,
+        report.wall.as_secs_f64(),
+        virt
+    );
+    if failed > 0 {
+        return Err(CliError::failure(format!("{failed} of {ran} seeds failed")));
+    }
+    Ok(())
+}
+
 fn swarm(args: SwarmArgs) -> CmdResult {
     if args.seeds == 0 {
         return Err(CliError::usage("--seeds must be at least 1"));
+    }
+    if args.signalling {
+        return swarm_signalling(args);
     }
     let scenario = load(args.scenario.as_ref())?;
     let report = natm_sim::swarm(&scenario, args.from, args.seeds, args.threads, args.stop);
