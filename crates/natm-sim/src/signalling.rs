@@ -8,12 +8,13 @@
 //! through their sans-IO face (`handle_pdu` / `poll_transmit` / `poll_event` /
 //! `poll_timeout` / `handle_timeout` and the call commands), unchanged. Each SDU they send
 //! on VC 0.5 is segmented into real cells by natm-wire's AAL5 [`Segmenter`]; each
-//! direction of the link is a natm-netem [`Netem`] (loss, burst loss, header and payload
-//! bit errors, delay, jitter that keeps the VC's order) with the link's down periods and
-//! whole-frame duplication added here (natm-netem has no duplication); the far end checks
-//! headers with natm-wire's [`HecReceiver`] and reassembles with natm-adapter's
-//! [`Reassembler`], so a damaged cell is caught by the HEC or the AAL5 CRC, never handed
-//! up. The simulator plays the owners: the user side's application places calls
+//! direction of the link is a natm-netem [`Netem`] (loss, burst loss, payload bit
+//! errors, delay, jitter that keeps the VC's order) with the link's down periods and
+//! whole-frame duplication added here (natm-netem has no duplication); the far end
+//! reassembles with natm-adapter's [`Reassembler`], so a damaged frame is caught by the
+//! AAL5 CRC, never handed up. Header bit errors are left out: a link's HEC receiver is the
+//! host core's (the default scenario drives it), and to a signalling endpoint a header
+//! error is either corrected (nothing) or a lost cell, which the loss windows give. The simulator plays the owners: the user side's application places calls
 //! (random AESAs and QoS) and hangs up; the network side's switch answers (CALL
 //! PROCEEDING then CONNECT, CONNECT at once, a refusal with a cause, or no answer at all),
 //! hangs up, and both restart a VC or the interface now and then.
@@ -85,7 +86,7 @@ use natm_sig::{
 };
 use natm_sscop::State as SscopState;
 use natm_wire::aal5::Segmenter;
-use natm_wire::cell::{CELL_LEN, HecReceiver, HecVerdict};
+use natm_wire::cell::CELL_LEN;
 use natm_wire::sscop::{Repr, SEQ_MAX};
 
 use crate::seed::{FNV_OFFSET, Rng, fnv1a, sub_seed};
@@ -219,12 +220,6 @@ impl SigPlan {
                     imp.burst =
                         BurstLoss::mean(rng.log_uniform(1e-3, 3e-2), rng.real(1.5, 8.0)).ok();
                 }
-                if rng.chance(0.3) {
-                    imp.hec_single = prob(rng.log_uniform(1e-4, 1e-2));
-                }
-                if rng.chance(0.3) {
-                    imp.hec_multi = prob(rng.log_uniform(1e-4, 5e-3));
-                }
                 if rng.chance(0.5) {
                     imp.ber = prob(rng.log_uniform(1e-6, 1e-4));
                 }
@@ -316,10 +311,8 @@ pub struct SigReport {
     pub sdus: u64,
     /// Cells offered to the link.
     pub cells: u64,
-    /// Frames dropped by the receivers (HEC discards are cells, in `hec_discarded`).
+    /// Frames dropped by the receivers.
     pub frames_dropped: u64,
-    /// Cells the HEC receivers discarded.
-    pub hec_discarded: u64,
     /// SDs retransmitted (both SSCOPs).
     pub sd_retransmitted: u64,
     /// USTATs sent (both SSCOPs).
@@ -343,13 +336,12 @@ impl SigReport {
         );
         let _ = writeln!(
             t,
-            "virtual time {:.3} s, {} steps; {} SDUs in {} cells, {} frames dropped, {} cells HEC-discarded",
+            "virtual time {:.3} s, {} steps; {} SDUs in {} cells, {} frames dropped",
             self.end.as_nanos() as f64 / 1e9,
             self.steps,
             self.sdus,
             self.cells,
-            self.frames_dropped,
-            self.hec_discarded
+            self.frames_dropped
         );
         let _ = writeln!(
             t,
@@ -377,7 +369,6 @@ impl SigReport {
             "sdus": self.sdus,
             "cells": self.cells,
             "frames_dropped": self.frames_dropped,
-            "hec_discarded": self.hec_discarded,
             "sd_retransmitted": self.sd_retransmitted,
             "ustats": self.ustats,
             "ustat_watched": self.ustat_watched,
@@ -477,7 +468,6 @@ impl Snap {
 struct End {
     name: &'static str,
     sig: Signalling,
-    hec: HecReceiver,
     reasm: Reassembler,
     /// Calls reported (set up or `Setup`) and not yet `Released`.
     open: BTreeSet<CallId>,
@@ -558,7 +548,6 @@ impl Sim {
             name,
             t308_bound: ns(cfg.t308.as_nanos() * u64::from(cfg.n308.max(1)) + 1_000_000),
             sig: Signalling::new(t0, cfg, plan.sscop.clone()),
-            hec: HecReceiver::new(),
             reasm: Reassembler::new(VC_05, 65_535).expect("0.5 opens"),
             open: BTreeSet::new(),
             rx_seen: BTreeSet::new(),
@@ -735,18 +724,9 @@ impl Sim {
         self.audit()
     }
 
-    /// One cell arriving at end `e`: the HEC, then reassembly; a whole good SDU comes back.
-    fn cell_in(&mut self, e: usize, mut cell: [u8; CELL_LEN]) -> Option<Vec<u8>> {
+    /// One cell arriving at end `e`, into reassembly; a whole good SDU comes back.
+    fn cell_in(&mut self, e: usize, cell: [u8; CELL_LEN]) -> Option<Vec<u8>> {
         let end = &mut self.ends[e];
-        let mut h = [cell[0], cell[1], cell[2], cell[3], cell[4]];
-        match end.hec.check(&mut h) {
-            HecVerdict::Discarded { .. } => {
-                self.report.hec_discarded += 1;
-                return None;
-            }
-            HecVerdict::Corrected { .. } => cell[..5].copy_from_slice(&h),
-            HecVerdict::Valid => {}
-        }
         match end.reasm.push_cell(&cell) {
             Reassembly::Complete(_) => Some(end.reasm.sdu().to_vec()),
             Reassembly::Discarded(_) => {
