@@ -99,8 +99,9 @@
 //!   `mutants::set_no_release_complete_after_t308` is caught by a targeted T308 scenario
 //!   and by the random campaign.
 //!
-//! The fuzz target `uni_machine` (in `/fuzz`) feeds a `Uni` of each role random raw and
-//! well-formed messages, commands, SAAL events and time.
+//! Fuzz targets (in `/fuzz`): `uni_machine` feeds a `Uni` of each role random raw and
+//! well-formed messages, commands, SAAL events and time; `signalling_pair` joins two
+//! `Signalling` entities by a link that loses, duplicates and corrupts SDUs.
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 
