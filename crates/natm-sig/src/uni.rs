@@ -616,10 +616,6 @@ impl Uni {
                     // Re-established under us (the peer's SSCOP reset): what was in flight
                     // may be lost, as with a release.
                     self.link_lost(now);
-                    // But the SAAL is up again: asking to establish would resynchronise
-                    // the peer, whose call control would do the same back, for ever
-                    // (natm-sim's signalling swarm, seed 9).
-                    self.to_saal.retain(|r| *r != SaalRequest::Establish);
                 }
                 self.link_established(now);
             }
@@ -732,10 +728,7 @@ impl Uni {
     }
 
     fn t309_expired(&mut self) {
-        // Q.2931 §5.6.9: the SAAL did not come back; every call is cleared internally,
-        // and what waited for the SAAL on their behalf goes too (sent later, a SETUP of a
-        // call cleared here made a call at the peer that nobody here knew of).
-        self.held.clear();
+        // Q.2931 §5.6.9: the SAAL did not come back; every call is cleared internally.
         let ids: Vec<CallId> = self.calls.keys().copied().collect();
         for id in ids {
             let cause = self.cause_timer(CauseValue::DestinationOutOfOrder, None);
@@ -752,12 +745,6 @@ impl Uni {
                 sent: r.sent + 1,
                 ..r
             });
-            // What the peer clears when this RESTART arrives is cleared here again: calls
-            // made on the restarted VCs since the first one would otherwise live on here
-            // only (natm-sim's signalling swarm, seed 190; Q.2931 §5.5.1 keeps the VCs
-            // out of use until the acknowledgement).
-            let cause = self.cause(CauseValue::TemporaryFailure);
-            self.clear_for_restart(what, cause);
             if let Some(m) = self.rest_msg.clone() {
                 self.send(m);
             }
