@@ -1,6 +1,7 @@
 //! The interface's configuration: its role and the Q.2931 timers (atm-facts 5.4).
 
 use natm_core::Duration;
+use natm_wire::q2931::qos::UniVersion;
 
 /// Which side of the UNI this entity is (Q.2931 §1: the user side is the end system, the
 /// network side the switch port).
@@ -67,6 +68,11 @@ pub enum RestartResponse {
 pub struct Config {
     /// User or network side.
     pub role: Role,
+    /// The peer's UNI version, for what SETUP may carry: with UNI 3.1 a `Qos` that needs
+    /// UNI 4.0's traffic negotiation or extended QoS IEs (`pcr`, `min_pcr`, `cdvt`) is
+    /// refused by [`Uni::setup`](crate::Uni::setup) (`CommandError::Qos`); UNI 4.0, the
+    /// default, sends them.
+    pub version: UniVersion,
     /// T303 (SETUP): 4 s.
     pub t303: Duration,
     /// SETUPs sent before giving up (ngatm: 2, i.e. one retransmission).
@@ -108,6 +114,7 @@ impl Config {
     pub const fn new(role: Role) -> Config {
         Config {
             role,
+            version: UniVersion::Uni40,
             t303: Duration::from_secs(4),
             n303: 2,
             t308: Duration::from_secs(30),

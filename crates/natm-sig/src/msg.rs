@@ -121,6 +121,28 @@ impl Problem {
     }
 }
 
+/// The connection identifier IE's identifier.
+pub(crate) const CONNECTION_ID: u8 = 0x5A;
+
+/// Makes the connection identifier mandatory in `m` (the network's SETUP and first
+/// answer): missing, or present with bad contents, it is a mandatory IE's problem.
+pub(crate) fn require_conn(m: &mut Inbound) {
+    if m.conn.is_some() {
+        return;
+    }
+    match m.problems.iter_mut().find(|p| p.ie == CONNECTION_ID) {
+        Some(p) => {
+            p.kind = ProblemKind::MandatoryContent;
+            p.action = IeAction::None;
+        }
+        None => m.problems.push(Problem {
+            ie: CONNECTION_ID,
+            kind: ProblemKind::MandatoryMissing,
+            action: IeAction::None,
+        }),
+    }
+}
+
 /// A received message as call control sees it.
 #[derive(Clone, Debug)]
 pub(crate) struct Inbound {
@@ -186,7 +208,7 @@ use natm_wire::q2931::{
     Message, MsgAction as WireMsgAction, MsgType, RestartClass, RestartIndicator,
 };
 
-use natm_wire::q2931::qos::{QosIes, QosMapError};
+use natm_wire::q2931::qos::{QosIes, QosMapError, UniVersion};
 
 use crate::IncomingSetup;
 use alloc::boxed::Box;
@@ -245,9 +267,20 @@ impl Out {
     }
 }
 
-/// SETUP with call reference `cref` from its allocator (flag 0).
-pub(crate) fn setup(cref: u32, p: &SetupParams) -> Result<Vec<u8>, QosMapError> {
+/// SETUP with call reference `cref` from its allocator (flag 0), for a peer of `version`.
+pub(crate) fn setup_for(
+    cref: u32,
+    p: &SetupParams,
+    version: UniVersion,
+) -> Result<Vec<u8>, QosMapError> {
+    QosIes::from_qos_for(&p.qos, version)?;
     Ok(setup_message(cref, false, p)?.to_vec())
+}
+
+/// SETUP for a UNI 4.0 peer.
+#[cfg(test)]
+pub(crate) fn setup(cref: u32, p: &SetupParams) -> Result<Vec<u8>, QosMapError> {
+    setup_for(cref, p, UniVersion::Uni40)
 }
 
 /// SETUP with any flag (tests send the wrong one too).
@@ -355,7 +388,7 @@ pub(crate) fn parse(b: &[u8]) -> Option<Inbound> {
             None => {
                 // The connection identifier is mandatory with class 0 (§5.5.2).
                 problems.push(Problem {
-                    ie: 0x5A,
+                    ie: CONNECTION_ID,
                     kind: ProblemKind::MandatoryMissing,
                     action: IeAction::None,
                 });
@@ -366,7 +399,7 @@ pub(crate) fn parse(b: &[u8]) -> Option<Inbound> {
             Some(k) => Some(Restart::Vp { vpci: k.vpci }),
             None => {
                 problems.push(Problem {
-                    ie: 0x5A,
+                    ie: CONNECTION_ID,
                     kind: ProblemKind::MandatoryMissing,
                     action: IeAction::None,
                 });

@@ -26,23 +26,58 @@ use crate::uni::Uni;
 ///   SDUs to send on 0.5) and [`poll_event`](Signalling::poll_event) ([`CallEvent`]s)
 ///   until both give `None`; then wait until `poll_timeout`.
 ///
-/// ```
-/// use natm_core::{Duration, Instant};
-/// use natm_sig::{Config, Role, Signalling};
+/// A call between a host (user side) and a switch port (network side), the SDUs moved by
+/// hand (a driver puts them in AAL5 frames on VC 0.5 and also runs the timers):
 ///
-/// let t0 = Instant::ZERO;
-/// let mut user = Signalling::new(t0, Config::new(Role::User), natm_sscop::Config::default());
-/// let mut net = Signalling::new(t0, Config::new(Role::Network), natm_sscop::Config::default());
-/// // Move SDUs both ways until nothing is left (a real driver also runs the timers).
-/// for _ in 0..10 {
-///     while let Some(sdu) = user.poll_transmit() {
-///         net.handle_pdu(t0, &sdu);
-///     }
-///     while let Some(sdu) = net.poll_transmit() {
-///         user.handle_pdu(t0, &sdu);
+/// ```
+/// use natm_core::addr::Aesa;
+/// use natm_core::{Instant, Qos};
+/// use natm_sig::{CallEvent, Config, ConnId, PartyNumber, Role, SetupParams, Signalling};
+///
+/// fn shuttle(now: Instant, a: &mut Signalling, b: &mut Signalling) {
+///     for _ in 0..8 {
+///         while let Some(sdu) = a.poll_transmit() {
+///             b.handle_pdu(now, &sdu);
+///         }
+///         while let Some(sdu) = b.poll_transmit() {
+///             a.handle_pdu(now, &sdu);
+///         }
 ///     }
 /// }
-/// let _ = (user.poll_event(), net.poll_event(), Duration::ZERO);
+///
+/// let now = Instant::ZERO;
+/// let saal = natm_sscop::Config::default();
+/// let mut host = Signalling::new(now, Config::new(Role::User), saal.clone());
+/// let mut port = Signalling::new(now, Config::new(Role::Network), saal);
+/// shuttle(now, &mut host, &mut port); // SSCOP establishes
+/// assert!(host.uni().link_up() && port.uni().link_up());
+///
+/// let qos: Qos = "aal5,ubr:max_pcr=100000,max_sdu=9180".parse().unwrap();
+/// let params = SetupParams {
+///     called: PartyNumber::aesa(Aesa([0x47; 20])),
+///     called_sub: None,
+///     calling: None,
+///     calling_sub: None,
+///     qos,
+///     blli: None,
+///     bhli: None,
+///     conn: None,
+/// };
+/// let call = host.setup(now, &params).unwrap();
+/// shuttle(now, &mut host, &mut port);
+/// // The switch sees the SETUP, picks a VPI/VCI and accepts.
+/// let incoming = std::iter::from_fn(|| port.poll_event())
+///     .find_map(|e| match e {
+///         CallEvent::Setup { call, .. } => Some(call),
+///         _ => None,
+///     })
+///     .unwrap();
+/// let vc = ConnId { vpci: 0, vci: 40 };
+/// port.connect(now, incoming, Some(vc)).unwrap();
+/// shuttle(now, &mut host, &mut port);
+/// let connected = std::iter::from_fn(|| host.poll_event())
+///     .any(|e| e == CallEvent::Connected { call, conn: Some(vc) });
+/// assert!(connected);
 /// ```
 #[derive(Debug)]
 pub struct Signalling {

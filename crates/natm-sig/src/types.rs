@@ -207,6 +207,9 @@ pub enum CommandError {
     WrongState(CallState),
     /// The network side must name the connection here.
     MissingConnId,
+    /// The network side named the connection already (CALL PROCEEDING) and may not
+    /// change it.
+    ConnIdNamed,
     /// All 8 388 606 call references are in use.
     NoCallRef,
     /// A restart of this side's is still waiting for its acknowledgement.
@@ -224,6 +227,7 @@ impl fmt::Display for CommandError {
             CommandError::NoSuchCall => f.write_str("no such call"),
             CommandError::WrongState(s) => write!(f, "not possible in call state {}", s.code()),
             CommandError::MissingConnId => f.write_str("the network side must name the VPCI/VCI"),
+            CommandError::ConnIdNamed => f.write_str("the connection was named already"),
             CommandError::NoCallRef => f.write_str("no call reference free"),
             CommandError::RestartBusy => f.write_str("a restart is already in progress"),
             CommandError::NoRestart => f.write_str("no restart to respond to"),

@@ -96,8 +96,8 @@ pub struct Counters {
 ///   until both give `None`, then wait until `poll_timeout`.
 /// * Time only moves forward; `now` earlier than a previous call is taken as that call.
 ///
-/// A new `Uni` asks the SAAL to establish at once (both sides do, as atmsigd does; SSCOP
-/// resolves the collision). Messages produced while the SAAL is not established wait for it.
+/// A new `Uni` asks the SAAL to establish at once (both sides do; SSCOP resolves the
+/// collision). Messages produced while the SAAL is not established wait for it.
 ///
 /// What it is not: it neither encodes QoS into IEs by itself (`natm_wire::q2931::qos` does)
 /// nor allocates VPI/VCI (the network side's owner passes them in), nor does it know
@@ -384,7 +384,7 @@ impl Uni {
             return Err(CommandError::MissingConnId);
         }
         let cref = self.alloc_cref().ok_or(CommandError::NoCallRef)?;
-        let bytes = msg::setup(cref, params).map_err(CommandError::Qos)?;
+        let bytes = msg::setup_for(cref, params, self.config.version).map_err(CommandError::Qos)?;
         let call = CallId {
             cref,
             origin: Origin::Local,
@@ -450,7 +450,8 @@ impl Uni {
 
     /// Accepts an incoming call with CONNECT. User side: U6/U9 → U8 with T313 (U10 on
     /// CONNECT ACKNOWLEDGE). Network side: N1/N3 → N10 at once (the network's CONNECT
-    /// completes the call); in N1 the connection must be named.
+    /// completes the call); in N1 the connection must be named, in N3 CALL PROCEEDING
+    /// named it already (`conn` is then `None` or the same).
     pub fn connect(
         &mut self,
         now: Instant,
@@ -474,10 +475,13 @@ impl Uni {
         if !ok {
             return Err(CommandError::WrongState(c.state));
         }
-        // The network's first answer names the connection.
+        // The network's first answer names the connection; after that it stays.
         let first_answer = role == Role::Network && c.state == CallState::CallInitiated;
         if first_answer && conn.is_none() && c.conn.is_none() {
             return Err(CommandError::MissingConnId);
+        }
+        if role == Role::Network && !first_answer && conn.is_some() && conn != c.conn {
+            return Err(CommandError::ConnIdNamed);
         }
         if conn.is_some() {
             c.conn = conn;
@@ -613,11 +617,13 @@ impl Uni {
         match event {
             SaalEvent::EstablishConfirm | SaalEvent::EstablishIndication => {
                 if self.saal == Saal::Established {
-                    // Re-established under us (the peer's SSCOP reset): what was in flight
-                    // may be lost, as with a release.
-                    self.link_lost(now);
+                    // Resynchronised or recovered under us: what was in flight may be
+                    // lost. The link stays up; no establishment is asked for (asking would
+                    // resynchronise it again).
+                    self.link_reset(now);
+                } else {
+                    self.link_established(now);
                 }
-                self.link_established(now);
             }
             SaalEvent::ReleaseIndication | SaalEvent::ReleaseConfirm => match self.saal {
                 Saal::Established => self.link_lost(now),
@@ -642,25 +648,26 @@ impl Uni {
         }
         if self.t309.take().is_some() {
             // Q.2931 §5.6.9: ask for the state of each surviving call.
-            let active: Vec<CallId> = self
-                .calls
-                .iter()
-                .filter(|(_, c)| c.state == CallState::Active)
-                .map(|(id, _)| *id)
-                .collect();
-            for id in active {
-                let _ = self.status_enquiry(now, id);
-            }
+            self.enquire_active(now);
         }
         self.event(CallEvent::LinkUp);
     }
 
-    /// The SAAL is gone (Q.2931 §5.6.9): calls not active are cleared internally, active
-    /// ones wait under T309 while the SAAL is re-established.
-    fn link_lost(&mut self, now: Instant) {
-        self.saal = Saal::Establishing;
-        self.held.clear();
-        self.to_saal.retain(|r| !matches!(r, SaalRequest::Data(_)));
+    fn enquire_active(&mut self, now: Instant) {
+        let active: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.state == CallState::Active)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in active {
+            let _ = self.status_enquiry(now, id);
+        }
+    }
+
+    /// Clears the calls that are not active internally (§5.6.9 a); says whether any call
+    /// is left.
+    fn clear_unsettled(&mut self) -> bool {
         let ids: Vec<CallId> = self.calls.keys().copied().collect();
         let mut active = false;
         for id in ids {
@@ -678,11 +685,31 @@ impl Uni {
                 self.finish(id, cause, ReleaseOrigin::Local);
             }
         }
-        if active && self.t309.is_none() {
+        active
+    }
+
+    /// The SAAL is gone (Q.2931 §5.6.9): calls not active are cleared internally, active
+    /// ones wait under T309 while the SAAL is re-established.
+    fn link_lost(&mut self, now: Instant) {
+        self.saal = Saal::Establishing;
+        self.held.clear();
+        self.to_saal.retain(|r| !matches!(r, SaalRequest::Data(_)));
+        if self.clear_unsettled() && self.t309.is_none() {
             self.t309 = Some(self.at(now, Timer::T309));
         }
         self.to_saal.push_back(SaalRequest::Establish);
         self.event(CallEvent::LinkDown);
+    }
+
+    /// The established SAAL was resynchronised or recovered (AAL-ESTABLISH.indication or
+    /// .confirm while established): messages may have been lost, so it is handled as a
+    /// loss and re-establishment in one step: unsettled calls cleared, active ones asked
+    /// after.
+    fn link_reset(&mut self, now: Instant) {
+        if self.clear_unsettled() {
+            self.enquire_active(now);
+        }
+        self.event(CallEvent::LinkUp);
     }
 
     // ---------------------------------------------------------------------------------
@@ -728,10 +755,17 @@ impl Uni {
     }
 
     fn t309_expired(&mut self) {
-        // Q.2931 §5.6.9: the SAAL did not come back; every call is cleared internally.
+        // Q.2931 §5.6.9: the SAAL did not come back; every call is cleared internally, and
+        // what waited to be sent for them goes too (the global reference's stays).
+        self.held
+            .retain(|b| b.get(2..5) == Some(&[0, 0, 0]) || b.get(2..5) == Some(&[0x80, 0, 0]));
         let ids: Vec<CallId> = self.calls.keys().copied().collect();
         for id in ids {
-            let cause = self.cause_timer(CauseValue::DestinationOutOfOrder, None);
+            // A call the owner was already releasing keeps its own cause.
+            let cause = self.calls[&id]
+                .release_cause
+                .clone()
+                .unwrap_or_else(|| self.cause(CauseValue::DestinationOutOfOrder));
             self.finish(id, cause, ReleaseOrigin::Local);
         }
     }
@@ -899,7 +933,7 @@ impl Uni {
         }
     }
 
-    fn incoming_setup(&mut self, id: CallId, m: Inbound) {
+    fn incoming_setup(&mut self, id: CallId, mut m: Inbound) {
         // Mandatory IEs (§5.6.7) and IEs asking to clear (§5.6.8): refuse.
         for p in &m.problems {
             let refuse = match p.kind {
@@ -922,6 +956,15 @@ impl Uni {
                 if p.action == IeAction::DiscardMsgReport {
                     self.report(id, 0, self.cause_ie(p.cause_value(), p.ie));
                 }
+                return;
+            }
+        }
+        if self.config.role == Role::User {
+            // UNI 3.1 §5.3.1.7: the network's SETUP names the connection.
+            msg::require_conn(&mut m);
+            if let Some(p) = m.problems.iter().find(|p| p.ie == msg::CONNECTION_ID) {
+                let c = self.cause_ie(p.cause_value(), p.ie);
+                self.send(Self::out(id, Mt::ReleaseComplete).cause(c).emit());
                 return;
             }
         }
@@ -965,11 +1008,18 @@ impl Uni {
         }
     }
 
-    fn handle_for_call(&mut self, now: Instant, id: CallId, m: Inbound) {
+    fn handle_for_call(&mut self, now: Instant, id: CallId, mut m: Inbound) {
         let Some(state) = self.calls.get(&id).map(|c| c.state) else {
             return;
         };
         let role = self.config.role;
+        // UNI 3.1 §5.3: the network's first answer to SETUP names the connection.
+        let first_answer = role == Role::User
+            && state == CallState::CallInitiated
+            && matches!(m.mt, Mt::CallProceeding | Mt::Connect | Mt::Alerting);
+        if first_answer {
+            msg::require_conn(&mut m);
+        }
         // Messages valid in every state (§5.4, §5.6.10, §5.6.11).
         match m.mt {
             Mt::Release => return self.rx_release(id, m),

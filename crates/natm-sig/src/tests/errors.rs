@@ -237,7 +237,7 @@ fn unrecognised_ies_by_action_indicator() {
     for (flags, what) in cases {
         let (mut t, call) = user_in(1);
         let b = with_ie(
-            Out::new(Mt::Connect, call.cref, true).emit(),
+            Out::new(Mt::Connect, call.cref, true).conn(K).emit(),
             0x4A,
             flags,
             &[1, 2],
@@ -278,11 +278,36 @@ fn unrecognised_ies_by_action_indicator() {
 
 #[test]
 fn optional_ie_with_bad_contents_is_dropped_and_reported() {
-    // CALL PROCEEDING whose connection identifier is too short: proceed without it, and
-    // STATUS 100 naming it.
-    let (mut t, call) = user_in(1);
+    // CONNECT in U3 whose connection identifier is too short: it is optional there, so the
+    // call proceeds without it, and STATUS 100 names it.
+    let (mut t, call) = user_in(3);
     let b = with_ie(
-        Out::new(Mt::CallProceeding, call.cref, true).emit(),
+        Out::new(Mt::Connect, call.cref, true).emit(),
+        0x5A,
+        0x80,
+        &[0x88, 0],
+    );
+    t.rx_bytes(&b);
+    send!(t, ConnectAck);
+    let m = send!(t, Status);
+    assert_eq!(cv(&m), Some(CauseValue::InvalidIeContents));
+    assert_eq!(m.cause.unwrap().diagnostics, [0x5A]);
+    event!(t, CallEvent::Connected { conn: Some(K), .. });
+    assert_eq!(t.state(call), CallState::Active);
+}
+
+#[test]
+fn the_networks_first_answer_and_setup_name_the_connection() {
+    // CALL PROCEEDING in U1 without a connection identifier: STATUS 96, U1 kept.
+    let (mut t, call) = user_in(1);
+    recv!(t, CallProceeding, call.cref, true);
+    let m = send!(t, Status);
+    assert_eq!(cv(&m), Some(CauseValue::MandatoryIeMissing));
+    assert_eq!(m.cause.unwrap().diagnostics, [0x5A]);
+    assert_eq!(t.state(call), CallState::CallInitiated);
+    // With a broken one: STATUS 100.
+    let b = with_ie(
+        Out::new(Mt::Connect, call.cref, true).emit(),
         0x5A,
         0x80,
         &[0x88, 0],
@@ -290,9 +315,19 @@ fn optional_ie_with_bad_contents_is_dropped_and_reported() {
     t.rx_bytes(&b);
     let m = send!(t, Status);
     assert_eq!(cv(&m), Some(CauseValue::InvalidIeContents));
-    assert_eq!(m.cause.unwrap().diagnostics, [0x5A]);
-    event!(t, CallEvent::Proceeding { conn: None, .. });
-    assert_eq!(t.state(call), CallState::OutgoingCallProceeding);
+    assert_eq!(t.state(call), CallState::CallInitiated);
+    t.quiet();
+    // The network's SETUP without one: RELEASE COMPLETE 96, no call.
+    let mut t = T::new(Role::User);
+    t.rx_bytes(&msg::setup(4, &params(None)).unwrap());
+    let m = send!(t, ReleaseComplete);
+    assert_eq!(cv(&m), Some(CauseValue::MandatoryIeMissing));
+    assert_eq!(t.u.call_count(), 0);
+    t.quiet();
+    // The user's SETUP to the network needs none.
+    let mut t = T::new(Role::Network);
+    t.rx_bytes(&msg::setup(4, &params(None)).unwrap());
+    event!(t, CallEvent::Setup { .. });
 }
 
 #[test]

@@ -227,7 +227,7 @@ pub(crate) fn user_in(state: u8) -> (T, CallId) {
                 event!(t, CallEvent::Proceeding { .. });
             }
             if state >= 10 {
-                recv!(t, Connect, call.cref, true);
+                recv!(t, Connect, call.cref, true, .conn(K));
                 send!(t, ConnectAck);
                 event!(t, CallEvent::Connected { .. });
             }
@@ -338,10 +338,13 @@ pub(crate) fn table_row(reach: fn(u8) -> (T, CallId), state: u8, row: [&str; 10]
         let (mut t, call) = reach(state);
         let flag = peer_flag(call);
         let what = alloc::format!("state {state}, {mt:?}: expected {want}");
-        if mt == Mt::Setup {
-            t.rx_bytes(&msg::setup_with_flag(call.cref, flag, &params(Some(K))));
-        } else {
-            t.rx(Out::new(mt, call.cref, flag));
+        match mt {
+            Mt::Setup => t.rx_bytes(&msg::setup_with_flag(call.cref, flag, &params(Some(K)))),
+            // Answers to SETUP name the connection (mandatory in the network's first one).
+            Mt::CallProceeding | Mt::Alerting | Mt::Connect => {
+                t.rx(Out::new(mt, call.cref, flag).conn(K))
+            }
+            _ => t.rx(Out::new(mt, call.cref, flag)),
         }
         let (sent, next) = match want.split_once('>') {
             Some((s, n)) => (s, n.parse::<u8>().unwrap()),

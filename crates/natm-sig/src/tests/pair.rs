@@ -332,7 +332,7 @@ impl Sim {
                 u.proceed(now, call, Some(k))
             }
             Act::Proceed => u.proceed(now, call, None),
-            Act::Connect if i == NET => {
+            Act::Connect if i == NET && u.uni().conn_id(call).is_none() => {
                 self.next_vci = self.next_vci.wrapping_add(1).max(32);
                 let k = ConnId {
                     vpci: 0,
@@ -394,8 +394,21 @@ impl Sim {
     pub(crate) fn run(&mut self, end: Instant) {
         let mut next_call = self.now;
         let mut next_break = self.now + Duration::from_secs(20);
+        let mut spins = 0u32;
         while self.now < end {
             let mut at = self.next_at(end);
+            if at <= self.now {
+                spins += 1;
+                assert!(
+                    spins < 100_000,
+                    "stuck at {:?}: timeouts {:?} {:?}",
+                    self.now,
+                    self.sides[0].u.poll_timeout(),
+                    self.sides[1].u.poll_timeout()
+                );
+            } else {
+                spins = 0;
+            }
             if self.calls_on {
                 at = at.min(next_call);
             }
@@ -561,7 +574,7 @@ fn campaign(seed: u64) -> Sim {
 
 fn campaign_with(seed: u64, sscop: bool) -> Sim {
     let mut s = Sim::with(seed, sscop);
-    s.loss = [0, 5, 20, 50][(seed % 4) as usize];
+    s.loss = [0, 20, 50, 100][(seed % 4) as usize];
     s.breaks = !seed.is_multiple_of(3);
     s.calls_on = true;
     let t = s.now + Duration::from_secs(600);
@@ -704,5 +717,6 @@ fn mutant_no_release_complete_after_t308_is_caught() {
         }
     }
     crate::mutants::set_no_release_complete_after_t308(false);
+    std::println!("mutant caught on {hits} of 24 seeds");
     assert!(hits > 0, "the campaign catches it on some seed");
 }

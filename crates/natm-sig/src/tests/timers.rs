@@ -298,3 +298,141 @@ fn t317_bounds_the_owners_restart_response() {
 fn less1(d: Duration) -> Duration {
     Duration::from_nanos(d.as_nanos() - 1)
 }
+
+#[test]
+fn saal_resynchronised_under_an_established_link() {
+    // AAL-ESTABLISH.indication while established (the peer resynchronised): no new
+    // establishment is asked for; unsettled calls are cleared, active ones enquired.
+    let (mut t, call) = user_in(10);
+    let other = t.u.setup(t.now, &params(None)).unwrap();
+    send!(t, Setup);
+    t.saal_event(SaalEvent::EstablishIndication);
+    let e = event!(t, CallEvent::Released { .. });
+    assert!(matches!(e, CallEvent::Released { call, .. } if call == other));
+    event!(t, CallEvent::LinkUp);
+    send!(t, StatusEnquiry);
+    assert!(t.saal.is_empty(), "no establish request: {:?}", t.saal);
+    assert_eq!(t.state(call), CallState::Active);
+    assert!(t.u.link_up());
+    t.quiet();
+}
+
+/// The SAAL lost in every state (§5.6.9): only active calls survive, under T309.
+#[test]
+fn saal_loss_in_every_state() {
+    let user: [(Reach, &[u8]); 2] = [
+        (user_in, &[1, 3, 6, 8, 9, 10, 11]),
+        (network_in, &[1, 3, 6, 9, 10, 11]),
+    ];
+    for (reach, states) in user {
+        for &st in states {
+            let (mut t, call) = reach(st);
+            t.saal_event(SaalEvent::ReleaseIndication);
+            if st == 10 {
+                assert_eq!(t.state(call), CallState::Active);
+                event!(t, CallEvent::LinkDown);
+                assert!(t.u.poll_timeout().is_some(), "T309 runs");
+            } else {
+                let e = event!(t, CallEvent::Released { .. });
+                let CallEvent::Released { cause, .. } = e else {
+                    unreachable!()
+                };
+                let want = if st == 11 {
+                    CauseValue::NormalCallClearing
+                } else {
+                    CauseValue::DestinationOutOfOrder
+                };
+                assert_eq!(cause.value, want, "state {st}");
+                event!(t, CallEvent::LinkDown);
+                assert_eq!(t.u.call_count(), 0);
+                assert_eq!(t.u.poll_timeout(), None, "state {st}: no timer left");
+            }
+            send!(t);
+            assert_eq!(t.saal.pop_front(), Some(crate::SaalRequest::Establish));
+        }
+    }
+}
+
+/// STATUS in every state (§5.6.11): the peer's Null ends the call; its own state is
+/// compatible; a state far off clears with 101.
+#[test]
+fn status_in_every_state() {
+    let both: [(Reach, &[u8]); 2] = [
+        (user_in, &[1, 3, 6, 8, 9, 10, 11]),
+        (network_in, &[1, 3, 6, 9, 10, 11]),
+    ];
+    let enq = || cause(CauseValue::ResponseToStatusEnquiry);
+    for (reach, states) in both {
+        for &st in states {
+            let (mut t, call) = reach(st);
+            recv!(t, Status, call.cref, peer_flag(call), .cause(enq()), .call_state(0));
+            event!(t, CallEvent::Released { .. });
+            send!(t);
+
+            let (mut t, call) = reach(st);
+            // The peer's own view of the same state (its number may differ while
+            // messages cross; these are the plain cases).
+            let peer = match st {
+                8 => 10,
+                11 => 12,
+                s => s,
+            };
+            recv!(t, Status, call.cref, peer_flag(call), .cause(enq()), .call_state(peer));
+            if st == 11 {
+                t.quiet();
+            } else {
+                event!(t, CallEvent::Status { .. });
+                t.quiet();
+            }
+            assert_eq!(t.state(call).code(), st);
+
+            // Far off: a peer in U/N 6 (call present) for a call that is active here, or
+            // active for one still being set up.
+            let (mut t, call) = reach(st);
+            let off = if st == 10 { 6 } else { 12 };
+            recv!(t, Status, call.cref, peer_flag(call), .cause(enq()), .call_state(off));
+            if st == 11 {
+                t.quiet();
+            } else {
+                let m = send!(t, Release);
+                assert_eq!(cv(&m), Some(CauseValue::MessageNotCompatible), "state {st}");
+                assert_eq!(t.state(call), CallState::ReleaseRequest);
+            }
+        }
+    }
+}
+
+/// A helper that puts an entity in a state with one call.
+type Reach = fn(u8) -> (T, CallId);
+
+#[test]
+fn release_while_t309_runs_waits_for_the_saal() {
+    let (mut t, call) = user_in(10);
+    t.saal_event(SaalEvent::ReleaseIndication);
+    event!(t, CallEvent::LinkDown);
+    t.u.release(t.now, call, cause(CauseValue::UserBusy))
+        .unwrap();
+    send!(t); // held until the SAAL is back
+    assert_eq!(t.state(call), CallState::ReleaseRequest);
+    // Back in time: the RELEASE goes out.
+    t.advance(secs(5));
+    t.saal_event(SaalEvent::EstablishConfirm);
+    event!(t, CallEvent::LinkUp);
+    send!(t, Release);
+    recv!(t, ReleaseComplete, call.cref, true);
+    event!(t, CallEvent::Released { .. });
+    // Not back: T309 clears it with the owner's cause.
+    let (mut t, call) = user_in(10);
+    t.saal_event(SaalEvent::ReleaseIndication);
+    event!(t, CallEvent::LinkDown);
+    t.u.release(t.now, call, cause(CauseValue::UserBusy))
+        .unwrap();
+    t.advance(secs(10));
+    let e = event!(t, CallEvent::Released { .. });
+    let CallEvent::Released { cause: c, .. } = e else {
+        unreachable!()
+    };
+    assert_eq!(c.value, CauseValue::UserBusy);
+    assert_eq!(t.u.call_count(), 0);
+    assert_eq!(t.u.poll_timeout(), None);
+}

@@ -198,3 +198,110 @@ fn call_references_are_allocated_apart_and_reused() {
     let y = t.u.setup(t.now, &params(None)).unwrap();
     assert_eq!((x.cref, y.cref), (0x7F_FFFE, 1));
 }
+
+#[test]
+fn uni31_peers_get_no_uni40_traffic_negotiation() {
+    let mut c = Config::new(Role::User);
+    c.version = crate::UniVersion::Uni31;
+    let mut t = T::with(c);
+    let mut p = params(None);
+    p.qos.tx.pcr = natm_core::qos::Pcr::Cps(1000);
+    let r = t.u.setup(t.now, &p);
+    assert!(matches!(r, Err(crate::CommandError::Qos(_))), "{r:?}");
+    assert_eq!(t.u.call_count(), 0);
+    t.quiet();
+    // What UNI 3.1 can say goes out.
+    t.u.setup(t.now, &params(None)).unwrap();
+    send!(t, Setup);
+}
+
+/// What the entity sends, byte for byte against atm-facts 5.5's vectors (which Wireshark
+/// decodes).
+#[test]
+fn atm_facts_vectors() {
+    fn data(u: &mut Uni) -> Vec<u8> {
+        match u.poll_saal() {
+            Some(crate::SaalRequest::Data(b)) => b,
+            other => panic!("expected a message, got {other:?}"),
+        }
+    }
+    let mut u = Uni::new(Config::new(Role::User));
+    assert_eq!(u.poll_saal(), Some(crate::SaalRequest::Establish));
+    u.handle_saal(T0, crate::SaalEvent::EstablishConfirm);
+    // Our call 1: CONNECT ACK, STATUS ENQUIRY and RELEASE cause 16 from the originator.
+    let call = u.setup(T0, &params(None)).unwrap();
+    assert_eq!(call.cref, 1);
+    let _setup = data(&mut u);
+    let proceeding = [
+        0x09, 0x03, 0x80, 0, 1, 0x02, 0x80, 0, 9, 0x5a, 0x80, 0, 5, 0x88, 0, 0, 0, 0x20,
+    ];
+    u.handle_saal(T0, crate::SaalEvent::Data(proceeding.to_vec()));
+    let mut connect = proceeding;
+    connect[5] = 0x07;
+    u.handle_saal(T0, crate::SaalEvent::Data(connect.to_vec()));
+    assert_eq!(data(&mut u), [0x09, 0x03, 0, 0, 1, 0x0f, 0x80, 0, 0]);
+    u.status_enquiry(T0, call).unwrap();
+    assert_eq!(data(&mut u), [0x09, 0x03, 0, 0, 1, 0x75, 0x80, 0, 0]);
+    u.release(T0, call, normal()).unwrap();
+    assert_eq!(
+        data(&mut u),
+        [
+            0x09, 0x03, 0, 0, 1, 0x4d, 0x80, 0, 6, 0x08, 0x80, 0, 2, 0x80, 0x90
+        ]
+    );
+    // The peer's STATUS ENQUIRY for its call 1, active here: STATUS cause 30, U10.
+    let mut u = Uni::new(Config::new(Role::User));
+    u.handle_saal(T0, crate::SaalEvent::EstablishConfirm);
+    let _ = u.poll_saal();
+    u.handle_saal(
+        T0,
+        crate::SaalEvent::Data(msg::setup(1, &params(Some(K))).unwrap()),
+    );
+    while u.poll_event().is_some() {}
+    let theirs = CallId {
+        origin: Origin::Remote,
+        cref: 1,
+    };
+    u.connect(T0, theirs, None).unwrap();
+    let _connect = data(&mut u);
+    u.handle_saal(
+        T0,
+        crate::SaalEvent::Data(alloc::vec![0x09, 0x03, 0, 0, 1, 0x0f, 0x80, 0, 0]),
+    );
+    assert_eq!(u.call_state(theirs), CallState::Active);
+    u.handle_saal(
+        T0,
+        crate::SaalEvent::Data(alloc::vec![0x09, 0x03, 0, 0, 1, 0x75, 0x80, 0, 0]),
+    );
+    assert_eq!(
+        data(&mut u),
+        [
+            0x09, 0x03, 0x80, 0, 1, 0x7d, 0x80, 0, 0x0b, 0x08, 0x80, 0, 2, 0x80, 0x9e, 0x14, 0x80,
+            0, 1, 0x0a
+        ]
+    );
+    // RESTART of every VC, and the peer's acknowledgement.
+    u.restart(T0, crate::Restart::All).unwrap();
+    assert_eq!(
+        data(&mut u),
+        [
+            0x09, 0x03, 0, 0, 0, 0x46, 0x80, 0, 5, 0x79, 0x80, 0, 1, 0x82
+        ]
+    );
+    // The peer's RESTART is acknowledged with atm-facts' bytes.
+    let mut n = Uni::new(Config::new(Role::Network));
+    n.handle_saal(T0, crate::SaalEvent::EstablishConfirm);
+    let _ = n.poll_saal();
+    n.handle_saal(
+        T0,
+        crate::SaalEvent::Data(alloc::vec![
+            0x09, 0x03, 0, 0, 0, 0x46, 0x80, 0, 5, 0x79, 0x80, 0, 1, 0x82
+        ]),
+    );
+    assert_eq!(
+        data(&mut n),
+        [
+            0x09, 0x03, 0x80, 0, 0, 0x4e, 0x80, 0, 5, 0x79, 0x80, 0, 1, 0x82
+        ]
+    );
+}

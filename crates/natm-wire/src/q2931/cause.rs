@@ -215,7 +215,10 @@ impl IeCodec for Cause {
 }
 
 impl fmt::Display for Cause {
-    /// `16 (normal call clearing) at U`, then `diag "303"` (printable) or `diag 5c`.
+    /// `16 (normal call clearing) at U`, then the diagnostics: IE identifiers for causes
+    /// 43, 88, 96, 99 and 100 (`diag ie 5c,59`), the message type for 97 and 101
+    /// (`diag msg 0x05`), otherwise the text when it is printable (cause 102's timer:
+    /// `diag "303"`) or hex (`diag 5c00`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} at ", self.value)?;
         match self.location {
@@ -226,15 +229,27 @@ impl fmt::Display for Cause {
         if d.is_empty() {
             return Ok(());
         }
-        if d.iter().all(|c| c.is_ascii_graphic()) {
-            f.write_str(" diag \"")?;
-            for &c in d {
-                write!(f, "{}", char::from(c))?;
+        match self.value.code() {
+            43 | 88 | 96 | 99 | 100 => {
+                f.write_str(" diag ie ")?;
+                for (i, id) in d.iter().enumerate() {
+                    let sep = if i == 0 { "" } else { "," };
+                    write!(f, "{sep}{id:02x}")?;
+                }
+                Ok(())
             }
-            f.write_str("\"")
-        } else {
-            f.write_str(" diag ")?;
-            hex(f, d)
+            97 | 101 if d.len() == 1 => write!(f, " diag msg 0x{:02x}", d[0]),
+            _ if d.iter().all(|c| c.is_ascii_graphic()) => {
+                f.write_str(" diag \"")?;
+                for &c in d {
+                    write!(f, "{}", char::from(c))?;
+                }
+                f.write_str("\"")
+            }
+            _ => {
+                f.write_str(" diag ")?;
+                hex(f, d)
+            }
         }
     }
 }

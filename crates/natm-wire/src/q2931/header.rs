@@ -13,6 +13,7 @@ use core::fmt;
 
 use super::ParseError;
 use super::ie::open_enum;
+use super::view::MessageView;
 
 /// Q.2931 / UNI protocol discriminator.
 pub const PROTOCOL_DISCRIMINATOR: u8 = 0x09;
@@ -223,32 +224,8 @@ impl Header {
     /// Parses the header of `b` and checks the message length against `b`'s: returns the
     /// header and the IE bytes. Never panics.
     pub fn parse(b: &[u8]) -> Result<(Header, &[u8]), ParseError> {
-        if b.len() < 3 {
-            return Err(ParseError::TooShort { len: b.len() });
-        }
-        if b[0] != PROTOCOL_DISCRIMINATOR {
-            return Err(ParseError::ProtocolDiscriminator(b[0]));
-        }
-        if b[1] != CALL_REF_LEN {
-            return Err(ParseError::CallRefLength(b[1]));
-        }
-        let Some(h) = b.first_chunk::<HEADER_LEN>() else {
-            return Err(ParseError::TooShort { len: b.len() });
-        };
-        let declared = usize::from(u16::from_be_bytes([h[7], h[8]]));
-        let actual = b.len() - HEADER_LEN;
-        if declared != actual {
-            return Err(ParseError::LengthMismatch { declared, actual });
-        }
-        let header = Header {
-            call_ref: CallRef {
-                value: u32::from_be_bytes([0, h[2] & 0x7F, h[3], h[4]]),
-                flag: h[2] & 0x80 != 0,
-            },
-            msg_type: MsgType::from_code(h[5]),
-            instruction: MsgInstruction::from_octet(h[6]),
-        };
-        Ok((header, &b[HEADER_LEN..]))
+        let v = MessageView::new_checked(b)?;
+        Ok((v.header(), &b[HEADER_LEN..]))
     }
 
     /// Writes the header with message length `len`; panics if `buf` is shorter than

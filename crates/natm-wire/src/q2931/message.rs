@@ -8,6 +8,7 @@ use super::cause::Cause;
 use super::header::{HEADER_LEN, Header};
 use super::ie::number::{CalledNumber, CalledSubaddress, CallingNumber, CallingSubaddress};
 use super::ie::*;
+use super::view::MessageView;
 use super::{IeProblem, ParseError};
 
 /// Most BLLI IEs in a message (UNI 3.1 §5.4.5.9).
@@ -140,22 +141,14 @@ impl Message {
     /// problems (§5.6.7, §5.6.8). An IE with a content error is left out of the message.
     /// Never panics.
     pub fn parse(b: &[u8]) -> Result<Parsed, ParseError> {
-        let (header, mut ies) = Header::parse(b)?;
+        let view = MessageView::new_checked(b)?;
+        let header = view.header();
         let mut m = Message::new(header);
         let mut problems = Vec::new();
         let mandatory = Message::mandatory(header.msg_type);
-        let mut offset = HEADER_LEN;
-        while !ies.is_empty() {
-            let Some((h, rest)) = ies.split_first_chunk::<4>() else {
-                return Err(ParseError::IeTruncated { offset });
-            };
-            let len = usize::from(u16::from_be_bytes([h[2], h[3]]));
-            let Some((contents, rest)) = rest.split_at_checked(len) else {
-                return Err(ParseError::IeTruncated { offset });
-            };
-            let id = IeId::from_code(h[0]);
-            let flags = IeFlags::from_octet(h[1]);
-            if let Err(p) = m.add_ie(id, flags, contents) {
+        for ie in view.ies() {
+            let ie = ie?;
+            if let Err(p) = m.add_ie(ie.id, ie.flags, ie.contents) {
                 let p = match p {
                     IeProblem::ContentError { id, error, .. } => IeProblem::ContentError {
                         id,
@@ -166,8 +159,6 @@ impl Message {
                 };
                 problems.push(p);
             }
-            offset += 4 + len;
-            ies = rest;
         }
         for &id in mandatory {
             let reported = problems

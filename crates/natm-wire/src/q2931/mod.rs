@@ -52,6 +52,8 @@
 //! AAL5 keep their subfields raw.
 //!
 //! [`qos`] maps natm's [`Qos`](natm_core::Qos) to and from the IEs that carry it.
+//! [`view::MessageView`] reads the header in place and walks the IEs undecoded (for a
+//! dump that shows them in wire order, or a quick look at the call reference).
 //!
 //! Byte layouts are in atm-facts §5; each IE's file names its standard section.
 
@@ -60,9 +62,10 @@ mod header;
 pub mod ie;
 mod message;
 pub mod qos;
+pub mod view;
 
-#[cfg(any(test, feature = "proptest"))]
-pub mod arbitrary;
+#[cfg(any(test, feature = "sample"))]
+pub mod sample;
 
 use core::fmt;
 
@@ -80,6 +83,7 @@ pub use ie::{
     VpAssoc,
 };
 pub use message::{MAX_BLLI, MAX_CAUSE, Message, Parsed};
+pub use view::{IeIter, IeRef, MessageView};
 
 /// Why a whole message was rejected (Q.2931 §5.6.1–5.6.3: such messages are ignored).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -303,9 +303,9 @@ pub struct RawIe {
 }
 
 impl RawIe {
-    /// Header plus contents.
+    /// Header plus contents (contents cut at 65535 bytes, as `emit` does).
     pub fn buffer_len(&self) -> usize {
-        IE_HEADER_LEN + self.contents.len()
+        IE_HEADER_LEN + self.contents.len().min(usize::from(u16::MAX))
     }
 
     /// Writes the IE; panics if `buf` is shorter than `buffer_len()`. Contents longer than

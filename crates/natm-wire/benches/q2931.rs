@@ -1,0 +1,49 @@
+//! Q.2931 SETUP encode and decode (the goal: at least 1 M SETUP encode + decode
+//! per second on one core).
+//!
+//! * `q2931/setup_encode`: emit atm-facts §5.5's 101-byte SETUP into a reused buffer.
+//! * `q2931/setup_decode`: parse it (header, seven IEs, problems list).
+//! * `q2931/setup_encode_decode`: both, one after the other.
+//!
+//! Run: `cargo bench -p natm-wire --bench q2931`.
+
+use std::hint::black_box;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use natm_wire::q2931::Message;
+
+const SETUP: [u8; 101] = [
+    0x09, 0x03, 0x00, 0x00, 0x01, 0x05, 0x80, 0x00, 0x5c, //
+    0x58, 0x80, 0x00, 0x07, 0x05, 0x8c, 0x23, 0xe4, 0x81, 0x23, 0xe4, //
+    0x59, 0x80, 0x00, 0x09, 0x84, 0x05, 0x63, 0xb7, 0x85, 0x05, 0x63, 0xb7, 0xbe, //
+    0x5e, 0x80, 0x00, 0x03, 0x10, 0x80, 0x80, //
+    0x70, 0x80, 0x00, 0x15, 0x82, 0x47, 0x00, 0x05, 0x80, 0xff, 0xe1, 0x00, 0x00, 0x00, 0xf2, 0x1a,
+    0x3d, 0x5c, 0x00, 0x20, 0x48, 0x1a, 0x3d, 0x5c, 0x00, //
+    0x6c, 0x80, 0x00, 0x15, 0x82, 0x47, 0x00, 0x05, 0x80, 0xff, 0xe1, 0x00, 0x00, 0x00, 0xf2, 0x1a,
+    0x3d, 0x5c, 0x00, 0x20, 0x48, 0x1b, 0x00, 0x01, 0x00, //
+    0x5f, 0x80, 0x00, 0x01, 0xcc, //
+    0x5c, 0x80, 0x00, 0x02, 0x00, 0x00,
+];
+
+fn bench(c: &mut Criterion) {
+    let setup = Message::parse(&SETUP).expect("the vector parses").message;
+    let mut buf = [0u8; 128];
+    let mut g = c.benchmark_group("q2931");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("setup_encode", |b| {
+        b.iter(|| black_box(&setup).emit(black_box(&mut buf)))
+    });
+    g.bench_function("setup_decode", |b| {
+        b.iter(|| Message::parse(black_box(&SETUP)).expect("parses"))
+    });
+    g.bench_function("setup_encode_decode", |b| {
+        b.iter(|| {
+            let n = black_box(&setup).emit(&mut buf);
+            Message::parse(black_box(&buf[..n])).expect("parses")
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
