@@ -779,6 +779,12 @@ impl Uni {
                 sent: r.sent + 1,
                 ..r
             });
+            // What the peer clears when this RESTART arrives is cleared here again: calls
+            // made on the restarted VCs since the first one would otherwise live on here
+            // only (natm-sim's signalling swarm, seed 190; Q.2931 §5.5.1 keeps the VCs
+            // out of use until the acknowledgement).
+            let cause = self.cause(CauseValue::TemporaryFailure);
+            self.clear_for_restart(what, cause);
             if let Some(m) = self.rest_msg.clone() {
                 self.send(m);
             }
