@@ -719,6 +719,7 @@ impl Sim {
         self.now = self.now.max(t);
         self.steps += 1;
         let now = self.now;
+        LAST_STEP.with(|c| c.set((now.as_nanos(), self.steps)));
         self.deadlines()?;
         for d in 0..2 {
             while let Some(tx) = self.dirs[d].netem.poll_transmit(now) {
@@ -1447,9 +1448,15 @@ fn event_text(ev: &CallEvent) -> String {
     }
 }
 
+std::thread_local! {
+    /// The (virtual time, step) of this thread's run, for a panic's report.
+    static LAST_STEP: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
 /// One signalling run of `seed`, its events traced to `trace` if given.
 pub fn run(seed: u64, trace: Option<Box<dyn Write>>) -> Result<SigReport, Violation> {
     let wall = std::time::Instant::now();
+    LAST_STEP.with(|c| c.set((0, 0)));
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut sim = Sim::new(seed, trace);
         let r = sim.finish();
@@ -1471,11 +1478,12 @@ pub fn run(seed: u64, trace: Option<Box<dyn Write>>) -> Result<SigReport, Violat
                 .cloned()
                 .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "a panic".into());
+            let (at, seq) = LAST_STEP.with(|c| c.get());
             Err(Violation {
-                at: Instant::ZERO,
-                seq: 0,
+                at: Instant::from_nanos(at),
+                seq,
                 invariant: "no panic",
-                detail: format!("seed {seed}: {msg} (the trace's last line is where)"),
+                detail: format!("a core panicked: {msg} (the trace's last line is where)"),
             })
         }
     }
