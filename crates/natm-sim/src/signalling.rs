@@ -40,8 +40,9 @@
 //! # Invariants
 //!
 //! 1. **SSCOP delivers in order without loss or duplication while established.** On every
-//!    PDU an entity takes while its SSCOP stays in Data Transfer Ready (no BGN, BGAK, RS,
-//!    RSAK, ER, ERAK, END, ENDAK or BGREJ, VR(R) not moving back): VR(R) advances by
+//!    PDU an entity takes while its SSCOP stays in Data Transfer Ready and its receiver is
+//!    not reset (a BGN, RS, ER or acknowledgement it acts on sets VR(R) and VR(H) to 0; a
+//!    stale or duplicated one it ignores does not, and is no reset): VR(R) advances by
 //!    exactly the SDs SSCOP delivered (its `delivered` counter) and call control received
 //!    exactly that many messages (its `rx` counter): none lost between the layers, none
 //!    twice; and every N(S) VR(R) passed is one the entity took an SD for in this
@@ -66,8 +67,19 @@
 //! 5. **Every call ends once, and alike at both ends.** Each call gets exactly one
 //!    `Released` (with its cause) at each end that knew it; after the settle, every call
 //!    is active at both ends or gone at both ends.
-//! 6. **Signalling settles** within [`SETTLE_BOUND`] after the faults clear (liveness).
-//! 7. **No panic**: a panic in a core is caught and reported as this invariant's breach.
+//! 6. **Signalling settles** within [`SETTLE_BOUND`] after the faults clear (liveness):
+//!    both SAALs up with nothing unacknowledged, or both released with no call left
+//!    (natm-sig brings a released SAAL up again only when it has something to send).
+//! 7. **The SAAL is not re-established without cause**: on a healthy link (up, no
+//!    impairment window open) more than [`STORM_UPS`] re-establishments reported by one
+//!    side within [`STORM_WINDOW`] are a loop between the layers (a resynchronisation
+//!    answered by a resynchronisation). Under impairments re-establishments have causes
+//!    (with Q.2110, a duplicated old SD draws an out-of-window USTAT the peer recovers
+//!    from) and are not counted.
+//! 8. **Virtual time advances**: [`SAME_INSTANT_STEPS`] steps at one instant, or the
+//!    entities still exchanging output after [`PUMP_ROUNDS`] rounds, is a livelock.
+//! 9. **Every QoS natm accepts has its IEs**: the campaign's SETUPs (UBR, CBR, VBR) encode.
+//! 10. **No panic**: a panic in a core is caught and reported as this invariant's breach.
 //!
 //! Every breach is a [`Violation`] with the virtual time and what was seen; the swarm adds
 //! the seed and `natm sim run --signalling --seed S` replays it. The same seed gives the
@@ -101,12 +113,12 @@ pub const USTAT_BOUND: Duration = Duration::from_millis(1);
 pub const SETTLE_BOUND: Duration = Duration::from_secs(400);
 
 /// Steps at one virtual instant before the run is declared stuck.
-const SAME_INSTANT_STEPS: u64 = 100_000;
+pub const SAME_INSTANT_STEPS: u64 = 100_000;
 
 /// Rounds of moving output and events in one step before the run is declared stuck.
-const PUMP_ROUNDS: u32 = 100_000;
+pub const PUMP_ROUNDS: u32 = 100_000;
 
-/// The window and count of the re-establishment storm check (invariant 6): a correct
+/// The window and count of the re-establishment storm check (invariant 7): a correct
 /// pair re-establishes the SAAL only after SSCOP gave up (Timer_NO_RESPONSE, 7 s, or MaxCC
 /// BGNs 1 s apart) or after a resynchronisation one side asked for; more than
 /// [`STORM_UPS`] in [`STORM_WINDOW`] is a loop between the layers.
@@ -696,6 +708,7 @@ impl Sim {
         self.now = self.now.max(t);
         self.steps += 1;
         let now = self.now;
+        LAST_STEP.with(|c| c.set((now.as_nanos(), self.steps)));
         self.deadlines()?;
         for d in 0..2 {
             while let Some(tx) = self.dirs[d].netem.poll_transmit(now) {
@@ -1415,9 +1428,15 @@ fn event_text(ev: &CallEvent) -> String {
     }
 }
 
+std::thread_local! {
+    /// The (virtual time, step) of this thread's run, for a panic's report.
+    static LAST_STEP: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
 /// One signalling run of `seed`, its events traced to `trace` if given.
 pub fn run(seed: u64, trace: Option<Box<dyn Write>>) -> Result<SigReport, Violation> {
     let wall = std::time::Instant::now();
+    LAST_STEP.with(|c| c.set((0, 0)));
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut sim = Sim::new(seed, trace);
         let r = sim.finish();
@@ -1439,11 +1458,12 @@ pub fn run(seed: u64, trace: Option<Box<dyn Write>>) -> Result<SigReport, Violat
                 .cloned()
                 .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "a panic".into());
+            let (at, seq) = LAST_STEP.with(|c| c.get());
             Err(Violation {
-                at: Instant::ZERO,
-                seq: 0,
+                at: Instant::from_nanos(at),
+                seq,
                 invariant: "no panic",
-                detail: format!("seed {seed}: {msg} (the trace's last line is where)"),
+                detail: format!("a core panicked: {msg} (the trace's last line is where)"),
             })
         }
     }

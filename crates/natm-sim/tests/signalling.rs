@@ -60,6 +60,18 @@ fn a_handful_of_seeds_pass_and_do_what_the_campaign_is_for() {
     assert!(retransmitted > 0);
 }
 
+/// Seeds that found bugs in the cores (natm-sig: a resynchronisation storm, 9 and 72; a
+/// SETUP held past T309 sent for a cleared call, 1; a T316 retransmission clearing calls at
+/// the peer only, 190) and in this oracle (a stale ERAK taken for a reset, 254 and 624).
+#[test]
+fn the_seeds_that_found_bugs_pass() {
+    for seed in [1, 9, 72, 190, 254, 624] {
+        if let Err(v) = run(seed, None) {
+            panic!("seed {seed}: {v}; replay: {}", signalling::replay(seed));
+        }
+    }
+}
+
 /// `cargo test -p natm-sim --test signalling -- --ignored --nocapture scan`: a table of
 /// seeds, for looking.
 #[test]
