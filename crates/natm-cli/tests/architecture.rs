@@ -15,6 +15,8 @@ const PURE: &[&str] = &[
     "natm-switch",
     "natm-host-core",
     "natm-topology",
+    "natm-sscop",
+    "natm-sig",
 ];
 /// What a pure crate may never depend on, directly or not.
 const FORBIDDEN: &[&str] = &[
