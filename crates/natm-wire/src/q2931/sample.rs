@@ -1,5 +1,5 @@
 //! Random **valid** Q.2931 messages and IEs from a seed, for tests elsewhere (round trips,
-//! `natm dump`, the tshark check): everything drawn here emits, and parses back to the
+//! `natm dump`): everything drawn here emits, and parses back to the
 //! same value with no IE problem other than
 //! [`IeProblem::Unrecognised`] for the raw IEs and
 //! [`IeProblem::MandatoryMissing`].
@@ -12,8 +12,8 @@
 //!
 //! [`message`] draws any message type (mostly named ones) and any subset of IEs with random
 //! contents; [`message_of`] fixes the header. Raw IEs use identifiers natm does not decode.
-//! [`wireshark_message`] leaves out what Wireshark 4.0's q2931 dissector does not know or
-//! decodes wrongly (see there), so that its decode is clean.
+//! (The tshark check, natm-cli's `tests/tshark.rs`, draws its own messages: valid per
+//! message type, which these need not be.)
 
 use alloc::vec::Vec;
 
@@ -374,44 +374,4 @@ pub fn message_of(s: &mut Sampler, header: Header) -> Message {
         notification: s.maybe(notification),
         unknown: (0..n_raw).map(|_| raw_ie(s)).collect(),
     }
-}
-
-/// A message of a named type that Wireshark 4.0's q2931 dissector decodes without
-/// complaint beyond atm-facts §5.5's AAL/traffic-descriptor loop warnings. Besides what
-/// it does not know (UNI 4.0's 0x81/0x82/0xEC IEs, raw IEs, explicit instructions) and
-/// AESAs with other AFIs than DCC, ICD or E.164 ("Unknown AFI"), it steers round more of
-/// the dissector's bugs (atm-facts §10 should list them beside the AAL/traffic loops):
-///
-/// * its broadband sending complete loop reads past the IE (`while (len >= 0)`: a
-///   malformed packet when the IE is last): no sending complete;
-/// * its transit delay loop does not step over a subfield's value, so a second subfield
-///   is misread: at most one of cumulative and maximum;
-/// * its cause dissector decodes the diagnostics per cause value, over-reads by one byte
-///   for causes 37, 43, 88, 96, 99 and 100 (the same `len >= 0` loop) and wants a whole
-///   IE for cause 22: those causes carry no diagnostics here.
-pub fn wireshark_message(s: &mut Sampler) -> Message {
-    let t = MsgType::ALL[s.below(MsgType::ALL.len() as u64) as usize];
-    let cr = CallRef::new(s.next_u64() as u32 & CallRef::MAX, s.coin());
-    let mut m = message_of(s, Header::new(t, cr));
-    m.min_traffic = None;
-    m.alt_traffic = None;
-    m.ext_qos = None;
-    m.unknown.clear();
-    m.sending_complete = false;
-    if let Some(d) = &mut m.transit_delay
-        && d.cumulative.is_some()
-    {
-        d.maximum = None;
-    }
-    for c in &mut m.cause {
-        if matches!(c.value.code(), 22 | 37 | 43 | 88 | 96 | 99 | 100) {
-            c.diagnostics.clear();
-        }
-    }
-    for n in [&mut m.called, &mut m.calling].into_iter().flatten() {
-        if let Number::Aesa(a) = &mut n.number {
-            a.0[0] = [Aesa::AFI_DCC, Aesa::AFI_ICD, Aesa::AFI_E164][usize::from(a.0[1] % 3)];
-        }
-    }
-    m
 }
