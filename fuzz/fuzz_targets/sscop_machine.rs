@@ -9,6 +9,19 @@
 //! N(SQ), so a stale one can complete a newer BGN/RS/ER, and then one end may take SDs of
 //! the other's previous numbering for new ones while only one user is told. Each message
 //! carries its number and the sender's signal count.
+//!
+//! Two consequences of that mixing are modelled, each narrowly (natm-sscop's "Known limit
+//! of Q.2110" has both):
+//! * A message's sender epoch is the one in which its SD was first sent (numbered), not the
+//!   one in which it was requested. The two differ only when a message waits in the
+//!   transmission queue across the sender's recovery, which only BR = no allows (checked).
+//!   Found with a stale ERAK: the receiver took an old-numbering SD into its new receive
+//!   buffer, delivered a message queued before the sender's recovery but numbered after
+//!   it, then (BR = no) the buffered old one after it.
+//! * The no-loss check is off for the rest of a receiver epoch once that epoch has
+//!   delivered messages of two sender epochs: an old-numbering SD taken for a new one holds
+//!   the new numbering's slot, so the new SD of that number is behind VR(R) when it comes.
+//!   Without a stale acknowledgement one receiver epoch never holds two sender epochs.
 #![no_main]
 
 use std::collections::{BTreeMap, VecDeque};
@@ -16,6 +29,7 @@ use std::collections::{BTreeMap, VecDeque};
 use libfuzzer_sys::fuzz_target;
 use natm_core::{Duration, Instant};
 use natm_sscop::{Config, Event, Sscop, State};
+use natm_wire::sscop::{Pdu, Repr};
 
 const HALF: u32 = 1 << 23;
 
@@ -32,6 +46,9 @@ struct Check {
     seen: BTreeMap<u64, u32>,
     /// Epoch signals this side has had.
     epoch: u32,
+    /// Per own epoch: the first sender epoch delivered in it, and whether another was too
+    /// (the peer's numberings were mixed by a stale BGAK/RSAK/ERAK).
+    mixed: BTreeMap<u32, (u32, bool)>,
 }
 
 struct Side {
@@ -40,6 +57,8 @@ struct Side {
     wire: VecDeque<Vec<u8>>,
     next: u64,
     check: Check,
+    /// Per message sent: this side's epoch when its SD first left (its numbering epoch).
+    numbered: BTreeMap<u64, u32>,
 }
 
 struct World {
@@ -58,6 +77,7 @@ impl World {
             wire: VecDeque::new(),
             next: 0,
             check: Check::default(),
+            numbered: BTreeMap::new(),
         }
     }
 
@@ -66,7 +86,15 @@ impl World {
             let mut moved = false;
             for i in 0..2 {
                 while let Some(p) = self.sides[i].s.poll_transmit() {
-                    self.sides[i].wire.push_back(p);
+                    let side = &mut self.sides[i];
+                    if let Ok(pdu) = Pdu::new_checked(&p[..])
+                        && let Repr::Sd { info, .. } = Repr::from_pdu(&pdu)
+                        && info.len() >= 12
+                    {
+                        let n = u64::from_be_bytes(info[..8].try_into().expect("8 bytes"));
+                        side.numbered.entry(n).or_insert(side.check.epoch);
+                    }
+                    side.wire.push_back(p);
                     moved = true;
                 }
                 while let Some(e) = self.sides[i].s.poll_event() {
@@ -92,10 +120,19 @@ impl World {
                     return;
                 }
                 let n = u64::from_be_bytes(data[..8].try_into().expect("8 bytes"));
-                let e = u32::from_be_bytes(data[8..12].try_into().expect("4 bytes"));
-                let sender_epoch = self.sides[1 - i].check.epoch;
+                let asked = u32::from_be_bytes(data[8..12].try_into().expect("4 bytes"));
+                let sender = &self.sides[1 - i];
+                let sender_epoch = sender.check.epoch;
+                let e = sender.numbered.get(&n).copied().unwrap_or(asked);
+                assert!(
+                    e == asked || self.kept_buffers,
+                    "side {i} got {n}, asked in epoch {asked} but sent in {e}, with BR = yes"
+                );
                 let c = &mut self.sides[i].check;
                 let mine = c.epoch;
+                let mixed = c.mixed.entry(mine).or_insert((e, false));
+                mixed.1 |= mixed.0 != e;
+                let mixed = mixed.1;
                 if let Some(then) = c.seen.insert(n, mine) {
                     assert_ne!(then, mine, "side {i} got {n} twice in one epoch");
                 }
@@ -103,7 +140,7 @@ impl World {
                     assert!(n > last, "side {i} got {n} after {last}");
                     if !self.kept_buffers {
                         assert!(
-                            n == last + 1 || sender_epoch != e,
+                            n == last + 1 || sender_epoch != e || mixed,
                             "side {i} lost {} while the sender's epoch {e} lasts",
                             last + 1
                         );

@@ -29,7 +29,10 @@
 //!
 //! Anything else is ignored (counted in [`Sscf::ignored`]). SSCF-UNI asks SSCOP for buffer
 //! release (BR = yes) on establishment, as ngatm's SSCF-UNI does, so unacknowledged data is
-//! dropped across a new connection; Q.2931 recovers by its own status enquiry.
+//! dropped across a new connection; Q.2931 recovers by its own status enquiry. Q.2110's
+//! known limit (a stale BGAK, RSAK or ERAK mixing two numberings; [`Sscop`]'s module docs)
+//! reaches the user as messages mixed, lost or repeated around an AAL-ESTABLISH signal,
+//! and once as a message lost with no signal until the recovery that follows it.
 //!
 //! Call contract: as [`Sscop`]'s: after [`Sscf::request`], [`Sscf::handle_pdu`] or
 //! [`Sscf::handle_timeout`], drain [`Sscf::poll_transmit`] and [`Sscf::poll_event`] until

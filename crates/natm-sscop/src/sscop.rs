@@ -46,7 +46,18 @@
 //! delivered twice. Each time one of the two users has been told (an establish, resync or
 //! recovery signal); within one epoch at both ends delivery is in order, without loss and
 //! without duplication. ngatm and linux-atm share this; the machine fuzz targets found it
-//! and check the guarantee as stated here.
+//! and check the guarantee as stated here, with two precisions they also found:
+//!
+//! * An epoch of the sender is that of the numbering an SD was sent in. With BR = no a
+//!   message still queued when the sender's recovery runs is sent in the new numbering
+//!   although it was asked for in the old one; once the receiver has taken SDs of both
+//!   numberings as one, such a message can come before an older one (BR = no also
+//!   delivers what the receive buffer holds past a gap when recovery completes).
+//! * An old-numbering SD taken for a new one holds the new numbering's slot: when the new
+//!   SD of that number comes it is behind VR(R) (out of window, see above), so a message
+//!   is lost within one epoch at both ends, with no signal until the recovery that its
+//!   USTAT or the sender's own checks start. This happens only in a receiver epoch that
+//!   has already delivered messages of two of the sender's epochs.
 //!
 //! # Timers
 //!

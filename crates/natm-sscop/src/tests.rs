@@ -753,6 +753,56 @@ fn ready_sd_in_sequence_and_gaps() {
     recv!(b, ["ER N(SQ)=2 N(MR)=30"]);
 }
 
+/// Q.2110's known limit, as the sscop/sscf machine fuzz targets found it (module docs,
+/// "Known limit of Q.2110"): an ERAK carries no N(SQ), so a stale one completes A's newer
+/// ER while B still sends in its old numbering. A takes B's old SD 1 into its new receive
+/// buffer; B then recovers and numbers new messages from 0, and A delivers the old message
+/// between two new ones and drops the new SD 1 as behind VR(R): a message lost with no
+/// signal at either end since it was sent. ngatm and linux-atm behave alike; this pins
+/// the behaviour the fuzz targets model rather than a guarantee.
+#[test]
+fn stale_erak_mixes_numberings_and_loses_a_message() {
+    fn data(s: &mut Sscop) -> Vec<String> {
+        core::iter::from_fn(|| s.poll_event())
+            .map(|e| match e {
+                Event::Data { data, .. } => String::from_utf8(data).unwrap(),
+                e => name(&e),
+            })
+            .collect()
+    }
+    let (mut b, mut a) = pair_ready();
+    for m in ["m0", "m1"] {
+        b.data_request(T0, m.as_bytes().to_vec());
+    }
+    let old: Vec<Vec<u8>> = core::iter::from_fn(|| b.poll_transmit()).collect();
+    assert_eq!(old.len(), 2, "SD 0 and SD 1 of the first numbering");
+    a.handle_pdu(T0, &old[0]);
+    assert_eq!(data(&mut a), ["m0"]);
+    // A duplicate of a POLL sent before SD 0: N(S) behind VR(R), so A starts recovery.
+    send!(a, T0, Repr::Poll { n_ps: 1, n_s: 0 });
+    signals!(a, ["MAA-Q"]);
+    let er = a.poll_transmit().expect("ER");
+    recv!(a, []);
+    // A late ERAK (B answered an earlier ER twice) completes A's new ER.
+    send!(a, T0, Repr::Erak { n_mr: 30 });
+    assert_eq!(data(&mut a), ["REC-IND"]);
+    a.recover_response(T0);
+    recv!(a, []);
+    // B's old SD 1 arrives: A, now numbering from 0, holds it as its SD 1.
+    a.handle_pdu(T0, &old[1]);
+    recv!(a, ["USTAT N(R)=0 N(MR)=30 list=[0,1]"]);
+    // B gets the ER, recovers and sends in its new numbering.
+    b.handle_pdu(T0, &er);
+    signals!(b, ["REC-IND"]);
+    b.recover_response(T0);
+    for m in ["n0", "n1", "n2"] {
+        b.data_request(T0, m.as_bytes().to_vec());
+    }
+    carry(&mut b, &mut a, T0);
+    assert_eq!(data(&mut a), ["n0", "m1", "n2"]);
+    assert_eq!(a.counters().out_of_window, 1);
+}
+
 #[test]
 fn ready_sd_outside_the_window() {
     let mut b = Sscop::new(Config {
