@@ -14,10 +14,12 @@
 //! reassembles with natm-adapter's [`Reassembler`], so a damaged frame is caught by the
 //! AAL5 CRC, never handed up. Header bit errors are left out: a link's HEC receiver is the
 //! host core's (the default scenario drives it), and to a signalling endpoint a header
-//! error is either corrected (nothing) or a lost cell, which the loss windows give. The simulator plays the owners: the user side's application places calls
-//! (random AESAs and QoS) and hangs up; the network side's switch answers (CALL
-//! PROCEEDING then CONNECT, CONNECT at once, a refusal with a cause, or no answer at all),
-//! hangs up, and both restart a VC or the interface now and then.
+//! error is either corrected (nothing) or a lost cell, which the loss windows give.
+//!
+//! The simulator plays the owners: the user side's application places calls (random
+//! AESAs and QoS) and hangs up; the network side's switch answers (CALL PROCEEDING then
+//! CONNECT, CONNECT at once, a refusal with a cause, or no answer at all), hangs up, and
+//! both restart a VC or the interface now and then.
 //!
 //! What it is not: no cells of the calls' own VCs, no switch fabric, no second copy of any
 //! protocol; the oracles read the cores' public state (SSCOP's state variables and
