@@ -104,6 +104,7 @@ use natm_wire::cell::CELL_LEN;
 use natm_wire::sscop::{Repr, SEQ_MAX};
 
 use crate::seed::{FNV_OFFSET, Rng, fnv1a, sub_seed};
+use crate::swarm::{SeedOutcome, SwarmReport};
 use crate::world::Violation;
 
 /// How long a USTAT may wait for the retransmissions it asks for (invariant 2).
@@ -1472,55 +1473,26 @@ pub fn run(seed: u64, trace: Option<Box<dyn Write>>) -> Result<SigReport, Violat
 }
 
 /// One seed of a signalling swarm.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SigOutcome {
-    /// The seed.
-    pub seed: u64,
-    /// Its report, or the invariant it broke.
-    pub result: Result<SigReport, Violation>,
-}
+pub type SigOutcome = SeedOutcome<SigReport>;
 
 impl SigOutcome {
-    /// One line for a failure: seed, invariant, time, detail and the replay command.
+    /// [`failure_line`](SeedOutcome::failure_line) with the campaign's replay command.
     pub fn failure_text(&self) -> Option<String> {
-        let v = self.result.as_ref().err()?;
-        Some(format!(
-            "seed {}: {} at {} ns: {} — replay: {}",
-            self.seed,
-            v.invariant,
-            v.at.as_nanos(),
-            v.detail,
-            replay(self.seed)
-        ))
+        self.failure_line(&replay(self.seed))
     }
 }
 
 /// A signalling swarm's outcomes.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SigSwarmReport {
-    /// One per seed run, in seed order.
-    pub outcomes: Vec<SigOutcome>,
-    /// Wall-clock time of the whole swarm.
-    pub wall: std::time::Duration,
-}
-
-impl SigSwarmReport {
-    /// The failed seeds' outcomes.
-    pub fn failures(&self) -> impl Iterator<Item = &SigOutcome> {
-        self.outcomes.iter().filter(|o| o.result.is_err())
-    }
-}
+pub type SigSwarmReport = SwarmReport<SigReport>;
 
 /// Runs signalling seeds `from..from + n` on up to `threads` threads (0: the cores
 /// available), as [`crate::swarm()`] runs a scenario's.
 pub fn swarm(from: u64, n: u64, threads: usize, stop_at_failure: bool) -> SigSwarmReport {
-    let (outcomes, wall) =
-        crate::swarm::seeds(from, n, threads, stop_at_failure, |seed| run(seed, None));
-    SigSwarmReport {
-        outcomes: outcomes
-            .into_iter()
-            .map(|(seed, result)| SigOutcome { seed, result })
-            .collect(),
-        wall,
-    }
+    SwarmReport::from_seeds(crate::swarm::seeds(
+        from,
+        n,
+        threads,
+        stop_at_failure,
+        |seed| run(seed, None),
+    ))
 }

@@ -12,43 +12,62 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::scenario::{RunReport, Scenario, run};
 use crate::world::Violation;
 
-/// What one seed did.
+/// What one seed did: `R` is the campaign's report (a scenario's [`RunReport`] by default;
+/// the signalling campaign's is `signalling::SigReport`).
 #[derive(Clone, Debug, PartialEq)]
-pub struct SeedOutcome {
+pub struct SeedOutcome<R = RunReport> {
     /// The seed.
     pub seed: u64,
     /// Its report, or the invariant it broke.
-    pub result: Result<RunReport, Violation>,
+    pub result: Result<R, Violation>,
 }
 
-impl SeedOutcome {
-    /// One line for a failure: seed, invariant, time, detail and the replay command.
-    pub fn failure_text(&self, scenario: &Scenario) -> Option<String> {
+impl<R> SeedOutcome<R> {
+    /// One line for a failure: seed, invariant, time, detail and `replay`, the command
+    /// that replays it.
+    pub fn failure_line(&self, replay: &str) -> Option<String> {
         let v = self.result.as_ref().err()?;
         Some(format!(
-            "seed {}: {} at {} ns: {} — replay: {}",
+            "seed {}: {} at {} ns: {} — replay: {replay}",
             self.seed,
             v.invariant,
             v.at.as_nanos(),
             v.detail,
-            scenario.replay(self.seed)
         ))
+    }
+}
+
+impl SeedOutcome {
+    /// [`failure_line`](Self::failure_line) with the scenario's replay command.
+    pub fn failure_text(&self, scenario: &Scenario) -> Option<String> {
+        self.failure_line(&scenario.replay(self.seed))
     }
 }
 
 /// A swarm's outcomes.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SwarmReport {
+pub struct SwarmReport<R = RunReport> {
     /// One per seed run, in seed order.
-    pub outcomes: Vec<SeedOutcome>,
+    pub outcomes: Vec<SeedOutcome<R>>,
     /// Wall-clock time of the whole swarm.
     pub wall: std::time::Duration,
 }
 
-impl SwarmReport {
+impl<R> SwarmReport<R> {
     /// The failed seeds' outcomes.
-    pub fn failures(&self) -> impl Iterator<Item = &SeedOutcome> {
+    pub fn failures(&self) -> impl Iterator<Item = &SeedOutcome<R>> {
         self.outcomes.iter().filter(|o| o.result.is_err())
+    }
+
+    /// The report of seeds' results as [`seeds`] gives them.
+    pub fn from_seeds((outcomes, wall): (Vec<SeedResult<R>>, std::time::Duration)) -> Self {
+        SwarmReport {
+            outcomes: outcomes
+                .into_iter()
+                .map(|(seed, result)| SeedOutcome { seed, result })
+                .collect(),
+            wall,
+        }
     }
 }
 
@@ -62,16 +81,9 @@ pub fn swarm(
     threads: usize,
     stop_at_failure: bool,
 ) -> SwarmReport {
-    let (outcomes, wall) = seeds(from, n, threads, stop_at_failure, |seed| {
+    SwarmReport::from_seeds(seeds(from, n, threads, stop_at_failure, |seed| {
         run(scenario, seed, None)
-    });
-    SwarmReport {
-        outcomes: outcomes
-            .into_iter()
-            .map(|(seed, result)| SeedOutcome { seed, result })
-            .collect(),
-        wall,
-    }
+    }))
 }
 
 /// One seed and what its run gave.

@@ -50,7 +50,7 @@ fn a_failure_names_seed_invariant_time_and_the_replay_command() {
         invariant: "cell order per VC",
         detail: "flow 3: cell serial 7 arrived after serial 8".into(),
     };
-    let o = SeedOutcome {
+    let o: SeedOutcome = SeedOutcome {
         seed: 42,
         result: Err(v),
     };
