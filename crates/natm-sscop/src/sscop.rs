@@ -784,10 +784,7 @@ impl Sscop {
             },
             IncomingResynchronizationPending => match r {
                 Repr::Bgn { n_sq, n_mr, uu } => {
-                    if self.detect_retransmission(n_sq) {
-                        return self.maa(MaaError::B);
-                    }
-                    self.peer_begin(n_mr, uu);
+                    self.peer_begin_unless_retransmitted(n_sq, n_mr, uu)
                 }
                 Repr::End { source, uu } => self.peer_end(source, uu),
                 Repr::Endak | Repr::Bgrej { .. } => self.error_release(t, false),
@@ -803,18 +800,12 @@ impl Sscop {
             },
             OutgoingRecoveryPending => match r {
                 Repr::Bgn { n_sq, n_mr, uu } => {
-                    if self.detect_retransmission(n_sq) {
-                        return self.maa(MaaError::B);
-                    }
-                    self.peer_begin(n_mr, uu);
+                    self.peer_begin_unless_retransmitted(n_sq, n_mr, uu)
                 }
                 Repr::End { source, uu } => self.peer_end(source, uu),
                 Repr::Endak | Repr::Bgrej { .. } => self.error_release(t, false),
                 Repr::Rs { n_sq, n_mr, uu } => {
-                    if self.detect_retransmission(n_sq) {
-                        return self.maa(MaaError::J);
-                    }
-                    self.peer_resync(n_mr, uu);
+                    self.peer_resync_unless_retransmitted(n_sq, n_mr, uu)
                 }
                 Repr::Er { n_sq, n_mr } => {
                     if self.detect_retransmission(n_sq) {
@@ -841,18 +832,12 @@ impl Sscop {
             },
             RecoveryResponsePending => match r {
                 Repr::Bgn { n_sq, n_mr, uu } => {
-                    if self.detect_retransmission(n_sq) {
-                        return self.maa(MaaError::B);
-                    }
-                    self.peer_begin(n_mr, uu);
+                    self.peer_begin_unless_retransmitted(n_sq, n_mr, uu)
                 }
                 Repr::End { source, uu } => self.peer_end(source, uu),
                 Repr::Endak | Repr::Bgrej { .. } => self.error_release(t, false),
                 Repr::Rs { n_sq, n_mr, uu } => {
-                    if self.detect_retransmission(n_sq) {
-                        return self.maa(MaaError::J);
-                    }
-                    self.peer_resync(n_mr, uu);
+                    self.peer_resync_unless_retransmitted(n_sq, n_mr, uu)
                 }
                 Repr::Er { n_sq, .. } => {
                     if self.detect_retransmission(n_sq) {
@@ -867,18 +852,12 @@ impl Sscop {
             },
             IncomingRecoveryPending => match r {
                 Repr::Bgn { n_sq, n_mr, uu } => {
-                    if self.detect_retransmission(n_sq) {
-                        return self.maa(MaaError::B);
-                    }
-                    self.peer_begin(n_mr, uu);
+                    self.peer_begin_unless_retransmitted(n_sq, n_mr, uu)
                 }
                 Repr::End { source, uu } => self.peer_end(source, uu),
                 Repr::Endak | Repr::Bgrej { .. } => self.error_release(t, false),
                 Repr::Rs { n_sq, n_mr, uu } => {
-                    if self.detect_retransmission(n_sq) {
-                        return self.maa(MaaError::J);
-                    }
-                    self.peer_resync(n_mr, uu);
+                    self.peer_resync_unless_retransmitted(n_sq, n_mr, uu)
                 }
                 Repr::Er { n_sq, .. } => {
                     if !self.detect_retransmission(n_sq) {
@@ -1439,6 +1418,15 @@ impl Sscop {
         self.state = State::IncomingConnectionPending;
     }
 
+    /// BGN in a pending or recovery state whose table says so: a retransmitted one
+    /// is MAA-ERROR B, a new one [`peer_begin`](Self::peer_begin).
+    fn peer_begin_unless_retransmitted(&mut self, n_sq: u8, n_mr: u32, uu: &[u8]) {
+        if self.detect_retransmission(n_sq) {
+            return self.maa(MaaError::B);
+        }
+        self.peer_begin(n_mr, uu);
+    }
+
     fn peer_end(&mut self, source: Source, uu: &[u8]) {
         self.stop(Timer::Cc);
         self.send(&Repr::Endak);
@@ -1453,6 +1441,15 @@ impl Sscop {
         self.events
             .push_back(Event::ResyncIndication { uu: uu.to_vec() });
         self.state = State::IncomingResynchronizationPending;
+    }
+
+    /// RS in a resynchronisation or recovery state: a retransmitted one is MAA-ERROR J, a
+    /// new one [`peer_resync`](Self::peer_resync).
+    fn peer_resync_unless_retransmitted(&mut self, n_sq: u8, n_mr: u32, uu: &[u8]) {
+        if self.detect_retransmission(n_sq) {
+            return self.maa(MaaError::J);
+        }
+        self.peer_resync(n_mr, uu);
     }
 
     /// An unexpected PDU that ends the connection: MAA-ERROR, END (S = 1) if `send_end`,
