@@ -12,36 +12,9 @@
 //!   good one (I.363.5 §10.4's other checks, Length 0 and Length against the cell count
 //!   and the sizes, still apply).
 
-use core::sync::atomic::{AtomicBool, Ordering};
-
-#[cfg(not(test))]
-static IGNORE_CRC: AtomicBool = AtomicBool::new(false);
-
-#[cfg(test)]
-std::thread_local! {
-    static IGNORE_CRC: AtomicBool = const { AtomicBool::new(false) };
-}
-
-#[cfg(not(test))]
-fn with<R>(flag: &'static AtomicBool, op: impl FnOnce(&AtomicBool) -> R) -> R {
-    op(flag)
-}
-
-#[cfg(test)]
-fn with<R>(
-    flag: &'static std::thread::LocalKey<AtomicBool>,
-    op: impl FnOnce(&AtomicBool) -> R,
-) -> R {
-    flag.with(op)
-}
-
-/// Planted bug: received AAL5 frames with a bad CRC-32 are delivered.
-pub fn set_ignore_crc(on: bool) {
-    with(&IGNORE_CRC, |f| f.store(on, Ordering::Relaxed));
-}
-
-pub(crate) fn ignore_crc() -> bool {
-    with(&IGNORE_CRC, |f| f.load(Ordering::Relaxed))
+natm_core::planted_bug! {
+    /// Planted bug: received AAL5 frames with a bad CRC-32 are delivered.
+    IGNORE_CRC, set_ignore_crc, ignore_crc
 }
 
 #[cfg(all(test, feature = "mutants"))]

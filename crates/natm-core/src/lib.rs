@@ -29,6 +29,7 @@ extern crate alloc;
 pub mod addr;
 pub mod id;
 pub mod idle;
+mod planted;
 pub mod qos;
 pub mod rate;
 #[cfg(feature = "serde")]

@@ -12,34 +12,7 @@
 //!   last time neither releases the call locally nor restarts its VC: the call stays in
 //!   N11 with no timer, for ever, and its call reference leaks.
 
-use core::sync::atomic::{AtomicBool, Ordering};
-
-#[cfg(not(test))]
-static NO_RELEASE_AFTER_T308: AtomicBool = AtomicBool::new(false);
-
-#[cfg(test)]
-std::thread_local! {
-    static NO_RELEASE_AFTER_T308: AtomicBool = const { AtomicBool::new(false) };
-}
-
-#[cfg(not(test))]
-fn with<R>(flag: &'static AtomicBool, op: impl FnOnce(&AtomicBool) -> R) -> R {
-    op(flag)
-}
-
-#[cfg(test)]
-fn with<R>(
-    flag: &'static std::thread::LocalKey<AtomicBool>,
-    op: impl FnOnce(&AtomicBool) -> R,
-) -> R {
-    flag.with(op)
-}
-
-/// Planted bug: the network side keeps a call in N11 after T308's last expiry.
-pub fn set_no_release_complete_after_t308(on: bool) {
-    with(&NO_RELEASE_AFTER_T308, |f| f.store(on, Ordering::Relaxed));
-}
-
-pub(crate) fn no_release_complete_after_t308() -> bool {
-    with(&NO_RELEASE_AFTER_T308, |f| f.load(Ordering::Relaxed))
+natm_core::planted_bug! {
+    /// Planted bug: the network side keeps a call in N11 after T308's last expiry.
+    NO_RELEASE_AFTER_T308, set_no_release_complete_after_t308, no_release_complete_after_t308
 }

@@ -13,36 +13,9 @@
 //!   N(MR), but retransmits nothing it asks for); lost SDs then wait for the next
 //!   POLL/STAT round.
 
-use core::sync::atomic::{AtomicBool, Ordering};
-
-#[cfg(not(test))]
-static IGNORE_USTAT: AtomicBool = AtomicBool::new(false);
-
-#[cfg(test)]
-std::thread_local! {
-    static IGNORE_USTAT: AtomicBool = const { AtomicBool::new(false) };
-}
-
-#[cfg(not(test))]
-fn with<R>(flag: &'static AtomicBool, op: impl FnOnce(&AtomicBool) -> R) -> R {
-    op(flag)
-}
-
-#[cfg(test)]
-fn with<R>(
-    flag: &'static std::thread::LocalKey<AtomicBool>,
-    op: impl FnOnce(&AtomicBool) -> R,
-) -> R {
-    flag.with(op)
-}
-
-/// Planted bug: USTAT triggers no retransmission.
-pub fn set_ignore_ustat(on: bool) {
-    with(&IGNORE_USTAT, |f| f.store(on, Ordering::Relaxed));
-}
-
-pub(crate) fn ignore_ustat() -> bool {
-    with(&IGNORE_USTAT, |f| f.load(Ordering::Relaxed))
+natm_core::planted_bug! {
+    /// Planted bug: USTAT triggers no retransmission.
+    IGNORE_USTAT, set_ignore_ustat, ignore_ustat
 }
 
 #[cfg(all(test, feature = "mutants"))]

@@ -16,39 +16,12 @@
 //!   backlog of two cells of one connection therefore never reorders. The count runs only
 //!   while the flag is on and is per port, so a run stays reproducible.
 
-use core::sync::atomic::{AtomicBool, Ordering};
-
 /// Cells a port queues between two planted swaps (at least).
 pub const REORDER_EVERY: u32 = 97;
 
-#[cfg(not(test))]
-static REORDER: AtomicBool = AtomicBool::new(false);
-
-#[cfg(test)]
-std::thread_local! {
-    static REORDER: AtomicBool = const { AtomicBool::new(false) };
-}
-
-#[cfg(not(test))]
-fn with<R>(flag: &'static AtomicBool, op: impl FnOnce(&AtomicBool) -> R) -> R {
-    op(flag)
-}
-
-#[cfg(test)]
-fn with<R>(
-    flag: &'static std::thread::LocalKey<AtomicBool>,
-    op: impl FnOnce(&AtomicBool) -> R,
-) -> R {
-    flag.with(op)
-}
-
-/// Planted bug: output queues swap two cells of one connection now and then.
-pub fn set_reorder(on: bool) {
-    with(&REORDER, |f| f.store(on, Ordering::Relaxed));
-}
-
-pub(crate) fn reorder() -> bool {
-    with(&REORDER, |f| f.load(Ordering::Relaxed))
+natm_core::planted_bug! {
+    /// Planted bug: output queues swap two cells of one connection now and then.
+    REORDER, set_reorder, reorder
 }
 
 #[cfg(all(test, feature = "mutants"))]

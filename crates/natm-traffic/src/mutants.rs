@@ -14,56 +14,14 @@
 //! * [`set_cac_forgets_release`][]: [`Cac::release`](crate::cac::Cac::release) removes
 //!   the reservation from the live set but leaves its bandwidth (or its UBR count) booked.
 
-use core::sync::atomic::{AtomicBool, Ordering};
-
-#[cfg(not(test))]
-macro_rules! flag {
-    ($name:ident) => {
-        static $name: AtomicBool = AtomicBool::new(false);
-    };
+natm_core::planted_bug! {
+    /// Planted bug: the UPC passes every cell as conforming.
+    POLICER_NEVER_TAGS, set_policer_never_tags, policer_never_tags
 }
 
-#[cfg(test)]
-macro_rules! flag {
-    ($name:ident) => {
-        std::thread_local! {
-            static $name: AtomicBool = const { AtomicBool::new(false) };
-        }
-    };
-}
-
-#[cfg(not(test))]
-fn with<R>(flag: &'static AtomicBool, op: impl FnOnce(&AtomicBool) -> R) -> R {
-    op(flag)
-}
-
-#[cfg(test)]
-fn with<R>(
-    flag: &'static std::thread::LocalKey<AtomicBool>,
-    op: impl FnOnce(&AtomicBool) -> R,
-) -> R {
-    flag.with(op)
-}
-
-flag!(POLICER_NEVER_TAGS);
-flag!(CAC_FORGETS_RELEASE);
-
-/// Planted bug: the UPC passes every cell as conforming.
-pub fn set_policer_never_tags(on: bool) {
-    with(&POLICER_NEVER_TAGS, |f| f.store(on, Ordering::Relaxed));
-}
-
-/// Planted bug: a CAC release does not give its bandwidth back.
-pub fn set_cac_forgets_release(on: bool) {
-    with(&CAC_FORGETS_RELEASE, |f| f.store(on, Ordering::Relaxed));
-}
-
-pub(crate) fn policer_never_tags() -> bool {
-    with(&POLICER_NEVER_TAGS, |f| f.load(Ordering::Relaxed))
-}
-
-pub(crate) fn cac_forgets_release() -> bool {
-    with(&CAC_FORGETS_RELEASE, |f| f.load(Ordering::Relaxed))
+natm_core::planted_bug! {
+    /// Planted bug: a CAC release does not give its bandwidth back.
+    CAC_FORGETS_RELEASE, set_cac_forgets_release, cac_forgets_release
 }
 
 #[cfg(all(test, feature = "mutants"))]
