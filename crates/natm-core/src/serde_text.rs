@@ -11,6 +11,7 @@ use core::str::FromStr;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::addr::Aesa;
 use crate::{Qos, VcId};
 
 fn write<S: Serializer>(v: &impl Display, s: S) -> Result<S::Ok, S::Error> {
@@ -52,6 +53,18 @@ impl<'de> Deserialize<'de> for Qos {
     }
 }
 
+impl Serialize for Aesa {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        write(self, s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Aesa {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Aesa, D::Error> {
+        read(d, "ATM address")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,6 +78,13 @@ mod tests {
         let qos: Qos = "cbr:pcr=1000".parse().expect("a QoS");
         let json = serde_json::to_string(&qos).expect("serialises");
         assert_eq!(serde_json::from_str::<Qos>(&json).expect("reads"), qos);
+        let addr: Aesa = "47.0005.80ffe1000000f21a3599.0020481a3599.00"
+            .parse()
+            .expect("an AESA");
+        let json = serde_json::to_string(&addr).expect("serialises");
+        assert_eq!(serde_json::from_str::<Aesa>(&json).expect("reads"), addr);
+        let e = serde_json::from_str::<Aesa>("\"47.00\"").unwrap_err();
+        assert!(e.to_string().starts_with("bad ATM address "), "{e}");
         let e = serde_json::from_str::<VcId>("\"zero.hundred\"").unwrap_err();
         assert!(
             e.to_string().starts_with("bad VC \"zero.hundred\": "),

@@ -34,6 +34,7 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 
 use natm_adapter::{Counters as AdapterCounters, UBR_UNSHAPED_PCR};
+use natm_core::addr::Aesa;
 use natm_core::{Qos, VcId};
 use natm_traffic::sched::{Category, VcSpec};
 use rustix::net::{
@@ -41,6 +42,7 @@ use rustix::net::{
     SendAncillaryMessage, SendFlags, recvmsg, sendmsg,
 };
 use serde::{Deserialize, Serialize};
+use std::fmt;
 
 /// Where host `name`'s daemon listens unless told otherwise:
 /// `$NATM_RUNTIME_DIR/<name>.sock`, else `$XDG_RUNTIME_DIR/natm/<name>.sock`, else
@@ -203,6 +205,63 @@ pub enum Request {
     },
     /// Report the host's state.
     Status,
+    /// Set up a switched VC to `called` (issue 24) and open it as [`Request::Open`] would
+    /// a PVC: answered with [`Response::Opened`] (its `call` says which VC the network
+    /// gave and how long set-up took) or, when the network or the far end refused,
+    /// [`Response::CallFailed`] with the cause.
+    Call {
+        /// The called party's ATM address (`atm2text` form on the wire).
+        called: Aesa,
+        /// The QoS (qos(7) text on the wire); `tx` is this application's sending side.
+        qos: Qos,
+        /// Direct (channel) or daemon (socket) path.
+        path: DataPath,
+        /// Notification (direct path only).
+        notify: NotifyMode,
+        /// For [`NotifyMode::Signal`].
+        #[serde(default)]
+        signal: Option<SignalTarget>,
+        /// Buffers, as for [`Request::Open`].
+        buffers: u32,
+        /// Bytes per buffer, as for [`Request::Open`].
+        buffer_size: u32,
+        /// How long to wait for the network's answer, ms.
+        timeout_ms: u64,
+    },
+    /// Take incoming calls to the host's address whose selector byte is `selector` (any
+    /// selector not taken by another listener when `None`): answered with
+    /// [`Response::Listening`], then an unsolicited [`Response::Incoming`] per call.
+    Listen {
+        /// The address's last byte, or `None` for any.
+        #[serde(default)]
+        selector: Option<u8>,
+    },
+    /// Accept an incoming call ([`Response::Incoming`]) and open its VC: answered with
+    /// [`Response::Opened`] (with `call`) once the network confirmed it, or
+    /// [`Response::CallFailed`].
+    Accept {
+        /// The call, as `Incoming` named it.
+        call: u32,
+        /// Direct (channel) or daemon (socket) path.
+        path: DataPath,
+        /// Notification (direct path only).
+        notify: NotifyMode,
+        /// For [`NotifyMode::Signal`].
+        #[serde(default)]
+        signal: Option<SignalTarget>,
+        /// Buffers, as for [`Request::Open`].
+        buffers: u32,
+        /// Bytes per buffer, as for [`Request::Open`].
+        buffer_size: u32,
+    },
+    /// Refuse an incoming call with a Q.2931 cause value (21, call rejected, is usual):
+    /// answered with [`Response::Rejected`].
+    Reject {
+        /// The call, as `Incoming` named it.
+        call: u32,
+        /// The cause value, 1..=127.
+        cause: u8,
+    },
 }
 
 /// hostd's answer, or an unsolicited notice.
@@ -228,6 +287,9 @@ pub enum Response {
         /// Lane path only: how the application's own adapter shapes the VC, as admitted.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         lane: Option<LaneShape>,
+        /// A switched VC only ([`Request::Call`], [`Request::Accept`]): the call.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call: Option<CallInfo>,
     },
     /// The VC is closed.
     Closed {
@@ -257,6 +319,98 @@ pub enum Response {
         /// Its handle.
         handle: u32,
     },
+    /// The listener is registered.
+    Listening {
+        /// Names the listener in [`Response::Incoming`].
+        listener: u32,
+        /// The address it takes calls to (`atm2text` form); with `selector: None`, the
+        /// host's own address.
+        address: Aesa,
+    },
+    /// Unsolicited: a call arrived for a listener; answer with [`Request::Accept`] or
+    /// [`Request::Reject`] (hostd rejects it with cause 18, no user responding, when
+    /// neither comes within its alerting time).
+    Incoming {
+        /// The listener it matched.
+        listener: u32,
+        /// Names the call in `Accept`/`Reject`.
+        call: u32,
+        /// The calling party, when the SETUP named it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        calling: Option<Aesa>,
+        /// The called address (this host's).
+        called: Aesa,
+        /// The QoS as this side sees it (`tx` is this side's sending direction).
+        qos: Qos,
+    },
+    /// The incoming call was rejected.
+    Rejected {
+        /// The call.
+        call: u32,
+    },
+    /// A call was not set up: refused by the network or the far end, or it timed out
+    /// (`cause` 102, recovery on timer expiry, at location `U`).
+    CallFailed {
+        /// Why.
+        cause: CauseInfo,
+    },
+    /// Unsolicited: a switched VC's call was released by the far end or the network
+    /// (or lost with the link); the VC is closed, its handle no longer valid.
+    Released {
+        /// The VC's handle.
+        handle: u32,
+        /// Why.
+        cause: CauseInfo,
+    },
+}
+
+/// A switched VC's call, as [`Response::Opened`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallInfo {
+    /// The VC the network assigned on the host's link.
+    pub vc: VcId,
+    /// This end's address.
+    pub local: Aesa,
+    /// The far end's address, when known (the called party for an outgoing call, the
+    /// calling party, if the SETUP named it, for an incoming one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<Aesa>,
+    /// The QoS as this end sees it.
+    pub qos: Qos,
+    /// From the request to the network's CONNECT (outgoing) or CONNECT ACKNOWLEDGE
+    /// (incoming), ns, as hostd measured it.
+    pub setup_ns: u64,
+}
+
+/// A Q.2931 cause (Q.850 values) as an application sees it: what `natm call` prints and
+/// the `natm` library's call errors carry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CauseInfo {
+    /// The cause value, e.g. 37.
+    pub value: u8,
+    /// Its name, e.g. `user cell rate not available` (`cause N` for a value Q.2931 does
+    /// not define).
+    pub name: String,
+    /// Where it was generated: `U`, `LPN`, `LN`, `TN`, `RLN`, `RPN`, `INTL`, `BI`.
+    pub location: String,
+    /// The diagnostics as text: natm's switches explain a refusal here (e.g. which trunk
+    /// and its free rate), others' are shown printable or in hex; empty when none.
+    pub diagnostic: String,
+}
+
+impl fmt::Display for CauseInfo {
+    /// `cause 37 (user cell rate not available) at LPN: s2:p3 free 1000 c/s`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "cause {} ({}) at {}",
+            self.value, self.name, self.location
+        )?;
+        if !self.diagnostic.is_empty() {
+            write!(f, ": {}", self.diagnostic)?;
+        }
+        Ok(())
+    }
 }
 
 /// Classes of [`Response::Error`].
@@ -817,5 +971,58 @@ mod tests {
             decode::<Request>(&[b"\0".as_slice(), open.as_bytes()].concat()).unwrap(),
             Frame::Control(Request::Open { .. })
         ));
+    }
+
+    #[test]
+    fn call_messages_round_trip_as_their_documented_json() {
+        let addr: Aesa = "47.0005.80ffe1000000f21a3599.0020481a3599.00"
+            .parse()
+            .unwrap();
+        let call = r#"{"op":"call","called":"47.0005.80FFE1000000F21A3599.0020481A3599.00","qos":"cbr:pcr=1000","path":"auto","notify":"adaptive","buffers":8,"buffer_size":4096,"timeout_ms":2000}"#;
+        let Request::Call { called, qos, .. } = serde_json::from_str(call).unwrap() else {
+            panic!("not a call");
+        };
+        assert_eq!((called, qos), (addr, "cbr:pcr=1000".parse().unwrap()));
+        let bad = call.replace("47.0005", "47.00x5");
+        let e = serde_json::from_str::<Request>(&bad).unwrap_err();
+        assert!(e.to_string().contains("bad ATM address"), "{e}");
+        let cause = CauseInfo {
+            value: 37,
+            name: "user cell rate not available".into(),
+            location: "LPN".into(),
+            diagnostic: "s2:p3 free 1000 c/s".into(),
+        };
+        assert_eq!(
+            cause.to_string(),
+            "cause 37 (user cell rate not available) at LPN: s2:p3 free 1000 c/s"
+        );
+        for r in [
+            Request::Listen { selector: Some(7) },
+            Request::Listen { selector: None },
+            Request::Reject { call: 3, cause: 21 },
+        ] {
+            let json = serde_json::to_string(&r).unwrap();
+            assert_eq!(serde_json::from_str::<Request>(&json).unwrap(), r);
+        }
+        for r in [
+            Response::CallFailed {
+                cause: cause.clone(),
+            },
+            Response::Released { handle: 4, cause },
+            Response::Incoming {
+                listener: 1,
+                call: 2,
+                calling: None,
+                called: addr,
+                qos: "ubr".parse().unwrap(),
+            },
+            Response::Listening {
+                listener: 1,
+                address: addr,
+            },
+        ] {
+            let json = serde_json::to_string(&r).unwrap();
+            assert_eq!(serde_json::from_str::<Response>(&json).unwrap(), r);
+        }
     }
 }

@@ -316,6 +316,17 @@ impl Hostd {
                 let s = self.status();
                 self.reply(id, Response::Status(s));
             }
+            Request::Call { .. }
+            | Request::Listen { .. }
+            | Request::Accept { .. }
+            | Request::Reject { .. } => self.reply(
+                id,
+                Response::Error {
+                    kind: ErrorKind::Refused,
+                    message: "this hostd does not signal: switched VCs are not supported yet"
+                        .to_string(),
+                },
+            ),
         }
     }
 

@@ -256,6 +256,7 @@ impl Hostd {
                 max_sdu: info.rx.max_sdu as u32,
                 link_up,
                 lane: (path == DataPath::Lane).then(|| lane_shape(qos, &info.spec)),
+                call: None,
             },
             fds,
         ))
