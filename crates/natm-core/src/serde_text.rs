@@ -11,7 +11,7 @@ use core::str::FromStr;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::addr::Aesa;
+use crate::addr::{Aesa, AesaPrefix, Esi};
 use crate::{Qos, VcId};
 
 fn write<S: Serializer>(v: &impl Display, s: S) -> Result<S::Ok, S::Error> {
@@ -62,6 +62,30 @@ impl Serialize for Aesa {
 impl<'de> Deserialize<'de> for Aesa {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Aesa, D::Error> {
         read(d, "ATM address")
+    }
+}
+
+impl Serialize for AesaPrefix {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        write(self, s)
+    }
+}
+
+impl<'de> Deserialize<'de> for AesaPrefix {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<AesaPrefix, D::Error> {
+        read(d, "address prefix")
+    }
+}
+
+impl Serialize for Esi {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        write(self, s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Esi {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Esi, D::Error> {
+        read(d, "ESI")
     }
 }
 

@@ -73,6 +73,7 @@
 mod aesa;
 mod e164;
 mod error;
+mod prefix;
 mod pvc;
 mod svc;
 mod text;
@@ -83,6 +84,7 @@ use core::str::FromStr;
 pub use aesa::Aesa;
 pub use e164::E164;
 pub use error::{AddrErrorKind, AddrParseError, AddrValueError};
+pub use prefix::{AesaPrefix, Esi, PrefixParseError};
 pub use pvc::{PvcAddr, Sel};
 pub use svc::SvcAddr;
 pub use text::AddrSyntax;
