@@ -448,6 +448,39 @@ pub struct HostStatus {
     /// outlive the VC.
     #[serde(default)]
     pub closed: Box<VcStats>,
+    /// The host's ATM address, when it signals (issue 24).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<Aesa>,
+    /// Whether the host's signalling link (SSCOP on 0.5) is established.
+    #[serde(default)]
+    pub signalling_up: bool,
+    /// Every call in any state, switched VCs and calls being set up.
+    #[serde(default)]
+    pub calls: Vec<HostCall>,
+}
+
+/// One call of [`HostStatus`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostCall {
+    /// `out` (this host called) or `in`.
+    pub direction: String,
+    /// The VC, once the network named it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vc: Option<VcId>,
+    /// The open VC's handle, once the call is active.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handle: Option<u32>,
+    /// The far end's address, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<Aesa>,
+    /// Q.2931's state for the call (e.g. `U10 active`).
+    pub state: String,
+    /// The QoS as this end sees it.
+    pub qos: Qos,
+    /// Milliseconds since the call started.
+    pub age_ms: u64,
+    /// The application's pid.
+    pub owner_pid: i32,
 }
 
 /// The link's state.

@@ -173,6 +173,68 @@ pub struct SwitchStatus {
     pub ports: Vec<PortStatus>,
     /// Every cross-connect.
     pub connections: Vec<ConnectionStatus>,
+    /// Switched VCs (issue 24): the switch's signalling, absent on a switch that does not
+    /// signal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signalling: Option<Box<SignallingStatus>>,
+}
+
+/// A signalling switch's call control, as [`SwitchStatus`] reports it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignallingStatus {
+    /// The switch's address prefix (`atm2text` groups).
+    pub prefix: String,
+    /// Calls in any state.
+    pub calls_active: u64,
+    /// Calls set up since start (reached active).
+    pub calls_connected: u64,
+    /// Calls refused or failed before active, since start.
+    pub calls_refused: u64,
+    /// Bytes of signalling and call state per call (the call control's own estimate of
+    /// its per-call structures, SSCOP and Q.2931 included).
+    pub state_bytes_per_call: u64,
+    /// Each signalling port.
+    pub ports: Vec<SignallingPort>,
+    /// Each call, at most `calls_listed` of them (a switch with 10,000 calls lists the
+    /// first 1,000 and counts the rest in `calls_active`).
+    pub calls: Vec<SwitchCall>,
+}
+
+/// One port's signalling (VC 0.5).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignallingPort {
+    /// The port number.
+    pub port: u16,
+    /// `network` or `user`: which side of the UNI the switch is on this port.
+    pub side: String,
+    /// The SSCOP state's name (e.g. `data-transfer-ready`).
+    pub sscop: String,
+    /// Whether call control sees the SAAL established.
+    pub link_up: bool,
+    /// Calls on the port.
+    pub calls: u64,
+    /// SSCOP connections established since start (the first and each after a loss).
+    pub establishments: u64,
+}
+
+/// One call through the switch, both legs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SwitchCall {
+    /// The calling side's leg, `PORT:VPI.VCI` (`PORT:?` until the VC is known).
+    pub a: String,
+    /// The called side's leg.
+    pub b: String,
+    /// The call's state (e.g. `active`, `proceeding`, `releasing`).
+    pub state: String,
+    /// The QoS as the caller sees it (qos(7) text).
+    pub qos: String,
+    /// The called party (`atm2text`).
+    pub called: String,
+    /// The calling party, when the SETUP named it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calling: Option<String>,
+    /// Milliseconds since the SETUP arrived.
+    pub age_ms: u64,
 }
 
 /// One port of [`SwitchStatus`].

@@ -513,6 +513,7 @@ fn status(fabric: &Fabric, info: &DaemonInfo<'_>) -> SwitchStatus {
         capture_overflow: fabric.tap_overflow,
         ports,
         connections,
+        signalling: None,
     }
 }
 

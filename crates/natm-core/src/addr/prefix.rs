@@ -171,7 +171,11 @@ impl fmt::Display for AesaPrefix {
         let digits = usize::from(self.bits).div_ceil(4);
         let nibble = |i: usize| {
             let b = self.bytes[i / 2];
-            if i.is_multiple_of(2) { b >> 4 } else { b & 0x0F }
+            if i.is_multiple_of(2) {
+                b >> 4
+            } else {
+                b & 0x0F
+            }
         };
         // The pretty groups of a DCC/ICD AESA: AFI (2), DCC/ICD (4), HO-DSP (20), ESI
         // (12), SEL (2) digits.

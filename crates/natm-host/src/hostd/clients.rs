@@ -526,6 +526,9 @@ impl Hostd {
             channels,
             closed: Box::new(self.closed),
             vm_rss_bytes: natm_nic::procfs::resident_bytes(None).unwrap_or(0),
+            address: None,
+            signalling_up: false,
+            calls: Vec::new(),
         }
     }
 }

@@ -65,6 +65,30 @@ fn status() -> SwitchStatus {
             },
             b_to_a: DirCounters::default(),
         }],
+        signalling: Some(Box::new(SignallingStatus {
+            prefix: "47.0005.80FFE1000000F21A3599".into(),
+            calls_active: 1,
+            calls_connected: 5,
+            calls_refused: 2,
+            state_bytes_per_call: 700,
+            ports: vec![SignallingPort {
+                port: 1,
+                side: "network".into(),
+                sscop: "data-transfer-ready".into(),
+                link_up: true,
+                calls: 1,
+                establishments: 1,
+            }],
+            calls: vec![SwitchCall {
+                a: "1:0.32768".into(),
+                b: "2:?".into(),
+                state: "proceeding".into(),
+                qos: "ubr".into(),
+                called: "47.0005.80FFE1000000F21A3599.0020481A3599.00".into(),
+                calling: None,
+                age_ms: 12,
+            }],
+        })),
     }
 }
 
@@ -101,6 +125,7 @@ fn every_response() -> Vec<Response> {
     empty.memory = None;
     empty.ports.clear();
     empty.connections.clear();
+    empty.signalling = None;
     vec![
         Response::Status(status()),
         Response::Status(empty),
