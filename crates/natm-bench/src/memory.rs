@@ -215,14 +215,17 @@ fn switch_config(scratch: &Scratch, name: &str) -> String {
             path: scratch.path(&format!("{name}-p{id}.sock")),
         }),
         role: None,
+        signalling: None,
     };
     let config = ConfigFile {
         name: name.to_string(),
         wait: None,
         cpu: None,
         management: scratch.path(&format!("{name}.sock")),
+        prefix: None,
         ports: vec![port(1), port(2)],
         xcs: Vec::new(),
+        routes: Vec::new(),
     };
     toml::to_string(&config).expect("a switchd configuration serialises")
 }
@@ -233,6 +236,7 @@ fn hostd_config(socket: &Path, peer: SocketAddr) -> String {
         name: "perf-memory".into(),
         socket: Some(socket.to_path_buf()),
         wait: Default::default(),
+        address: None,
         link: link_config(LinkKind::Udp {
             local: SocketAddr::from(([127, 0, 0, 1], 0)),
             peer,

@@ -38,6 +38,7 @@ fn options(socket: &Path) -> HostdOptions {
         link_description: "loopback".into(),
         link_rate: None,
         lanes: None,
+        address: None,
     }
 }
 

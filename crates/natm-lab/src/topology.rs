@@ -93,6 +93,7 @@ pub fn switch_config(
             id: port,
             link: link_config(topo, li, sw, dir, addrs)?,
             role: (listener_of(topo, li) != sw).then_some(Role::Connect),
+            signalling: None,
         });
     }
     let xcs = topo
@@ -112,8 +113,10 @@ pub fn switch_config(
         wait: topo.wait,
         cpu: topo.switch_cpu,
         management: path_in(dir, sw, ".sock"),
+        prefix: None,
         ports,
         xcs,
+        routes: Vec::new(),
     })
 }
 
@@ -131,6 +134,7 @@ pub fn host_config(
         name: h.to_string(),
         socket: Some(path_in(dir, h, ".sock")),
         wait: topo.wait.unwrap_or_default(),
+        address: None,
         link: link_config(topo, li, h, dir, addrs)?,
     })
 }

@@ -5,6 +5,7 @@
 //! management = "/run/natm/s1.sock"   # Unix socket for the JSON-lines management protocol
 //! wait = "adaptive"                  # or "poll": never sleep; "yield": never sleep, yield when idle
 //! cpu = 1                            # optional: pin the daemon to this CPU
+//! prefix = "47.0005.80ffe1000000f21a3599"  # optional: the switch's 13-byte address prefix
 //!
 //! [[port]]
 //! id = 1
@@ -16,7 +17,12 @@
 //! # queue_cells = [256, 256, 1024, 4096]   # CBR, rt-VBR, nrt-VBR, UBR
 //! # epd_percent = 80
 //! # cdvt_us = 1000                   # CDV tolerated on arriving cells, added to every UPC (default 1 ms)
+//! # signalling = "network"            # UNI signalling on 0.5: "network" (a host's port, or
+//!                                     # the trunk end that assigns VCs), "user", "off" (default)
 //!
+//! [[route]]                          # calls to addresses with this prefix leave by this port
+//! prefix = "47.0005.80ffe1000000f21a3599.0020481a3599"   # longest prefix wins
+//! port = 1
 //! [[xc]]
 //! a = "1:0.100"
 //! b = "2:0.100"
@@ -27,7 +33,8 @@
 //! category = "rt-vbr"                # cbr, rt-vbr, nrt-vbr, ubr (default: from the class)
 //! ```
 //!
-//! Unknown keys are errors. Every error names the entry (`port 2`, `xc 3`), the key and
+//! A switch signals when it has a `prefix`; then every `[[route]]` must name a port with
+//! signalling on, and a port with signalling needs the prefix. Unknown keys are errors. Every error names the entry (`port 2`, `xc 3`), the key and
 //! the line where the TOML has one. A port whose link has a rate (`rate = "oc3"`) also
 //! paces the switch's output on it at that rate (rounded down to whole cells/s), so cells
 //! wait in the switch's per-category queues (where EPD and priorities apply); the switch's
@@ -38,6 +45,7 @@ use std::ops::Range;
 use std::path::PathBuf;
 
 use natm_core::IdleWait;
+use natm_core::addr::AesaPrefix;
 use natm_core::{HeaderFormat, Qos};
 use natm_link::endpoint::LinkConfig;
 use natm_switch::{Category, CrossConnect, Endpoint, PortConfig, PortId, Upc};
@@ -83,6 +91,27 @@ pub enum Role {
     Connect,
 }
 
+/// Which side of the UNI a signalling port is (`signalling = "network"` or `"user"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SigSide {
+    /// The network side: a host's port, or the trunk end that assigns the VCs.
+    Network,
+    /// The user side: the other end of a trunk, or a port facing a foreign network.
+    User,
+}
+
+/// A `[[route]]`: calls to addresses starting with `prefix` leave by `port`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct RouteEntry {
+    /// The address prefix.
+    #[serde(serialize_with = "as_text")]
+    pub prefix: AesaPrefix,
+    /// The port.
+    #[serde(serialize_with = "port_number")]
+    pub port: PortId,
+}
+
 /// One port: its number, the switch-side settings and the link.
 #[derive(Clone, Debug)]
 pub struct PortEntry {
@@ -90,6 +119,8 @@ pub struct PortEntry {
     pub id: PortId,
     /// Listen or connect.
     pub role: Role,
+    /// UNI signalling on the port's VC 0.5, and which side; `None`: off.
+    pub signalling: Option<SigSide>,
     /// The switch's settings for it (format, queue limits, EPD; the rate from the link).
     pub switch: PortConfig,
     /// The link.
@@ -112,6 +143,10 @@ pub struct SwitchdConfig {
     pub ports: Vec<PortEntry>,
     /// Cross-connects made at start, in file order.
     pub xcs: Vec<CrossConnect>,
+    /// The switch's address prefix: with one, the switch signals (switched VCs).
+    pub prefix: Option<AesaPrefix>,
+    /// Static routes, in file order.
+    pub routes: Vec<RouteEntry>,
 }
 
 /// A configuration file as written (`toml::to_string`), the form
@@ -129,12 +164,21 @@ pub struct ConfigFile {
     pub cpu: Option<usize>,
     /// `management`.
     pub management: PathBuf,
+    /// `prefix`.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "some_as_text"
+    )]
+    pub prefix: Option<AesaPrefix>,
     /// The `[[port]]` tables.
     #[serde(rename = "port", skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<PortFile>,
     /// The `[[xc]]` tables.
     #[serde(rename = "xc", skip_serializing_if = "Vec::is_empty")]
     pub xcs: Vec<XcFile>,
+    /// The `[[route]]` tables.
+    #[serde(rename = "route", skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<RouteEntry>,
 }
 
 /// A `[[port]]` table as written: its id, its role when it dials, and its link's keys.
@@ -148,6 +192,9 @@ pub struct PortFile {
     /// `role`, written only for [`Role::Connect`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub role: Option<Role>,
+    /// `signalling`, written only when on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signalling: Option<SigSide>,
 }
 
 /// An `[[xc]]` table as written: typed values, each written as its `Display` text, which
@@ -179,6 +226,11 @@ fn as_text<T: std::fmt::Display, S: serde::Serializer>(v: &T, s: S) -> Result<S:
     s.collect_str(v)
 }
 
+/// A port as its number.
+fn port_number<S: serde::Serializer>(p: &PortId, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u16(p.0)
+}
+
 /// [`as_text`] for an optional value (`None` is skipped before this is called).
 fn some_as_text<T: std::fmt::Display, S: serde::Serializer>(
     v: &Option<T>,
@@ -203,6 +255,17 @@ struct RawConfig {
     port: Vec<RawPort>,
     #[serde(default)]
     xc: Vec<RawXc>,
+    #[serde(default)]
+    prefix: Option<Spanned<String>>,
+    #[serde(default)]
+    route: Vec<RawRoute>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRoute {
+    prefix: Spanned<String>,
+    port: Spanned<u16>,
 }
 
 #[derive(Deserialize)]
@@ -303,7 +366,14 @@ fn line_of(text: &str, span: Range<usize>) -> usize {
 }
 
 /// The port keys that are the switch's, not the link's.
-const PORT_KEYS: [&str; 5] = ["role", "format", "queue_cells", "epd_percent", "cdvt_us"];
+const PORT_KEYS: [&str; 6] = [
+    "role",
+    "format",
+    "queue_cells",
+    "epd_percent",
+    "cdvt_us",
+    "signalling",
+];
 
 /// The cell delay variation a port tolerates unless its `cdvt_us` says otherwise: cells
 /// shaped to their PCR by a host's adapter reach the switch in batches (the link's ring
@@ -326,6 +396,7 @@ fn port_entry(text: &str, raw: RawPort) -> Result<PortEntry, ConfigError> {
         ..PortConfig::default()
     };
     let mut role = Role::Listen;
+    let mut signalling = None;
     for key in PORT_KEYS {
         let Some(v) = rest.remove(key) else { continue };
         match key {
@@ -337,6 +408,19 @@ fn port_entry(text: &str, raw: RawPort) -> Result<PortEntry, ConfigError> {
                         return Err(invalid(
                             "role",
                             format!("{v} is not \"listen\" or \"connect\""),
+                        ));
+                    }
+                }
+            }
+            "signalling" => {
+                signalling = match v.as_str() {
+                    Some("network") => Some(SigSide::Network),
+                    Some("user") => Some(SigSide::User),
+                    Some("off") => None,
+                    _ => {
+                        return Err(invalid(
+                            "signalling",
+                            format!("{v} is not \"network\", \"user\" or \"off\""),
                         ));
                     }
                 }
@@ -390,6 +474,7 @@ fn port_entry(text: &str, raw: RawPort) -> Result<PortEntry, ConfigError> {
     Ok(PortEntry {
         id,
         role,
+        signalling,
         switch,
         link,
     })
@@ -460,6 +545,66 @@ impl SwitchdConfig {
             }
             xcs.push(xc);
         }
+        let prefix = match &raw.prefix {
+            None => None,
+            Some(p) => {
+                Some(
+                    p.get_ref()
+                        .parse::<AesaPrefix>()
+                        .map_err(|e| ConfigError::Invalid {
+                            entry: "prefix".into(),
+                            key: "prefix",
+                            line: Some(line_of(text, p.span())),
+                            message: format!("{:?}: {e}", p.get_ref()),
+                        })?,
+                )
+            }
+        };
+        if prefix.is_none()
+            && let Some(p) = ports.iter().find(|p| p.signalling.is_some())
+        {
+            return Err(ConfigError::Invalid {
+                entry: format!("port {}", p.id),
+                key: "signalling",
+                line: None,
+                message: "signalling needs the switch's `prefix`".into(),
+            });
+        }
+        let mut routes = Vec::new();
+        for (i, r) in raw.route.iter().enumerate() {
+            let invalid = |key: &'static str, span, message: String| ConfigError::Invalid {
+                entry: format!("route {}", i + 1),
+                key,
+                line: Some(line_of(text, span)),
+                message,
+            };
+            let p = r.prefix.get_ref();
+            let route_prefix = p
+                .parse::<AesaPrefix>()
+                .map_err(|e| invalid("prefix", r.prefix.span(), format!("{p:?}: {e}")))?;
+            let port = PortId(*r.port.get_ref());
+            match ports.iter().find(|e| e.id == port) {
+                None => {
+                    return Err(invalid(
+                        "port",
+                        r.port.span(),
+                        format!("no [[port]] with id {port}"),
+                    ));
+                }
+                Some(e) if e.signalling.is_none() => {
+                    return Err(invalid(
+                        "port",
+                        r.port.span(),
+                        format!("port {port} does not signal (set its `signalling`)"),
+                    ));
+                }
+                Some(_) => {}
+            }
+            routes.push(RouteEntry {
+                prefix: route_prefix,
+                port,
+            });
+        }
         Ok(SwitchdConfig {
             name: raw.name,
             management: raw.management,
@@ -467,6 +612,8 @@ impl SwitchdConfig {
             cpu: raw.cpu,
             ports,
             xcs,
+            prefix,
+            routes,
         })
     }
 
@@ -596,19 +743,37 @@ category = "rt-vbr"
     #[test]
     fn a_written_cross_connect_reads_back_as_the_same_values() {
         let qos: Qos = "vbr,aal5:pcr=30000,scr=10000,mbs=40".parse().unwrap();
+        let prefix: AesaPrefix = "47.0005.80ffe1000000f21a3599".parse().unwrap();
+        let host: AesaPrefix = "47.0005.80ffe1000000f21a3599.0020481a3599".parse().unwrap();
         let file = ConfigFile {
             name: "s1".into(),
             wait: None,
             cpu: None,
             management: "/tmp/s1.sock".into(),
+            prefix: Some(prefix),
             ports: [1, 2]
                 .map(|id| PortFile {
                     id,
                     link: toml::from_str(&format!("kind = \"shm\"\npath = \"/tmp/l{id}.sock\""))
                         .unwrap(),
                     role: None,
+                    signalling: Some(if id == 1 {
+                        SigSide::Network
+                    } else {
+                        SigSide::User
+                    }),
                 })
                 .into(),
+            routes: vec![
+                RouteEntry {
+                    prefix: host,
+                    port: PortId(1),
+                },
+                RouteEntry {
+                    prefix: AesaPrefix::ALL,
+                    port: PortId(2),
+                },
+            ],
             xcs: vec![XcFile {
                 a: Endpoint::vc(1, 0, 100),
                 b: Endpoint::vc(2, 3, 1000),
@@ -631,5 +796,51 @@ category = "rt-vbr"
             ),
             "{text}"
         );
+        assert_eq!(c.prefix, Some(prefix));
+        assert_eq!(
+            c.ports.iter().map(|p| p.signalling).collect::<Vec<_>>(),
+            [Some(SigSide::Network), Some(SigSide::User)]
+        );
+        assert_eq!(c.routes, file.routes, "{text}");
+    }
+
+    #[test]
+    fn signalling_settings_that_do_not_fit_are_refused_naming_them() {
+        let port = "[[port]]\nid = 1\nkind = \"shm\"\npath = \"/tmp/l1.sock\"\n";
+        let head = "name = \"s1\"\nmanagement = \"/tmp/s1.sock\"\n";
+        let prefix = "prefix = \"47.0005.80ffe1000000f21a3599\"\n";
+        let route = |p: &str, port: u16| format!("[[route]]\nprefix = \"{p}\"\nport = {port}\n");
+        for (text, needle) in [
+            (
+                format!("{head}{port}signalling = \"network\"\n"),
+                "needs the switch's `prefix`",
+            ),
+            (
+                format!("{head}{prefix}{port}signalling = \"both\"\n"),
+                "port 1 (line 5): `signalling`",
+            ),
+            (
+                format!("{head}{prefix}{port}{}", route("47", 1)),
+                "port 1 does not signal",
+            ),
+            (
+                format!(
+                    "{head}{prefix}{port}signalling = \"user\"\n{}",
+                    route("47", 9)
+                ),
+                "no [[port]] with id 9",
+            ),
+            (
+                format!(
+                    "{head}{prefix}{port}signalling = \"user\"\n{}",
+                    route("4x", 1)
+                ),
+                "route 1 (line 10): `prefix`: \"4x\"",
+            ),
+            (format!("{head}prefix = \"47..00\"\n{port}"), "prefix"),
+        ] {
+            let e = SwitchdConfig::from_toml(&text).unwrap_err().to_string();
+            assert!(e.contains(needle), "{text}: {e}");
+        }
     }
 }

@@ -35,6 +35,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 link_description: "shm pair".into(),
                 link_rate: None,
                 lanes: None,
+                address: None,
             },
             Box::new(move || {
                 slot.lock()

@@ -59,6 +59,7 @@
 //!     link_description: "loopback".into(),
 //!     link_rate: None,
 //!     lanes: None,
+//!     address: None,
 //! };
 //! let hostd = HostdThread::spawn(opts, Box::new(|| Ok(Box::new(LoopLink::new(4096)) as _)))?;
 //!

@@ -28,6 +28,7 @@ fn child_runs_hostd() {
             link_description: "loopback".into(),
             link_rate: None,
             lanes: None,
+            address: None,
         },
         Box::new(|| Ok(Box::new(LoopLink::new(1024)) as _)),
     )

@@ -26,6 +26,7 @@ impl Lab {
                 link_description: "shm pair".into(),
                 link_rate: None,
                 lanes: None,
+                address: None,
             };
             let connector = Box::new(move || {
                 link.take()

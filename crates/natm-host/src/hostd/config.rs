@@ -1,5 +1,7 @@
 //! hostd's configuration: the file, the options it means, the daemon's entry point.
 
+use natm_core::addr::Aesa;
+
 use super::*;
 
 /// What the daemon core needs besides its link.
@@ -18,6 +20,9 @@ pub struct HostdOptions {
     /// The switch port's socket, where lanes are asked for ([`natm_link::lane`]); `None`:
     /// no lane path (the link is not shared memory).
     pub lanes: Option<PathBuf>,
+    /// The host's ATM address: with one, hostd runs the user side of UNI signalling on
+    /// VC 0.5 of its link (switched VCs, issue 24); without, PVCs only.
+    pub address: Option<Aesa>,
 }
 
 /// Makes (or remakes) the link: called at start and every [`RECONNECT`] while it is down.
@@ -33,6 +38,7 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(20);
 /// name = "h1"
 /// socket = "/run/natm/h1.sock"   # optional: natm_proto::host::default_socket(name)
 /// wait = "adaptive"              # or "poll", or "yield"; optional, adaptive by default
+/// address = "47.0005.80ffe1000000f21a3599.0020481a3599.00"   # optional: signal (SVCs)
 /// [link]                         # natm_link::endpoint::LinkConfig
 /// kind = "shm"
 /// path = "/run/natm/s1-p1.sock"
@@ -49,6 +55,9 @@ pub struct HostdConfig {
     /// How the loop waits.
     #[serde(default)]
     pub wait: IdleWait,
+    /// The host's ATM address (`atm2text` form); absent: no signalling, PVCs only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<Aesa>,
     /// The link to the switch.
     pub link: LinkConfig,
 }
@@ -104,6 +113,7 @@ impl HostdConfig {
                 }
                 _ => None,
             },
+            address: self.address,
         }
     }
 

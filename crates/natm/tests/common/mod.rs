@@ -119,6 +119,7 @@ impl TwoHosts {
                 link_description: "shm pair".into(),
                 link_rate,
                 lanes: None,
+                address: None,
             };
             HostdThread::spawn(
                 opts,
