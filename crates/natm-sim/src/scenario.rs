@@ -233,6 +233,12 @@ impl Scenario {
     /// `file` names it in replay commands.
     pub fn parse(text: &str, file: Option<&str>) -> Result<Scenario, ScenarioError> {
         let topology = Topology::parse(text, None).map_err(|e| ScenarioError(e.0))?;
+        if let Some(e) = topology.externals.first() {
+            return bad(format!(
+                "external ({}): foreign peers over atmtcp are not simulated",
+                e.node
+            ));
+        }
         let raw: File =
             toml::from_str(text).map_err(|e| ScenarioError(format!("sim: {}", e.message())))?;
         let t = raw.sim.unwrap_or_default();
