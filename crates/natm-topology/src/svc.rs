@@ -884,3 +884,42 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod example {
+    use super::*;
+
+    #[test]
+    fn the_svc_example_has_the_addresses_and_routes_its_header_says() {
+        let t = Topology::parse(include_str!("../../../examples/svc.toml"), None).unwrap();
+        let s = "47.0005.80FFE1000000F200000";
+        for (h, sw, n) in [("h1", 1, 1), ("h2", 1, 2), ("h3", 2, 3), ("h4", 3, 4)] {
+            assert_eq!(
+                t.address_of(h).unwrap().to_string(),
+                format!("{s}{sw}.02000000000{n}.00")
+            );
+        }
+        // s1: h1 on port 1, h2 on port 2, s2 and s3 by the trunk on port 3.
+        let s1: Vec<_> = t.routes_of("s1").map(|r| (r.port, r.to)).collect();
+        assert_eq!(
+            s1,
+            [
+                (1, RouteTo::Host(0)),
+                (2, RouteTo::Host(1)),
+                (3, RouteTo::Switch(1)),
+                (3, RouteTo::Switch(2))
+            ]
+        );
+        let trunks: Vec<_> = t
+            .links
+            .iter()
+            .filter(|l| l.kind == crate::LinkKind::Tcp)
+            .collect();
+        assert_eq!(trunks.len(), 2);
+        assert!(trunks.iter().all(|l| l.rate.cells_per_s() == Some(10_000)));
+        assert_eq!(
+            (t.side("s1", 2), t.side("s2", 2)),
+            (Side::Network, Side::User)
+        );
+    }
+}
