@@ -118,7 +118,8 @@ impl LabState {
     }
 
     /// What `natm lab status` prints of the lab in `dir`: one line per daemon, whether it
-    /// runs, and its status's summary from `details` (in the order of the daemons).
+    /// runs, and its status's summary from `details` (in the order of the daemons), then
+    /// under it the host's address or the switch's prefix.
     pub fn status_table(&self, dir: &Path, details: &[Result<DaemonStatus, String>]) -> String {
         let mut t = String::new();
         let _ = writeln!(t, "lab in {}", dir.display());

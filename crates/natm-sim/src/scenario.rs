@@ -918,6 +918,18 @@ mod tests {
     }
 
     #[test]
+    fn a_topology_with_an_external_peer_is_not_simulated() {
+        let text = format!(
+            "{DEFAULT_SCENARIO}\n[[external]]\nnode = \"s1\"\nlisten = \"127.0.0.1:2812\"\nprefix = \"39\"\n"
+        );
+        let e = Scenario::parse(&text, None).unwrap_err();
+        assert_eq!(
+            e.0,
+            "external (s1): foreign peers over atmtcp are not simulated"
+        );
+    }
+
+    #[test]
     fn durations_parse_with_units() {
         assert_eq!(parse_duration("50ms"), Some(Duration::from_millis(50)));
         assert_eq!(parse_duration("1.5s"), Some(Duration::from_millis(1500)));

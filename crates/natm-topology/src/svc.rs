@@ -184,7 +184,7 @@ fn prefix13(what: &str, key: &str, text: &str) -> Result<AesaPrefix, TopologyErr
     let p: AesaPrefix = value(what, key, text)?;
     if p.bits() != 104 {
         return err(format!(
-            "{what}: {key} {text:?}: a switch's prefix is 13 bytes (26 hex digits), not {} bits",
+            "{what}: {key} {text:?}: the prefix of an address is 13 bytes (26 hex digits), not {} bits",
             p.bits()
         ));
     }
@@ -249,8 +249,8 @@ pub(crate) fn externals(
 }
 
 /// Every switch's prefix, in switch order: given ones first, so that a derived prefix
-/// equal to a given one is the one refused. `hosts_ext` holds the prefixes of hosts on
-/// externals, which no switch may have.
+/// equal to a given one is the one refused. No switch may have the prefix of a host on an
+/// external (`topo.externals` is filled in).
 pub(crate) fn switch_prefixes(
     given: &[Option<String>],
     topo: &Topology,
@@ -792,7 +792,7 @@ mod tests {
         for (text, want) in [
             (
                 LINE.replace("{ name = \"s1\" }", "{ name = \"s1\", prefix = \"47\" }"),
-                "switch 1 (s1): prefix \"47\": a switch's prefix is 13 bytes (26 hex digits), not 8 bits",
+                "switch 1 (s1): prefix \"47\": the prefix of an address is 13 bytes (26 hex digits), not 8 bits",
             ),
             (
                 LINE.replace("{ name = \"s1\" }", "{ name = \"s1\", prefix = \"4x\" }"),
