@@ -20,7 +20,7 @@
 //! node = "s1"               # a switch or a host
 //! listen = "127.0.0.1:2812" # or connect = "127.0.0.1:2812" (IP:port, exactly one)
 //! prefix = "47.0005.80ffe1000000f21a3599"   # on a switch: addresses routed to it (required)
-//! rate = "oc3"              # optional, default oc3 (as a link's)
+//! rate = "oc3"              # optional, default oc3 (as a link's; `--rate` replaces it too)
 //! ```
 //!
 //! **Prefixes.** A switch without `prefix` gets `47.0005.80FFE1000000.F2` followed by its
