@@ -458,6 +458,8 @@ impl Hostd {
                         message: format!("link down: {}", link_down.unwrap_or("link lost")),
                     },
                 ),
+                // hostd does not signal yet.
+                _ => continue,
             };
             if let Some(c) = self
                 .pings
