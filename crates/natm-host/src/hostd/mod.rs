@@ -126,10 +126,12 @@ pub const MAX_CHANNELS: usize = 1024;
 /// How long hostd waits for the switch's answer to a lane request.
 const LANE_REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
 
+mod calls;
 mod clients;
 mod config;
 mod ports;
 
+use calls::*;
 use clients::*;
 pub use config::{
     CONNECT_TIMEOUT, Connector, HostdConfig, HostdError, HostdOptions, peer_allowed, run,
@@ -154,6 +156,11 @@ pub struct Hostd {
     by_handle: BTreeMap<u32, ChannelId>,
     /// Outstanding pings → the connection that asked.
     pings: BTreeMap<PingId, u64>,
+    /// The calls applications asked for or were offered, while hostd answers for them.
+    calls: BTreeMap<natm_host_core::CallId, AppCall>,
+    /// `listen`s by their number.
+    listeners: BTreeMap<u32, Listener>,
+    next_listener: u32,
     epoch: Epoch,
     inbox: Box<[natm_link::CellBytes; BATCH]>,
     /// Where client bytes are read to.
@@ -190,6 +197,7 @@ impl Hostd {
         let mut host = Host::new(HostConfig {
             max_channels: MAX_CHANNELS,
             batch: BATCH,
+            signalling: opts.address.map(natm_host_core::SignallingConfig::new),
             ..HostConfig::new(&opts.name, opts.link_rate)
         });
         if link.is_some() {
@@ -213,6 +221,9 @@ impl Hostd {
             host,
             by_handle: BTreeMap::new(),
             pings: BTreeMap::new(),
+            calls: BTreeMap::new(),
+            listeners: BTreeMap::new(),
+            next_listener: 1,
             epoch: Epoch::now(),
             inbox: Box::new([[0; 53]; BATCH]),
             scratch: vec![0; 65536].into_boxed_slice(),
@@ -278,6 +289,8 @@ impl Hostd {
         progress |= self.take_posts();
         progress |= self.receive();
         self.host.handle_timeout(self.now);
+        self.events(None);
+        self.expire_calls(now);
         progress |= self.transmit();
         progress |= self.complete();
         self.events(None);
@@ -466,6 +479,9 @@ impl Hostd {
         if let Some(t) = self.host.poll_timeout() {
             until = until.min(self.epoch.to_std(t));
         }
+        if let Some(t) = self.call_deadline() {
+            until = until.min(t);
+        }
         // The link is full. A shared-memory link's descriptor turns readable when the
         // peer makes room (the full send announced the wait); other links have no such
         // event, so look again soon. (The host gives no deadline for a channel whose cells
@@ -505,7 +521,7 @@ impl Hostd {
             for c in self.conns.values() {
                 let mut f = rustix::event::PollFlags::empty();
                 if c.stalled.is_none()
-                    && !c.pinging
+                    && !c.awaiting
                     && !c.closing
                     && c.out_bytes <= MAX_CLIENT_BACKLOG
                 {
