@@ -91,6 +91,11 @@ impl EndpointLink for HostEnd {
 
 // ----------------------------------------------------------- the fake switch
 
+/// The called address the switch never answers.
+fn silent_address() -> Aesa {
+    Aesa([0x33; 20])
+}
+
 /// The called address the switch refuses (cause 37 with an explanation).
 fn refused_address() -> Aesa {
     Aesa([0x39; 20])
@@ -235,7 +240,9 @@ fn run_switch(wire: &Mutex<Wire>, stop: &AtomicBool, cmds: &Receiver<Cmd>, seen:
                         Number::Aesa(a) => Some(*a),
                         _ => None,
                     };
-                    if called == Some(refused_address()) {
+                    if called == Some(silent_address()) {
+                        // No answer at all.
+                    } else if called == Some(refused_address()) {
                         let mut cause = Cause::new(
                             Location::PrivateLocal,
                             CauseValue::UserCellRateNotAvailable,
@@ -709,4 +716,97 @@ fn a_release_from_the_far_end_arrives_as_released() {
     // The handle is gone.
     proto::write_frame(&app, &proto::data_frame(handle, b"x")).unwrap();
     assert!(matches!(answer(&app).0, Response::Error { .. }));
+}
+
+#[test]
+fn a_call_with_no_answer_in_time_fails_with_102_and_is_released() {
+    let s = Setup::new("timeout", Some(host_address()));
+    let app = s.connect();
+    let mut r = call(silent_address(), DataPath::Daemon);
+    if let Request::Call { timeout_ms, .. } = &mut r {
+        *timeout_ms = 100;
+    }
+    let cause = cause_of(ask(&app, &r));
+    assert_eq!(cause.value, 102);
+    assert_eq!(cause.location, "U");
+    let cause = s.switch.wait(|e| match e {
+        Seen::Released { cause, .. } => Some(cause),
+        _ => None,
+    });
+    assert_eq!(cause.value, CauseValue::RecoveryOnTimerExpiry);
+}
+
+#[test]
+fn an_incoming_call_nobody_answers_is_released_with_18() {
+    let s = Setup::new("noanswer", Some(host_address()));
+    let app = s.connect();
+    assert!(matches!(
+        ask(&app, &Request::Listen { selector: None }),
+        Response::Listening { .. }
+    ));
+    let qos: Qos = "ubr".parse().unwrap();
+    s.switch
+        .cmds
+        .send(Cmd::Offer {
+            vci: 40010,
+            selector: 3,
+            qos,
+        })
+        .unwrap();
+    assert!(matches!(answer(&app).0, Response::Incoming { .. }));
+    let cause = s.switch.wait(|e| match e {
+        Seen::Released {
+            vci: Some(40010),
+            cause,
+        } => Some(cause),
+        _ => None,
+    });
+    assert_eq!(cause.value, CauseValue::NoUserResponding);
+}
+
+const CHILD_ENV: &str = "NATM_TEST_SVC_SOCKET";
+
+/// Run only as the child of `a_killed_application_has_its_calls_released_with_31`.
+#[test]
+#[ignore = "the child half of a test; runs only when that test starts it"]
+fn child_calls_and_waits() {
+    let socket = std::env::var(CHILD_ENV).expect("started by the parent test");
+    let app = UnixStream::connect(socket).unwrap();
+    app.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    match ask(&app, &call(far_address(), DataPath::Daemon)) {
+        Response::Opened { call: Some(_), .. } => println!("CONNECTED"),
+        r => println!("FAILED {r:?}"),
+    }
+    std::thread::sleep(Duration::from_secs(60));
+}
+
+#[test]
+fn a_killed_application_has_its_calls_released_with_31() {
+    use std::io::BufRead;
+    let s = Setup::new("kill9", Some(host_address()));
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "child_calls_and_waits",
+            "--nocapture",
+        ])
+        .env(CHILD_ENV, s.hostd.as_ref().unwrap().socket())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("CONNECTED") && !line.contains("FAILED") {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the child ended");
+    }
+    assert!(line.contains("CONNECTED"), "{line}");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let cause = s.switch.wait(|e| match e {
+        Seen::Released { cause, .. } => Some(cause),
+        _ => None,
+    });
+    assert_eq!(cause.value, CauseValue::NormalUnspecified);
 }

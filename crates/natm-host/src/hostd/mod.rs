@@ -42,6 +42,22 @@
 //!   blocked applications), daemon-path clients get [`proto::Response::LinkDown`]. The VCs
 //!   stay open: when the link comes back they work again.
 //!
+//! * **Switched VCs** (with [`HostdOptions::address`]; without one, call requests are
+//!   refused saying the host has no address): the host core runs the UNI user side on VC
+//!   0.5 (natm-host-core's "Switched VCs"). `call` sets up a call and, once the network
+//!   connects it, opens its VC with the same open code as a PVC's `open` (every path), and
+//!   answers `Opened` with `call` filled (`setup_ns` measured here); a refusal, or no
+//!   answer within `timeout_ms` (cause 102 at U), is `CallFailed`. `listen` takes a
+//!   selector (or any not taken); an incoming SETUP goes to the matching listener as
+//!   `Incoming` (no listener: released with cause 1; a listener whose connection is going:
+//!   88; no answer in 4 s: 18, by the host core); `accept` books the bandwidth, opens the VC
+//!   at once and answers `Opened` when the network's CONNECT ACKNOWLEDGE comes; `reject`
+//!   sends RELEASE COMPLETE with the cause. The far end's release is an unsolicited
+//!   `Released { handle, cause }` and the VC is closed and revoked; `close` of a call's VC
+//!   releases it with 16; a connection that closes (exit, crash, `kill -9`) has its calls
+//!   released with 31 in the same pass, before its VCs go. `status` lists the address,
+//!   whether SSCOP is up, and every call with its Q.2931 state.
+//!
 //! # Call contract
 //!
 //! * [`run`] is the daemon: configuration in ([`HostdConfig`], TOML), returns when `stop`
@@ -63,8 +79,8 @@
 //! * The link comes from a [`Connector`], called at start and every [`RECONNECT`] while
 //!   the link is down; it is dropped on the first error of any call.
 //!
-//! What it is not: no signalling (PVCs only; the switch's tables are the switch's
-//! business), no per-link scheduler across channels (each adapter shapes its own VC to
+//! What it is not: no ILMI (the address is configured, and the switch routes it by its
+//! own configuration), no BLLI/BHLI matching of listeners (by selector only), no per-link scheduler across channels (each adapter shapes its own VC to
 //! its contract on a rated link, and CAC keeps CBR and VBR within the link's rate; UBR
 //! excess is left to the link's own pacing), one link per host.
 //!
