@@ -650,3 +650,33 @@ impl Bench {
         self.take_events()
     }
 }
+
+#[test]
+fn calls_share_one_channel_as_the_simulator_uses_them() {
+    let mut b = Bench::new(None);
+    let ch = b.channel();
+    let one = b.connected_call("cbr:pcr=1000", 40);
+    let two = b.connected_call("cbr:pcr=2000", 41);
+    let h1 = b.host.open_call_vc(one, ch).expect("opens");
+    let h2 = b
+        .host
+        .open_call_vc(two, ch)
+        .expect("opens on the same channel");
+    assert!(matches!(
+        b.host.open_call_vc(one, ch),
+        Err(CallError::WrongPhase(..))
+    ));
+    b.send(ch, h1, BUFS - 1, b"one");
+    b.send(ch, h2, BUFS - 2, b"two");
+    b.run(Duration::from_millis(10));
+    let mut got = b.received(ch);
+    got.sort();
+    assert_eq!(got, [b"one".to_vec(), b"two".to_vec()]);
+    b.host
+        .release(b.now, one, user_cause(CauseValue::NormalCallClearing, b""))
+        .expect("release");
+    b.run(Duration::from_millis(5));
+    assert!(b.host.vc(h1).is_none());
+    assert!(b.host.vc(h2).is_some(), "the other call's VC stays");
+    assert_eq!(b.host.cac().reserved_cbr(), 2000);
+}

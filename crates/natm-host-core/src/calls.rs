@@ -630,12 +630,17 @@ impl<M: ChannelMemory> Host<M> {
                 let Some(c) = self.sig.as_mut().and_then(|s| s.calls.get_mut(&id)) else {
                     return;
                 };
-                if matches!(c.phase, CallPhase::Calling | CallPhase::Accepted) {
-                    c.phase = CallPhase::Connected;
-                    if let Some(vc) = c.vc {
-                        self.events.push_back(Event::CallConnected { call: id, vc });
-                    }
+                if !matches!(c.phase, CallPhase::Calling | CallPhase::Accepted) {
+                    return;
                 }
+                let Some(vc) = c.vc else {
+                    // Connected, and no VC named in CALL PROCEEDING or CONNECT.
+                    let cause = user_cause(CauseValue::VpciVciAssignmentFailure, b"no VC named");
+                    let _ = self.release(now, id, cause);
+                    return;
+                };
+                c.phase = CallPhase::Connected;
+                self.events.push_back(Event::CallConnected { call: id, vc });
             }
             CallEvent::Released { call, cause, by } => {
                 if let Some(id) = sig.by_sig.get(&call).copied() {
