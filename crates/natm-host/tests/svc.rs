@@ -519,6 +519,13 @@ fn a_refusal_arrives_as_call_failed_with_the_cause_and_its_explanation() {
     assert_eq!(cause.name, "user cell rate not available");
     assert_eq!(cause.location, "LPN");
     assert_eq!(cause.diagnostic, "s1 p2: 1000 c/s free");
+    // A QoS the IEs cannot carry is refused here: 73.
+    let mut r = call(far_address(), DataPath::Daemon);
+    if let Request::Call { qos, .. } = &mut r {
+        *qos = "ubr:pcr=20000000".parse().unwrap();
+    }
+    let cause = cause_of(ask(&app, &r));
+    assert_eq!((cause.value, cause.location.as_str()), (73, "U"), "{cause}");
     // The connection goes on, and nothing is left booked.
     match ask(&app, &Request::Status) {
         Response::Status(st) => {

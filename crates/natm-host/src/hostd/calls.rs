@@ -155,6 +155,19 @@ impl Hostd {
                     cause: cause_info(&cause),
                 },
             ),
+            Err(CallError::Command(natm_sig::CommandError::Qos(e))) => {
+                let cause =
+                    user_cause(CauseValue::UnsupportedTrafficParams, b"QoS not signallable");
+                self.reply(
+                    id,
+                    Response::CallFailed {
+                        cause: CauseInfo {
+                            diagnostic: format!("QoS not signallable: {e}"),
+                            ..cause_info(&cause)
+                        },
+                    },
+                );
+            }
             Err(CallError::LinkDown) => self.reply(
                 id,
                 Response::Error {
