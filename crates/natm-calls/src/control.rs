@@ -16,6 +16,7 @@ use natm_sig::{
 };
 use natm_switch::{CrossConnect, Endpoint, PortId, Switch, SwitchError, XcId};
 use natm_traffic::cac::Refusal;
+use natm_traffic::policer::ContractError;
 use natm_wire::aal5::Segmenter;
 use natm_wire::q2931::cause::MAX_DIAGNOSTICS;
 use natm_wire::q2931::ie::Number;
@@ -526,7 +527,7 @@ impl CallControl {
             Ok(id) => id,
             Err(e) => {
                 undo_vcis(self);
-                return Err(self.switch_refusal(a, &xc, &e, sw));
+                return Err(self.switch_refusal(&xc, &e, sw));
             }
         };
         let params = SetupParams {
@@ -672,7 +673,7 @@ impl CallControl {
                     }
                 }
                 Err(e) => {
-                    let r = self.switch_refusal(a.port, &xc, &e, sw);
+                    let r = self.switch_refusal(&xc, &e, sw);
                     return self.fail_call(now, idx, r, sw);
                 }
             }
@@ -901,22 +902,34 @@ impl CallControl {
         }
     }
 
-    /// What the switch core's refusal of `xc` means for the caller on port `a`.
-    fn switch_refusal(&self, a: PortId, xc: &CrossConnect, e: &SwitchError, sw: &Switch) -> Refuse {
+    /// What the switch core's refusal of `xc` means for the caller.
+    fn switch_refusal(&self, xc: &CrossConnect, e: &SwitchError, sw: &Switch) -> Refuse {
         let detail = format!("{e}");
         match e {
-            SwitchError::Admission(Refusal::Bandwidth { .. }) => {
-                // Which direction did not fit: a→b leaves by b's port, b→a by a's.
+            SwitchError::Admission(
+                Refusal::Bandwidth { .. }
+                | Refusal::Contract {
+                    error: ContractError::PcrAboveLink { .. },
+                    ..
+                },
+            ) => {
+                // Which direction did not fit (a→b leaves by b's port, b→a by a's), and
+                // what that port has free.
                 let mut what = String::new();
                 for (params, port) in [(&xc.qos.tx, xc.b.port), (&xc.qos.rx, xc.a.port)] {
                     if let Some(cac) = sw.port_cac(port)
-                        && let Err(Refusal::Bandwidth { free, .. }) = cac.assess(params)
+                        && let Err(
+                            Refusal::Bandwidth { .. }
+                            | Refusal::Contract {
+                                error: ContractError::PcrAboveLink { .. },
+                                ..
+                            },
+                        ) = cac.assess(params)
                     {
-                        let _ = write!(what, "p{port}: {free} c/s free");
+                        let _ = write!(what, "p{port}: {} c/s free", cac.free());
                         break;
                     }
                 }
-                let _ = a;
                 let value = match self.config.version {
                     UniVersion::Uni31 => CauseValue::UserCellRateNotAvailable31,
                     _ => CauseValue::UserCellRateNotAvailable,
