@@ -153,7 +153,8 @@ impl CallControl {
         let mut c = natm_sig::Config::new(role);
         c.version = self.config.version;
         let mut saal = self.config.sscop.clone();
-        // Two BGNs apart per generation: an entity's re-establishments count up too.
+        // 64 N(SQ) values apart per generation: each entity's own re-establishments
+        // count up by one from its start.
         saal.first_sq = saal.first_sq.wrapping_add(generation.wrapping_mul(64));
         Signalling::new(now, c, saal)
     }
@@ -805,16 +806,21 @@ impl CallControl {
             return;
         };
         p.link_up = false;
-        let hit: Vec<(CallId, u32)> = p.legs.iter().map(|(&c, &i)| (c, i)).collect();
+        let hit: Vec<CallId> = p.legs.keys().copied().collect();
         if hit.is_empty() {
             self.push_log(format!("p{port}: {why}"));
             return;
         }
         self.push_log(format!("p{port}: {why}: {} calls cleared", hit.len()));
-        let cause = self.cause(CauseValue::DestinationOutOfOrder, &format!("p{port} {why}"));
-        for (call, idx) in hit {
+        let cause = self.cause(
+            CauseValue::DestinationOutOfOrder,
+            &format!("{} p{port} {why}", self.config.name),
+        );
+        for call in hit {
             self.counters.cleared_by_port += 1;
-            if let Some((idx, which)) = self.find(port, call).or(Some((idx, Which::A))) {
+            // A leg is in its port's table exactly while its call has it; a stale entry
+            // would be dropped below.
+            if let Some((idx, which)) = self.find(port, call) {
                 self.leg_gone(now, idx, which, &cause, sw);
             }
         }

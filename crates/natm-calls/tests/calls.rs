@@ -232,7 +232,7 @@ fn a_port_going_down_clears_its_calls_and_returns_the_bandwidth() {
     net.step();
     let cause = Net::released(&net.take_events(0, 1), call).expect("cleared");
     assert_eq!(cause.value, CauseValue::DestinationOutOfOrder);
-    assert_eq!(cause.diagnostics, b"p2 port down");
+    assert_eq!(cause.diagnostics, b"s1 p2 port down");
     assert_eq!(net.nodes[0].cc.counters().cleared_by_port, 1);
     net.assert_nothing_leaked();
     // The link comes back: the host's calls were lost with it, RESTART says so.
@@ -334,5 +334,6 @@ fn net_chance(seed: u64, round: u64) -> bool {
 #[test]
 fn state_per_call_is_at_most_a_kibibyte() {
     let n = CallControl::state_bytes_per_call();
+    eprintln!("state per call: {n} bytes");
     assert!(n > 0 && n <= 1024, "{n} bytes per call");
 }
