@@ -265,6 +265,57 @@ fn a_port_going_down_clears_its_calls_and_returns_the_bandwidth() {
 }
 
 #[test]
+fn a_lost_saal_clears_the_port_s_calls_and_restarts_when_it_is_back() {
+    let mut net = one_switch();
+    let call = net.call(0, 1, host_address(1, 2), "aal5,cbr:max_pcr=6000");
+    net.step();
+    let (incoming, _) = net.incoming(0, 2).unwrap();
+    net.accept(0, 2, incoming);
+    net.step();
+    net.take_events(0, 1);
+    // Host 2's signalling link is cut: SSCOP's NO-RESPONSE timer ends the SAAL.
+    net.cut.insert((0, 2));
+    net.run_for(Duration::from_secs(10));
+    let cause = Net::released(&net.take_events(0, 1), call).expect("cleared");
+    assert_eq!(cause.value, CauseValue::DestinationOutOfOrder);
+    assert_eq!(cause.diagnostics, b"s1 p2 SAAL lost");
+    assert!(
+        net.logs
+            .iter()
+            .any(|l| l.contains("p2: SAAL lost: 1 calls cleared"))
+    );
+    net.assert_nothing_leaked();
+    // Back: the fresh entity establishes and restarts; host 2's call goes.
+    net.cut.clear();
+    net.run_for(Duration::from_secs(20));
+    let events = net.take_events(0, 2);
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, CallEvent::Released { call, .. } if *call == incoming)),
+        "host 2's call is cleared: {events:?}"
+    );
+    let p2 = net.nodes[0]
+        .cc
+        .ports()
+        .find(|p| p.port == PortId(2))
+        .unwrap();
+    assert!(p2.link_up && p2.establishments >= 2, "{p2:?}");
+    assert_eq!(net.h(0, 2).sig.uni().call_count(), 0);
+    // And a new call gets through.
+    let again = net.call(0, 1, host_address(1, 2), "aal5,cbr:max_pcr=6000");
+    net.step();
+    let (incoming, _) = net.incoming(0, 2).expect("SETUP after the SAAL came back");
+    net.accept(0, 2, incoming);
+    net.step();
+    assert!(
+        net.take_events(0, 1)
+            .iter()
+            .any(|e| matches!(e, CallEvent::Connected { call, .. } if *call == again))
+    );
+}
+
+#[test]
 fn lossy_duplicating_signalling_links_leak_nothing() {
     for seed in 1..=8 {
         let mut net = two_switches();

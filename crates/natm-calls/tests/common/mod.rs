@@ -64,6 +64,8 @@ pub struct Net {
     pub rng: Rng,
     /// Every switch's log lines.
     pub logs: Vec<String>,
+    /// Host links whose 0.5 SDUs are lost both ways (a cut signalling link).
+    pub cut: std::collections::BTreeSet<(usize, u16)>,
 }
 
 pub fn prefix(n: u8) -> AesaPrefix {
@@ -98,6 +100,7 @@ impl Net {
             dup: 0,
             rng: Rng::new(1),
             logs: Vec::new(),
+            cut: std::collections::BTreeSet::new(),
         }
     }
 
@@ -175,7 +178,7 @@ impl Net {
         for (&(s, port), h) in &mut self.hosts {
             while let Some(sdu) = h.sig.poll_transmit() {
                 moved = true;
-                let copies = if self.rng.chance(self.loss) {
+                let copies = if self.cut.contains(&(s, port)) || self.rng.chance(self.loss) {
                     0
                 } else if self.rng.chance(self.dup) {
                     2
@@ -213,7 +216,9 @@ impl Net {
                         for c in cells {
                             if u32::from_be_bytes([c[0], c[1], c[2], c[3]]) >> 4 == 5 {
                                 if let Reassembly::Complete(_) = h.rx.push_cell(c) {
-                                    let copies = if self.rng.chance(self.loss) {
+                                    let copies = if self.cut.contains(&(s, port.0))
+                                        || self.rng.chance(self.loss)
+                                    {
                                         0
                                     } else if self.rng.chance(self.dup) {
                                         2
