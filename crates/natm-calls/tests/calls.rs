@@ -128,6 +128,21 @@ fn cac_refuses_with_cause_37_and_an_explanation() {
 }
 
 #[test]
+fn a_uni_3_1_caller_is_refused_with_51() {
+    let mut net = Net::new();
+    net.switch(&[(host_route(1, 1), 1), (host_route(1, 2), 2)]);
+    net.host_version(0, 1, LineRate::Unlimited, natm_sig::UniVersion::Uni31);
+    net.host(0, 2, rate(10_000));
+    net.run_for(SEC);
+    let call = net.call(0, 1, host_address(1, 2), "aal5,cbr:max_pcr=12000");
+    net.step();
+    let cause = Net::released(&net.take_events(0, 1), call).expect("refused");
+    assert_eq!(cause.value, CauseValue::UserCellRateNotAvailable31);
+    assert_eq!(cause.diagnostics, b"s1 p2: 10000 c/s free");
+    net.assert_nothing_leaked();
+}
+
+#[test]
 fn unknown_addresses_are_refused_with_1_or_3() {
     let mut net = one_switch();
     let own = prefix(1).address(natm_core::addr::Esi([9; 6]), 0).unwrap();
