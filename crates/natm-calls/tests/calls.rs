@@ -128,6 +128,44 @@ fn cac_refuses_with_cause_37_and_an_explanation() {
 }
 
 #[test]
+fn the_forwarded_setup_keeps_the_parties_qos_blli_and_bhli() {
+    use natm_wire::q2931::{Bhli, BhliType, Blli};
+    let mut net = one_switch();
+    let params = natm_sig::SetupParams {
+        called: natm_sig::PartyNumber::aesa(host_address(1, 2)),
+        called_sub: None,
+        calling: Some(natm_sig::PartyNumber::aesa(host_address(1, 1))),
+        calling_sub: None,
+        qos: common::qos("aal5,cbr:max_pcr=1000,max_sdu=9180"),
+        blli: Some(Blli::llc()),
+        bhli: Some(Bhli {
+            kind: BhliType::User,
+            info: vec![1, 2, 3],
+        }),
+        conn: None,
+    };
+    let now = net.now;
+    net.h(0, 1).sig.setup(now, &params).unwrap();
+    net.step();
+    let setup = net
+        .take_events(0, 2)
+        .into_iter()
+        .find_map(|e| match e {
+            CallEvent::Setup { setup, .. } => Some(setup),
+            _ => None,
+        })
+        .expect("SETUP forwarded");
+    assert!(setup.qos_mapped);
+    assert_eq!(setup.params.called, params.called);
+    assert_eq!(setup.params.calling, params.calling);
+    assert_eq!(setup.params.qos, params.qos);
+    assert_eq!(setup.params.blli, params.blli);
+    assert_eq!(setup.params.bhli, params.bhli);
+    let conn = setup.params.conn.expect("the network side names the VC");
+    assert_eq!((conn.vpci, conn.vci), (0, 32768));
+}
+
+#[test]
 fn a_uni_3_1_caller_is_refused_with_51() {
     let mut net = Net::new();
     net.switch(&[(host_route(1, 1), 1), (host_route(1, 2), 2)]);
