@@ -42,5 +42,6 @@
 //!   for active calls when its SAAL comes back under T309. It never sends RESTART.
 
 pub mod atmsigd;
+pub mod bridge;
 pub mod kernel;
 pub mod vectors;
