@@ -504,6 +504,19 @@ impl AtmSigd {
         self.pump(&mut Nobody, limit, |_, s| done(s))
     }
 
+    /// Takes every kernel message and trace entry the bridge has passed on so far, without
+    /// waiting: after it, the trace holds everything that crossed the bridge before the
+    /// call. For a bridged atmsigd (an SDU for a natm entity would be lost here).
+    pub fn sync(&mut self) {
+        while let Ok(m) = self.rx.try_recv() {
+            match m {
+                Incoming::Kernel(m) => self.kernel_inbox.push_back(m),
+                Incoming::Traced(seen) => self.trace.push(seen),
+                Incoming::Sdu(_) => {}
+            }
+        }
+    }
+
     /// The first kernel-side message of `kind` atmsigd sent (taken from the inbox), waiting
     /// at most `limit`; for a bridged atmsigd.
     pub fn kernel_wait(

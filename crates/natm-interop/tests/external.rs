@@ -28,7 +28,7 @@ use natm_adapter::{Reassembler, Reassembly};
 use natm_core::addr::Aesa;
 use natm_core::{Instant, VcId};
 use natm_host::hostd::{HostdConfig, HostdThread};
-use natm_interop::atmsigd::{AtmSigd, Mode, Options, Uni};
+use natm_interop::atmsigd::{AtmSigd, Dir, Mode, Options, Uni};
 use natm_interop::kernel::{KernelMsg, MsgType, Qos as KQos};
 use natm_lab::topology::{self, Addresses, Topology};
 use natm_link::CELL_LEN;
@@ -36,6 +36,7 @@ use natm_link::endpoint::{EndpointLink, LinkConfig};
 use natm_proto::host::{self as proto, CauseInfo, DataPath, Frame, NotifyMode, Request, Response};
 use natm_sig::{CallEvent, PartyNumber, Role, SetupParams, Signalling};
 use natm_wire::aal5::Segmenter;
+use natm_wire::q2931::{Message, MsgType as MsgType2931};
 use natm_wire::sscop::{PduType, Repr};
 
 /// atmsigd's own address (the shim's ATM_GETADDR), under [`SIGD_PREFIX`].
@@ -56,6 +57,45 @@ fn report(scenario: &str, direction: &str, result: &str, causes: &str) {
 
 fn pdu_type(sdu: &[u8]) -> Option<PduType> {
     Repr::parse(sdu).ok().map(|r| r.pdu_type())
+}
+
+/// The Q.2931 messages of type `ty` that crossed the bridge in direction `dir` from trace
+/// entry `from` on, with their causes: `RELEASE 16, …`.
+fn sent(sigd: &AtmSigd, from: usize, dir: Dir, ty: MsgType2931) -> String {
+    let mut out = Vec::new();
+    for s in sigd.trace.iter().skip(from).filter(|s| s.dir == dir) {
+        let Ok(Repr::Sd { info, .. }) = Repr::parse(&s.sdu) else {
+            continue;
+        };
+        let Ok(p) = Message::parse(info) else {
+            continue;
+        };
+        if p.message.header.msg_type == ty {
+            let causes: Vec<String> = p
+                .message
+                .cause
+                .iter()
+                .map(|c| c.value.code().to_string())
+                .collect();
+            out.push(format!("{ty:?} {}", causes.join("/")));
+        }
+    }
+    if out.is_empty() {
+        "none".into()
+    } else {
+        out.join(", ")
+    }
+}
+
+/// Waits until a message of one of `types` crossed in `dir` after trace entry `from`.
+fn wait_sent(sigd: &mut AtmSigd, from: usize, dir: Dir, types: &[MsgType2931]) -> bool {
+    sigd.wait(LIMIT, |s| {
+        s.trace[from..].iter().any(|x| {
+            x.dir == dir
+                && matches!(Repr::parse(&x.sdu), Ok(Repr::Sd { info, .. })
+                    if Message::parse(info).is_ok_and(|p| types.contains(&p.message.header.msg_type)))
+        })
+    })
 }
 
 /// atmsigd in `mode`, UNI 4.0, with its own address; `None` when skipped.
@@ -450,6 +490,8 @@ fn calls_both_ways(lab: &Lab, sigd: &mut AtmSigd, host: &str, direction: &str) {
         ),
         "-",
     );
+    sigd.sync();
+    let mark = sigd.trace.len();
     match ask(&app, &Request::Close { cookie }) {
         Response::Closed { .. } => {}
         r => panic!("close: {r:?}"),
@@ -457,11 +499,16 @@ fn calls_both_ways(lab: &Lab, sigd: &mut AtmSigd, host: &str, direction: &str) {
     let closed = kernel(sigd, MsgType::Close);
     // atmsigd answers RELEASE with RELEASE COMPLETE once its kernel side closes too.
     sigd.kernel_send(&KernelMsg::new(MsgType::Close, 0x2222));
+    let done = wait_sent(sigd, mark, Dir::FromSigd, &[MsgType2931::ReleaseComplete]);
+    assert!(done, "atmsigd sent no RELEASE COMPLETE");
     report(
         "natm releases (application closes the VC)",
         direction,
-        &format!("atmsigd's kernel told (reply {})", closed.reply),
-        "-",
+        &format!(
+            "atmsigd's kernel told (reply {}), RELEASE COMPLETE after it closed",
+            closed.reply
+        ),
+        &sent(sigd, mark, Dir::ToSigd, MsgType2931::Release),
     );
 
     // natm → atmsigd, rejected by atmsigd's owner.
@@ -477,6 +524,31 @@ fn calls_both_ways(lab: &Lab, sigd: &mut AtmSigd, host: &str, direction: &str) {
         "natm call → atmsigd, rejected (as_reject)",
         direction,
         &format!("the caller gets: {cause}"),
+        &cause.value.to_string(),
+    );
+
+    // natm → atmsigd with a max SDU other than its listener's: atmsigd refuses by itself.
+    sigd.sync();
+    let mark = sigd.trace.len();
+    let app = lab.app();
+    let mut r = call(sigd_addr);
+    if let Request::Call { qos, .. } = &mut r {
+        *qos = "ubr,aal5:max_pcr=100000,max_sdu=1024".parse().unwrap();
+    }
+    let cause = cause_of(ask(&app, &r));
+    eprintln!("  natm call: refused: {cause}");
+    // atmsigd 2.5.1 answers before any CALL PROCEEDING, in both modes, with RELEASE
+    // COMPLETE 88 (incompatible destination), which natm passes to the caller unchanged.
+    let rc = [MsgType2931::ReleaseComplete];
+    assert!(wait_sent(sigd, mark, Dir::FromSigd, &rc));
+    assert_eq!(cause.value, 88, "{cause}");
+    report(
+        "natm call → atmsigd, max SDU 1024 against its listener's 9188",
+        direction,
+        &format!(
+            "atmsigd refuses by itself ({}); the caller gets {cause}",
+            sent(sigd, mark, Dir::FromSigd, MsgType2931::ReleaseComplete)
+        ),
         &cause.value.to_string(),
     );
 
@@ -592,4 +664,139 @@ fn switch_external_calls() {
         assert!(StdInstant::now() < end, "calls left at the switch");
         thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// `secs` of idle signalling: atmsigd's POLLs (Timer_IDLE, 15 s) are answered by natm's
+/// STATs and natm's by atmsigd's, and nobody re-establishes or releases the SAAL. Returns
+/// the counts for the report.
+fn stays_up(sigd: &mut AtmSigd, secs: Duration) -> String {
+    sigd.sync();
+    let from = sigd.trace.len();
+    sigd.wait(secs, |_| false);
+    let after = &sigd.trace[from..];
+    let count = |dir: Dir, ty: PduType| {
+        after
+            .iter()
+            .filter(|s| s.dir == dir && pdu_type(&s.sdu) == Some(ty))
+            .count()
+    };
+    let (sigd_polls, natm_stats) = (
+        count(Dir::FromSigd, PduType::Poll),
+        count(Dir::ToSigd, PduType::Stat),
+    );
+    let (natm_polls, sigd_stats) = (
+        count(Dir::ToSigd, PduType::Poll),
+        count(Dir::FromSigd, PduType::Stat),
+    );
+    let restarts: Vec<_> = after
+        .iter()
+        .filter(|s| {
+            matches!(
+                pdu_type(&s.sdu),
+                Some(PduType::Bgn | PduType::End | PduType::Rs | PduType::Er)
+            )
+        })
+        .map(|s| (s.dir, pdu_type(&s.sdu)))
+        .collect();
+    assert!(sigd_polls >= 1, "atmsigd polled {sigd_polls} times");
+    assert!(
+        natm_stats >= sigd_polls,
+        "natm answered {natm_stats} of {sigd_polls} POLLs"
+    );
+    assert!(natm_polls >= 1, "natm polled {natm_polls} times");
+    assert!(
+        sigd_stats + 1 >= natm_polls,
+        "atmsigd answered {sigd_stats} of {natm_polls}"
+    );
+    assert!(
+        restarts.is_empty(),
+        "the SAAL was re-established or released while idle: {restarts:?}"
+    );
+    let stats = sigd.bridge_stats().expect("bridged");
+    assert_eq!(stats.ended, None, "the atmtcp link ended");
+    format!(
+        "kept alive: atmsigd POLL×{sigd_polls}/natm STAT×{natm_stats}, natm POLL×{natm_polls}/atmsigd STAT×{sigd_stats}"
+    )
+}
+
+/// atmsigd `-m user` on a natm switch's `[[external]]` port: SSCOP stays established over
+/// 16.5 s of idle (past atmsigd's Timer_IDLE), seen in the switch's status too.
+#[test]
+fn switch_external_keeps_sscop_alive() {
+    let Some((lab, mut sigd, port)) = switch_setup("swidle") else {
+        return;
+    };
+    let what = stays_up(&mut sigd, Duration::from_millis(16_500));
+    let p = lab.sig_port(port).expect("the port signals");
+    assert!(p.link_up, "{p:?}");
+    assert_eq!(p.establishments, 1, "{p:?}");
+    assert_eq!(p.sscop, "data-transfer-ready", "{p:?}");
+    report(
+        "SSCOP establishment + keep-alive (16.5 s idle)",
+        "natm switch (network) ↔ atmsigd -m user",
+        &format!(
+            "{what}; switch port {port}: {} establishment(s)",
+            p.establishments
+        ),
+        "-",
+    );
+}
+
+/// hostd (user side) whose link is an `[[external]]` that dials the bridge, and `atmsigd
+/// -m network` behind the bridge, SSCOP established on both ends; `None` when skipped.
+fn host_setup(name: &str) -> Option<(Lab, AtmSigd)> {
+    let mut sigd = atmsigd(name, Mode::Network)?;
+    let mut listener = tcp("127.0.0.1:0".parse().unwrap())
+        .listen()
+        .expect("the bridge listens");
+    let addr = listener.local_addr().expect("its address");
+    let text =
+        format!("[[host]]\nname = \"h1\"\n\n[[external]]\nnode = \"h1\"\nconnect = \"{addr}\"\n");
+    let mut lab = Lab::new(name, &text);
+    lab.start_host("h1");
+    let link = listener
+        .accept(Some(LIMIT))
+        .expect("accept")
+        .expect("hostd dialled the bridge");
+    assert!(sigd.bridge(link));
+    lab.wait_host_signalling();
+    assert!(
+        sigd.wait(LIMIT, |s| sigd_established(s)),
+        "atmsigd's SSCOP never established:\n{}",
+        sigd.log()
+    );
+    Some((lab, sigd))
+}
+
+/// `atmsigd -m network` as the network of a natm host on an `[[external]]` link: calls
+/// both ways.
+#[test]
+fn host_external_calls() {
+    let Some((lab, mut sigd)) = host_setup("hostcalls") else {
+        return;
+    };
+    let direction = "natm host (user) ↔ atmsigd -m network";
+    report(
+        "SSCOP over the host's external link",
+        direction,
+        "established (hostd: signalling up)",
+        "-",
+    );
+    calls_both_ways(&lab, &mut sigd, "h1", direction);
+}
+
+/// `atmsigd -m network` and a natm host: SSCOP stays established over 16.5 s of idle.
+#[test]
+fn host_external_keeps_sscop_alive() {
+    let Some((lab, mut sigd)) = host_setup("hostidle") else {
+        return;
+    };
+    let what = stays_up(&mut sigd, Duration::from_millis(16_500));
+    lab.wait_host_signalling();
+    report(
+        "SSCOP establishment + keep-alive (16.5 s idle)",
+        "natm host (user) ↔ atmsigd -m network",
+        &what,
+        "-",
+    );
 }
