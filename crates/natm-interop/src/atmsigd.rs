@@ -493,6 +493,18 @@ impl AtmSigd {
         true
     }
 
+    /// Sends one SDU as AAL5 on `vpi.vci` over the bridge's link, as atmsigd's owner would
+    /// on a call's VC (`false`: no bridge, or not a UNI VC).
+    pub fn send_data(&mut self, vpi: u32, vci: u32, sdu: &[u8]) -> bool {
+        match (&self.bridge, natm_core::VcId::uni(vpi, vci)) {
+            (Some(b), Ok(vc)) => {
+                b.send_data(vc, sdu.to_vec());
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// What the bridge carried so far (`None` without one).
     pub fn bridge_stats(&self) -> Option<BridgeStats> {
         self.bridge.as_ref().map(Bridge::stats)

@@ -7,7 +7,10 @@
 //! an AAL5 end on VC 0.5: each SDU atmsigd writes is segmented (natm-wire's
 //! [`Segmenter`]) and sent as cells, and the cells received on 0.5 are reassembled by
 //! natm's one AAL5 receiver ([`Reassembler`]) and each whole SDU written to atmsigd's FIFO.
-//! Cells of other VCs (the calls' data) are counted and dropped: atmsigd has no data path.
+//! atmsigd has no data path, so the bridge stands in for its calls' data: AAL5 frames on
+//! other VCs are reassembled and kept for the test ([`BridgeStats::data`], the first
+//! [`DATA_KEPT`]), and a test sends SDUs on a call's VC with
+//! [`crate::atmsigd::AtmSigd::send_data`].
 //!
 //! It runs in a thread of its own ([`crate::atmsigd::AtmSigd::bridge`] starts it), which
 //! also passes atmsigd's kernel-side messages on, so a test waits for them as before
@@ -37,6 +40,8 @@ pub const SIGNALLING_VC: (u32, u32) = (0, 5);
 pub const MAX_SDU: usize = 9188;
 /// How long the bridge sleeps on the link before looking at atmsigd's FIFO again.
 const TICK: Duration = Duration::from_millis(1);
+/// Data SDUs kept in [`BridgeStats::data`]; later ones are only counted.
+pub const DATA_KEPT: usize = 64;
 /// How long one SDU's cells may wait for room in the link.
 const SEND_LIMIT: Duration = Duration::from_secs(1);
 
@@ -47,8 +52,13 @@ pub struct BridgeStats {
     pub to_link: u64,
     /// SDUs from the link written to atmsigd.
     pub to_sigd: u64,
-    /// Cells of VCs other than 0.5 received (dropped).
+    /// Cells of VCs other than 0.5 received (the calls' data).
     pub other_cells: u64,
+    /// AAL5 SDUs received on VCs other than 0.5, `(vpi, vci, sdu)`, the first
+    /// [`DATA_KEPT`].
+    pub data: Vec<(u16, u16, Vec<u8>)>,
+    /// Data SDUs sent ([`crate::atmsigd::AtmSigd::send_data`]).
+    pub data_sent: u64,
     /// AAL5 frames on 0.5 the receiver discarded (CRC, length).
     pub discarded: u64,
     /// Why the link ended, once it has.
@@ -57,6 +67,7 @@ pub struct BridgeStats {
 
 /// A running bridge: stopped and joined by [`Bridge::stop`] (the owner's drop).
 pub(crate) struct Bridge {
+    data: Sender<(VcId, Vec<u8>)>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
     stats: Arc<Mutex<BridgeStats>>,
@@ -76,6 +87,7 @@ impl Bridge {
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(Mutex::new(BridgeStats::default()));
         let (s, st) = (stop.clone(), stats.clone());
+        let (data, data_rx) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("atmsigd-bridge".into())
             .spawn(move || {
@@ -86,15 +98,23 @@ impl Bridge {
                     to_sigd,
                     epoch,
                     stats: st,
+                    data: data_rx,
+                    data_rx: std::collections::BTreeMap::new(),
                 }
                 .run(&s)
             })
             .expect("spawn the bridge thread");
         Bridge {
+            data,
             stop,
             thread: Some(thread),
             stats,
         }
+    }
+
+    /// Queues one data SDU for `vc`.
+    pub(crate) fn send_data(&self, vc: VcId, sdu: Vec<u8>) {
+        let _ = self.data.send((vc, sdu));
     }
 
     /// What it has carried so far.
@@ -124,6 +144,10 @@ struct Run {
     to_sigd: File,
     epoch: std::time::Instant,
     stats: Arc<Mutex<BridgeStats>>,
+    /// Data SDUs to send.
+    data: Receiver<(VcId, Vec<u8>)>,
+    /// A reassembler per data VC seen.
+    data_rx: std::collections::BTreeMap<(u16, u16), Reassembler>,
 }
 
 impl Run {
@@ -141,6 +165,11 @@ impl Run {
                     }
                     Err(TryRecvError::Empty) => break,
                     Err(TryRecvError::Disconnected) => return,
+                }
+            }
+            while let Ok((vc, sdu)) = self.data.try_recv() {
+                if self.send_cells(vc, &sdu) {
+                    self.count(|s| s.data_sent += 1);
                 }
             }
             // link → atmsigd.
@@ -166,27 +195,63 @@ impl Run {
                         Reassembly::Incomplete => {}
                     }
                 } else {
-                    self.count(|s| s.other_cells += 1);
+                    self.data_cell(cell);
                 }
             }
         }
     }
 
     fn send_on_link(&mut self, vc: VcId, sdu: Vec<u8>) {
+        if self.send_cells(vc, &sdu) {
+            self.count(|s| s.to_link += 1);
+            self.trace(Dir::FromSigd, sdu);
+        }
+    }
+
+    /// Sends `sdu` as AAL5 on `vc`; `false` if it did not go (the link ends on a failure).
+    fn send_cells(&mut self, vc: VcId, sdu: &[u8]) -> bool {
         let Some(link) = self.link.as_mut() else {
-            return;
+            return false;
         };
-        let cells: Vec<CellBytes> = match Segmenter::uni(vc, &sdu) {
+        let cells: Vec<CellBytes> = match Segmenter::uni(vc, sdu) {
             Ok(s) => s.collect(),
-            Err(_) => return, // longer than AAL5 takes: atmsigd never writes one
+            Err(_) => return false, // longer than AAL5 takes
         };
         match link.send_cells_timeout(&cells, Some(SEND_LIMIT)) {
-            Ok(n) if n == cells.len() => {
-                self.count(|s| s.to_link += 1);
-                self.trace(Dir::FromSigd, sdu);
+            Ok(n) if n == cells.len() => true,
+            Ok(n) => {
+                self.end(format!("the link took {n} of {} cells", cells.len()));
+                false
             }
-            Ok(n) => self.end(format!("the link took {n} of {} cells", cells.len())),
-            Err(e) => self.end(format!("sending: {e}")),
+            Err(e) => {
+                self.end(format!("sending: {e}"));
+                false
+            }
+        }
+    }
+
+    /// A cell of a call's VC: reassembled per VC, the SDU kept.
+    fn data_cell(&mut self, cell: &CellBytes) {
+        let word = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]);
+        let (vpi, vci) = (((word >> 20) & 0xff) as u16, ((word >> 4) & 0xffff) as u16);
+        self.count(|s| s.other_cells += 1);
+        let Ok(vc) = VcId::uni(u32::from(vpi), u32::from(vci)) else {
+            return;
+        };
+        let r = match self.data_rx.entry((vpi, vci)) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => match Reassembler::new(vc, MAX_SDU) {
+                Ok(r) => e.insert(r),
+                Err(_) => return,
+            },
+        };
+        if let Reassembly::Complete(_) = r.push_cell(cell) {
+            let sdu = r.sdu().to_vec();
+            self.count(|s| {
+                if s.data.len() < DATA_KEPT {
+                    s.data.push((vpi, vci, sdu));
+                }
+            });
         }
     }
 

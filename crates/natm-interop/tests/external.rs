@@ -471,12 +471,13 @@ fn calls_both_ways(lab: &Lab, sigd: &mut AtmSigd, host: &str, direction: &str) {
     sigd.kernel_send(&acc);
     kernel(sigd, MsgType::Okay);
     let (app, r) = caller.join().unwrap();
-    let (info, cookie) = match r {
+    let (info, cookie, handle) = match r {
         Response::Opened {
             call: Some(info),
             cookie,
+            handle,
             ..
-        } => (info, cookie),
+        } => (info, cookie, handle),
         r => panic!("natm's call to atmsigd: {r:?}"),
     };
     report(
@@ -490,6 +491,10 @@ fn calls_both_ways(lab: &Lab, sigd: &mut AtmSigd, host: &str, direction: &str) {
         ),
         "-",
     );
+    // The call's VC carries data both ways: the bridge stands in for atmsigd's owner.
+    let sigd_vci = ind.pvc.expect("atmsigd named the VC").vci as u32;
+    data_both_ways(&app, handle, sigd, sigd_vci, direction);
+
     sigd.sync();
     let mark = sigd.trace.len();
     match ask(&app, &Request::Close { cookie }) {
@@ -601,6 +606,40 @@ fn calls_both_ways(lab: &Lab, sigd: &mut AtmSigd, host: &str, direction: &str) {
         direction,
         &format!("the natm listener's VC released: {cause}"),
         &cause.value.to_string(),
+    );
+}
+
+/// An SDU each way on an active call's VC: from the natm application (hostd's daemon
+/// path, `handle`) to the bridge, which sees it as AAL5 on atmsigd's VC `0.vci`, and from
+/// the bridge on that VC to the application, byte for byte.
+fn data_both_ways(app: &UnixStream, handle: u32, sigd: &mut AtmSigd, vci: u32, direction: &str) {
+    let out = b"natm to atmsigd's VC".to_vec();
+    proto::write_frame(app, &proto::data_frame(handle, &out)).expect("send on the VC");
+    let want = (0u16, vci as u16, out.clone());
+    let arrived = sigd.wait(LIMIT, |s| {
+        s.bridge_stats()
+            .is_some_and(|b| b.data.iter().any(|d| *d == want))
+    });
+    assert!(
+        arrived,
+        "the SDU never reached the bridge on 0.{vci}: {:?}",
+        sigd.bridge_stats()
+    );
+    let back = b"atmsigd's VC to natm".to_vec();
+    assert!(sigd.send_data(0, vci, &back));
+    let got = loop {
+        match proto::read_frame::<Response>(app).expect("hostd delivers") {
+            (Frame::Data { handle: h, sdu }, _) if h == handle => break sdu,
+            (Frame::Control(Response::LinkUp | Response::LinkDown), _) => {}
+            (f, _) => panic!("expected data on {handle}, got {f:?}"),
+        }
+    };
+    assert_eq!(got, back);
+    report(
+        "data on the call's VC (AAL5, the bridge as atmsigd's owner)",
+        direction,
+        &format!("one SDU each way on 0.{vci}, byte for byte"),
+        "-",
     );
 }
 
