@@ -617,8 +617,7 @@ fn data_both_ways(app: &UnixStream, handle: u32, sigd: &mut AtmSigd, vci: u32, d
     proto::write_frame(app, &proto::data_frame(handle, &out)).expect("send on the VC");
     let want = (0u16, vci as u16, out.clone());
     let arrived = sigd.wait(LIMIT, |s| {
-        s.bridge_stats()
-            .is_some_and(|b| b.data.iter().any(|d| *d == want))
+        s.bridge_stats().is_some_and(|b| b.data.contains(&want))
     });
     assert!(
         arrived,
