@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use natm_core::Instant;
 
+use crate::bridge::{Bridge, BridgeStats};
 use crate::kernel::{KernelMsg, MSG_LEN};
 
 /// The environment variable that turns a missing atmsigd or C compiler into a failure.
@@ -129,9 +130,14 @@ pub struct Seen {
 /// Decides, per SDU, whether it is lost on the way (`true` = drop).
 pub type Filter = Box<dyn FnMut(Dir, &[u8]) -> bool>;
 
-enum Incoming {
+/// What atmsigd's readers (and a bridge) hand the harness.
+pub(crate) enum Incoming {
+    /// An SDU atmsigd wrote to its signalling VC.
     Sdu(Vec<u8>),
+    /// A kernel-side message from atmsigd.
     Kernel(KernelMsg),
+    /// An SDU a bridge carried, for the trace.
+    Traced(Seen),
 }
 
 /// A running atmsigd (see the module docs).
@@ -146,6 +152,7 @@ pub struct AtmSigd {
     epoch: std::time::Instant,
     kernel_inbox: VecDeque<KernelMsg>,
     filter: Option<Filter>,
+    bridge: Option<Bridge>,
     /// Every SDU that crossed (or was dropped on) the signalling VC, in order.
     pub trace: Vec<Seen>,
 }
@@ -276,6 +283,7 @@ impl AtmSigd {
             epoch: std::time::Instant::now(),
             kernel_inbox: VecDeque::new(),
             filter: None,
+            bridge: None,
             trace: Vec::new(),
         };
         std::mem::forget(cleanup); // `me` owns the directory now
@@ -386,13 +394,7 @@ impl AtmSigd {
     }
 
     fn write_frame(&mut self, sdu: &[u8]) {
-        let mut frame = Vec::with_capacity(4 + sdu.len());
-        frame.extend_from_slice(&u32::try_from(sdu.len()).unwrap_or(u32::MAX).to_be_bytes());
-        frame.extend_from_slice(sdu);
-        // One write: a FIFO keeps writes up to PIPE_BUF whole.
-        self.to_sigd
-            .write_all(&frame)
-            .expect("write to atmsigd's FIFO");
+        write_frame(&mut self.to_sigd, sdu).expect("write to atmsigd's FIFO");
     }
 
     /// Sends one message on atmsigd's kernel-side socket.
@@ -451,6 +453,7 @@ impl AtmSigd {
                     }
                 }
                 Ok(Incoming::Kernel(m)) => self.kernel_inbox.push_back(m),
+                Ok(Incoming::Traced(seen)) => self.trace.push(seen),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => panic!("atmsigd's readers stopped"),
             }
@@ -472,8 +475,97 @@ impl AtmSigd {
     }
 }
 
+impl AtmSigd {
+    /// Hands the signalling VC to a [bridge](crate::bridge) over `link` (an atmtcp cell
+    /// link, natm-link's `kind = "tcp"`), in a thread of its own, until this value is
+    /// dropped. From then on the SDUs cross the link instead of going to a
+    /// [`SaalEndpoint`]; wait for kernel messages and the trace with [`AtmSigd::wait`] or
+    /// [`AtmSigd::kernel_wait`]. A second call replaces nothing (`false`).
+    pub fn bridge(&mut self, link: Box<dyn natm_link::endpoint::EndpointLink>) -> bool {
+        if self.bridge.is_some() {
+            return false;
+        }
+        let (Ok(to_sigd), (tx, rx)) = (self.to_sigd.try_clone(), channel()) else {
+            return false;
+        };
+        let from_readers = std::mem::replace(&mut self.rx, rx);
+        self.bridge = Some(Bridge::start(link, from_readers, tx, to_sigd, self.epoch));
+        true
+    }
+
+    /// Sends one SDU as AAL5 on `vpi.vci` over the bridge's link, as atmsigd's owner would
+    /// on a call's VC (`false`: no bridge, or not a UNI VC).
+    pub fn send_data(&mut self, vpi: u32, vci: u32, sdu: &[u8]) -> bool {
+        match (&self.bridge, natm_core::VcId::uni(vpi, vci)) {
+            (Some(b), Ok(vc)) => {
+                b.send_data(vc, sdu.to_vec());
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// What the bridge carried so far (`None` without one).
+    pub fn bridge_stats(&self) -> Option<BridgeStats> {
+        self.bridge.as_ref().map(Bridge::stats)
+    }
+
+    /// Waits until `done` says so (`true`) or `limit` has passed (`false`), taking kernel
+    /// messages and the trace meanwhile; for a bridged atmsigd (nothing is pumped).
+    pub fn wait(&mut self, limit: Duration, mut done: impl FnMut(&mut AtmSigd) -> bool) -> bool {
+        self.pump(&mut Nobody, limit, |_, s| done(s))
+    }
+
+    /// Takes every kernel message and trace entry the bridge has passed on so far, without
+    /// waiting: after it, the trace holds everything that crossed the bridge before the
+    /// call. For a bridged atmsigd (an SDU for a natm entity would be lost here).
+    pub fn sync(&mut self) {
+        while let Ok(m) = self.rx.try_recv() {
+            match m {
+                Incoming::Kernel(m) => self.kernel_inbox.push_back(m),
+                Incoming::Traced(seen) => self.trace.push(seen),
+                Incoming::Sdu(_) => {}
+            }
+        }
+    }
+
+    /// The first kernel-side message of `kind` atmsigd sent (taken from the inbox), waiting
+    /// at most `limit`; for a bridged atmsigd.
+    pub fn kernel_wait(
+        &mut self,
+        kind: crate::kernel::MsgType,
+        limit: Duration,
+    ) -> Option<KernelMsg> {
+        let mut got = None;
+        self.wait(limit, |s| {
+            if let Some(i) = s.kernel_inbox.iter().position(|m| m.kind == kind) {
+                got = s.kernel_inbox.remove(i);
+            }
+            got.is_some()
+        });
+        got
+    }
+}
+
+/// No natm entity: what [`AtmSigd::wait`] pumps.
+struct Nobody;
+
+impl SaalEndpoint for Nobody {
+    fn handle_pdu(&mut self, _: Instant, _: &[u8]) {}
+    fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        None
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+    fn handle_timeout(&mut self, _: Instant) {}
+}
+
 impl Drop for AtmSigd {
     fn drop(&mut self) {
+        if let Some(mut b) = self.bridge.take() {
+            b.stop();
+        }
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
@@ -497,6 +589,15 @@ impl Drop for AtmSigd {
         }
         let _ = fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Writes one SDU to a FIFO in the shim's framing (be32 length + bytes), in one write: a
+/// FIFO keeps writes up to PIPE_BUF whole.
+pub(crate) fn write_frame(f: &mut File, sdu: &[u8]) -> std::io::Result<()> {
+    let mut frame = Vec::with_capacity(4 + sdu.len());
+    frame.extend_from_slice(&u32::try_from(sdu.len()).unwrap_or(u32::MAX).to_be_bytes());
+    frame.extend_from_slice(sdu);
+    f.write_all(&frame)
 }
 
 /// A frame length that ends the FIFO reader.

@@ -5,15 +5,21 @@
 //! VC 0.5 on two FIFOs of framed SDUs and its "kernel" on a UNIX datagram socket
 //! ([`atmsigd`]), speaks that kernel-side protocol (`struct atmsvc_msg`, [`kernel`]) so a
 //! test can make atmsigd listen, accept, place and clear calls, and drives a natm signalling
-//! entity against it in real time ([`atmsigd::AtmSigd::pump`]). [`vectors`] holds the bytes
-//! atmsigd was seen to send.
+//! entity against it in real time ([`atmsigd::AtmSigd::pump`]), or hands its signalling VC
+//! to a [`bridge`] onto an atmtcp cell link (`kind = "tcp"`, what an `[[external]]` entry
+//! is) so that natm's daemons signal with it ([`atmsigd::AtmSigd::bridge`]). [`vectors`]
+//! holds the bytes atmsigd was seen to send.
 //!
 //! What it is not: a pure crate. It runs processes, FIFOs, sockets and threads, and reads the
-//! wall clock (in one place, [`atmsigd::AtmSigd::now`]). No protocol logic lives here; the
-//! natm side under test is `natm-sig`'s `Signalling`.
+//! wall clock (in [`atmsigd::AtmSigd::now`] and the bridge's trace). No protocol logic lives
+//! here: the natm side under test is `natm-sig`'s `Signalling` or the daemons; the bridge
+//! uses natm-wire's AAL5 segmenter, natm-adapter's reassembler and natm-link's links.
 //!
-//! The tests are in `tests/atmsigd.rs`; they skip when atmsigd or `cc` is missing unless
-//! `NATM_REQUIRE_ATMSIGD=1` (set by `scripts/test`).
+//! The tests are in `tests/atmsigd.rs` (natm-sig against atmsigd) and `tests/external.rs`
+//! (the bridge; atmsigd `-m user` on a switchd's `[[external]]` port and `-m network` as a
+//! hostd's `[[external]]` link, the daemons in threads from natm-lab's configurations); they
+//! skip when atmsigd or `cc` is missing unless `NATM_REQUIRE_ATMSIGD=1` (set by
+//! `scripts/test`).
 
 //!
 //! # atmsigd 2.5.1 as found (Debian atm-tools 1:2.5.1)
@@ -40,7 +46,15 @@
 //!   closes too, and without a cause. STATUS lists call state before cause; every cause
 //!   atmsigd sends has location 0 (user), in network mode too. No T322; STATUS ENQUIRY only
 //!   for active calls when its SAAL comes back under T309. It never sends RESTART.
+//! * It takes an incoming SETUP only if its AAL5 maximum SDU sizes are the listener's: a
+//!   call of 1024 bytes to a listener of 9188 is refused at once, before CALL PROCEEDING
+//!   in network mode too, with RELEASE COMPLETE cause 88 (incompatible destination). Its
+//!   owner's `as_reject` becomes cause 21 with one diagnostic byte, 0x80.
+//! * Attached to natm's daemons, it answers a switch's RESTART (all VCs, sent when the
+//!   port's SAAL comes up) with RESTART ACK, and in user mode takes the VC the switch names
+//!   (VCI 32768 upward); in network mode it names VCIs from the shim's `ATMSHIM_VCI` (32).
 
 pub mod atmsigd;
+pub mod bridge;
 pub mod kernel;
 pub mod vectors;
