@@ -343,6 +343,13 @@ impl CallOptions {
         self
     }
 
+    /// The channel's options all at once (as [`CallOptions::notify`], [`CallOptions::path`],
+    /// [`CallOptions::buffers`] and [`CallOptions::buffer_size`] set them one by one).
+    pub fn channel(mut self, channel: ChannelOptions) -> CallOptions {
+        self.channel = channel;
+        self
+    }
+
     /// How long hostd waits for the network's answer before it gives up (the call then
     /// fails with cause 102, recovery on timer expiry).
     pub fn timeout(mut self, timeout: Duration) -> CallOptions {

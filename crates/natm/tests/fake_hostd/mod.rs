@@ -6,9 +6,10 @@
 //!
 //! * `Call` to [`REFUSED`]: answered `CallFailed` with [`refusal`] (cause 37 and a switch's
 //!   explanation);
-//! * `Call` while a listener is registered: offers the call to it (`Incoming`) and answers
-//!   the caller when the listener accepts (`Opened` with the call to both, their data
-//!   frames then cross over) or rejects (`CallFailed` with the listener's cause);
+//! * `Call` while a listener of the called selector (or of any) is registered: offers the
+//!   call to it (`Incoming`) and answers the caller when the listener accepts (`Opened`
+//!   with the call to both, their data frames then cross over) or rejects (`CallFailed`
+//!   with the listener's cause);
 //! * `Call` with no listener: `Opened` with a call, and data frames on it are echoed back;
 //! * `Close`: `Closed`, and the far end of a crossed call gets `Released` (cause 16);
 //! * `Status`: a status naming the host's address.
@@ -73,7 +74,8 @@ struct Pending {
 #[derive(Default)]
 struct State {
     next: u32,
-    listeners: Vec<(u32, Writer)>,
+    /// Each listener: its number, selector (`None`: any) and connection.
+    listeners: Vec<(u32, Option<u8>, Writer)>,
     pending: HashMap<u32, Pending>,
     vcs: HashMap<u32, Vc>,
 }
@@ -196,7 +198,7 @@ fn serve(stream: UnixStream, st: &Mutex<State>) {
     }
     // The connection closed: its listeners and VCs go.
     let mut s = st.lock().unwrap();
-    s.listeners.retain(|(_, l)| !Arc::ptr_eq(l, &w));
+    s.listeners.retain(|(_, _, l)| !Arc::ptr_eq(l, &w));
     s.vcs.retain(|_, v| !Arc::ptr_eq(&v.owner, &w));
 }
 
@@ -222,7 +224,13 @@ fn answer(s: &mut State, w: &Writer, r: Request) {
             if called == addr(REFUSED) {
                 return control(w, &Response::CallFailed { cause: refusal() });
             }
-            if let Some((listener, lw)) = s.listeners.first().cloned() {
+            let sel = called.0[19];
+            let listening = s
+                .listeners
+                .iter()
+                .find(|(_, l, _)| l.is_none_or(|l| l == sel))
+                .map(|(id, _, w)| (*id, w.clone()));
+            if let Some((listener, lw)) = listening {
                 let call = s.id();
                 s.pending.insert(
                     call,
@@ -255,7 +263,7 @@ fn answer(s: &mut State, w: &Writer, r: Request) {
         }
         Request::Listen { selector } => {
             let listener = s.id();
-            s.listeners.push((listener, w.clone()));
+            s.listeners.push((listener, selector, w.clone()));
             let mut address = own;
             if let Some(sel) = selector {
                 address.0[19] = sel;
