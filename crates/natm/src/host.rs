@@ -45,9 +45,10 @@ pub(crate) struct Conn {
     /// Calls hostd offered this connection's listener, not yet accepted or rejected (at
     /// most [`MAX_INCOMING`]; beyond, hostd's alerting time rejects them).
     pub(crate) incoming: VecDeque<IncomingCall>,
-    /// Answers still to come for requests whose wait timed out: skipped when they come (a
-    /// VC opened by one is closed again).
-    pub(crate) abandoned: u32,
+    /// The requests sent whose answers have not come, oldest first (hostd answers in
+    /// order): `true` for one whose answer is skipped when it comes, because its wait timed
+    /// out (a VC it opened is closed again) or the library sent it on its own.
+    pub(crate) awaiting: VecDeque<bool>,
     pub(crate) closed: bool,
 }
 
@@ -65,7 +66,7 @@ impl Conn {
             revoked: HashSet::new(),
             released: HashMap::new(),
             incoming: VecDeque::new(),
-            abandoned: 0,
+            awaiting: VecDeque::new(),
             closed: false,
         }
     }
@@ -191,16 +192,17 @@ impl Conn {
                         });
                     }
                 }
-                Frame::Control(r) if self.abandoned > 0 => {
+                Frame::Control(r) => {
+                    if self.awaiting.pop_front() != Some(true) {
+                        return Ok(Some(r));
+                    }
                     // The late answer to a request given up on.
-                    self.abandoned -= 1;
                     self.fds.clear();
                     if let Response::Opened { cookie, .. } = r {
                         self.write(&proto::control_frame(&Request::Close { cookie }))?;
-                        self.abandoned += 1;
+                        self.awaiting.push_back(true);
                     }
                 }
-                Frame::Control(r) => return Ok(Some(r)),
             }
         }
         Ok(None)
@@ -228,6 +230,7 @@ impl Conn {
         let deadline = timeout.map(|t| Instant::now() + t);
         self.fds.clear();
         self.write(&proto::control_frame(r))?;
+        self.awaiting.push_back(false);
         loop {
             if let Some(answer) = self.next_answer()? {
                 let fds = std::mem::take(&mut self.fds);
@@ -243,8 +246,11 @@ impl Conn {
             }
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             if !self.fill(left)? && deadline.is_some_and(|d| d <= Instant::now()) {
-                // Its answer may still come: it is skipped then.
-                self.abandoned += 1;
+                // Its answer may still come: it is skipped then. (This request is the newest
+                // sent: requests go one at a time under the connection's lock.)
+                if let Some(last) = self.awaiting.back_mut() {
+                    *last = true;
+                }
                 return Err(Error::Timeout);
             }
         }

@@ -6,7 +6,7 @@ mod fake_hostd;
 
 use std::time::Duration;
 
-use fake_hostd::{ADDRESS, FakeHostd, REFUSED, refusal};
+use fake_hostd::{ADDRESS, FakeHostd, HELD, REFUSED, refusal};
 use natm::{Aesa, CallOptions, CauseInfo, ChannelOptions, DataPath, Error, Host};
 
 fn daemon() -> CallOptions {
@@ -184,4 +184,19 @@ fn accept_takes_the_channel_options_and_refusals_of_them_are_hostd_s() {
         .unwrap_or_else(|e| panic!("{e}"));
     let vc = calling.join().unwrap().unwrap();
     assert_eq!(vc.call().unwrap().vc.to_string(), "0.32770");
+}
+
+#[test]
+fn an_answer_that_comes_after_the_call_gave_up_is_skipped_and_its_vc_closed() {
+    let fake = FakeHostd::start("late");
+    let host = Host::connect_path(fake.socket()).unwrap();
+    // hostd should have answered within the call's timeout; the library gives up a margin
+    // after it.
+    let opts = daemon().timeout(Duration::from_millis(1));
+    assert!(matches!(host.call(&addr(HELD), opts), Err(Error::Timeout)));
+    fake.answer_held();
+    // The late `Opened` is not taken for the status's answer, and its VC is closed again.
+    assert_eq!(host.status().unwrap().address, Some(addr(ADDRESS)));
+    host.status().unwrap();
+    assert_eq!(fake.open_vcs(), 0);
 }

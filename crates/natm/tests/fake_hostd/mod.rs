@@ -10,6 +10,7 @@
 //!   call to it (`Incoming`) and answers the caller when the listener accepts (`Opened`
 //!   with the call to both, their data frames then cross over) or rejects (`CallFailed`
 //!   with the listener's cause);
+//! * `Call` to [`HELD`]: no answer until [`FakeHostd::answer_held`];
 //! * `Call` with no listener: `Opened` with a call, and data frames on it are echoed back;
 //! * `Close`: `Closed`, and the far end of a crossed call gets `Released` (cause 16);
 //! * `Status`: a status naming the host's address.
@@ -34,6 +35,8 @@ use natm_proto::host::{
 pub const ADDRESS: &str = "47.0005.80ffe1000000f21a3599.0020481a3599.00";
 /// An address the fake network refuses.
 pub const REFUSED: &str = "47.0005.80ffe1000000f21a3599.00204800dead.00";
+/// An address whose calls the fake holds unanswered until [`FakeHostd::answer_held`].
+pub const HELD: &str = "47.0005.80ffe1000000f21a3599.002048000001.00";
 
 /// The refusal a call to [`REFUSED`] gets.
 pub fn refusal() -> CauseInfo {
@@ -76,6 +79,8 @@ struct State {
     next: u32,
     /// Each listener: its number, selector (`None`: any) and connection.
     listeners: Vec<(u32, Option<u8>, Writer)>,
+    /// Calls to [`HELD`] not answered yet: the caller's connection and the called address.
+    held: Vec<(Writer, Aesa, Qos)>,
     pending: HashMap<u32, Pending>,
     vcs: HashMap<u32, Vc>,
 }
@@ -162,6 +167,22 @@ impl FakeHostd {
         }
     }
 
+    /// Answers the calls to [`HELD`] now (`Opened`), however late that is.
+    pub fn answer_held(&self) {
+        let mut st = self.state.lock().unwrap();
+        let held = std::mem::take(&mut st.held);
+        for (w, called, qos) in held {
+            let info = CallInfo {
+                vc: "0.32771".parse::<VcId>().unwrap(),
+                local: addr(ADDRESS),
+                remote: Some(called),
+                qos,
+                setup_ns: 9_000_000_000,
+            };
+            st.open(&w, None, info);
+        }
+    }
+
     /// Open VCs.
     pub fn open_vcs(&self) -> usize {
         self.state.lock().unwrap().vcs.len()
@@ -223,6 +244,10 @@ fn answer(s: &mut State, w: &Writer, r: Request) {
             }
             if called == addr(REFUSED) {
                 return control(w, &Response::CallFailed { cause: refusal() });
+            }
+            if called == addr(HELD) {
+                s.held.push((w.clone(), called, qos));
+                return;
             }
             let sel = called.0[19];
             let listening = s
