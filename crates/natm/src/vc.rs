@@ -2,7 +2,9 @@
 
 use super::*;
 
-/// An open VC. Dropping it closes it.
+/// An open VC, a PVC ([`Host::open`]) or a switched VC ([`Host::call`],
+/// [`Listener::accept`]). Dropping it closes it; a switched VC's call is released then
+/// (hostd clears it, normal clearing).
 pub struct Vc {
     pub(crate) conn: Arc<Mutex<Conn>>,
     pub(crate) handle: u32,
@@ -115,7 +117,9 @@ impl Vc {
     ///
     /// [`Error::LinkDown`]: the link is down, nothing was sent; an SDU queued just before
     /// the link failed is lost and reported by the next call. [`Error::Revoked`]: the VC
-    /// was closed or hostd stopped. [`Error::TooLong`]: above [`Vc::max_sdu`].
+    /// was closed or hostd stopped. [`Error::Released`]: a switched VC's call was released
+    /// by the far end or the network (the cause says why); every later call says so too.
+    /// [`Error::TooLong`]: above [`Vc::max_sdu`].
     pub fn send(&mut self, sdu: &[u8]) -> Result<(), Error> {
         self.send_deadline(sdu, None)
     }
@@ -287,7 +291,7 @@ impl Vc {
             .iter()
             .find(|c| c.handle == self.handle)
             .map(|c| c.counters)
-            .ok_or(Error::Revoked)
+            .ok_or_else(|| self.explain(Error::Revoked))
     }
 }
 
