@@ -108,6 +108,42 @@
 //! # }
 //! ```
 //!
+//! A switched VC, with the lab's daemons signalling: h2 listens, h1 calls h2's address.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use natm::{CallOptions, Error, Host};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let h2 = Host::connect("h2")?;
+//! let listener = h2.listen(None)?;
+//! let to = *listener.address();
+//! let server = std::thread::spawn(move || -> Result<(), Error> {
+//!     let (mut vc, calling, qos) = listener.accept()?;
+//!     println!("call from {calling:?} with {qos}");
+//!     let mut buf = [0u8; 100];
+//!     let n = vc.recv(&mut buf)?;
+//!     vc.send(&buf[..n])
+//! });
+//! let h1 = Host::connect("h1")?;
+//! match h1.call(&to, CallOptions::new().qos("cbr:pcr=1000".parse()?)) {
+//!     Ok(mut vc) => {
+//!         let call = vc.call().expect("a switched VC");
+//!         println!("VC {} set up in {} µs", call.vc, call.setup_ns / 1000);
+//!         vc.send(b"hello")?;
+//!         let mut buf = [0u8; 100];
+//!         let n = vc.recv_timeout(&mut buf, Duration::from_secs(1))?;
+//!         assert_eq!(&buf[..n], b"hello");
+//!     }
+//!     // e.g. "call refused: cause 37 (user cell rate not available) at LPN: s2 p3: …"
+//!     Err(Error::CallFailed(cause)) => eprintln!("refused: {cause}"),
+//!     Err(e) => return Err(e.into()),
+//! }
+//! server.join().expect("the server thread")?;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! With a daemon already running (`natm hostd --config h1.toml`), only the name is needed:
 //!
 //! ```no_run
