@@ -78,6 +78,24 @@ fn a_call_sends_and_prints_its_vc_and_set_up_time() {
     );
     let line = String::from_utf8(out.stdout).unwrap();
     assert!(line.contains("VC 0.32768, set-up 1.500 ms"), "{line}");
+    // A file of more than one SDU, from standard input.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_natm"))
+        .args([
+            "call", OTHER, "--input", "-", "--path", "daemon", "--json", "--dir",
+        ])
+        .arg(fake.socket().parent().unwrap())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &vec![7u8; 100_000]).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (doc["sdus"].as_u64(), doc["bytes"].as_u64()),
+        (Some(2), Some(100_000))
+    );
 }
 
 #[test]

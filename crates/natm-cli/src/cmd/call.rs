@@ -3,7 +3,7 @@
 //!
 //! The call goes through host H's daemon (natm's [`natm::Host::call`]): hostd signals it
 //! and the network admits it hop by hop. `--text` is sent as one SDU; `--input` FILE's bytes
-//! as SDUs of at most the VC's largest SDU. Then the call is released (normal clearing) and
+//! (`-`: standard input) as SDUs of at most the VC's largest SDU. Then the call is released (normal clearing) and
 //! one line says what happened: `call to ADDR: VC 0.32768, set-up 1.234 ms, QoS Q, sent N
 //! SDUs (B bytes)`; `--json` prints one object instead (`called`, `vc`, `setup_ns`, `qos`,
 //! `sdus`, `bytes`).
@@ -41,7 +41,8 @@ pub struct CallArgs {
     /// Send this text as one SDU.
     #[arg(long)]
     pub text: Option<String>,
-    /// Send this file's bytes, as SDUs of at most the VC's largest SDU.
+    /// Send this file's bytes (`-`: standard input), as SDUs of at most the VC's largest
+    /// SDU.
     #[arg(long)]
     pub input: Option<PathBuf>,
     /// The data path: auto, direct, daemon or lane.
@@ -167,6 +168,12 @@ pub fn run(args: CallArgs) -> CmdResult {
     }
     let data = match (&args.text, &args.input) {
         (Some(t), _) => t.as_bytes().to_vec(),
+        (None, Some(f)) if f.as_os_str() == "-" => {
+            let mut data = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut data)
+                .map_err(|e| CliError::failure(format!("--input -: reading stdin: {e}")))?;
+            data
+        }
         (None, Some(f)) => std::fs::read(f)
             .map_err(|e| CliError::usage(format!("--input {}: {e}", f.display())))?,
         (None, None) => return Err(CliError::usage("give --text or --input")),
