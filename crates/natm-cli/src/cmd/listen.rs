@@ -131,22 +131,51 @@ const IDLE: Duration = Duration::from_millis(5);
 
 /// Runs `natm listen`.
 pub fn run(args: ListenArgs) -> CmdResult {
+    match listen(&args) {
+        Ok(()) | Err(Stop::ReaderGone) => Ok(()),
+        Err(Stop::Failed(e)) => Err(e),
+    }
+}
+
+/// Why `natm listen` stopped before its `--count`.
+enum Stop {
+    /// Standard output's reader went away (`natm listen | head`): nothing to say.
+    ReaderGone,
+    /// A failure the command reports.
+    Failed(CliError),
+}
+
+impl From<CliError> for Stop {
+    fn from(e: CliError) -> Stop {
+        Stop::Failed(e)
+    }
+}
+
+fn listen(args: &ListenArgs) -> Result<(), Stop> {
     let path = parse_path(&args.path)?;
     if args.count == Some(0) {
-        return Err(CliError::usage("--count 0: take at least one call"));
+        return Err(CliError::usage("--count 0: take at least one call").into());
     }
-    let print = |e: Event<'_>| {
-        if args.json {
-            println!("{}", e.json());
+    // A reader that went away (`natm listen | head`) ends the command quietly.
+    let print = |e: Event<'_>| -> Result<(), Stop> {
+        use std::io::Write as _;
+        let text = if args.json {
+            e.json().to_string()
         } else {
-            println!("{}", e.line());
+            e.line()
+        };
+        let mut out = std::io::stdout().lock();
+        match writeln!(out, "{text}").and_then(|()| out.flush()) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Stop::ReaderGone),
+            Err(e) => Err(CliError::failure(format!("stdout: {e}")).into()),
+            Ok(()) => Ok(()),
         }
     };
     let host = connect_host(&args.dir, &args.host)?;
     let listener = host
         .listen(args.selector)
         .map_err(|e| CliError::failure(format!("listening on host {}: {e}", args.host)))?;
-    print(Event::Listening(listener.address()));
+    print(Event::Listening(listener.address()))?;
     let opts = ChannelOptions::default().path(path);
     let mut calls: Vec<(Vc, CallInfo)> = Vec::new();
     let mut accepted = 0u64;
@@ -167,7 +196,7 @@ pub fn run(args: ListenArgs) -> CmdResult {
                     print(Event::Sdu {
                         vc: &info.vc,
                         bytes: &buf[..n],
-                    });
+                    })?;
                     if args.echo
                         && let Err(e) = vc.send(&buf[..n])
                     {
@@ -189,7 +218,7 @@ pub fn run(args: ListenArgs) -> CmdResult {
                     print(Event::Released {
                         vc: &info.vc,
                         cause: &cause,
-                    });
+                    })?;
                     calls.swap_remove(i);
                     ended += 1;
                 }
@@ -205,22 +234,22 @@ pub fn run(args: ListenArgs) -> CmdResult {
         let call = match listener.next_call(Some(wait)) {
             Ok(c) => c,
             Err(Error::Timeout) => continue,
-            Err(e) => return Err(gone(e)),
+            Err(e) => return Err(gone(e).into()),
         };
         match listener.accept_call(call, &opts) {
             Ok(vc) => {
                 let Some(info) = vc.call().cloned() else {
-                    return Err(CliError::failure(
-                        "hostd accepted a call without saying which VC",
-                    ));
+                    return Err(
+                        CliError::failure("hostd accepted a call without saying which VC").into(),
+                    );
                 };
-                print(Event::Call(&info));
+                print(Event::Call(&info))?;
                 calls.push((vc, info));
                 accepted += 1;
             }
             // The caller gave up meanwhile: not this command's failure.
             Err(Error::CallFailed(c)) => eprintln!("natm: an incoming call failed: {c}"),
-            Err(e) => return Err(gone(e)),
+            Err(e) => return Err(gone(e).into()),
         }
     }
 }
