@@ -564,6 +564,10 @@ b = "s1"
         assert_eq!(host_pair(&t, true), Some(("h1".into(), "h3".into(), 3)));
         assert_eq!(switches_between(&t, "h2", "h3"), Some(2));
         assert_eq!(switches_between(&t, "h2", "nobody"), None);
+        // The lab's default: two hosts on one switch, whichever way it is asked.
+        let d = topo(natm_lab::topology::DEFAULT_TOPOLOGY);
+        assert_eq!(host_pair(&d, false), Some(("h1".into(), "h2".into(), 1)));
+        assert_eq!(host_pair(&d, true), host_pair(&d, false));
     }
 
     #[test]
