@@ -145,3 +145,43 @@ fn listen_prints_the_call_and_its_sdus_echoes_them_and_ends_after_count_calls() 
     assert_eq!(lines[2]["text"], "hello\\x01");
     assert_eq!(lines[3]["cause"]["value"], 16);
 }
+
+#[test]
+fn perf_calls_prints_calls_per_s_and_the_set_up_quantiles_as_json() {
+    let fake = FakeHostd::start("cli-perf-calls");
+    let socket = fake.socket().display().to_string();
+    let out = natm(
+        &fake,
+        &[
+            "perf",
+            "calls",
+            "--client-host",
+            &socket,
+            "--server-host",
+            &socket,
+            "--count",
+            "100",
+            "--warmup",
+            "10",
+            "--depth",
+            "2",
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["calls"], 100);
+    assert!(doc["calls_per_s"].as_f64().unwrap() > 0.0);
+    for q in ["p50", "p90", "p99", "max"] {
+        assert!(doc["setup_ns"][q].as_u64().unwrap() > 0, "{q}");
+    }
+    assert_eq!(doc["baseline"]["name"], "tcp connect+close (loopback)");
+    // Without a lab and without the hosts named, it says what to do (exit 2).
+    let out = natm(&fake, &["perf", "calls"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("name --client-host and --server-host"),
+        "{err}"
+    );
+}
