@@ -239,6 +239,8 @@ mod tests {
                 socket: dir.join("h1.sock"),
                 config: host,
                 log: dir.join("h1.log"),
+                address: None,
+                prefix: None,
             }],
             topology: String::new(),
             rate: None,

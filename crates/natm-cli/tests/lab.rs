@@ -84,6 +84,19 @@ fn the_default_lab_comes_up_answers_and_goes_down_without_leftovers() {
             "a daemon did not answer: {status}"
         );
     }
+    // Every host has its address, every switch its prefix (derived: the topology has none).
+    let prefix = "47.0005.80FFE1000000F2000001";
+    let d = &status["daemons"];
+    assert_eq!(d[0]["prefix"], prefix, "{status}");
+    for (i, esi) in [(1, "020000000001"), (2, "020000000002")] {
+        assert_eq!(d[i]["address"], format!("{prefix}.{esi}.00"), "{status}");
+    }
+    let o = natm(&["lab", "status", "--dir", dir.arg()]);
+    assert!(
+        stdout(&o).contains(&format!("address {prefix}.020000000002.00")),
+        "{}",
+        stdout(&o)
+    );
     // The switch has the two host ports and the ten default PVCs.
     assert_eq!(
         answers[0]["ports"].as_array().map(Vec::len),
@@ -135,6 +148,51 @@ fn every_link_kind_and_a_rate_override_come_up() {
     assert_eq!(
         status["status"][0]["connections"].as_array().map(Vec::len),
         Some(2),
+        "{status}"
+    );
+    let o = natm(&["lab", "down", "--dir", dir.arg()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let _ = std::fs::remove_file(topo);
+}
+
+#[test]
+fn externals_come_up_as_an_atmtcp_port_and_a_hosts_link() {
+    let dir = TempDir::new("external");
+    let topo = dir.0.with_extension("toml");
+    // A free loopback port: s1's external listens there and h2's external dials it, so
+    // h2 is attached to s1 through the external port.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port");
+    std::fs::write(
+        &topo,
+        format!(
+            r#"
+            switch = [{{ name = "s1", prefix = "47.0005.80ffe1000000f21a3599" }}]
+            host = [{{ name = "h1" }}, {{ name = "h2", esi = "0020481a3599" }}]
+            link = [{{ a = "h1", b = "s1" }}]
+            external = [
+                {{ node = "s1", listen = "{addr}", prefix = "39.0840" }},
+                {{ node = "h2", connect = "{addr}" }},
+            ]
+            "#
+        ),
+    )
+    .expect("write topology");
+    up(&dir, &["--topology", topo.to_str().unwrap()]);
+    let o = natm(&["lab", "status", "--json", "--dir", dir.arg()]);
+    let status: Value = serde_json::from_str(&stdout(&o)).expect("status JSON");
+    let ports = status["status"][0]["ports"].as_array().expect("s1's ports");
+    assert_eq!(ports.len(), 2, "{status}");
+    assert!(
+        ports[1]["link"]
+            .as_str()
+            .unwrap_or("")
+            .contains(&addr.to_string()),
+        "{status}"
+    );
+    assert_eq!(
+        status["daemons"][2]["address"], "47.0005.80FFE1000000F3000002.0020481A3599.00",
         "{status}"
     );
     let o = natm(&["lab", "down", "--dir", dir.arg()]);

@@ -42,16 +42,44 @@
 //! time-dependent call takes `now`. Descriptors and receive buffers are posted on the
 //! channel's adapter by the driver ([`Host::channel_mut`]), which knows where they come from.
 //!
+//! # Switched VCs
+//!
+//! With [`HostConfig::signalling`] set (the host's address and the settings of call control
+//! and SSCOP), the host runs the UNI user side: a `natm_sig::Signalling` on VC 0.5, started
+//! fresh each time the link comes up. Cells of 0.5 go through the link's HEC receiver like
+//! every cell, then to natm-adapter's [`Reassembler`](natm_adapter::Reassembler) and the
+//! entity; its SDUs are segmented onto 0.5 and sent first, with OAM, before the channels.
+//!
+//! * [`Host::call`] admits the QoS's `tx` on the link first (a refusal comes back at once
+//!   as [`CallError::Refused`] with cause 37 and the explanation, nothing sent), then sends
+//!   SETUP. [`Host::accept`] / [`Host::reject`] answer an [`Event::IncomingCall`];
+//!   [`Host::release`] ends a call in any phase.
+//! * Events: [`Event::SignallingUp`] / [`Event::SignallingDown`],
+//!   [`Event::IncomingCall`] (calling and called party, the QoS in the host's view, the VC
+//!   the network named), [`Event::CallConnected`] (the VC), [`Event::CallReleased`] (the
+//!   cause; exactly one per call).
+//! * **Who opens a call's VC: the driver**, on the channel of its choice, with
+//!   [`Host::open_call_vc`] (natm-sim: its one channel; hostd: a channel per application
+//!   VC, opened as for a PVC). The bandwidth is booked at [`call`](Host::call) /
+//!   [`accept`](Host::accept) and held by the call until the VC takes it; when the call ends
+//!   the host closes the VC (or drops the booking) itself, and a VC the driver closes first
+//!   returns it then: it is returned exactly once either way.
+//! * [`Host::link_down`] releases every call at once (cause 27 at U, reported), PVCs stay;
+//!   a RESTART from the network is acknowledged and its calls released; an offered call not
+//!   answered within [`SignallingConfig::answer_timeout`] is released with cause 18.
+//!
 //! What it is not: it moves no bytes to or from sockets or shared memory, reads no clock,
-//! knows nothing of applications, connections or processes (the driver maps those to
-//! channels), and has no signalling yet (PVCs only; the UNI user side will be one more
-//! member of this object).
+//! knows nothing of applications, connections, processes or listeners (the driver maps
+//! those to channels and calls), and has no ILMI (its address is configured).
 
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 
 extern crate alloc;
 
+#[cfg(test)]
+mod call_tests;
+mod calls;
 mod spec;
 #[cfg(test)]
 mod tests;
@@ -71,6 +99,11 @@ use natm_traffic::sched::{Category, VcSpec};
 use natm_wire::cell::{Cell as WireCell, CellHeader, HecReceiver, HecStats, HecVerdict, Pti};
 use natm_wire::oam::{Loopback, OamCell, OamFlow, OamRepr};
 
+pub use calls::{
+    CallError, CallId, CallInfo, CallParams, CallPhase, Direction, IncomingCall, SIGNALLING_VC,
+    SignallingConfig, user_cause,
+};
+pub use natm_sig::{Cause, CauseValue, Location, ReleaseOrigin};
 pub use spec::{Scale, shaping};
 
 /// A cell as the host moves it: 53 bytes, header first.
@@ -132,6 +165,9 @@ pub struct HostConfig {
     pub max_channels: usize,
     /// Cells a channel gives per turn of the transmit round robin.
     pub batch: usize,
+    /// The UNI user side on VC 0.5 (`None`: no signalling, PVCs only; cells of 0.5 are
+    /// then of no VC).
+    pub signalling: Option<SignallingConfig>,
 }
 
 impl HostConfig {
@@ -143,6 +179,7 @@ impl HostConfig {
             link_rate,
             max_channels: 1024,
             batch: 64,
+            signalling: None,
         }
     }
 }
@@ -219,7 +256,7 @@ impl fmt::Display for PingError {
 impl core::error::Error for PingError {}
 
 /// What the host tells its driver, drained with [`Host::poll_event`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Event {
     /// A loopback reply matched an outstanding request.
     PingReply {
@@ -242,6 +279,31 @@ pub enum Event {
         /// The request.
         ping: PingId,
     },
+    /// The SAAL on 0.5 is established.
+    SignallingUp,
+    /// The SAAL on 0.5 was lost (or the link went down).
+    SignallingDown,
+    /// The network offers a call: answer with [`Host::accept`] or [`Host::reject`] (no
+    /// answer within [`SignallingConfig::answer_timeout`]: released with cause 18).
+    IncomingCall(alloc::boxed::Box<IncomingCall>),
+    /// A call is active on `vc`: for an outgoing call, open it now
+    /// ([`Host::open_call_vc`]).
+    CallConnected {
+        /// The call.
+        call: CallId,
+        /// Its VC.
+        vc: VcId,
+    },
+    /// A call ended; its VC (if it was open) is closed and its bandwidth returned. Every
+    /// call ends with exactly one of these.
+    CallReleased {
+        /// The call.
+        call: CallId,
+        /// Why: the network's or far end's cause, or this host's.
+        cause: Cause,
+        /// Who ended it.
+        by: ReleaseOrigin,
+    },
 }
 
 /// The host's own counters (each adapter keeps its channel's).
@@ -255,6 +317,8 @@ pub struct Counters {
     pub loopbacks_answered: u64,
     /// Cells produced but not sent when the link went down.
     pub lost_on_failure: u64,
+    /// Cells of the signalling VC (0.5) taken.
+    pub rx_signalling: u64,
 }
 
 /// An open VC as the host records it.
@@ -271,6 +335,14 @@ pub struct VcInfo {
     /// Its receive side.
     pub rx: RxVcConfig,
     reservation: cac::Handle,
+    call: Option<CallId>,
+}
+
+impl VcInfo {
+    /// The call whose VC this is (`None`: a PVC).
+    pub fn call(&self) -> Option<CallId> {
+        self.call
+    }
 }
 
 /// A channel: its adapter, the driver's memory, and the batch of cells the link has not
@@ -329,6 +401,8 @@ pub struct Host<M> {
     counters: Counters,
     /// The round robin's next channel.
     rr: u32,
+    /// The UNI user side, when the host signals.
+    sig: Option<calls::Sig>,
     /// This round's order, and how far it has gone.
     round: Vec<ChannelId>,
     round_at: usize,
@@ -346,6 +420,7 @@ impl<M: ChannelMemory> Host<M> {
             max_ubr: 4096,
         });
         Host {
+            sig: config.signalling.clone().map(calls::Sig::new),
             config,
             cac,
             channels: BTreeMap::new(),
@@ -448,11 +523,27 @@ impl<M: ChannelMemory> Host<M> {
         qos: &Qos,
         scale: Scale,
     ) -> Result<VcHandle, OpenError> {
+        self.open_vc_booked(ch, vc, qos, scale, None)
+    }
+
+    /// Opens a VC with the bandwidth `booked` for a call, or admitted now (`None`). A
+    /// booking is left to its call when the VC does not open.
+    fn open_vc_booked(
+        &mut self,
+        ch: ChannelId,
+        vc: VcId,
+        qos: &Qos,
+        scale: Scale,
+        booked: Option<(cac::Handle, CallId)>,
+    ) -> Result<VcHandle, OpenError> {
         self.check_vc(vc)?;
         let Some(channel) = self.channels.get_mut(&ch) else {
             return Err(OpenError::UnknownChannel(ch));
         };
-        let reservation = self.cac.admit(&qos.tx).map_err(OpenError::Admission)?;
+        let reservation = match booked {
+            Some((b, _)) => b,
+            None => self.cac.admit(&qos.tx).map_err(OpenError::Admission)?,
+        };
         let contract = self
             .cac
             .reservation(reservation)
@@ -467,7 +558,9 @@ impl<M: ChannelMemory> Host<M> {
         let rx = RxVcConfig::aal5(max_sdu.min(channel.config.rx_buffer_size).min(MAX_SDU));
         let handle = VcHandle(self.next_handle);
         if let Err(e) = channel.adapter.open_vc(handle.0, vc, spec, rx) {
-            let _ = self.cac.release(reservation);
+            if booked.is_none() {
+                let _ = self.cac.release(reservation);
+            }
             return Err(OpenError::Adapter(e));
         }
         self.next_handle = self.next_handle.wrapping_add(1).max(1);
@@ -482,6 +575,7 @@ impl<M: ChannelMemory> Host<M> {
                 spec,
                 rx,
                 reservation,
+                call: booked.map(|(_, c)| c),
             },
         );
         Ok(handle)
@@ -519,6 +613,9 @@ impl<M: ChannelMemory> Host<M> {
         if let Some(c) = self.channels.get_mut(&info.channel) {
             let _ = c.adapter.close_vc(handle.0);
             c.realtime -= u32::from(info.spec.category != Category::Ubr);
+        }
+        if let Some(call) = info.call {
+            self.call_vc_closed(call);
         }
         Some(info)
     }
@@ -607,6 +704,7 @@ impl<M: ChannelMemory> Host<M> {
     pub fn link_up(&mut self) {
         self.link_up = true;
         self.hec = HecReceiver::new();
+        self.signalling_link_up();
     }
 
     /// The link failed: queued cells are counted lost, every VC is flushed (its queued
@@ -632,6 +730,7 @@ impl<M: ChannelMemory> Host<M> {
         }
         self.end_round();
         self.source = Source::None;
+        self.signalling_link_down();
     }
 
     // ------------------------------------------------------------------- receive
@@ -697,6 +796,10 @@ impl<M: ChannelMemory> Host<M> {
             self.counters.rx_oam += 1;
             return (None, false);
         }
+        if h.vc == SIGNALLING_VC && self.sig.is_some() {
+            self.signalling_cell(now, cell);
+            return (None, false);
+        }
         let key = h.vc.key();
         let target = match *last {
             Some((k, t)) if k == key => t,
@@ -760,6 +863,8 @@ impl<M: ChannelMemory> Host<M> {
         if !self.link_up {
             return None;
         }
+        self.start_signalling(now);
+        self.pump_signalling(now);
         if !self.oam_out.is_empty() {
             self.source = Source::Oam;
             return Some(self.oam_out.make_contiguous());
@@ -909,11 +1014,12 @@ impl<M: ChannelMemory> Host<M> {
             .filter(|c| !c.backlog())
             .filter_map(|c| c.adapter.poll_timeout());
         let pings = self.pings.iter().map(|p| p.deadline);
-        adapters.chain(pings).min()
+        adapters.chain(pings).chain(self.signalling_timeout()).min()
     }
 
-    /// Runs what is due at `now`: adapters' timers, ping deadlines.
+    /// Runs what is due at `now`: adapters' timers, ping deadlines, signalling's timers.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.signalling_handle_timeout(now);
         for c in self.channels.values_mut() {
             if c.adapter.poll_timeout().is_some_and(|t| t <= now) {
                 c.adapter.handle_timeout(now);

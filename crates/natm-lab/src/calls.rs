@@ -192,6 +192,8 @@ mod tests {
             socket: "/x".into(),
             config: "/x".into(),
             log: "/x".into(),
+            address: None,
+            prefix: None,
         }
     }
 }

@@ -83,6 +83,8 @@ pub fn start(
         .iter()
         .map(|s| (s.as_str(), "switch"))
         .chain(topo.hosts.iter().map(|h| (h.as_str(), "host")));
+    // Every configuration first, so that one the daemons' types refuse starts nothing.
+    let mut configs = Vec::new();
     for (name, role) in nodes {
         let (config_text, verb) = if role == "switch" {
             let c = topology::switch_config(topo, name, &dir, &addrs)?;
@@ -91,12 +93,17 @@ pub fn start(
             let c = topology::host_config(topo, name, &dir, &addrs)?;
             (topology::to_toml(&c)?, "hostd")
         };
+        configs.push((name, role, config_text, verb));
+    }
+    for (name, role, config_text, verb) in configs {
         let config = topology::path_in(&dir, name, ".toml");
         fs::write(&config, config_text).map_err(|source| Error::File {
             path: config.clone(),
             source,
         })?;
-        let (daemon, mut child) = spawn(natm, &dir, name, role, verb)?;
+        let (mut daemon, mut child) = spawn(natm, &dir, name, role, verb)?;
+        daemon.address = topo.address_of(name);
+        daemon.prefix = topo.prefix_of(name);
         state.daemons.push(daemon.clone());
         write_state(&state)?;
         if let Err(e) = wait_ready(&daemon, &mut child, Duration::from_secs(10)) {
@@ -230,6 +237,8 @@ fn spawn(
         socket,
         config,
         log,
+        address: None,
+        prefix: None,
     };
     Ok((daemon, child))
 }
@@ -280,7 +289,9 @@ pub fn restart(
     } else {
         "hostd"
     };
-    let (daemon, mut child) = spawn(natm, dir, &old.name, &old.role, verb)?;
+    let (mut daemon, mut child) = spawn(natm, dir, &old.name, &old.role, verb)?;
+    daemon.address = old.address;
+    daemon.prefix = old.prefix;
     state.daemons[i] = daemon.clone();
     write_state(&state)?;
     wait_ready(&daemon, &mut child, Duration::from_secs(10))?;

@@ -52,18 +52,29 @@ impl DaemonStatus {
 
 impl LabState {
     /// The lab as `natm lab up --json` prints it: its directory and daemons, each with
-    /// whether it is still running.
+    /// whether it is still running, a host's `address` (`atm2text` form) and a switch's
+    /// `prefix`.
     pub fn json(&self) -> Value {
-        json!({
-            "dir": self.dir,
-            "daemons": self.daemons.iter().map(|d| json!({
+        let daemon = |d: &Daemon| {
+            let mut v = json!({
                 "name": d.name,
                 "role": d.role,
                 "pid": d.pid,
                 "alive": is_our_daemon(d.pid, &d.config),
                 "socket": d.socket,
                 "log": d.log,
-            })).collect::<Vec<_>>(),
+            });
+            if let Some(a) = d.address {
+                v["address"] = json!(a.to_string());
+            }
+            if let Some(p) = d.prefix {
+                v["prefix"] = json!(p.to_string());
+            }
+            v
+        };
+        json!({
+            "dir": self.dir,
+            "daemons": self.daemons.iter().map(daemon).collect::<Vec<_>>(),
         })
     }
 
@@ -107,7 +118,8 @@ impl LabState {
     }
 
     /// What `natm lab status` prints of the lab in `dir`: one line per daemon, whether it
-    /// runs, and its status's summary from `details` (in the order of the daemons).
+    /// runs, and its status's summary from `details` (in the order of the daemons), then
+    /// under it the host's address or the switch's prefix.
     pub fn status_table(&self, dir: &Path, details: &[Result<DaemonStatus, String>]) -> String {
         let mut t = String::new();
         let _ = writeln!(t, "lab in {}", dir.display());
@@ -126,6 +138,12 @@ impl LabState {
                 "  {:<6} {:<6} pid {:<7} {alive:<11} {summary}",
                 d.name, d.role, d.pid
             );
+            if let Some(a) = d.address {
+                let _ = writeln!(t, "{:<17}address {a}", "");
+            }
+            if let Some(p) = d.prefix {
+                let _ = writeln!(t, "{:<17}prefix {p}", "");
+            }
         }
         t
     }
@@ -375,5 +393,50 @@ fn json_name<T: serde::Serialize>(v: &T) -> String {
     match serde_json::to_value(v) {
         Ok(Value::String(s)) => s,
         _ => "?".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lab_json_and_status_name_each_hosts_address_and_each_switchs_prefix() {
+        let t = Topology::parse(crate::topology::DEFAULT_TOPOLOGY, None).unwrap();
+        let daemon = |name: &str, role: &str| Daemon {
+            name: name.into(),
+            role: role.into(),
+            pid: 0,
+            socket: format!("/x/{name}.sock").into(),
+            config: format!("/x/{name}.toml").into(),
+            log: format!("/x/{name}.log").into(),
+            address: t.address_of(name),
+            prefix: t.prefix_of(name),
+        };
+        let state = LabState {
+            dir: "/x".into(),
+            daemons: vec![daemon("s1", "switch"), daemon("h1", "host")],
+            topology: String::new(),
+            rate: None,
+        };
+        // lab.json keeps them, as text.
+        let again: LabState =
+            serde_json::from_str(&serde_json::to_string(&state).unwrap()).unwrap();
+        assert_eq!(again.daemons[1].address, state.daemons[1].address);
+        assert_eq!(again.daemons[0].prefix, state.daemons[0].prefix);
+        let j = state.status_json(&[Err("down".into()), Err("down".into())]);
+        let prefix = "47.0005.80FFE1000000F2000001";
+        assert_eq!(j["daemons"][0]["prefix"], prefix);
+        assert_eq!(j["daemons"][0].get("address"), None);
+        assert_eq!(
+            j["daemons"][1]["address"],
+            format!("{prefix}.020000000001.00")
+        );
+        let text = state.status_table(Path::new("/x"), &[Err("down".into()), Err("down".into())]);
+        assert!(text.contains(&format!("prefix {prefix}\n")), "{text}");
+        assert!(
+            text.contains(&format!("address {prefix}.020000000001.00\n")),
+            "{text}"
+        );
     }
 }

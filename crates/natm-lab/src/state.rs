@@ -4,6 +4,7 @@ use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use natm_core::addr::{Aesa, AesaPrefix};
 use natm_switchd::client::{Client, SwitchStatus};
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +25,12 @@ pub struct Daemon {
     pub config: PathBuf,
     /// Its log.
     pub log: PathBuf,
+    /// A host's ATM address (`atm2text` form in `lab.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<Aesa>,
+    /// A switch's 13-byte prefix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<AesaPrefix>,
 }
 
 /// `lab.json`.

@@ -3,13 +3,22 @@
 //! configuration types (natm-host's [`HostdConfig`], natm-switchd's [`ConfigFile`]) and
 //! written with `toml::to_string`. The topology's values are typed; where a daemon's type
 //! takes text, it is the value's `Display`, which the daemon parses back to the same value.
+//!
+//! Every lab signals: each switch gets its `prefix` and its `[[route]]`s (the topology's
+//! [`Route`]s), every port `signalling = "network"` or `"user"` (the topology's
+//! [`Side`]: a host's port and a trunk's `a` end network, a trunk's `b` end user, an
+//! external's port network), and each host its `address`. An `[[external]]` on a switch is
+//! one more port, an atmtcp (`kind = "tcp"`) link that listens at the entry's `listen` or
+//! dials its `connect` (`role = "connect"`); on a host it is the host's link, which hostd
+//! dials, so only `connect` is taken there.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use natm_host::hostd::HostdConfig;
-use natm_link::endpoint::LinkConfig;
-use natm_switchd::config::{ConfigFile, PortFile, Role, XcFile};
+use natm_link::endpoint::{DEFAULT_RING_CELLS, LinkConfig, WaitConfig};
+use natm_switch::PortId;
+use natm_switchd::config::{ConfigFile, PortFile, Role, RouteEntry, SigSide, XcFile};
 
 use crate::Error;
 
@@ -77,6 +86,25 @@ fn link_config(
     t.try_into().map_err(|e| refused(node, e))
 }
 
+/// An external's atmtcp link at `addr` (a listening or a dialled address).
+fn external_link(e: &External, addr: std::net::SocketAddr) -> LinkConfig {
+    LinkConfig {
+        kind: natm_link::endpoint::LinkKind::Tcp { addr },
+        rate: e.rate,
+        impair: Impairments::default(),
+        wait: WaitConfig::default(),
+        ring_cells: DEFAULT_RING_CELLS,
+    }
+}
+
+/// natm-switchd's side for the topology's.
+fn sig_side(side: Side) -> SigSide {
+    match side {
+        Side::Network => SigSide::Network,
+        Side::User => SigSide::User,
+    }
+}
+
 /// natm-switchd's configuration for switch `sw`.
 pub fn switch_config(
     topo: &Topology,
@@ -93,9 +121,28 @@ pub fn switch_config(
             id: port,
             link: link_config(topo, li, sw, dir, addrs)?,
             role: (listener_of(topo, li) != sw).then_some(Role::Connect),
-            signalling: None,
+            signalling: Some(sig_side(topo.side(sw, li))),
         });
     }
+    for (_, e, port) in topo.externals_of(sw) {
+        let (addr, role) = match e.end {
+            ExternalEnd::Listen(a) => (a, None),
+            ExternalEnd::Connect(a) => (a, Some(Role::Connect)),
+        };
+        ports.push(PortFile {
+            id: port,
+            link: external_link(e, addr),
+            role,
+            signalling: Some(SigSide::Network),
+        });
+    }
+    let routes = topo
+        .routes_of(sw)
+        .map(|r| RouteEntry {
+            prefix: r.prefix,
+            port: PortId(r.port),
+        })
+        .collect();
     let xcs = topo
         .cross_connects()
         .into_iter()
@@ -113,10 +160,10 @@ pub fn switch_config(
         wait: topo.wait,
         cpu: topo.switch_cpu,
         management: path_in(dir, sw, ".sock"),
-        prefix: None,
+        prefix: topo.prefix_of(sw),
         ports,
         xcs,
-        routes: Vec::new(),
+        routes,
     })
 }
 
@@ -127,15 +174,28 @@ pub fn host_config(
     dir: &Path,
     addrs: &Addresses,
 ) -> Result<HostdConfig, Error> {
-    let Some((li, _)) = topo.host_link(h) else {
-        return Err(refused(h, "a host without a link"));
+    let link = match (topo.host_link(h), topo.host_external(h)) {
+        (Some((li, _)), _) => link_config(topo, li, h, dir, addrs)?,
+        (None, Some((_, e))) => match e.end {
+            ExternalEnd::Connect(addr) => external_link(e, addr),
+            ExternalEnd::Listen(addr) => {
+                return Err(refused(
+                    h,
+                    format!(
+                        "external listen {addr}: hostd dials its link; give the host's \
+                         [[external]] connect instead"
+                    ),
+                ));
+            }
+        },
+        (None, None) => return Err(refused(h, "a host without a link")),
     };
     Ok(HostdConfig {
         name: h.to_string(),
         socket: Some(path_in(dir, h, ".sock")),
         wait: topo.wait.unwrap_or_default(),
-        address: None,
-        link: link_config(topo, li, h, dir, addrs)?,
+        address: topo.address_of(h),
+        link,
     })
 }
 
@@ -208,6 +268,158 @@ mod tests {
         assert_eq!(
             c.ports.iter().filter(|p| p.role == Role::Connect).count(),
             1
+        );
+    }
+
+    #[test]
+    fn the_default_lab_signals_with_derived_addresses_and_host_routes() {
+        let t = Topology::parse(DEFAULT_TOPOLOGY, None).unwrap();
+        let dir = Path::new("/x");
+        let s1 = switch_config(&t, "s1", dir, &Addresses::default()).unwrap();
+        let c = SwitchdConfig::from_toml(&to_toml(&s1).unwrap()).unwrap();
+        let prefix = "47.0005.80FFE1000000F2000001";
+        assert_eq!(c.prefix.map(|p| p.to_string()).as_deref(), Some(prefix));
+        assert!(
+            c.ports
+                .iter()
+                .all(|p| p.signalling == Some(SigSide::Network))
+        );
+        let routes: Vec<String> = c
+            .routes
+            .iter()
+            .map(|r| format!("{}>{}", r.prefix, r.port))
+            .collect();
+        assert_eq!(
+            routes,
+            [
+                format!("{prefix}.020000000001>1"),
+                format!("{prefix}.020000000002>2")
+            ]
+        );
+        assert!(c.routes.iter().all(|r| r.prefix.bits() == 152));
+        for (h, esi) in [("h1", "020000000001"), ("h2", "020000000002")] {
+            let hc = host_config(&t, h, dir, &Addresses::default()).unwrap();
+            let hc = HostdConfig::from_toml(&to_toml(&hc).unwrap()).unwrap();
+            assert_eq!(
+                hc.address.map(|a| a.to_string()),
+                Some(format!("{prefix}.{esi}.00"))
+            );
+            assert_eq!(hc.options().address, hc.address);
+        }
+    }
+
+    /// s1 – s2 – s3 in a line, h1 on s1, h2 on s2, h3 on s3; an external on s3 that dials,
+    /// one on s1 that listens, and host h4 on an external.
+    const LINE: &str = r#"
+        switch = [{ name = "s1" }, { name = "s2", prefix = "47.0005.80ffe1000000f21a3599" }, { name = "s3" }]
+        host = [{ name = "h1" }, { name = "h2", esi = "0020481a3599" }, { name = "h3" }, { name = "h4" }]
+        link = [
+            { a = "h1", b = "s1" }, { a = "s1", b = "s2", kind = "tcp" },
+            { a = "s2", b = "s3" }, { a = "h2", b = "s2" }, { a = "s3", b = "h3" },
+        ]
+        external = [
+            { node = "s3", connect = "127.0.0.1:2813", prefix = "39.0840" },
+            { node = "s1", listen = "127.0.0.1:2812", prefix = "45.0000", rate = "100000" },
+            { node = "h4", connect = "127.0.0.1:2814" },
+        ]
+    "#;
+
+    fn read_switch(t: &Topology, sw: &str) -> SwitchdConfig {
+        let mut addrs = Addresses::default();
+        addrs.tcp.insert(1, "127.0.0.1:40001".into());
+        let c = switch_config(t, sw, Path::new("/x"), &addrs).unwrap();
+        SwitchdConfig::from_toml(&to_toml(&c).unwrap()).unwrap()
+    }
+
+    fn routes(c: &SwitchdConfig) -> Vec<String> {
+        c.routes
+            .iter()
+            .map(|r| format!("{}>{}", r.prefix, r.port))
+            .collect()
+    }
+
+    #[test]
+    fn trunks_signal_network_at_a_and_user_at_b_and_route_to_the_next_hop() {
+        let t = Topology::parse(LINE, None).unwrap();
+        let (p1, p2, p3) = (
+            "47.0005.80FFE1000000F2000001",
+            "47.0005.80FFE1000000F21A3599",
+            "47.0005.80FFE1000000F2000003",
+        );
+        let s2 = read_switch(&t, "s2");
+        assert_eq!(s2.prefix.map(|p| p.to_string()).as_deref(), Some(p2));
+        let sides: Vec<_> = s2.ports.iter().map(|p| (p.id.0, p.signalling)).collect();
+        assert_eq!(
+            sides,
+            [
+                (1, Some(SigSide::User)),
+                (2, Some(SigSide::Network)),
+                (3, Some(SigSide::Network))
+            ]
+        );
+        assert_eq!(
+            routes(&s2),
+            [
+                format!("{p2}.0020481A3599>3"),
+                format!("{p1}>1"),
+                "450000>1".to_string(),
+                format!("{p3}>2"),
+                "39.0840>2".to_string(),
+            ]
+        );
+        let s1 = read_switch(&t, "s1");
+        assert_eq!(s1.ports[1].signalling, Some(SigSide::Network));
+        assert_eq!(
+            routes(&s1),
+            [
+                format!("{p1}.020000000001>1"),
+                "450000>3".to_string(),
+                format!("{p2}>2"),
+                format!("{p3}>2"),
+                "39.0840>2".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn externals_are_atmtcp_ports_on_a_switch_and_the_link_of_a_host() {
+        let t = Topology::parse(LINE, None).unwrap();
+        let s1 = read_switch(&t, "s1");
+        let ext = &s1.ports[2];
+        assert_eq!(
+            (ext.id.0, ext.role, ext.signalling),
+            (3, Role::Listen, Some(SigSide::Network))
+        );
+        assert_eq!(ext.link.describe(), "tcp 127.0.0.1:2812, 100000");
+        let s3 = read_switch(&t, "s3");
+        let ext = &s3.ports[2];
+        assert_eq!(
+            (ext.id.0, ext.role, ext.signalling),
+            (3, Role::Connect, Some(SigSide::Network))
+        );
+        assert_eq!(ext.link.describe(), "tcp 127.0.0.1:2813, oc3");
+        assert!(routes(&s3).contains(&"39.0840>3".to_string()));
+        let h4 = host_config(&t, "h4", Path::new("/x"), &Addresses::default()).unwrap();
+        let h4 = HostdConfig::from_toml(&to_toml(&h4).unwrap()).unwrap();
+        assert_eq!(h4.link.describe(), "tcp 127.0.0.1:2814, oc3");
+        assert_eq!(
+            h4.address.map(|a| a.to_string()).as_deref(),
+            Some("47.0005.80FFE1000000F3000004.020000000004.00")
+        );
+        // hostd dials: a host's external that listens is refused, naming the host.
+        let t = Topology::parse(
+            &LINE.replace(
+                "connect = \"127.0.0.1:2814\"",
+                "listen = \"127.0.0.1:2814\"",
+            ),
+            None,
+        )
+        .unwrap();
+        let e = host_config(&t, "h4", Path::new("/x"), &Addresses::default()).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("h4's configuration: external listen 127.0.0.1:2814"),
+            "{e}"
         );
     }
 

@@ -233,6 +233,12 @@ impl Scenario {
     /// `file` names it in replay commands.
     pub fn parse(text: &str, file: Option<&str>) -> Result<Scenario, ScenarioError> {
         let topology = Topology::parse(text, None).map_err(|e| ScenarioError(e.0))?;
+        if let Some(e) = topology.externals.first() {
+            return bad(format!(
+                "external ({}): foreign peers over atmtcp are not simulated",
+                e.node
+            ));
+        }
         let raw: File =
             toml::from_str(text).map_err(|e| ScenarioError(format!("sim: {}", e.message())))?;
         let t = raw.sim.unwrap_or_default();
@@ -909,6 +915,18 @@ mod tests {
                 assert!(a.stats.sdus_delivered > 100);
             }
         }
+    }
+
+    #[test]
+    fn a_topology_with_an_external_peer_is_not_simulated() {
+        let text = format!(
+            "{DEFAULT_SCENARIO}\n[[external]]\nnode = \"s1\"\nlisten = \"127.0.0.1:2812\"\nprefix = \"39\"\n"
+        );
+        let e = Scenario::parse(&text, None).unwrap_err();
+        assert_eq!(
+            e.0,
+            "external (s1): foreign peers over atmtcp are not simulated"
+        );
     }
 
     #[test]

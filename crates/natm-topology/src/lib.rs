@@ -32,6 +32,13 @@
 //! uses the VC it names; on links between two switches each PVC gets its own VC, from
 //! 0.1000 upward, so PVCs that share such a link never collide.
 //!
+//! Switched VCs: every switch has a 13-byte prefix (`prefix` in its `[[switch]]`, else one
+//! derived from its position), every host an address (its switch's prefix + `esi` in its
+//! `[[host]]`, else one derived from its position, + selector 0), every switch static routes
+//! (derived from the links, plus `[[route]]` entries), and `[[external]]` entries attach
+//! foreign ATM devices over atmtcp to a switch or a host. The keys, the derivation schemes
+//! and the sides of trunks are in [`svc`].
+//!
 //! A file may also hold a `[sim]` table: `natm lab` ignores it and `natm sim` reads it
 //! (natm-sim's scenario), so one file describes a lab and its simulation.
 //!
@@ -52,12 +59,16 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::str::FromStr;
 
+use natm_core::addr::{Aesa, AesaPrefix};
 use natm_core::qos::Qos;
 use natm_core::{HeaderFormat, VcId, Vci};
 pub use natm_core::{IdleWait, LineRate};
 pub use natm_netem::Impairments;
 pub use natm_switch::{Endpoint, Upc};
 use serde::Deserialize;
+pub use svc::{External, ExternalEnd, Route, RouteTo, Side, derived_esi, derived_prefix};
+
+pub mod svc;
 
 /// The default lab's network as TOML text, without PVCs: one switch `s1`, two hosts `h1`
 /// and `h2` on OC-3c shared-memory links. A macro, so that `concat!` builds
@@ -112,13 +123,17 @@ struct File {
     #[serde(default)]
     switch_cpu: Option<usize>,
     #[serde(default)]
-    switch: Vec<NodeDecl>,
+    switch: Vec<SwitchDecl>,
     #[serde(default)]
-    host: Vec<NodeDecl>,
+    host: Vec<HostDecl>,
     #[serde(default)]
     link: Vec<LinkDecl>,
     #[serde(default)]
     pvc: Vec<PvcDecl>,
+    #[serde(default)]
+    external: Vec<svc::ExternalDecl>,
+    #[serde(default)]
+    route: Vec<svc::RouteDecl>,
     /// natm-sim's scenario settings; read by natm-sim, ignored here.
     #[serde(default)]
     #[allow(dead_code)]
@@ -127,8 +142,18 @@ struct File {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct NodeDecl {
+struct SwitchDecl {
     name: String,
+    #[serde(default)]
+    prefix: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HostDecl {
+    name: String,
+    #[serde(default)]
+    esi: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -252,6 +277,14 @@ pub struct Topology {
     pub wait: Option<IdleWait>,
     /// The CPU every switch daemon pins itself to, if any.
     pub switch_cpu: Option<usize>,
+    /// Each switch's 13-byte prefix, in the order of [`Topology::switches`].
+    pub prefixes: Vec<AesaPrefix>,
+    /// Each host's address, in the order of [`Topology::hosts`].
+    pub addresses: Vec<Aesa>,
+    /// The foreign peers over atmtcp (`[[external]]`), in file order.
+    pub externals: Vec<External>,
+    /// Every switch's static routes, switch by switch ([`svc`]).
+    pub routes: Vec<Route>,
 }
 
 /// What is wrong with a topology; the text names the entry.
@@ -329,19 +362,20 @@ impl Topology {
             .map(|r| value("the rate override", "rate", r))
             .transpose()?;
         let mut names = BTreeSet::new();
-        for n in file.switch.iter().chain(&file.host) {
-            if !valid_name(&n.name) {
+        let node_names = file.switch.iter().map(|s| &s.name);
+        for n in node_names.chain(file.host.iter().map(|h| &h.name)) {
+            if !valid_name(n) {
                 return err(format!(
-                    "name {:?}: use 1 to 32 letters, digits, '-' or '_', starting with a letter",
-                    n.name
+                    "name {n:?}: use 1 to 32 letters, digits, '-' or '_', starting with a letter"
                 ));
             }
-            if !names.insert(n.name.clone()) {
-                return err(format!("name {:?} is used twice", n.name));
+            if !names.insert(n.clone()) {
+                return err(format!("name {n:?} is used twice"));
             }
         }
-        let switches: Vec<String> = file.switch.into_iter().map(|n| n.name).collect();
-        let hosts: Vec<String> = file.host.into_iter().map(|n| n.name).collect();
+        let switches: Vec<String> = file.switch.iter().map(|n| n.name.clone()).collect();
+        let hosts: Vec<String> = file.host.iter().map(|n| n.name.clone()).collect();
+        let externals = svc::externals(&file.external, &switches, &hosts, rate)?;
         let is_host = |n: &str| hosts.iter().any(|h| h == n);
         let is_switch = |n: &str| switches.iter().any(|s| s == n);
         let mut links = Vec::new();
@@ -384,12 +418,29 @@ impl Topology {
             });
         }
         for h in &hosts {
-            match host_links.get(h.as_str()) {
-                Some(1) => {}
-                None => return err(format!("host {h:?} has no link to a switch")),
-                Some(n) => {
+            let ext = externals.iter().filter(|e| e.node == *h).count();
+            match (host_links.get(h.as_str()), ext) {
+                (Some(1), 0) | (None, 1) => {}
+                (None, 0) => {
+                    return err(format!(
+                        "host {h:?} has no link to a switch and no [[external]]"
+                    ));
+                }
+                (Some(_), 1..) => {
+                    return err(format!(
+                        "host {h:?} has a link to a switch and an [[external]]; a host has \
+                         one adapter and one link: give it one or the other"
+                    ));
+                }
+                (Some(n), _) => {
                     return err(format!(
                         "host {h:?} has {n} links; a host has one adapter and one link"
+                    ));
+                }
+                (None, n) => {
+                    return err(format!(
+                        "host {h:?} has {n} [[external]] entries; a host has one adapter and \
+                         one link"
                     ));
                 }
             }
@@ -429,14 +480,23 @@ impl Topology {
             Some(w) => Some(value::<IdleWait>("the topology", "wait", w)?),
             None => None,
         };
-        let topo = Topology {
+        let mut topo = Topology {
             switches,
             hosts,
             links,
             pvcs,
             wait,
             switch_cpu: file.switch_cpu,
+            prefixes: Vec::new(),
+            addresses: Vec::new(),
+            externals,
+            routes: Vec::new(),
         };
+        let given: Vec<Option<String>> = file.switch.iter().map(|s| s.prefix.clone()).collect();
+        topo.prefixes = svc::switch_prefixes(&given, &topo)?;
+        let given: Vec<Option<String>> = file.host.iter().map(|h| h.esi.clone()).collect();
+        topo.addresses = svc::host_addresses(&given, &topo)?;
+        topo.routes = svc::routes(&file.route, &topo)?;
         for p in &topo.pvcs {
             if topo.route(&p.a, &p.b).is_none() {
                 return err(format!(

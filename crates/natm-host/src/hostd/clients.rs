@@ -18,8 +18,9 @@ pub(super) struct Conn {
     pub(super) out_bytes: usize,
     /// A daemon-path SDU waiting for a free buffer: the connection is not read meanwhile.
     pub(super) stalled: Option<(u32, Vec<u8>)>,
-    /// A ping is outstanding: requests after it wait (answers go in order).
-    pub(super) pinging: bool,
+    /// A ping's or a call's answer is outstanding: requests after it wait (answers go in
+    /// order).
+    pub(super) awaiting: bool,
     /// Close once the output is written (refused peer, unparseable framing).
     pub(super) closing: bool,
     pub(super) dead: bool,
@@ -115,7 +116,7 @@ impl Hostd {
             out: VecDeque::new(),
             out_bytes: 0,
             stalled: None,
-            pinging: false,
+            awaiting: false,
             closing: false,
             dead: false,
         };
@@ -185,7 +186,7 @@ impl Hostd {
             while readable.contains(&id)
                 && c.out_bytes <= MAX_CLIENT_BACKLOG
                 && c.stalled.is_none()
-                && !c.pinging
+                && !c.awaiting
                 && c.rbuf.len() < 2 * proto::MAX_FRAME
             {
                 match c.stream.read(buf) {
@@ -219,7 +220,7 @@ impl Hostd {
             let Some(c) = self.conns.get_mut(&id) else {
                 return progress;
             };
-            if c.stalled.is_some() || c.pinging || c.closing || c.out_bytes > MAX_CLIENT_BACKLOG {
+            if c.stalled.is_some() || c.awaiting || c.closing || c.out_bytes > MAX_CLIENT_BACKLOG {
                 return progress;
             }
             let Some(frame) = c.rbuf.next_frame::<Request>().transpose() else {
@@ -260,6 +261,8 @@ impl Hostd {
             .map(|(id, _)| *id)
             .collect();
         for id in dead {
+            // Its calls are released (cause 31) before their VCs go.
+            self.drop_calls_of(id);
             let owned: Vec<u32> = self
                 .app_channels()
                 .filter(|p| p.conn == id)
@@ -292,7 +295,17 @@ impl Hostd {
                 buffers,
                 buffer_size,
             } => {
-                let r = self.open(id, vc, &qos, path, notify, signal, buffers, buffer_size);
+                let r = self.open(
+                    id,
+                    vc,
+                    &qos,
+                    path,
+                    notify,
+                    signal,
+                    buffers,
+                    buffer_size,
+                    None,
+                );
                 match r {
                     Ok((resp, fds)) => {
                         if let Some(c) = self.conns.get_mut(&id) {
@@ -316,17 +329,44 @@ impl Hostd {
                 let s = self.status();
                 self.reply(id, Response::Status(s));
             }
-            Request::Call { .. }
-            | Request::Listen { .. }
-            | Request::Accept { .. }
-            | Request::Reject { .. } => self.reply(
-                id,
-                Response::Error {
-                    kind: ErrorKind::Refused,
-                    message: "this hostd does not signal: switched VCs are not supported yet"
-                        .to_string(),
-                },
-            ),
+            Request::Call {
+                called,
+                qos,
+                path,
+                notify,
+                signal,
+                buffers,
+                buffer_size,
+                timeout_ms,
+            } => {
+                let shape = Shape {
+                    path,
+                    notify,
+                    signal,
+                    buffers,
+                    buffer_size,
+                };
+                self.call_request(id, called, &qos, shape, timeout_ms);
+            }
+            Request::Listen { selector } => self.listen_request(id, selector),
+            Request::Accept {
+                call,
+                path,
+                notify,
+                signal,
+                buffers,
+                buffer_size,
+            } => {
+                let shape = Shape {
+                    path,
+                    notify,
+                    signal,
+                    buffers,
+                    buffer_size,
+                };
+                self.accept_request(id, call, shape);
+            }
+            Request::Reject { call, cause } => self.reject_request(id, call, cause),
         }
     }
 
@@ -418,7 +458,7 @@ impl Hostd {
             Ok(ping) => {
                 self.pings.insert(ping, id);
                 if let Some(c) = self.conns.get_mut(&id) {
-                    c.pinging = true;
+                    c.awaiting = true;
                 }
             }
             Err(e) => self.reply(
@@ -431,7 +471,8 @@ impl Hostd {
         }
     }
 
-    /// Answers the clients whose pings ended (`link_down`: why the link went).
+    /// Answers the clients whose pings ended (`link_down`: why the link went) and those
+    /// whose calls moved.
     pub(super) fn events(&mut self, link_down: Option<&str>) {
         while let Some(e) = self.host.poll_event() {
             let (ping, r) = match e {
@@ -458,13 +499,26 @@ impl Hostd {
                         message: format!("link down: {}", link_down.unwrap_or("link lost")),
                     },
                 ),
+                Event::IncomingCall(i) => {
+                    self.incoming(&i);
+                    continue;
+                }
+                Event::CallConnected { call, vc } => {
+                    self.connected(call, vc);
+                    continue;
+                }
+                Event::CallReleased { call, cause, .. } => {
+                    self.released(call, &cause);
+                    continue;
+                }
+                Event::SignallingUp | Event::SignallingDown => continue,
             };
             if let Some(c) = self
                 .pings
                 .remove(&ping)
                 .and_then(|c| self.conns.get_mut(&c))
             {
-                c.pinging = false;
+                c.awaiting = false;
                 c.send(&r);
             }
         }
@@ -526,9 +580,9 @@ impl Hostd {
             channels,
             closed: Box::new(self.closed),
             vm_rss_bytes: natm_nic::procfs::resident_bytes(None).unwrap_or(0),
-            address: None,
-            signalling_up: false,
-            calls: Vec::new(),
+            address: self.host.address(),
+            signalling_up: self.host.is_signalling_up(),
+            calls: self.call_status(),
         }
     }
 }

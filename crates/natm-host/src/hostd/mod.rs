@@ -42,6 +42,22 @@
 //!   blocked applications), daemon-path clients get [`proto::Response::LinkDown`]. The VCs
 //!   stay open: when the link comes back they work again.
 //!
+//! * **Switched VCs** (with [`HostdOptions::address`]; without one, call requests are
+//!   refused saying the host has no address): the host core runs the UNI user side on VC
+//!   0.5 (natm-host-core's "Switched VCs"). `call` sets up a call and, once the network
+//!   connects it, opens its VC with the same open code as a PVC's `open` (every path), and
+//!   answers `Opened` with `call` filled (`setup_ns` measured here); a refusal, or no
+//!   answer within `timeout_ms` (cause 102 at U), is `CallFailed`. `listen` takes a
+//!   selector (or any not taken); an incoming SETUP goes to the matching listener as
+//!   `Incoming` (no listener: released with cause 1; a listener whose connection is going:
+//!   88; no answer in 4 s: 18, by the host core); `accept` books the bandwidth, opens the VC
+//!   at once and answers `Opened` when the network's CONNECT ACKNOWLEDGE comes; `reject`
+//!   sends RELEASE COMPLETE with the cause. The far end's release is an unsolicited
+//!   `Released { handle, cause }` and the VC is closed and revoked; `close` of a call's VC
+//!   releases it with 16; a connection that closes (exit, crash, `kill -9`) has its calls
+//!   released with 31 in the same pass, before its VCs go. `status` lists the address,
+//!   whether SSCOP is up, and every call with its Q.2931 state.
+//!
 //! # Call contract
 //!
 //! * [`run`] is the daemon: configuration in ([`HostdConfig`], TOML), returns when `stop`
@@ -63,8 +79,8 @@
 //! * The link comes from a [`Connector`], called at start and every [`RECONNECT`] while
 //!   the link is down; it is dropped on the first error of any call.
 //!
-//! What it is not: no signalling (PVCs only; the switch's tables are the switch's
-//! business), no per-link scheduler across channels (each adapter shapes its own VC to
+//! What it is not: no ILMI (the address is configured, and the switch routes it by its
+//! own configuration), no BLLI/BHLI matching of listeners (by selector only), no per-link scheduler across channels (each adapter shapes its own VC to
 //! its contract on a rated link, and CAC keeps CBR and VBR within the link's rate; UBR
 //! excess is left to the link's own pacing), one link per host.
 //!
@@ -126,10 +142,12 @@ pub const MAX_CHANNELS: usize = 1024;
 /// How long hostd waits for the switch's answer to a lane request.
 const LANE_REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
 
+mod calls;
 mod clients;
 mod config;
 mod ports;
 
+use calls::*;
 use clients::*;
 pub use config::{
     CONNECT_TIMEOUT, Connector, HostdConfig, HostdError, HostdOptions, peer_allowed, run,
@@ -154,6 +172,11 @@ pub struct Hostd {
     by_handle: BTreeMap<u32, ChannelId>,
     /// Outstanding pings → the connection that asked.
     pings: BTreeMap<PingId, u64>,
+    /// The calls applications asked for or were offered, while hostd answers for them.
+    calls: BTreeMap<natm_host_core::CallId, AppCall>,
+    /// `listen`s by their number.
+    listeners: BTreeMap<u32, Listener>,
+    next_listener: u32,
     epoch: Epoch,
     inbox: Box<[natm_link::CellBytes; BATCH]>,
     /// Where client bytes are read to.
@@ -190,6 +213,7 @@ impl Hostd {
         let mut host = Host::new(HostConfig {
             max_channels: MAX_CHANNELS,
             batch: BATCH,
+            signalling: opts.address.map(natm_host_core::SignallingConfig::new),
             ..HostConfig::new(&opts.name, opts.link_rate)
         });
         if link.is_some() {
@@ -213,6 +237,9 @@ impl Hostd {
             host,
             by_handle: BTreeMap::new(),
             pings: BTreeMap::new(),
+            calls: BTreeMap::new(),
+            listeners: BTreeMap::new(),
+            next_listener: 1,
             epoch: Epoch::now(),
             inbox: Box::new([[0; 53]; BATCH]),
             scratch: vec![0; 65536].into_boxed_slice(),
@@ -278,6 +305,8 @@ impl Hostd {
         progress |= self.take_posts();
         progress |= self.receive();
         self.host.handle_timeout(self.now);
+        self.events(None);
+        self.expire_calls(now);
         progress |= self.transmit();
         progress |= self.complete();
         self.events(None);
@@ -466,6 +495,9 @@ impl Hostd {
         if let Some(t) = self.host.poll_timeout() {
             until = until.min(self.epoch.to_std(t));
         }
+        if let Some(t) = self.call_deadline() {
+            until = until.min(t);
+        }
         // The link is full. A shared-memory link's descriptor turns readable when the
         // peer makes room (the full send announced the wait); other links have no such
         // event, so look again soon. (The host gives no deadline for a channel whose cells
@@ -505,7 +537,7 @@ impl Hostd {
             for c in self.conns.values() {
                 let mut f = rustix::event::PollFlags::empty();
                 if c.stalled.is_none()
-                    && !c.pinging
+                    && !c.awaiting
                     && !c.closing
                     && c.out_bytes <= MAX_CLIENT_BACKLOG
                 {

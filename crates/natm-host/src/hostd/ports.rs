@@ -137,8 +137,8 @@ impl Hostd {
         signal_target: Option<SignalTarget>,
         buffers: u32,
         buffer_size: u32,
+        call: Option<natm_host_core::CallId>,
     ) -> Result<(Response, Vec<OwnedFd>), (ErrorKind, String)> {
-        let bad = |m: String| (ErrorKind::BadRequest, m);
         let refused = |m: String| (ErrorKind::Refused, m);
         self.host.check_vc(vc).map_err(|e| self.refusal(e))?;
         if self.by_handle.len() >= MAX_CHANNELS {
@@ -146,28 +146,15 @@ impl Hostd {
                 OpenError::TooManyChannels { max: MAX_CHANNELS }.to_string(),
             ));
         }
-        if !(2..=MAX_VC_BUFFERS).contains(&buffers) {
-            return Err(bad(format!(
-                "buffers {buffers} is not in 2..={MAX_VC_BUFFERS}"
-            )));
-        }
-        if buffer_size == 0 || !buffer_size.is_multiple_of(64) || buffer_size > (1 << 20) {
-            return Err(bad(format!(
-                "buffer_size {buffer_size} is not a multiple of 64 in 64..=1048576"
-            )));
-        }
-        let bytes = u64::from(buffers) * u64::from(buffer_size);
-        if bytes > MAX_VC_BYTES {
-            return Err(bad(format!(
-                "{buffers} buffers of {buffer_size} bytes are {bytes} bytes, above the {MAX_VC_BYTES} a VC may have"
-            )));
-        }
+        check_shape(buffers, buffer_size)?;
         // Admission is asked before any memory is made or a lane is asked for, and booked
-        // (by `open_vc`) once they are.
-        self.host
-            .cac()
-            .assess(&qos.tx)
-            .map_err(|e| refused(e.to_string()))?;
+        // (by `open_vc`) once they are. A call's bandwidth was booked when it was set up.
+        if call.is_none() {
+            self.host
+                .cac()
+                .assess(&qos.tx)
+                .map_err(|e| refused(e.to_string()))?;
+        }
         let owner_pid = self.conns.get(&id).map_or(0, |c| c.pid);
         let direct = || make_channel(buffers, buffer_size, notify, signal_target, owner_pid);
         // Auto: the application's own lane where the link has lanes (the fastest path, no
@@ -226,7 +213,14 @@ impl Hostd {
             .host
             .open_channel(config, port)
             .map_err(|e| self.refusal(e))?;
-        let handle = match self.host.open_vc(ch, vc, qos) {
+        let opened = match call {
+            None => self.host.open_vc(ch, vc, qos),
+            Some(call) => self.host.open_call_vc(call, ch).map_err(|e| match e {
+                natm_host_core::CallError::Open(e) => e,
+                _ => OpenError::UnknownChannel(ch),
+            }),
+        };
+        let handle = match opened {
             Ok(h) => h,
             Err(e) => {
                 self.host.close_channel(ch);
@@ -337,7 +331,9 @@ impl Hostd {
         ))
     }
 
+    /// Closes an application's VC; a call's is released first (cause 16) unless it ended.
     pub(super) fn close_app_channel(&mut self, handle: u32) {
+        self.release_call_of(handle);
         let Some(ch) = self.by_handle.remove(&handle) else {
             return;
         };
@@ -471,6 +467,29 @@ pub(super) fn complete_channel(
         }
     }
     progress
+}
+
+/// Checks a VC's buffers: 2..=[`MAX_VC_BUFFERS`] of a multiple of 64 bytes up to 1 MiB,
+/// [`MAX_VC_BYTES`] in all.
+pub(super) fn check_shape(buffers: u32, buffer_size: u32) -> Result<(), (ErrorKind, String)> {
+    let bad = |m: String| (ErrorKind::BadRequest, m);
+    if !(2..=MAX_VC_BUFFERS).contains(&buffers) {
+        return Err(bad(format!(
+            "buffers {buffers} is not in 2..={MAX_VC_BUFFERS}"
+        )));
+    }
+    if buffer_size == 0 || !buffer_size.is_multiple_of(64) || buffer_size > (1 << 20) {
+        return Err(bad(format!(
+            "buffer_size {buffer_size} is not a multiple of 64 in 64..=1048576"
+        )));
+    }
+    let bytes = u64::from(buffers) * u64::from(buffer_size);
+    if bytes > MAX_VC_BYTES {
+        return Err(bad(format!(
+            "{buffers} buffers of {buffer_size} bytes are {bytes} bytes, above the {MAX_VC_BYTES} a VC may have"
+        )));
+    }
+    Ok(())
 }
 
 /// Creates a direct-path channel: region, adapter end and the three descriptors for the

@@ -7,7 +7,8 @@
 //! into the runtime directory, starts `natm switchd` for every switch and then `natm hostd`
 //! for every host as background processes (their own process groups, output in
 //! `NAME.log`), waits until each answers on its socket, and records them in `lab.json`.
-//! `status` asks each daemon for its state; `down` stops them (SIGTERM, then SIGKILL after
+//! `status` asks each daemon for its state and lists each host's address and each
+//! switch's prefix; `down` stops them (SIGTERM, then SIGKILL after
 //! 3 s) and removes what it made in the runtime directory (the directory too, unless it
 //! holds files of someone else's). Shared memory is memfd-backed, so it goes with
 //! the processes: nothing is left in /dev/shm.
