@@ -12,10 +12,11 @@
 //! counts once hostd answered the close). The rate is the calls completed in the measured
 //! phase over its wall time, after `warmup` calls unrecorded.
 //!
-//! The baseline is a TCP connect + close on loopback with as many connections outstanding
-//! (one thread each, an accepting thread closing each connection at once): the kernel's
-//! own connection set-up and teardown between two sockets of this machine, the cost floor
-//! of any connection set-up here with no network between. (A PVC open + close through
+//! The baseline is a TCP connect + accept + close on loopback with as many connections
+//! outstanding (a client thread and an accepting thread each; a connection counts once the
+//! accepting side answered it, as a call counts once the callee did): the kernel's own
+//! connection set-up and teardown between two sockets of this machine, the cost floor of
+//! any connection set-up here with no network between. (A PVC open + close through
 //! hostd measures the channel manager, which a call crosses too; TCP is what an
 //! application would otherwise use, and needs no lab.)
 //!
@@ -43,6 +44,8 @@ pub struct Plan {
     pub client: String,
     /// The called host, likewise.
     pub server: String,
+    /// The two hosts as the report names them (e.g. the lab's names of the sockets).
+    pub names: (String, String),
     /// Switches between them, when the caller knows (for the report).
     pub switches: Option<usize>,
     /// The calls' QoS.
@@ -370,8 +373,8 @@ pub fn run(plan: &Plan) -> Result<Report, Error> {
         None
     };
     Ok(Report {
-        client: plan.client.clone(),
-        server: plan.server.clone(),
+        client: plan.names.0.clone(),
+        server: plan.names.1.clone(),
         switches: plan.switches,
         called: called[0].to_string(),
         qos: plan.qos.to_string(),
@@ -392,57 +395,72 @@ pub fn run(plan: &Plan) -> Result<Report, Error> {
     })
 }
 
-/// TCP connect + close on loopback, `depth` at a time, `count` in all.
+/// TCP connect + close on loopback, `depth` at a time, `count` in all: a connection counts
+/// once the server side accepted it (it writes one byte, which the client waits for, as a
+/// caller waits for the callee's answer), and `depth` threads accept. (Without the byte a
+/// client's connect completes before any accept, its connections pile up in the listen
+/// backlog, and once that is full SYNs are dropped and retried after a second.)
 pub fn tcp_baseline(depth: u32, count: u64) -> io::Result<Baseline> {
+    use std::io::{Read as _, Write as _};
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
     let next = AtomicU64::new(0);
+    let accepts = AtomicU64::new(0);
     let samples = Mutex::new(Vec::with_capacity(count as usize));
     let failed: Mutex<Option<io::Error>> = Mutex::new(None);
     let start = Instant::now();
     std::thread::scope(|s| {
-        let listener = &listener;
-        s.spawn(move || {
-            for _ in 0..count {
-                // Each connection closes as it is accepted.
-                if listener.accept().is_err() {
-                    return;
-                }
-            }
-        });
+        let (listener, accepts) = (&listener, &accepts);
         for _ in 0..depth {
-            let (next, samples, failed) = (&next, &samples, &failed);
+            // Exactly `count` accepts in all: none waits for a connection that never comes
+            // (a failed client makes up its share below).
             s.spawn(move || {
-                let mut mine = Vec::new();
-                while next.fetch_add(1, Ordering::Relaxed) < count {
-                    let t0 = Instant::now();
-                    match TcpStream::connect(addr) {
-                        Ok(c) => {
-                            mine.push(t0.elapsed().as_nanos() as u64);
-                            drop(c);
-                        }
-                        Err(e) => {
-                            *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                            next.store(count, Ordering::Relaxed);
-                        }
+                while accepts.fetch_add(1, Ordering::Relaxed) < count {
+                    if let Ok((mut c, _)) = listener.accept() {
+                        let _ = c.write_all(b"!");
                     }
                 }
-                samples
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .append(&mut mine);
             });
+        }
+        let clients: Vec<_> = (0..depth)
+            .map(|_| {
+                let (next, samples, failed) = (&next, &samples, &failed);
+                s.spawn(move || {
+                    let mut mine = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while next.fetch_add(1, Ordering::Relaxed) < count {
+                        let t0 = Instant::now();
+                        let r = TcpStream::connect(addr).and_then(|mut c| c.read_exact(&mut byte));
+                        match r {
+                            Ok(()) => mine.push(t0.elapsed().as_nanos() as u64),
+                            Err(e) => {
+                                *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                                break;
+                            }
+                        }
+                    }
+                    let n = mine.len();
+                    samples
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .append(&mut mine);
+                    n
+                })
+            })
+            .collect();
+        let done: usize = clients.into_iter().map(|c| c.join().unwrap_or(0)).sum();
+        // Wake the acceptors still waiting for the connections that failed.
+        for _ in done as u64..count {
+            let _ = TcpStream::connect(addr);
         }
     });
     let elapsed = start.elapsed();
     if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        // The accepting thread may still wait for connections that never came.
-        let _ = TcpStream::connect(addr);
         return Err(io::Error::new(e.kind(), format!("TCP baseline: {e}")));
     }
     let mut samples = samples.into_inner().unwrap_or_else(|p| p.into_inner());
     Ok(Baseline {
-        name: "tcp connect+close (loopback)",
+        name: "tcp connect+accept+close (loopback)",
         per_s: samples.len() as f64 / elapsed.as_secs_f64().max(1e-9),
         count: samples.len() as u64,
         setup_ns: Quantiles::of(&mut samples),
@@ -601,7 +619,7 @@ b = "s1"
             failures: 0,
             first_failure: None,
             baseline: Some(Baseline {
-                name: "tcp connect+close (loopback)",
+                name: "tcp connect+accept+close (loopback)",
                 per_s: 20000.0,
                 setup_ns: Quantiles::default(),
                 count: 1000,

@@ -18,6 +18,7 @@ fn perf_calls_places_every_call_through_the_listeners_and_reports_the_rate() {
     let plan = calls::Plan {
         client: socket.clone(),
         server: socket,
+        names: ("h1".into(), "h2".into()),
         switches: Some(1),
         qos: "ubr".parse().unwrap(),
         path: DataPath::Daemon,
@@ -46,6 +47,7 @@ fn perf_calls_where_no_call_is_set_up_fails_with_the_first_refusal() {
     let plan = calls::Plan {
         client: socket.clone(),
         server: socket,
+        names: ("h1".into(), "h2".into()),
         switches: None,
         qos: "ubr".parse().unwrap(),
         // The fake refuses every path but the daemon's.

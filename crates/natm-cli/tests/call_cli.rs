@@ -175,7 +175,10 @@ fn perf_calls_prints_calls_per_s_and_the_set_up_quantiles_as_json() {
     for q in ["p50", "p90", "p99", "max"] {
         assert!(doc["setup_ns"][q].as_u64().unwrap() > 0, "{q}");
     }
-    assert_eq!(doc["baseline"]["name"], "tcp connect+close (loopback)");
+    assert_eq!(
+        doc["baseline"]["name"],
+        "tcp connect+accept+close (loopback)"
+    );
     // Without a lab and without the hosts named, it says what to do (exit 2).
     let out = natm(&fake, &["perf", "calls"]);
     assert_eq!(out.status.code(), Some(2));

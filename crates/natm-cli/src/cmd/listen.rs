@@ -197,8 +197,10 @@ fn listen(args: &ListenArgs) -> Result<(), Stop> {
                         vc: &info.vc,
                         bytes: &buf[..n],
                     })?;
+                    // A call released meanwhile is told by its own line next round.
                     if args.echo
                         && let Err(e) = vc.send(&buf[..n])
+                        && !matches!(e, Error::Released(_))
                     {
                         eprintln!("natm: echo on {}: {e}", info.vc);
                     }

@@ -45,7 +45,7 @@ pub struct CallsArgs {
     /// Calls before recording starts.
     #[arg(long, default_value_t = 500)]
     warmup: u64,
-    /// Leave out the baseline: TCP connect + close on loopback with as many outstanding,
+    /// Leave out the baseline: TCP connect + accept + close on loopback with as many outstanding,
     /// measured in the same run (the kernel's own connection set-up and teardown on this
     /// machine, with no network between: the floor for any connection set-up here; at
     /// most 20,000, since closed connections hold a port in TIME_WAIT).
@@ -62,7 +62,10 @@ pub struct CallsArgs {
 }
 
 /// The hosts' sockets (or names) and the switches between them, from the lab.
-fn hosts(args: &CallsArgs) -> Result<(String, String, Option<usize>), CliError> {
+/// The hosts: (client, server) as named, their sockets (or the names), the switches between.
+type Hosts = ((String, String), (String, String), Option<usize>);
+
+fn hosts(args: &CallsArgs) -> Result<Hosts, CliError> {
     let dir = lab::runtime_dir(args.dir.dir.as_deref());
     let state = natm_lab::load_state(&dir).ok();
     let topo = state
@@ -97,14 +100,15 @@ fn hosts(args: &CallsArgs) -> Result<(String, String, Option<usize>), CliError> 
             })
             .map_or_else(|| name.to_string(), |d| d.socket.display().to_string())
     };
-    Ok((socket(&client), socket(&server), switches))
+    let sockets = (socket(&client), socket(&server));
+    Ok(((client, server), sockets, switches))
 }
 
 /// Checks the options into a plan (without looking at the lab).
 pub fn plan(
     args: &CallsArgs,
-    client: String,
-    server: String,
+    names: (String, String),
+    (client, server): (String, String),
     switches: Option<usize>,
 ) -> Result<calls::Plan, CliError> {
     if !(1..=MAX_DEPTH).contains(&args.depth) {
@@ -134,6 +138,7 @@ pub fn plan(
     Ok(calls::Plan {
         client,
         server,
+        names,
         switches,
         qos: parse_qos(&args.qos, "--qos")?,
         path: parse_path(&args.path)?,
@@ -148,9 +153,9 @@ pub fn plan(
 /// Runs `natm perf calls`.
 pub fn run(args: CallsArgs) -> CmdResult {
     // The options first: a bad one is named before the lab is looked at.
-    plan(&args, String::new(), String::new(), None)?;
-    let (client, server, switches) = hosts(&args)?;
-    let plan = plan(&args, client, server, switches)?;
+    plan(&args, Default::default(), Default::default(), None)?;
+    let (names, sockets, switches) = hosts(&args)?;
+    let plan = plan(&args, names, sockets, switches)?;
     let report = calls::run(&plan).map_err(super::failure)?;
     super::print_report(args.json, &report, Report::table)
 }
@@ -170,21 +175,25 @@ mod tests {
         Cli::try_parse_from(std::iter::once("calls").chain(args.iter().copied())).map(|c| c.args)
     }
 
+    fn names() -> (String, String) {
+        ("h1".into(), "h2".into())
+    }
+
     #[test]
     fn options_are_checked_into_the_plan() {
         let a = parse(&[]).unwrap();
-        let p = plan(&a, "h1".into(), "h2".into(), Some(1)).unwrap();
+        let p = plan(&a, names(), names(), Some(1)).unwrap();
         assert_eq!(
             (p.depth, p.count, p.warmup, p.baseline),
             (8, 10_000, 500, true)
         );
         assert_eq!(p.path, natm::DataPath::Daemon);
         let a = parse(&["--depth", "65"]).unwrap();
-        assert_eq!(plan(&a, "".into(), "".into(), None).unwrap_err().code, 2);
+        assert_eq!(plan(&a, names(), names(), None).unwrap_err().code, 2);
         let a = parse(&["--qos", "fast"]).unwrap();
-        assert_eq!(plan(&a, "".into(), "".into(), None).unwrap_err().code, 2);
+        assert_eq!(plan(&a, names(), names(), None).unwrap_err().code, 2);
         let a = parse(&["--no-baseline", "--path", "direct", "--count", "5"]).unwrap();
-        let p = plan(&a, "".into(), "".into(), None).unwrap();
+        let p = plan(&a, names(), names(), None).unwrap();
         assert_eq!(
             (p.baseline, p.count, p.path),
             (false, 5, natm::DataPath::Direct)

@@ -20,7 +20,7 @@
 //!   sweep of sizes, beside the kernel's UDP and TCP ([`paths`]).
 //! * `natm perf isolation` ([`isolation`]) and `natm perf calibrate` ([`calibrate`]).
 //! * `natm perf calls`: switched VCs' set-up latency and set-up + release rate between two
-//!   hosts of the lab, beside TCP connect + close on loopback ([`calls`]); `natm perf rr
+//!   hosts of the lab, beside TCP connect + accept + close on loopback ([`calls`]); `natm perf rr
 //!   --svc` and `natm perf stream --svc` measure a switched VC instead of the PVC.
 
 use clap::{Args, Subcommand};
@@ -65,7 +65,7 @@ pub enum PerfCommand {
     Paths(paths::PathsArgs),
     /// Switched VCs: set-up latency (p50, p99) and set-up + release rate between two hosts
     /// of the lab (two of one switch, or --farthest), several calls outstanding, beside TCP
-    /// connect + close on loopback measured in the same run.
+    /// connect + accept + close on loopback measured in the same run.
     Calls(calls::CallsArgs),
     /// A kernel loopback baseline alone: udp, tcp or unix, then rr or stream.
     Baseline(BaselineArgs),
