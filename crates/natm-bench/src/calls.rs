@@ -486,14 +486,14 @@ impl Report {
         );
         let _ = writeln!(
             t,
-            "{:<30} {:>9} {:>9} {:>9} {:>9} {:>12}",
+            "{:<36} {:>9} {:>9} {:>9} {:>9} {:>12}",
             "", "p50", "p90", "p99", "max", "rate"
         );
         let us = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
         let row = |t: &mut String, name: &str, q: &Quantiles, rate: Option<f64>| {
             let _ = writeln!(
                 t,
-                "{:<30} {:>9} {:>9} {:>9} {:>9} {:>12}",
+                "{:<36} {:>9} {:>9} {:>9} {:>9} {:>12}",
                 name,
                 us(q.p50),
                 us(q.p90),
