@@ -17,6 +17,7 @@ const PURE: &[&str] = &[
     "natm-topology",
     "natm-sscop",
     "natm-sig",
+    "natm-calls",
 ];
 /// What a pure crate may never depend on, directly or not.
 const FORBIDDEN: &[&str] = &[

@@ -153,6 +153,14 @@ impl Uni {
         u
     }
 
+    /// Bytes one call costs here, from the sizes of the real structures: its entry (call
+    /// reference and state, timers, connection, kept cause) in the call table at a B-tree's
+    /// lowest load (nodes half full: twice the entry). Not counted: the SETUP kept for
+    /// T303's retransmission while the call is being set up (the encoded message's bytes).
+    pub fn state_bytes_per_call() -> usize {
+        2 * core::mem::size_of::<(CallId, Call)>()
+    }
+
     /// The configuration.
     pub fn config(&self) -> &Config {
         &self.config

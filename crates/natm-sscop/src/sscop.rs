@@ -123,6 +123,12 @@ pub struct Config {
     pub window: u32,
     /// Send a POLL as soon as the retransmission queue empties (ngatm's `POLLREX`, off).
     pub poll_after_retransmission: bool,
+    /// VT(SQ) at creation (0): the first BGN carries N(SQ) one more. A peer still
+    /// established with an earlier entity on the same link takes a BGN whose N(SQ) equals
+    /// the last it saw for a retransmission (BGAK, no re-initialisation), so an owner that
+    /// replaces its entity (a port's link back, a daemon restart) gives the new one
+    /// another value.
+    pub first_sq: u8,
 }
 
 impl Default for Config {
@@ -140,6 +146,7 @@ impl Default for Config {
             max_j: 4096,
             window: 30,
             poll_after_retransmission: false,
+            first_sq: 0,
         }
     }
 }
@@ -378,6 +385,7 @@ pub struct Sscop {
 impl Sscop {
     /// An idle endpoint.
     pub fn new(config: Config) -> Self {
+        let first_sq = config.first_sq;
         Sscop {
             config,
             state: State::Idle,
@@ -388,7 +396,7 @@ impl Sscop {
             vt_ms: 0,
             vt_pd: 0,
             vt_cc: 0,
-            vt_sq: 0,
+            vt_sq: first_sq,
             vr_r: 0,
             vr_h: 0,
             vr_mr: 0,

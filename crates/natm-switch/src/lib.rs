@@ -40,19 +40,31 @@
 //!   natm-traffic's [`Cac`](natm_traffic::cac::Cac) (CBR at PCR, VBR at its equivalent
 //!   bandwidth; UBR books nothing and is limited by [`SwitchConfig::max_connections`]).
 //!
+//! * **Signalling (VC 0.5).** On a port with [`PortConfig::signalling`], user-data cells
+//!   on VPI 0 / VCI 5 that pass the HEC receiver are not looked up: they go to the port's
+//!   receive queue, which the owner drains with [`Switch::poll_signalling`]
+//!   ([`Switch::has_signalling`] is the cheap check). The owner queues cells for 0.5 with
+//!   [`Switch::send_signalling`]; they leave ahead of CBR, under the port's pacing, with
+//!   their HEC computed on output. Both queues hold [`SIGNALLING_QUEUE_CELLS`]: a full
+//!   receive queue drops and counts, a full send queue refuses. OAM cells on 0.5 end here.
+//!   0.5 and VP 0 cannot be cross-connected on such a port.
+//!
 //! What it is not: no I/O, no threads, no clock (time is an argument), no randomness, no
-//! `unsafe`; `no_std` with `alloc`. No signalling (the caller programs cross-connects), no
-//! ABR, no continuity check or RDI generation, no multicast.
+//! `unsafe`; `no_std` with `alloc`. The switch does not signal: it ends 0.5 and moves its
+//! cells, and the owner (natm-calls' call control) runs the protocol and programs the
+//! cross-connects. No ABR, no continuity check or RDI generation, no multicast.
 //! The test-only feature `mutants` plants a bug for natm-sim's meta-test (`mutants`).
 //!
 //! # Call contract (sans-IO)
 //!
 //! * Commands: [`add_port`](Switch::add_port), [`remove_port`](Switch::remove_port),
 //!   [`set_port_up`](Switch::set_port_up), [`connect`](Switch::connect),
-//!   [`disconnect`](Switch::disconnect).
+//!   [`disconnect`](Switch::disconnect), [`send_signalling`](Switch::send_signalling).
 //! * Input: [`handle_cells`](Switch::handle_cells) (or `handle_cell`) with a port's cells
 //!   in arrival order, [`handle_timeout`](Switch::handle_timeout).
 //! * Output: [`poll_transmit`](Switch::poll_transmit) per port fills a batch;
+//!   [`poll_signalling`](Switch::poll_signalling) per signalling port drains what arrived
+//!   on 0.5 (when [`has_signalling`](Switch::has_signalling));
 //!   [`poll_timeout`](Switch::poll_timeout) says when to call `handle_timeout` and
 //!   `poll_transmit` again without input.
 //! * Drain rule: after input or a command, call `poll_transmit` on every port until it
@@ -85,8 +97,9 @@
 //! # Counters and conservation
 //!
 //! [`PortCounters`] count per port and per drop reason; [`XcCounters`] per connection
-//! direction. Over the switch, `Σ cells_in + Σ ais_sent = Σ cells_out + Σ dropped() +
-//! Σ queued()`, and per direction `cells_in = cells_out + dropped + queued`.
+//! direction. Over the switch, `Σ cells_in + Σ ais_sent + Σ signalling_out = Σ cells_out +
+//! Σ dropped() + Σ queued() + Σ signalling_in` (signalling cells come from the owner or
+//! end at it), and per direction `cells_in = cells_out + dropped + queued`.
 //!
 //! # Memory
 //!
@@ -107,8 +120,9 @@ mod types;
 
 /// Re-exported so callers name categories without depending on natm-traffic.
 pub use natm_traffic::sched::Category;
-pub use switch::Switch;
+pub use switch::{SIGNALLING_QUEUE_CELLS, Switch};
 pub use types::{
     CATEGORIES, CrossConnect, DirCounters, Direction, Endpoint, ParseError, PortConfig,
-    PortCounters, PortId, SwitchConfig, SwitchError, Upc, XcCounters, XcId, category_index,
+    PortCounters, PortId, SignallingError, SwitchConfig, SwitchError, Upc, XcCounters, XcId,
+    category_index,
 };

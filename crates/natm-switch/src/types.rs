@@ -63,10 +63,17 @@ pub struct PortConfig {
     /// shaped exactly to its PCR reach a software switch in batches (a link's ring, a
     /// sleeping daemon's wake-up), so a software port needs some; 0 polices the ideal.
     pub cdvt: natm_core::Duration,
+    /// Whether the switch ends this port's signalling VC 0.5: its user-data cells go to a
+    /// receive queue the owner drains ([`Switch::poll_signalling`](crate::Switch::poll_signalling))
+    /// instead of the lookup, the owner's cells for 0.5
+    /// ([`Switch::send_signalling`](crate::Switch::send_signalling)) leave ahead of CBR, and
+    /// 0.5 (and VP 0 as a whole) cannot be cross-connected here.
+    pub signalling: bool,
 }
 
 impl Default for PortConfig {
-    /// UNI, unlimited rate, queues of 256/256/1024/4096 cells, EPD at 80%, CDVT 0.
+    /// UNI, unlimited rate, queues of 256/256/1024/4096 cells, EPD at 80%, CDVT 0, no
+    /// signalling.
     fn default() -> PortConfig {
         PortConfig {
             format: HeaderFormat::Uni,
@@ -74,6 +81,7 @@ impl Default for PortConfig {
             queue_cells: [256, 256, 1024, 4096],
             epd_percent: 80,
             cdvt: natm_core::Duration::ZERO,
+            signalling: false,
         }
     }
 }
@@ -405,6 +413,34 @@ impl fmt::Display for SwitchError {
 
 impl core::error::Error for SwitchError {}
 
+/// Why [`Switch::send_signalling`](crate::Switch::send_signalling) refused a cell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SignallingError {
+    /// No port with this number.
+    UnknownPort(PortId),
+    /// The port does not end signalling ([`PortConfig::signalling`] is false).
+    NotSignalling(PortId),
+    /// The port is down: nothing is queued for it.
+    PortDown(PortId),
+    /// The port's signalling output queue holds
+    /// [`SIGNALLING_QUEUE_CELLS`](crate::SIGNALLING_QUEUE_CELLS) cells; try after
+    /// `poll_transmit` has sent some.
+    Full(PortId),
+}
+
+impl fmt::Display for SignallingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SignallingError::UnknownPort(p) => write!(f, "no port {p}"),
+            SignallingError::NotSignalling(p) => write!(f, "port {p} does not end signalling"),
+            SignallingError::PortDown(p) => write!(f, "port {p} is down"),
+            SignallingError::Full(p) => write!(f, "port {p}: the signalling queue is full"),
+        }
+    }
+}
+
+impl core::error::Error for SignallingError {}
+
 /// Text that is not what was expected.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParseError {
@@ -442,7 +478,8 @@ fn parse_u16(s: &str, expected: &'static str) -> Result<u16, ParseError> {
 ///
 /// Input-side counts are charged to the port a cell arrived on, output-side counts to the
 /// port it was queued for. Over the whole switch, cells are conserved:
-/// `Σ cells_in + Σ ais_sent = Σ cells_out + Σ dropped() + Σ queued()`.
+/// `Σ cells_in + Σ ais_sent + Σ signalling_out = Σ cells_out + Σ dropped() + Σ queued() +
+/// Σ signalling_in` (signalling cells end at the switch's owner or come from it).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PortCounters {
     /// Whether the port is up.
@@ -483,6 +520,17 @@ pub struct PortCounters {
     pub ais_sent: u64,
     /// Cells queued per category: CBR (with generated OAM), rt-VBR, nrt-VBR, UBR.
     pub queue_depth: [u32; 4],
+    /// Signalling cells (VC 0.5 user data on a signalling port) put on the receive queue
+    /// for the owner (input; they end here, drained or not).
+    pub signalling_in: u64,
+    /// Signalling cells dropped because the receive queue held
+    /// [`SIGNALLING_QUEUE_CELLS`](crate::SIGNALLING_QUEUE_CELLS) (input).
+    pub signalling_dropped: u64,
+    /// Signalling cells the owner queued for output (generated here, like AIS: they leave
+    /// in `cells_out`, or are dropped as `port_down`).
+    pub signalling_out: u64,
+    /// Signalling cells waiting for output (served ahead of CBR).
+    pub signalling_queued: u32,
 }
 
 impl PortCounters {
@@ -498,11 +546,13 @@ impl PortCounters {
             + self.port_down
             + self.flushed
             + self.oam_terminated
+            + self.signalling_dropped
     }
 
-    /// Cells queued for output.
+    /// Cells queued for output, signalling cells included.
     pub fn queued(&self) -> u64 {
-        self.queue_depth.iter().map(|&d| u64::from(d)).sum()
+        self.queue_depth.iter().map(|&d| u64::from(d)).sum::<u64>()
+            + u64::from(self.signalling_queued)
     }
 }
 

@@ -28,25 +28,31 @@ enum Op {
     Advance(u32),
     PortUp(u16, bool),
     Reconnect(u8),
+    /// A cell queued for 0.5 (refused on port 2, which does not signal).
+    Signal(u16, u8),
+    /// Received signalling cells drained.
+    Drain(u16, u8),
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         1 => (0u16..4, proptest::collection::vec(any::<u8>(), 53)).prop_map(|(p, b)| Op::Raw(p, b)),
-        6 => (1u16..4, 0u8..4, 0u8..6, 0u8..8, any::<bool>(), proptest::option::weighted(0.1, 0u8..40), any::<u8>())
+        6 => (1u16..4, 0u8..4, 0u8..7, 0u8..8, any::<bool>(), proptest::option::weighted(0.1, 0u8..40), any::<u8>())
             .prop_map(|(port, vpi, vci, pti, clp, flip, fill)| Op::Cell { port, vpi, vci, pti, clp, flip, fill }),
         2 => (1u16..4, 0u8..20).prop_map(|(p, n)| Op::Poll(p, n)),
         1 => (0u32..3_000_000).prop_map(Op::Advance),
         1 => (1u16..4, any::<bool>()).prop_map(|(p, u)| Op::PortUp(p, u)),
         1 => (0u8..8).prop_map(Op::Reconnect),
+        1 => (0u16..4, any::<u8>()).prop_map(|(p, f)| Op::Signal(p, f)),
+        1 => (0u16..4, 0u8..20).prop_map(|(p, n)| Op::Drain(p, n)),
     ]
 }
 
-/// Small VPI/VCI sets: VPI 0..4 → {0, 1, 2, 7}, VCI 0..6 → {0, 3, 4, 32, 33, 34}.
+/// Small VPI/VCI sets: VPI 0..4 → {0, 1, 2, 7}, VCI 0..7 → {0, 3, 4, 5, 32, 33, 34}.
 fn ids(vpi: u8, vci: u8) -> (u32, u32) {
     (
         [0, 1, 2, 7][usize::from(vpi)],
-        [0, 3, 4, 32, 33, 34][usize::from(vci)],
+        [0, 3, 4, 5, 32, 33, 34][usize::from(vci)],
     )
 }
 
@@ -90,6 +96,17 @@ proptest! {
                     }
                 }
                 Op::PortUp(port, up) => sw.set_port_up(now, PortId(port), up).expect("port"),
+                Op::Signal(port, fill) => {
+                    let r = sw.send_signalling(now, PortId(port), &[fill; 53]);
+                    prop_assert!(r.is_ok() || port == 0 || port == 2 || !sw.port_counters(PortId(port)).is_some_and(|c| c.up));
+                }
+                Op::Drain(port, n) => {
+                    let n = sw.poll_signalling(PortId(port), &mut out[..usize::from(n)]);
+                    for c in &out[..n] {
+                        prop_assert_eq!(c[4], hec([c[0], c[1], c[2], c[3]]));
+                        prop_assert_eq!(u32::from_be_bytes([c[0], c[1], c[2], c[3]]) & 0x0FFF_FFF8, 5 << 4);
+                    }
+                }
                 Op::Reconnect(i) => {
                     let i = usize::from(i) % xcs.len();
                     match live[i].take() {

@@ -16,6 +16,7 @@
 
 use std::time::Instant as StdInstant;
 
+use natm_calls::CallControl;
 use natm_core::HeaderFormat;
 use natm_core::Instant;
 use natm_link::clock::Epoch;
@@ -382,6 +383,11 @@ pub struct Fabric {
     routes_age: u64,
     /// Some lane may be marked paused.
     lanes_paused: bool,
+    /// The switch's call control, when it signals (see [`Fabric::enable_calls`]).
+    pub calls: Option<CallControl>,
+    /// When the call control's timers are next due (its `poll_timeout`, kept here: that
+    /// scans every call, a step reads this).
+    calls_due: Option<Instant>,
 }
 
 /// What a step did.
@@ -417,7 +423,61 @@ impl Fabric {
             routes_seen: (0, 0),
             routes_age: 0,
             lanes_paused: false,
+            calls: None,
+            calls_due: None,
         }
+    }
+
+    /// Gives the switch its call control: from now on each step runs it when the switch
+    /// holds signalling cells or its timers are due, and links attached or dropped on its
+    /// ports bring them up or down there too. Its ports must exist, with
+    /// `PortConfig::signalling`, and be added to it already.
+    pub fn enable_calls(&mut self, mut calls: CallControl) {
+        let now = self.now();
+        // Ports are down until a link is attached.
+        for p in &self.ports {
+            let _ = calls.port_down(now, p.id, &mut self.switch);
+        }
+        self.calls_due = calls.poll_timeout();
+        self.calls = Some(calls);
+    }
+
+    /// When the call control's timers are next due.
+    pub fn calls_due(&self) -> Option<Instant> {
+        self.calls_due
+    }
+
+    /// Runs call control if the switch holds signalling cells or its timers are due: one
+    /// check per step when nothing is.
+    #[inline]
+    fn run_calls(&mut self, now: Instant) {
+        if !self.switch.has_signalling() && self.calls_due.is_none_or(|t| t > now) {
+            return;
+        }
+        let Some(cc) = self.calls.as_mut() else {
+            return;
+        };
+        if self.switch.has_signalling() {
+            cc.handle(now, &mut self.switch);
+        }
+        if cc.poll_timeout().is_some_and(|t| t <= now) {
+            cc.handle_timeout(now, &mut self.switch);
+        }
+        self.calls_due = cc.poll_timeout();
+    }
+
+    /// Tells call control that port `id`'s link came (`up`) or went.
+    fn calls_port(&mut self, now: Instant, id: PortId, up: bool) {
+        let Some(cc) = self.calls.as_mut() else {
+            return;
+        };
+        // A port without signalling is not call control's: nothing to do.
+        let _ = if up {
+            cc.port_up(now, id, &mut self.switch)
+        } else {
+            cc.port_down(now, id, &mut self.switch)
+        };
+        self.calls_due = cc.poll_timeout();
     }
 
     /// The fabric's present time.
@@ -462,7 +522,9 @@ impl Fabric {
         p.link = Some(link);
         p.stats.connects += 1;
         // The port exists (it was added through add_port): set_port_up cannot fail.
-        let _ = self.switch.set_port_up(now, p.id, true);
+        let id = p.id;
+        let _ = self.switch.set_port_up(now, id, true);
+        self.calls_port(now, id, true);
     }
 
     /// Drops port `i`'s link (it failed with `why`) and sets the port down.
@@ -480,7 +542,9 @@ impl Fabric {
         p.stats.tx_lost += p.lanes.iter().map(|l| l.held() as u64).sum::<u64>();
         p.lanes.clear();
         p.lane_of.clear();
-        let _ = self.switch.set_port_up(now, p.id, false);
+        let id = p.id;
+        let _ = self.switch.set_port_up(now, id, false);
+        self.calls_port(now, id, false);
     }
 
     /// Keeps `cells` for the capture clients, up to [`TAP_LIMIT`]; counts the rest.
@@ -549,6 +613,7 @@ impl Fabric {
         for (i, why) in failed.drain(..) {
             self.detach(i, why);
         }
+        self.run_calls(now);
         if self.switch.poll_timeout().is_some_and(|t| t <= now) {
             self.switch.handle_timeout(now);
         }

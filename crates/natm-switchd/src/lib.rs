@@ -76,8 +76,22 @@
 //! threads, and the loop alone in bursts) drive [`fabric::Fabric`] from natm-bench's
 //! `forwarding` module.
 //!
-//! What it is not: no signalling, no persistence of connections made over the socket, no
-//! per-port UDP peer detection (a UDP port is up from the start).
+//! # Signalling (switched VCs)
+//!
+//! With a top-level `prefix`, the switch signals: every port with `signalling =
+//! "network"` or `"user"` ends VC 0.5 in the switch core (`PortConfig::signalling`) and
+//! is a port of the switch's [`natm_calls::CallControl`] on that side, with the
+//! `[[route]]`s as its routes and the switch's name at the head of each refusal's
+//! explanation. The fabric's step runs call control when the switch holds signalling
+//! cells or call control's timers are due (one check per step otherwise), and the loop's
+//! sleep ends at those timers; a link attached to a signalling port brings the port up
+//! there (fresh SAAL, RESTART once it is up), a link that goes clears the port's calls.
+//! Call control's log lines (refusals with their full text, ports cleared) go to stderr
+//! as `natm switchd NAME: …`. `status` fills `signalling`: the prefix, counts, the state
+//! bytes per call, each signalling port and at most [`mgmt::CALLS_LISTED`] calls.
+//!
+//! What it is not: no persistence of connections made over the socket, no per-port UDP
+//! peer detection (a UDP port is up from the start).
 
 pub mod client;
 pub mod config;
@@ -222,10 +236,22 @@ fn serve(
     let mut fabric = Fabric::new(SwitchConfig::default());
     let mut sources = Vec::new();
     let mut links = Vec::new();
+    let mut calls = config.prefix.map(|prefix| call_control(config, prefix));
     for p in &config.ports {
+        let mut port = p.switch;
+        port.signalling = calls.is_some() && p.signalling.is_some();
         fabric
-            .add_port(p.id, p.switch)
+            .add_port(p.id, port)
             .map_err(|source| SwitchdError::Port { port: p.id, source })?;
+        if let (Some(cc), Some(side)) = (calls.as_mut(), p.signalling) {
+            let side = match side {
+                config::SigSide::Network => natm_calls::Side::Network,
+                config::SigSide::User => natm_calls::Side::User,
+            };
+            let now = fabric.now();
+            // Each port is added once: it cannot exist in call control already.
+            let _ = cc.add_port(now, p.id, side);
+        }
         links.push((p.id, p.link.describe()));
         // The switch core paces a rated port at the line rate: its slots are the line's.
         // A line emulator with the same rate behind it would queue every late slot's cells
@@ -256,6 +282,9 @@ fn serve(
                 source,
             })?;
     }
+    if let Some(cc) = calls {
+        fabric.enable_calls(cc);
+    }
     let mut mgmt = Management::bind(&config.management, &fabric)?;
     let info = DaemonInfo {
         name: &config.name,
@@ -272,6 +301,11 @@ fn serve(
     while !stop.load(Ordering::Acquire) {
         let now = fabric.now();
         let step = fabric.step(now);
+        if let Some(cc) = fabric.calls.as_mut() {
+            while let Some(line) = cc.poll_log() {
+                eprintln!("natm switchd {}: {line}", config.name);
+            }
+        }
         let holding = step.holding;
         let wall = fabric.to_std(now);
         // A rated port's paced bursts are no reason to spin: the sleep's deadlines cover
@@ -439,6 +473,30 @@ fn attach_new_links(fabric: &mut Fabric, sources: &mut [Source], halt: &Arc<Atom
     any
 }
 
+/// The call control of a switch with `prefix`: the configuration's name and routes. Its
+/// SSCOPs start at an N(SQ) taken from the clock, so that a peer still established with
+/// this switch's previous run re-establishes (it takes a BGN with the N(SQ) it saw last
+/// for a retransmission).
+fn call_control(
+    config: &SwitchdConfig,
+    prefix: natm_core::addr::AesaPrefix,
+) -> natm_calls::CallControl {
+    let mut c = natm_calls::Config::new(config.name.clone(), prefix);
+    c.routes = config
+        .routes
+        .iter()
+        .map(|r| natm_calls::Route {
+            prefix: r.prefix,
+            port: r.port,
+        })
+        .collect();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    c.sscop.first_sq = (nanos >> 10) as u8;
+    natm_calls::CallControl::new(c)
+}
+
 /// Sleeps in `poll(2)` until a descriptor is ready or the next deadline.
 fn sleep(
     fabric: &Fabric,
@@ -452,6 +510,10 @@ fn sleep(
     let mut cap = |t: StdInstant| until = until.min(t);
     // Rated ports' slots: a burst's at once, as the hosts' emulated lines hand theirs over.
     if let Some(t) = fabric.switch.poll_timeout_within(fabric::BURST_WINDOW) {
+        cap(fabric.to_std(t));
+    }
+    // Call control's timers (SSCOP's and Q.2931's).
+    if let Some(t) = fabric.calls_due() {
         cap(fabric.to_std(t));
     }
     if holding || mgmt.has_output() {

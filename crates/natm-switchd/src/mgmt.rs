@@ -513,7 +513,71 @@ fn status(fabric: &Fabric, info: &DaemonInfo<'_>) -> SwitchStatus {
         capture_overflow: fabric.tap_overflow,
         ports,
         connections,
-        signalling: None,
+        signalling: fabric
+            .calls
+            .as_ref()
+            .map(|cc| Box::new(signalling(cc, fabric.now()))),
+    }
+}
+
+/// The most calls a `status` lists (the rest are counted in `calls_active`).
+pub const CALLS_LISTED: usize = 1000;
+
+/// Call control's status, in the protocol's terms.
+fn signalling(cc: &natm_calls::CallControl, now: natm_core::Instant) -> proto::SignallingStatus {
+    let c = cc.counters();
+    proto::SignallingStatus {
+        prefix: cc.config().prefix.to_string(),
+        calls_active: count(cc.call_count()),
+        calls_connected: c.connected,
+        calls_refused: c.refused,
+        state_bytes_per_call: count(natm_calls::CallControl::state_bytes_per_call()),
+        ports: cc
+            .ports()
+            .map(|p| proto::SignallingPort {
+                port: p.port.0,
+                side: p.side.to_string(),
+                sscop: sscop_state(p.sscop).to_string(),
+                link_up: p.link_up,
+                calls: count(p.calls),
+                establishments: p.establishments,
+            })
+            .collect(),
+        calls: cc
+            .calls(now)
+            .take(CALLS_LISTED)
+            .map(|call| proto::SwitchCall {
+                a: leg(call.a),
+                b: leg(call.b),
+                state: call.phase.name().to_string(),
+                qos: call.qos.to_string(),
+                called: call.called.to_string(),
+                calling: call.calling.map(|a| a.to_string()),
+                age_ms: call.age.as_nanos() / 1_000_000,
+            })
+            .collect(),
+    }
+}
+
+/// A leg as `PORT:VPI.VCI` (`PORT:?` before its VC is known, `-` once it is gone).
+fn leg(l: Option<natm_calls::LegStatus>) -> String {
+    l.map_or_else(|| "-".to_string(), |l| l.to_string())
+}
+
+/// SSCOP's state by name.
+fn sscop_state(s: natm_sscop::State) -> &'static str {
+    use natm_sscop::State as S;
+    match s {
+        S::Idle => "idle",
+        S::OutgoingConnectionPending => "outgoing-connection-pending",
+        S::IncomingConnectionPending => "incoming-connection-pending",
+        S::OutgoingDisconnectionPending => "outgoing-disconnection-pending",
+        S::OutgoingResynchronizationPending => "outgoing-resynchronization-pending",
+        S::IncomingResynchronizationPending => "incoming-resynchronization-pending",
+        S::OutgoingRecoveryPending => "outgoing-recovery-pending",
+        S::RecoveryResponsePending => "recovery-response-pending",
+        S::IncomingRecoveryPending => "incoming-recovery-pending",
+        S::DataTransferReady => "data-transfer-ready",
     }
 }
 

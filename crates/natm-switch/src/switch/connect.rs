@@ -176,6 +176,32 @@ impl Switch {
         Ok(id)
     }
 
+    /// What [`connect`](Self::connect) would say about `xc`'s admission, without making
+    /// it: the connection limit, the category, both ports, and CAC of each direction on its
+    /// output port (a→b on `b`'s port, b→a on `a`'s). The endpoints' VPI/VCI are not
+    /// checked (a caller may not know one yet, e.g. a VCI its peer assigns), nor the
+    /// contracts UPC would police. A later `connect` may still be refused if the books
+    /// change meanwhile.
+    pub fn assess(&self, xc: &CrossConnect) -> Result<(), SwitchError> {
+        if self.live >= self.config.max_connections {
+            return Err(SwitchError::TooMany {
+                max: self.config.max_connections,
+            });
+        }
+        xc.effective_category()?;
+        let sa = self.slot(xc.a.port)?;
+        let sb = self.slot(xc.b.port)?;
+        for (params, out) in [(&xc.qos.tx, sb), (&xc.qos.rx, sa)] {
+            if books_bandwidth(params) || params.class == TrafficClass::Abr {
+                self.port(out)
+                    .cac
+                    .assess(params)
+                    .map_err(SwitchError::Admission)?;
+            }
+        }
+        Ok(())
+    }
+
     fn unbook(&mut self, booked: [Option<(u16, Handle)>; 2]) {
         for (port, h) in booked.into_iter().flatten() {
             if let Some(p) = self.ports[usize::from(port)].as_mut() {
@@ -201,6 +227,11 @@ impl Switch {
             endpoint: *e,
             by: Some(self.xc_id(by / 2)),
         };
+        if p.config.signalling && e.vpi == 0 && matches!(e.vci, None | Some(5)) {
+            return Err(bad(
+                "0.5 is this signalling port's own VC (VP 0 cannot be connected whole)",
+            ));
+        }
         let vp = p.vp[usize::from(e.vpi)];
         if vp != NONE {
             return Err(in_use(vp));

@@ -70,11 +70,7 @@ impl Switch {
         }
         let out = ports[usize::from(leg.out_port)].as_ref()?;
         let c = leg.category();
-        if !out.up
-            || out.pacer.is_some()
-            || out.counters.queue_depth != [0; 4]
-            || out.config.queue_cells[c] == 0
-        {
+        if !out.up || out.pacer.is_some() || out.has_output() || out.config.queue_cells[c] == 0 {
             return None;
         }
         let out_id = out.id;

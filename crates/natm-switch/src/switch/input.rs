@@ -8,6 +8,7 @@ use natm_traffic::policer::Verdict;
 use natm_wire::cell::{Cell, HecMode, HecVerdict};
 
 use super::oam::segment_oam;
+use super::signalling::{SIGNALLING_KEY, receive_signalling};
 use super::{
     CLP, F_AAL5, F_BLOCKED, F_POLICED, F_TAG, F_VP, Found, KEEP_VC, KEEP_VP, Leg, NONE, Pool, Port,
     Switch, UBR,
@@ -47,7 +48,11 @@ impl Switch {
     #[inline]
     fn classify(&mut self, in_slot: u16, chunk: &[[u8; 53]], found: &mut [Found]) -> usize {
         let Switch {
-            ports, legs, pool, ..
+            ports,
+            legs,
+            pool,
+            sig_pending,
+            ..
         } = self;
         let Some(p) = ports[usize::from(in_slot)].as_mut() else {
             return 0;
@@ -108,7 +113,15 @@ impl Switch {
                     last.1
                 } else {
                     let Some(li) = p.vc.get(key) else {
-                        p.counters.unknown_vc += 1;
+                        // 0.5 is never connected on a signalling port: its cells end up
+                        // here, off the path of connected cells.
+                        if key == SIGNALLING_KEY && p.config.signalling {
+                            if receive_signalling(p, word, cell) {
+                                *sig_pending += 1;
+                            }
+                        } else {
+                            p.counters.unknown_vc += 1;
+                        }
                         continue;
                     };
                     last = (key, li);

@@ -7,6 +7,7 @@
 //! - [`express`]: the express path, input straight to output;
 //! - [`output`]: the output path (pacing, strict priority, the UBR round robin);
 //! - [`oam`]: AIS, segment loopback and the timers;
+//! - [`signalling`]: VC 0.5 ended on signalling ports (receive and send queues);
 //! - [`status`]: counters and what the switch holds.
 
 mod connect;
@@ -15,6 +16,8 @@ mod input;
 mod oam;
 mod output;
 mod ports;
+mod signalling;
+pub use signalling::SIGNALLING_QUEUE_CELLS;
 mod status;
 
 use alloc::boxed::Box;
@@ -307,6 +310,12 @@ struct Port {
     counters: PortCounters,
     /// CAC books of this port's output.
     cac: Cac,
+    /// Signalling cells received (header with a good HEC), for the owner (signalling
+    /// ports only; at most `SIGNALLING_QUEUE_CELLS`).
+    sig_rx: VecDeque<[u8; 53]>,
+    /// Cells the owner queued for 0.5 (header word without HEC, then the payload), served
+    /// ahead of CBR; at most `SIGNALLING_QUEUE_CELLS`.
+    sig_tx: VecDeque<(u32, [u8; 48])>,
     /// Cells queued since the last planted swap (test-only feature `mutants`).
     #[cfg(feature = "mutants")]
     reorder_count: u32,
@@ -317,7 +326,7 @@ impl Port {
     /// it is up with cells queued (rated ports only), or its next AIS cell.
     fn timeout(&self) -> Option<Instant> {
         let slot = match &self.pacer {
-            Some(pacer) if self.up && self.counters.queue_depth != [0; 4] => Some(pacer.slot()),
+            Some(pacer) if self.up && self.has_output() => Some(pacer.slot()),
             _ => None,
         };
         match (self.next_ais, slot) {
@@ -333,17 +342,18 @@ impl Port {
         let Some(pacer) = &self.pacer else {
             return Some(t);
         };
-        let queued: u64 = self
-            .counters
-            .queue_depth
-            .iter()
-            .map(|&d| u64::from(d))
-            .sum();
+        let queued: u64 = self.counters.queued();
         if !self.up || queued < 2 || self.next_ais.is_some_and(|a| a <= t) {
             return Some(t);
         }
         let behind = (queued - 1).saturating_mul(NANOS_PER_SEC / u64::from(pacer.rate));
         Some(t + Duration::from_nanos(behind.min(window.as_nanos())))
+    }
+
+    /// Whether any cell waits for output here.
+    #[inline]
+    fn has_output(&self) -> bool {
+        self.counters.queue_depth != [0; 4] || !self.sig_tx.is_empty()
     }
 
     fn vpi_mask(&self) -> u32 {
@@ -400,6 +410,8 @@ pub struct Switch {
     /// CAC handles of connections that booked bandwidth (CBR, VBR): slot → per direction.
     reservations: BTreeMap<u32, [Option<(u16, Handle)>; 2]>,
     pool: Pool,
+    /// Signalling cells waiting in the ports' receive queues, over all ports.
+    sig_pending: usize,
     /// Scratch for [`handle_cells`](Self::handle_cells) and
     /// [`poll_transmit`](Self::poll_transmit), kept so that a call for one cell does not
     /// write a whole chunk's worth of it first.
@@ -424,6 +436,7 @@ impl Switch {
             free_policers: Vec::new(),
             reservations: BTreeMap::new(),
             pool: Pool::new(),
+            sig_pending: 0,
             found: Vec::new(),
             taken: Vec::new(),
         }

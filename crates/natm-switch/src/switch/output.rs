@@ -15,8 +15,9 @@ use crate::types::PortId;
 const MAX_LAG: Duration = Duration::from_millis(10);
 
 impl Switch {
-    /// Fills `out` with cells to send on `port` at `now`, highest category first (CBR and
-    /// generated OAM, rt-VBR, nrt-VBR, then UBR by weighted round robin), at most one per
+    /// Fills `out` with cells to send on `port` at `now`, signalling cells first, then the
+    /// highest category first (CBR and generated OAM, rt-VBR, nrt-VBR, then UBR by weighted
+    /// round robin), at most one per
     /// open slot on a rated port; returns how many. A down or unknown port sends nothing.
     pub fn poll_transmit(&mut self, now: Instant, port: PortId, out: &mut [[u8; 53]]) -> usize {
         let Ok(slot) = self.slot(port) else {
@@ -48,7 +49,7 @@ impl Switch {
                 }
                 // One cell per open slot, and no more slots than cells queued: every slot
                 // taken here is used below.
-                let queued = p.counters.queue_depth.iter().map(|&d| d as usize).sum();
+                let queued = p.counters.queued() as usize;
                 let want = out.len().min(queued);
                 let mut b = 0;
                 while b < want && pacer.slot() <= now {
@@ -64,6 +65,17 @@ impl Switch {
         // Scratch kept in the switch, not zeroed per call: most calls take one cell.
         taken.resize(CHUNK, 0);
         let mut n = 0;
+        while n < budget {
+            let Some((word, payload)) = p.sig_tx.pop_front() else {
+                break;
+            };
+            let o = &mut out[n];
+            o[..4].copy_from_slice(&word.to_be_bytes());
+            o[4] = hec(word);
+            o[5..].copy_from_slice(&payload);
+            n += 1;
+        }
+        p.counters.signalling_queued = p.sig_tx.len() as u32;
         while n < budget {
             let want = (budget - n).min(CHUNK);
             let mut got = 0;
@@ -86,9 +98,10 @@ impl Switch {
                 break;
             }
         }
+        let idle = !p.has_output();
         if let Some(pacer) = &mut p.pacer {
             debug_assert_eq!(n, budget, "a rated port's budget is of queued cells");
-            if p.counters.queue_depth == [0; 4] && pacer.slot() <= now {
+            if idle && pacer.slot() <= now {
                 // Idle: slots that passed unused are not saved up for a burst later.
                 pacer.restart(now);
             }

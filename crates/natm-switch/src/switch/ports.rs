@@ -58,6 +58,8 @@ impl Switch {
                 .cells_per_s()
                 .map(|rate| Pacer::new(rate, Instant::ZERO)),
             next_ais: None,
+            sig_rx: VecDeque::new(),
+            sig_tx: VecDeque::new(),
             counters: PortCounters {
                 up: true,
                 ..PortCounters::default()
@@ -105,6 +107,7 @@ impl Switch {
         }
         // Generated OAM cells may still be queued.
         self.flush_port(slot, false);
+        self.sig_pending -= self.port(slot).sig_rx.len();
         self.ports[usize::from(slot)] = None;
         self.port_index.remove(&port);
         self.slot_of[usize::from(port.0)] = NONE;
@@ -115,7 +118,10 @@ impl Switch {
     /// `port_down`), and from then on cells arriving on it or queued for it are dropped
     /// (`port_down`), and every connection whose input is this port sends an end-to-end
     /// AIS cell downstream (F5 on VC legs, F4 VCI 4 on VP legs) now and then once per
-    /// second (I.610 VP-AIS and VC-AIS) until the port comes back up.
+    /// second (I.610 VP-AIS and VC-AIS) until the port comes back up. Signalling cells
+    /// waiting for the owner are discarded (they were counted as `signalling_in`; the
+    /// owner's signalling starts again when the port comes back), and queued signalling
+    /// cells for output are flushed as `port_down`.
     pub fn set_port_up(&mut self, now: Instant, port: PortId, up: bool) -> Result<(), SwitchError> {
         let slot = self.slot(port)?;
         let p = self.port_mut(slot);
@@ -131,6 +137,10 @@ impl Switch {
             }
         } else {
             self.flush_port(slot, true);
+            let p = self.port_mut(slot);
+            let waiting = p.sig_rx.len();
+            p.sig_rx.clear();
+            self.sig_pending -= waiting;
             self.send_ais(slot);
             self.port_mut(slot).next_ais = now.checked_add(AIS_PERIOD);
         }
@@ -145,7 +155,9 @@ impl Switch {
         let Some(p) = ports[usize::from(slot)].as_mut() else {
             return;
         };
-        let mut n = 0u64;
+        let mut n = p.sig_tx.len() as u64;
+        p.sig_tx.clear();
+        p.counters.signalling_queued = 0;
         for f in &mut p.fifos {
             while let Some(i) = pool.pop(f) {
                 let leg = pool.cells[i as usize].leg;

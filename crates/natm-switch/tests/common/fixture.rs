@@ -12,8 +12,8 @@ fn qos(text: &str) -> Qos {
     text.parse().expect("QoS text parses")
 }
 
-/// Ports 1 (UNI), 2 (NNI) and 3 (UNI, 10,000 cells/s), with small queues (3, 3, 5, 8) and
-/// EPD at 50%.
+/// Ports 1 (UNI, signalling), 2 (NNI) and 3 (UNI, 10,000 cells/s, signalling), with small
+/// queues (3, 3, 5, 8) and EPD at 50%.
 pub fn three_ports() -> Switch {
     let mut sw = Switch::new(SwitchConfig::default());
     let small = PortConfig {
@@ -29,7 +29,15 @@ pub fn three_ports() -> Switch {
         rate: LineRate::cells(10_000).unwrap(),
         ..small
     };
-    for (id, config) in [(1, small), (2, nni), (3, rated)] {
+    let signalling = PortConfig {
+        signalling: true,
+        ..small
+    };
+    let rated = PortConfig {
+        signalling: true,
+        ..rated
+    };
+    for (id, config) in [(1, signalling), (2, nni), (3, rated)] {
         sw.add_port(PortId(id), config).expect("port");
     }
     sw
@@ -83,16 +91,19 @@ pub fn connected() -> (Switch, Vec<CrossConnect>, Vec<Option<XcId>>) {
     (sw, xcs, live)
 }
 
-/// Cells are conserved: over ports 1..=3, cells in + AIS = out + dropped + queued, and per
-/// connection direction, in = out + dropped + queued.
+/// Cells are conserved: over ports 1..=3, cells in + AIS + signalling out = out + dropped +
+/// queued + signalling in, and per connection direction, in = out + dropped + queued.
 pub fn assert_conserved(sw: &Switch) {
     let (mut lhs, mut rhs) = (0u64, 0u64);
     for p in 1..4 {
         let c = sw.port_counters(PortId(p)).expect("port");
-        lhs += c.cells_in + c.ais_sent;
-        rhs += c.cells_out + c.dropped() + c.queued();
+        lhs += c.cells_in + c.ais_sent + c.signalling_out;
+        rhs += c.cells_out + c.dropped() + c.queued() + c.signalling_in;
     }
-    assert_eq!(lhs, rhs, "cells in + AIS = out + dropped + queued");
+    assert_eq!(
+        lhs, rhs,
+        "cells in + AIS + signalling out = out + dropped + queued + signalling in"
+    );
     for (id, _) in sw.connections() {
         let (_, c) = sw.connection(id).expect("listed");
         for d in [c.a_to_b, c.b_to_a] {
