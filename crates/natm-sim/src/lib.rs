@@ -45,6 +45,7 @@
 
 pub mod app;
 pub mod calib;
+pub mod calls;
 pub mod check;
 pub mod eventbuilder;
 pub mod faults;
@@ -60,8 +61,10 @@ pub mod swarm;
 pub mod units;
 pub mod world;
 
-pub use app::{App, AppIo, HostCosts};
-pub use scenario::{DEFAULT_SCENARIO, RunReport, Scenario, ScenarioError, run};
+pub use app::{App, AppIo, CallNote, HostCosts};
+pub use scenario::{
+    CALLS_SCENARIO, CallCounts, DEFAULT_SCENARIO, RunReport, Scenario, ScenarioError, run,
+};
 pub use swarm::{SeedOutcome, SwarmReport, seeds, swarm};
 pub use world::{
     Action, ConnId, Dirs, End, HostConfig, HostId, LinkConfig, LinkId, SimError, Stats, SwitchId,

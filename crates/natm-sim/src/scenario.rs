@@ -101,6 +101,84 @@ greedy = 2.0
 "#
 );
 
+/// The scenario of `natm sim run --calls`: three switches in a row (trunks of 20,000
+/// cells/s), four hosts (two on `s1`, one on `s2`, one on `s3`), a CBR and a UBR PVC
+/// under a light load, and every host churning switched calls ([`crate::calls`]); faults
+/// drawn from the seed.
+pub const CALLS_SCENARIO: &str = r#"
+[[switch]]
+name = "s1"
+
+[[switch]]
+name = "s2"
+
+[[switch]]
+name = "s3"
+
+[[host]]
+name = "h1"
+
+[[host]]
+name = "h2"
+
+[[host]]
+name = "h3"
+
+[[host]]
+name = "h4"
+
+[[link]]
+a = "h1"
+b = "s1"
+rate = "oc3"
+
+[[link]]
+a = "h2"
+b = "s1"
+rate = "oc3"
+
+[[link]]
+a = "s1"
+b = "s2"
+rate = "20000"
+
+[[link]]
+a = "s2"
+b = "s3"
+rate = "20000"
+
+[[link]]
+a = "h3"
+b = "s2"
+rate = "oc3"
+
+[[link]]
+a = "h4"
+b = "s3"
+rate = "oc3"
+
+[[pvc]]
+a = "h1"
+b = "h4"
+vc = "0.100"
+qos = "cbr:pcr=2000"
+upc = "discard"
+
+[[pvc]]
+a = "h2"
+b = "h3"
+vc = "0.101"
+qos = "ubr"
+
+[sim]
+duration = "500ms"
+drain = "100ms"
+faults = "swarm"
+ubr_load = 0.002
+sdu = [20, 400]
+calls = true
+"#;
+
 /// The hosts' reassembly timeout: a frame whose end was lost holds its VC's reassembly
 /// this long (the next frame on the VC merges with it and fails its CRC meanwhile).
 pub const REASSEMBLY_TIMEOUT: Duration = Duration::from_millis(10);
@@ -139,6 +217,7 @@ struct SimTable {
     ubr_load: Option<f64>,
     sdu: Option<[usize; 2]>,
     churn: Option<bool>,
+    calls: Option<bool>,
     #[serde(default)]
     fault: Vec<RawFault>,
     #[serde(default)]
@@ -191,6 +270,9 @@ pub struct SimParams {
     pub churn: bool,
     /// Greedy factor per PVC index (1.0 when not listed).
     pub greedy: BTreeMap<usize, f64>,
+    /// Switched calls: every switch signals (call control on every port), every host
+    /// signals and runs [`crate::calls::CallApp`] beside its PVC load.
+    pub calls: bool,
 }
 
 /// A topology and its simulation settings.
@@ -326,6 +408,7 @@ impl Scenario {
                 sdu,
                 churn: t.churn.unwrap_or(true),
                 greedy,
+                calls: t.calls.unwrap_or(false),
             },
         };
         // Everything a run builds is checked now (CAC on hosts and switches included),
@@ -470,6 +553,23 @@ pub struct RunReport {
     pub end: Instant,
     /// Wall-clock time of the run (building included).
     pub wall: std::time::Duration,
+    /// What the calls did, in a scenario with `calls`.
+    pub calls: Option<CallCounts>,
+}
+
+/// What the calls of a run did (from the world's ledger).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CallCounts {
+    /// Calls the hosts placed (SETUP sent).
+    pub placed: u64,
+    /// Calls offered to a called host.
+    pub offered: u64,
+    /// Calls active at their caller.
+    pub connected: u64,
+    /// Calls that ended before they were active at the caller.
+    pub failed: u64,
+    /// Virtual time from the end of the load phase until no call was left anywhere.
+    pub settle: Duration,
 }
 
 impl RunReport {
@@ -595,20 +695,47 @@ impl Built {
         }
         let buffer_size = sim.sdu.1.max(64).next_multiple_of(64);
         let mut hosts = Vec::new();
+        let address = |n: &str| {
+            topo.address_of(n)
+                .ok_or_else(|| ScenarioError(format!("host {n}: no address")))
+        };
         for (h, name) in topo.hosts.iter().enumerate() {
-            let app = LoadApp::new(
+            let load = LoadApp::new(
                 std::mem::take(&mut specs[h]),
                 stop,
                 probe_at,
                 probes.clone(),
             );
+            let app: Box<dyn crate::App> = if sim.calls {
+                let mut peers = Vec::new();
+                for other in topo.hosts.iter().filter(|o| *o != name) {
+                    peers.push(address(other)?);
+                }
+                let index = u8::try_from(h)
+                    .ok()
+                    .filter(|i| *i < 128)
+                    .ok_or_else(|| ScenarioError("sim.calls: at most 128 hosts".into()))?;
+                let rng = crate::seed::Rng::for_component(seed, &format!("calls {name}"));
+                Box::new(crate::calls::Both {
+                    load,
+                    calls: crate::calls::CallApp::new(index, peers, stop, rng),
+                })
+            } else {
+                Box::new(load)
+            };
             // 256 buffers, fewer for large SDUs: at most 4 MiB a host.
             let buffers = (4 << 20) / buffer_size;
             let mut config = HostConfig::new(buffers.clamp(16, 256) as u32, buffer_size);
             config.adapter.reassembly_timeout = Some(REASSEMBLY_TIMEOUT);
             let id = world
-                .add_host(name, config, Box::new(app))
+                .add_host(name, config, app)
                 .map_err(|e| ScenarioError(e.to_string()))?;
+            if sim.calls {
+                let sig = natm_host_core::SignallingConfig::new(address(name)?);
+                world
+                    .enable_signalling(id, sig)
+                    .map_err(|e| ScenarioError(e.to_string()))?;
+            }
             hosts.push(id);
         }
         let mut links = Vec::new();
@@ -632,6 +759,7 @@ impl Built {
                     PortId(port),
                     PortConfig {
                         cdvt: DEFAULT_CDVT,
+                        signalling: sim.calls,
                         ..PortConfig::default()
                     },
                 ))
@@ -650,6 +778,34 @@ impl Built {
                 .map_err(|e| ScenarioError(format!("{what}: {e}")))?;
             links.push(id);
             base_impair.push(impairments);
+        }
+        if sim.calls {
+            for (s, name) in topo.switches.iter().enumerate() {
+                let prefix = topo
+                    .prefix_of(name)
+                    .ok_or_else(|| ScenarioError(format!("switch {name}: no prefix")))?;
+                let mut config = natm_calls::Config::new(name.clone(), prefix);
+                config.routes = topo
+                    .routes_of(name)
+                    .map(|r| natm_calls::Route {
+                        prefix: r.prefix,
+                        port: PortId(r.port),
+                    })
+                    .collect();
+                let sides = topo
+                    .neighbours(name)
+                    .filter_map(|(li, _)| {
+                        let side = match topo.side(name, li) {
+                            natm_topology::Side::Network => natm_calls::Side::Network,
+                            natm_topology::Side::User => natm_calls::Side::User,
+                        };
+                        topo.port_of(name, li).map(|p| (PortId(p), side))
+                    })
+                    .collect();
+                world
+                    .enable_calls(switches[s], config, sides)
+                    .map_err(|e| ScenarioError(format!("switch {name}: {e}")))?;
+            }
         }
         let mut pvc_xcs = vec![Vec::new(); topo.pvcs.len()];
         for PvcCrossConnect {
@@ -861,6 +1017,21 @@ fn run_inner(
         invariant: "liveness",
         detail,
     };
+    let calls = if scenario.sim.calls {
+        Some(settle_calls(&mut b.world, end)?)
+    } else {
+        None
+    };
+    if scenario.sim.calls {
+        // Signalling keeps its SAALs alive: a POLL may be on a link at any instant.
+        for _ in 0..CALLS_BUSY_TRIES {
+            if b.world.busy().is_none() {
+                break;
+            }
+            let t = b.world.now().as_nanos() + 1_000_000;
+            b.world.run_until(Instant::from_nanos(t))?;
+        }
+    }
     if let Some(what) = b.world.busy() {
         return Err(fail(format!(
             "{} after the drain bound ({} ns) with faults off: {what}",
@@ -890,7 +1061,74 @@ fn run_inner(
         flows: b.flows.len(),
         end: b.world.now(),
         wall: wall.elapsed(),
+        calls,
     })
+}
+
+/// How long calls may take to settle after the load phase (invariant "calls settle"):
+/// above two T308s (30 s each), T303 twice and SSCOP's recoveries, with room.
+pub const CALLS_SETTLE_BOUND: Duration = Duration::from_secs(400);
+
+/// How often the settle loop looks.
+const CALLS_SETTLE_STEP: Duration = Duration::from_millis(50);
+
+/// After the calls settled, the run goes on this long (past every signalling timer that
+/// could still bring a call back) before the end checks.
+pub const CALLS_AFTER_SETTLE: Duration = Duration::from_secs(40);
+
+/// 1 ms steps the drain check of a run with calls may wait for a keep-alive in flight.
+const CALLS_BUSY_TRIES: u32 = 20;
+
+/// The calls' liveness and end checks: from `from` (every app has released its calls
+/// and places no more), every call is gone from every host and call control within
+/// [`CALLS_SETTLE_BOUND`]; then, [`CALLS_AFTER_SETTLE`] later, the end checks of
+/// [`World::check_calls_end`].
+fn settle_calls(w: &mut World, from: Instant) -> Result<CallCounts, Violation> {
+    let start = from.as_nanos();
+    let bound = start + CALLS_SETTLE_BOUND.as_nanos();
+    let mut t = w.now().as_nanos();
+    let settled_at = loop {
+        if w.calls_settled().is_none() {
+            break t;
+        }
+        if t >= bound {
+            let what = w.calls_settled().unwrap_or_default();
+            return Err(Violation {
+                at: w.now(),
+                seq: 0,
+                invariant: "calls settle",
+                detail: format!(
+                    "calls still up {} s after the load phase with faults off: {what}",
+                    CALLS_SETTLE_BOUND.as_nanos() / 1_000_000_000
+                ),
+            });
+        }
+        t = (t + CALLS_SETTLE_STEP.as_nanos()).min(bound);
+        w.run_until(Instant::from_nanos(t))?;
+    };
+    w.run_until(Instant::from_nanos(
+        settled_at + CALLS_AFTER_SETTLE.as_nanos(),
+    ))?;
+    w.check_calls_end()?;
+    w.audit_all()?;
+    let mut c = CallCounts {
+        settle: Duration::from_nanos(settled_at.saturating_sub(start)),
+        ..CallCounts::default()
+    };
+    for r in w.call_records() {
+        if let Some((_, _, end)) = &r.caller {
+            c.placed += 1;
+            if end.connected {
+                c.connected += 1;
+            } else {
+                c.failed += 1;
+            }
+        }
+        if r.called.is_some() {
+            c.offered += 1;
+        }
+    }
+    Ok(c)
 }
 
 #[cfg(test)]

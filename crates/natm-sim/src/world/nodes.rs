@@ -71,6 +71,12 @@ pub(crate) struct HostNode {
     pub(super) notices: VecDeque<(VcId, usize, bool)>,
     pub(super) started: bool,
     pub(super) armed: [u64; 3],
+    /// The host's signalling, when it signals (the core is made with it).
+    pub(crate) sig: Option<SignallingConfig>,
+    /// Each open call's VC (recorded in `vcs` too).
+    pub(crate) call_vcs: BTreeMap<CallId, VcId>,
+    /// Call events and command outcomes for the app, in order.
+    pub(super) call_notes: VecDeque<CallNote>,
 }
 
 impl HostNode {
@@ -130,6 +136,16 @@ pub(crate) struct XcRec {
     pub(crate) live: Option<natm_switch::XcId>,
 }
 
+/// A switch's call control and what it is made from (kept across a crash).
+pub(crate) struct CallsRec {
+    pub(crate) config: natm_calls::Config,
+    /// The signalling ports and the switch's side on each.
+    pub(crate) sides: Vec<(PortId, Side)>,
+    /// `None` while the switch is down.
+    pub(crate) cc: Option<CallControl>,
+    pub(super) armed: u64,
+}
+
 pub(crate) struct SwitchNode {
     pub(crate) name: String,
     pub(super) config: SwitchConfig,
@@ -153,6 +169,8 @@ pub(crate) struct SwitchNode {
     /// The ports' timeouts, earliest first; an entry that is not its port's `port_due` is
     /// stale and skipped. A timeout then polls the due ports only, not all of them.
     pub(super) due: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Call control, when the switch signals.
+    pub(crate) calls: Option<CallsRec>,
 }
 
 impl SwitchNode {
