@@ -85,6 +85,9 @@ pub struct CallApp {
     /// Placed calls not yet given an id: token → tag.
     placing: BTreeMap<u64, [u8; 5]>,
     scratch: Vec<u8>,
+    /// Starts so far: a call offered again after a crash is sent with SDU numbers and
+    /// cell serials above the last life's (the far end and the order check see one flow).
+    lives: u32,
 }
 
 impl CallApp {
@@ -106,6 +109,7 @@ impl CallApp {
             calls: BTreeMap::new(),
             placing: BTreeMap::new(),
             scratch: Vec::new(),
+            lives: 0,
         }
     }
 
@@ -143,6 +147,7 @@ impl App for CallApp {
         // A restart: the host's calls went with the crash.
         self.calls.clear();
         self.placing.clear();
+        self.lives += 1;
         self.stopped = now >= self.stop;
         if !self.stopped {
             let g = self.gap();
@@ -249,8 +254,8 @@ impl App for CallApp {
                         rx_flow: flow_of(tag, false),
                         vc: Some(ic.vc),
                         connected: false,
-                        next_sdu: 0,
-                        next_serial: 0,
+                        next_sdu: self.lives << 16,
+                        next_serial: self.lives << 24,
                         last_rx: None,
                     },
                 );

@@ -419,9 +419,10 @@ impl Scenario {
 
     /// The replay command for `seed`.
     pub fn replay(&self, seed: u64) -> String {
-        match &self.file {
-            Some(f) => format!("natm sim run {f} --seed {seed}"),
-            None => format!("natm sim run --seed {seed}"),
+        match (&self.file, self.sim.calls) {
+            (Some(f), _) => format!("natm sim run {f} --seed {seed}"),
+            (None, false) => format!("natm sim run --seed {seed}"),
+            (None, true) => format!("natm sim run --calls --seed {seed}"),
         }
     }
 

@@ -267,8 +267,17 @@ impl World {
         }
         host.core_events.extend(keep);
         host.call_notes.clear();
+        // Every offer this host had is gone with it (the network may offer it again).
+        for r in self.ledger.calls.values_mut() {
+            if let Some((ch, _, end)) = r.called.as_mut()
+                && *ch == h
+            {
+                end.crashed = true;
+            }
+        }
         for call in gone {
-            self.forget_call_vc(h, call);
+            // The crash takes every buffer too: not a leak.
+            self.forget_call_vc(h, call, false);
             if let Some(end) = self.ledger.end_mut(h, call) {
                 end.crashed = true;
             }
@@ -296,7 +305,7 @@ impl World {
     }
 
     /// Removes a call's VC from the host's record (the host core closed it).
-    fn forget_call_vc(&mut self, h: u32, call: CallId) {
+    fn forget_call_vc(&mut self, h: u32, call: CallId, check: bool) {
         let host = &mut self.hosts[h as usize];
         let Some(vc) = host.call_vcs.remove(&call) else {
             return;
@@ -306,6 +315,9 @@ impl World {
         };
         if let Some(handle) = rec.handle {
             host.by_handle.remove(&handle);
+            if !check {
+                return;
+            }
             if let Some(i) = host
                 .bufs
                 .iter()
@@ -354,8 +366,18 @@ impl World {
                 match tag {
                     Some(tag) => {
                         let r = self.ledger.calls.entry(tag).or_default();
-                        let twice = r.called.as_ref().map(|(ph, pc, _)| (*ph, *pc));
-                        r.called = Some((h, ic.call, fresh_end()));
+                        // A host that crashed under an offer may be offered it again (the
+                        // network's T303 resends SETUP to the restarted host): not twice.
+                        let twice = r
+                            .called
+                            .as_ref()
+                            .filter(|(_, _, e)| !e.crashed)
+                            .map(|(ph, pc, _)| (*ph, *pc));
+                        // An earlier life's acceptance stands (the caller may be active).
+                        let accepted = r.called.as_ref().is_some_and(|(_, _, e)| e.accepted);
+                        let mut end = fresh_end();
+                        end.accepted = accepted;
+                        r.called = Some((h, ic.call, end));
                         if let Some((ph, pc)) = twice {
                             let detail = format!(
                                 "call tag {tag:02x?} offered twice: to host {ph} as {pc} and to host {h} as {}",
@@ -398,7 +420,7 @@ impl World {
                     .push_back(CallNote::Connected { call, vc });
             }
             CoreEvent::CallReleased { call, cause, by } => {
-                self.forget_call_vc(h, call);
+                self.forget_call_vc(h, call, true);
                 let twice = self.ledger.end_mut(h, call).is_some_and(|end| {
                     let twice = end.released.is_some();
                     end.released = Some(cause.clone());
