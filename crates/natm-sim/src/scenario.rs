@@ -10,6 +10,8 @@
 //! ubr_load = 0.3        # UBR load per host link, fraction of its rate, split over flows
 //! sdu = [20, 4000]      # SDU sizes, bytes (at least 20: the checkable load's header)
 //! churn = true          # with faults = "swarm": PVC churn too
+//! calls = true          # switched calls: every switch and host signals, every host
+//!                       # churns calls (crate::calls); see "Calls" below
 //!
 //! [[sim.fault]]         # faults = "listed"
 //! at = "10ms"
@@ -31,6 +33,24 @@
 //! 12 ms after (the first may end a frame whose end cell a fault lost: AAL5 knows no
 //! other boundary); at `duration + drain` every queue must be empty and every
 //! flow's second probe delivered (invariant 6 of [`crate::check`]).
+//!
+//! # Calls
+//!
+//! With `calls = true` every switch port signals (natm-calls' `CallControl` beside each
+//! switch, with the prefix, routes and sides natm-topology derives, as natm lab writes
+//! them for switchd), every host signals at its topology address, and each host's app
+//! churns calls ([`crate::calls::CallApp`]) beside its PVC load until `duration`, when
+//! it releases them all. After the drain, the run waits (at most
+//! [`CALLS_SETTLE_BOUND`] of virtual time) until no call is left in any host or call
+//! control ("calls settle"), goes on [`CALLS_AFTER_SETTLE`] more, and checks that nothing
+//! is left: no call or call reference in any signalling entity ("no call reference
+//! leaks"), no VCI allocated on any port and no switched cross-connect or booking beyond
+//! the PVCs' on any switch port or host link ("no VCI or bandwidth leaked"), and every
+//! call ended once at each end that knew it, a call active at its caller having been
+//! accepted by the called host ("every call ends once, alike at both ends"). Data on
+//! calls is checked by the apps as it arrives ("data on calls byte-exact"), and the
+//! switched cross-connects join the CAC and conservation audits of [`crate::check`].
+//! Scenarios without `calls` run exactly as before (same events, same digests).
 //!
 //! The scenario's errors name the entry: `sim.fault 2: target "h9": no such host`.
 
@@ -309,6 +329,11 @@ impl Scenario {
     /// The default scenario ([`DEFAULT_SCENARIO`]).
     pub fn default_scenario() -> Scenario {
         Scenario::parse(DEFAULT_SCENARIO, None).expect("the default scenario is valid")
+    }
+
+    /// The calls scenario ([`CALLS_SCENARIO`]).
+    pub fn calls_scenario() -> Scenario {
+        Scenario::parse(CALLS_SCENARIO, None).expect("the calls scenario is valid")
     }
 
     /// Reads a scenario: the topology (natm-topology's checks), then its `[sim]` table.
