@@ -44,7 +44,9 @@ fn prefix(n: u8) -> AesaPrefix {
 }
 
 fn host(n: u8) -> Aesa {
-    prefix(1).address(Esi([0, 0, 0, 0, 0, n]), 0).expect("104 bits")
+    prefix(1)
+        .address(Esi([0, 0, 0, 0, 0, n]), 0)
+        .expect("104 bits")
 }
 
 fn push_sdu(now: Instant, sw: &mut Switch, port: PortId, sdu: &[u8]) {
@@ -275,7 +277,11 @@ fuzz_target!(|data: &[u8]| {
         shuttle(now, &mut sw, &mut cc, &mut peers, lose);
         if cc.call_count() == 0 {
             for port in 1..=3 {
-                assert_eq!(cc.allocated_vcis(PortId(port)), 0, "VCIs left on port {port}");
+                assert_eq!(
+                    cc.allocated_vcis(PortId(port)),
+                    0,
+                    "VCIs left on port {port}"
+                );
             }
             assert_eq!(sw.connection_count(), 0, "cross-connects left");
         }

@@ -38,6 +38,8 @@ const MAX_LOG: usize = 1024;
 #[derive(Debug)]
 struct Port {
     side: Side,
+    /// The UNI version of the port's signalling.
+    version: UniVersion,
     up: bool,
     sig: Signalling,
     rx: Reassembler,
@@ -124,14 +126,29 @@ impl CallControl {
 
     /// Adds signalling on `port` (a port of the switch with `PortConfig::signalling`), up:
     /// its SAAL starts establishing at `now`, and RESTART (all) goes out once it is up.
+    /// The port speaks [`Config::version`].
     pub fn add_port(&mut self, now: Instant, port: PortId, side: Side) -> Result<(), PortError> {
+        self.add_port_version(now, port, side, self.config.version)
+    }
+
+    /// [`add_port`](Self::add_port) for a port whose peer speaks `version` (a foreign UNI
+    /// 3.1 peer: its SETUPs carry no UNI 4.0 IEs, and a bandwidth refusal to it is cause
+    /// 51).
+    pub fn add_port_version(
+        &mut self,
+        now: Instant,
+        port: PortId,
+        side: Side,
+        version: UniVersion,
+    ) -> Result<(), PortError> {
         if self.ports.contains_key(&port) {
             return Err(PortError::Exists(port));
         }
         let p = Port {
             side,
+            version,
             up: true,
-            sig: self.fresh_signalling(now, side, 0),
+            sig: self.fresh_signalling(now, side, version, 0),
             rx: Reassembler::new(signalling_vc(), MAX_SDU).expect("0.5 and 8192 bytes are valid"),
             link_up: false,
             restart_pending: true,
@@ -145,15 +162,22 @@ impl CallControl {
         Ok(())
     }
 
-    fn fresh_signalling(&self, now: Instant, side: Side, generation: u8) -> Signalling {
+    fn fresh_signalling(
+        &self,
+        now: Instant,
+        side: Side,
+        version: UniVersion,
+        generation: u8,
+    ) -> Signalling {
         let role = match side {
             Side::Network => Role::Network,
             Side::User => Role::User,
         };
         let mut c = natm_sig::Config::new(role);
-        c.version = self.config.version;
+        c.version = version;
         let mut saal = self.config.sscop.clone();
-        // Two BGNs apart per generation: an entity's re-establishments count up too.
+        // 64 N(SQ) values apart per generation: each entity's own re-establishments
+        // count up by one from its start.
         saal.first_sq = saal.first_sq.wrapping_add(generation.wrapping_mul(64));
         Signalling::new(now, c, saal)
     }
@@ -164,8 +188,8 @@ impl CallControl {
         let Some(p) = self.ports.get(&port) else {
             return;
         };
-        let (side, generation) = (p.side, p.generation.wrapping_add(1));
-        let fresh = self.fresh_signalling(now, side, generation);
+        let (side, version, generation) = (p.side, p.version, p.generation.wrapping_add(1));
+        let fresh = self.fresh_signalling(now, side, version, generation);
         if let Some(p) = self.ports.get_mut(&port) {
             p.sig = fresh;
             p.generation = generation;
@@ -805,16 +829,21 @@ impl CallControl {
             return;
         };
         p.link_up = false;
-        let hit: Vec<(CallId, u32)> = p.legs.iter().map(|(&c, &i)| (c, i)).collect();
+        let hit: Vec<CallId> = p.legs.keys().copied().collect();
         if hit.is_empty() {
             self.push_log(format!("p{port}: {why}"));
             return;
         }
         self.push_log(format!("p{port}: {why}: {} calls cleared", hit.len()));
-        let cause = self.cause(CauseValue::DestinationOutOfOrder, &format!("p{port} {why}"));
-        for (call, idx) in hit {
+        let cause = self.cause(
+            CauseValue::DestinationOutOfOrder,
+            &format!("{} p{port} {why}", self.config.name),
+        );
+        for call in hit {
             self.counters.cleared_by_port += 1;
-            if let Some((idx, which)) = self.find(port, call).or(Some((idx, Which::A))) {
+            // A leg is in its port's table exactly while its call has it; a stale entry
+            // would be dropped below.
+            if let Some((idx, which)) = self.find(port, call) {
                 self.leg_gone(now, idx, which, &cause, sw);
             }
         }
@@ -930,7 +959,9 @@ impl CallControl {
                         break;
                     }
                 }
-                let value = match self.config.version {
+                // The refusal goes back on the caller's port (`a`), in its UNI version.
+                let version = self.ports.get(&xc.a.port).map(|p| p.version);
+                let value = match version.unwrap_or(self.config.version) {
                     UniVersion::Uni31 => CauseValue::UserCellRateNotAvailable31,
                     _ => CauseValue::UserCellRateNotAvailable,
                 };

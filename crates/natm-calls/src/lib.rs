@@ -38,7 +38,7 @@
 //!   explanation and the CAC's full words).
 //! * **Ports and SAAL.** [`port_down`](CallControl::port_down) or the SAAL's loss on a
 //!   port clears every call with a leg there (the other legs released with cause 27,
-//!   diagnostics `pN port down` / `pN SAAL lost`), returns their bandwidth and VCIs, and
+//!   diagnostics `s1 pN port down` / `s1 pN SAAL lost`), returns their bandwidth and VCIs, and
 //!   gives the port a fresh `Signalling` (its SSCOP starting at another N(SQ), so a peer
 //!   still established with the old one re-establishes). Once the SAAL of a fresh entity
 //!   is up (after [`add_port`](CallControl::add_port), [`port_up`](CallControl::port_up)

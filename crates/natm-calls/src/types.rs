@@ -55,8 +55,9 @@ pub struct Config {
     pub vci_first: u16,
     /// The last VCI of the range.
     pub vci_last: u16,
-    /// The UNI version of every port's signalling (UNI 4.0 by default; with UNI 3.1 a
-    /// bandwidth refusal is cause 51, not 37).
+    /// The UNI version of the ports' signalling (UNI 4.0 by default; with UNI 3.1 a
+    /// bandwidth refusal is cause 51, not 37); a port may have its own
+    /// ([`CallControl::add_port_version`](crate::CallControl::add_port_version)).
     pub version: UniVersion,
     /// SSCOP's parameters on every port.
     pub sscop: natm_sscop::Config,

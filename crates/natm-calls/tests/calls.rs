@@ -128,6 +128,59 @@ fn cac_refuses_with_cause_37_and_an_explanation() {
 }
 
 #[test]
+fn the_forwarded_setup_keeps_the_parties_qos_blli_and_bhli() {
+    use natm_wire::q2931::{Bhli, BhliType, Blli};
+    let mut net = one_switch();
+    let params = natm_sig::SetupParams {
+        called: natm_sig::PartyNumber::aesa(host_address(1, 2)),
+        called_sub: None,
+        calling: Some(natm_sig::PartyNumber::aesa(host_address(1, 1))),
+        calling_sub: None,
+        qos: common::qos("aal5,cbr:max_pcr=1000,max_sdu=9180"),
+        blli: Some(Blli::llc()),
+        bhli: Some(Bhli {
+            kind: BhliType::User,
+            info: vec![1, 2, 3],
+        }),
+        conn: None,
+    };
+    let now = net.now;
+    net.h(0, 1).sig.setup(now, &params).unwrap();
+    net.step();
+    let setup = net
+        .take_events(0, 2)
+        .into_iter()
+        .find_map(|e| match e {
+            CallEvent::Setup { setup, .. } => Some(setup),
+            _ => None,
+        })
+        .expect("SETUP forwarded");
+    assert!(setup.qos_mapped);
+    assert_eq!(setup.params.called, params.called);
+    assert_eq!(setup.params.calling, params.calling);
+    assert_eq!(setup.params.qos, params.qos);
+    assert_eq!(setup.params.blli, params.blli);
+    assert_eq!(setup.params.bhli, params.bhli);
+    let conn = setup.params.conn.expect("the network side names the VC");
+    assert_eq!((conn.vpci, conn.vci), (0, 32768));
+}
+
+#[test]
+fn a_uni_3_1_caller_is_refused_with_51() {
+    let mut net = Net::new();
+    net.switch(&[(host_route(1, 1), 1), (host_route(1, 2), 2)]);
+    net.host_version(0, 1, LineRate::Unlimited, natm_sig::UniVersion::Uni31);
+    net.host(0, 2, rate(10_000));
+    net.run_for(SEC);
+    let call = net.call(0, 1, host_address(1, 2), "aal5,cbr:max_pcr=12000");
+    net.step();
+    let cause = Net::released(&net.take_events(0, 1), call).expect("refused");
+    assert_eq!(cause.value, CauseValue::UserCellRateNotAvailable31);
+    assert_eq!(cause.diagnostics, b"s1 p2: 10000 c/s free");
+    net.assert_nothing_leaked();
+}
+
+#[test]
 fn unknown_addresses_are_refused_with_1_or_3() {
     let mut net = one_switch();
     let own = prefix(1).address(natm_core::addr::Esi([9; 6]), 0).unwrap();
@@ -232,7 +285,7 @@ fn a_port_going_down_clears_its_calls_and_returns_the_bandwidth() {
     net.step();
     let cause = Net::released(&net.take_events(0, 1), call).expect("cleared");
     assert_eq!(cause.value, CauseValue::DestinationOutOfOrder);
-    assert_eq!(cause.diagnostics, b"p2 port down");
+    assert_eq!(cause.diagnostics, b"s1 p2 port down");
     assert_eq!(net.nodes[0].cc.counters().cleared_by_port, 1);
     net.assert_nothing_leaked();
     // The link comes back: the host's calls were lost with it, RESTART says so.
@@ -255,6 +308,57 @@ fn a_port_going_down_clears_its_calls_and_returns_the_bandwidth() {
     let again = net.call(0, 1, host_address(1, 2), "aal5,cbr:max_pcr=6000");
     net.step();
     let (incoming, _) = net.incoming(0, 2).expect("SETUP after the port came back");
+    net.accept(0, 2, incoming);
+    net.step();
+    assert!(
+        net.take_events(0, 1)
+            .iter()
+            .any(|e| matches!(e, CallEvent::Connected { call, .. } if *call == again))
+    );
+}
+
+#[test]
+fn a_lost_saal_clears_the_port_s_calls_and_restarts_when_it_is_back() {
+    let mut net = one_switch();
+    let call = net.call(0, 1, host_address(1, 2), "aal5,cbr:max_pcr=6000");
+    net.step();
+    let (incoming, _) = net.incoming(0, 2).unwrap();
+    net.accept(0, 2, incoming);
+    net.step();
+    net.take_events(0, 1);
+    // Host 2's signalling link is cut: SSCOP's NO-RESPONSE timer ends the SAAL.
+    net.cut.insert((0, 2));
+    net.run_for(Duration::from_secs(10));
+    let cause = Net::released(&net.take_events(0, 1), call).expect("cleared");
+    assert_eq!(cause.value, CauseValue::DestinationOutOfOrder);
+    assert_eq!(cause.diagnostics, b"s1 p2 SAAL lost");
+    assert!(
+        net.logs
+            .iter()
+            .any(|l| l.contains("p2: SAAL lost: 1 calls cleared"))
+    );
+    net.assert_nothing_leaked();
+    // Back: the fresh entity establishes and restarts; host 2's call goes.
+    net.cut.clear();
+    net.run_for(Duration::from_secs(20));
+    let events = net.take_events(0, 2);
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, CallEvent::Released { call, .. } if *call == incoming)),
+        "host 2's call is cleared: {events:?}"
+    );
+    let p2 = net.nodes[0]
+        .cc
+        .ports()
+        .find(|p| p.port == PortId(2))
+        .unwrap();
+    assert!(p2.link_up && p2.establishments >= 2, "{p2:?}");
+    assert_eq!(net.h(0, 2).sig.uni().call_count(), 0);
+    // And a new call gets through.
+    let again = net.call(0, 1, host_address(1, 2), "aal5,cbr:max_pcr=6000");
+    net.step();
+    let (incoming, _) = net.incoming(0, 2).expect("SETUP after the SAAL came back");
     net.accept(0, 2, incoming);
     net.step();
     assert!(
@@ -334,5 +438,6 @@ fn net_chance(seed: u64, round: u64) -> bool {
 #[test]
 fn state_per_call_is_at_most_a_kibibyte() {
     let n = CallControl::state_bytes_per_call();
+    eprintln!("state per call: {n} bytes");
     assert!(n > 0 && n <= 1024, "{n} bytes per call");
 }

@@ -64,6 +64,8 @@ pub struct Net {
     pub rng: Rng,
     /// Every switch's log lines.
     pub logs: Vec<String>,
+    /// Host links whose 0.5 SDUs are lost both ways (a cut signalling link).
+    pub cut: std::collections::BTreeSet<(usize, u16)>,
 }
 
 pub fn prefix(n: u8) -> AesaPrefix {
@@ -98,6 +100,7 @@ impl Net {
             dup: 0,
             rng: Rng::new(1),
             logs: Vec::new(),
+            cut: std::collections::BTreeSet::new(),
         }
     }
 
@@ -121,6 +124,18 @@ impl Net {
     }
 
     fn add_port(&mut self, s: usize, port: u16, side: Side, rate: LineRate) {
+        let version = self.nodes[s].cc.config().version;
+        self.add_port_version(s, port, side, rate, version);
+    }
+
+    fn add_port_version(
+        &mut self,
+        s: usize,
+        port: u16,
+        side: Side,
+        rate: LineRate,
+        version: natm_sig::UniVersion,
+    ) {
         let now = self.now;
         let node = &mut self.nodes[s];
         let config = PortConfig {
@@ -129,18 +144,33 @@ impl Net {
             ..PortConfig::default()
         };
         node.sw.add_port(PortId(port), config).unwrap();
-        node.cc.add_port(now, PortId(port), side).unwrap();
+        node.cc
+            .add_port_version(now, PortId(port), side, version)
+            .unwrap();
     }
 
     /// A host on switch `s`'s port `port` (network side there), routed by its 19 bytes.
     pub fn host(&mut self, s: usize, port: u16, rate: LineRate) -> Aesa {
-        self.add_port(s, port, Side::Network, rate);
+        self.host_version(s, port, rate, natm_sig::UniVersion::Uni40)
+    }
+
+    /// [`host`](Self::host) speaking `version` on its port.
+    pub fn host_version(
+        &mut self,
+        s: usize,
+        port: u16,
+        rate: LineRate,
+        version: natm_sig::UniVersion,
+    ) -> Aesa {
+        self.add_port_version(s, port, Side::Network, rate, version);
         let address = host_address(s as u8 + 1, port);
         let saal = natm_sscop::Config::default();
+        let mut config = natm_sig::Config::new(Role::User);
+        config.version = version;
         self.hosts.insert(
             (s, port),
             Host {
-                sig: Signalling::new(self.now, natm_sig::Config::new(Role::User), saal),
+                sig: Signalling::new(self.now, config, saal),
                 rx: Reassembler::new(sig_vc(), 8192).unwrap(),
                 events: Vec::new(),
                 data: Vec::new(),
@@ -175,7 +205,7 @@ impl Net {
         for (&(s, port), h) in &mut self.hosts {
             while let Some(sdu) = h.sig.poll_transmit() {
                 moved = true;
-                let copies = if self.rng.chance(self.loss) {
+                let copies = if self.cut.contains(&(s, port)) || self.rng.chance(self.loss) {
                     0
                 } else if self.rng.chance(self.dup) {
                     2
@@ -213,7 +243,9 @@ impl Net {
                         for c in cells {
                             if u32::from_be_bytes([c[0], c[1], c[2], c[3]]) >> 4 == 5 {
                                 if let Reassembly::Complete(_) = h.rx.push_cell(c) {
-                                    let copies = if self.rng.chance(self.loss) {
+                                    let copies = if self.cut.contains(&(s, port.0))
+                                        || self.rng.chance(self.loss)
+                                    {
                                         0
                                     } else if self.rng.chance(self.dup) {
                                         2

@@ -65,17 +65,19 @@ impl Switch {
         // Scratch kept in the switch, not zeroed per call: most calls take one cell.
         taken.resize(CHUNK, 0);
         let mut n = 0;
-        while n < budget {
-            let Some((word, payload)) = p.sig_tx.pop_front() else {
-                break;
-            };
-            let o = &mut out[n];
-            o[..4].copy_from_slice(&word.to_be_bytes());
-            o[4] = hec(word);
-            o[5..].copy_from_slice(&payload);
-            n += 1;
+        if !p.sig_tx.is_empty() {
+            while n < budget {
+                let Some((word, payload)) = p.sig_tx.pop_front() else {
+                    break;
+                };
+                let o = &mut out[n];
+                o[..4].copy_from_slice(&word.to_be_bytes());
+                o[4] = hec(word);
+                o[5..].copy_from_slice(&payload);
+                n += 1;
+            }
+            p.counters.signalling_queued = p.sig_tx.len() as u32;
         }
-        p.counters.signalling_queued = p.sig_tx.len() as u32;
         while n < budget {
             let want = (budget - n).min(CHUNK);
             let mut got = 0;
