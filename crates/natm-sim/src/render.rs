@@ -43,11 +43,12 @@ impl RunReport {
         if let Some(c) = &r.calls {
             let _ = writeln!(
                 t,
-                "calls: {} placed, {} offered, {} connected, {} failed; settled {:.3} s after the load",
+                "calls: {} placed, {} offered, {} connected, {} failed ({} for cell rate); settled {:.3} s after the load",
                 c.placed,
                 c.offered,
                 c.connected,
                 c.failed,
+                c.no_cell_rate,
                 c.settle.as_nanos() as f64 / 1e9
             );
         }
@@ -91,6 +92,7 @@ impl RunReport {
                 "offered": c.offered,
                 "connected": c.connected,
                 "failed": c.failed,
+                "no_cell_rate": c.no_cell_rate,
                 "settle_ns": c.settle.as_nanos(),
             });
         }

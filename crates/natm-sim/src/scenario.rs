@@ -462,6 +462,13 @@ impl Scenario {
                     p.faults
                         .retain(|f| !matches!(f.kind, FaultKind::Churn { .. }));
                 }
+                if self.sim.calls {
+                    p.faults.extend(FaultPlan::calls_swarm(
+                        seed,
+                        &self.topology,
+                        self.sim.duration,
+                    ));
+                }
                 p
             }
         }
@@ -594,6 +601,9 @@ pub struct CallCounts {
     pub connected: u64,
     /// Calls that ended before they were active at the caller.
     pub failed: u64,
+    /// Of those, refused for bandwidth by a switch (cause 37 at location LPN, the
+    /// explanation in its diagnostics).
+    pub no_cell_rate: u64,
     /// Virtual time from the end of the load phase until no call was left anywhere.
     pub settle: Duration,
 }
@@ -915,6 +925,11 @@ impl Built {
                     Action::Clog(self.switches[*switch], PortId(*port), false),
                 );
             }
+            FaultKind::DuplicateSignalling { link, p } => {
+                let l = self.links[*link];
+                w.schedule(at, Action::DuplicateSignalling(l, *p));
+                w.schedule(end, Action::DuplicateSignalling(l, 0.0));
+            }
             FaultKind::Churn { pvc } => {
                 for (s, xc) in &self.pvc_xcs[*pvc] {
                     w.schedule(at, Action::DisconnectEndpoint(*s, xc.a));
@@ -1148,6 +1163,13 @@ fn settle_calls(w: &mut World, from: Instant) -> Result<CallCounts, Violation> {
                 c.connected += 1;
             } else {
                 c.failed += 1;
+                if let Some(cause) = &end.released
+                    && cause.value == natm_host_core::CauseValue::UserCellRateNotAvailable
+                    && cause.location == natm_host_core::Location::PrivateLocal
+                    && !cause.diagnostics.is_empty()
+                {
+                    c.no_cell_rate += 1;
+                }
             }
         }
         if r.called.is_some() {

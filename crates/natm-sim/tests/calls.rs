@@ -6,11 +6,27 @@ use natm_sim::{CALLS_SCENARIO, Scenario, run};
 #[test]
 fn a_calls_scenario_runs_and_calls_connect_and_fail() {
     let sc = Scenario::parse(CALLS_SCENARIO, None).unwrap();
+    assert!(sc.sim.calls);
     let r = run(&sc, 1, None).unwrap_or_else(|v| panic!("{v}"));
     let c = r.calls.expect("a calls scenario counts its calls");
     eprintln!("{c:?} {:?} {:?}", r.stats, r.wall);
     assert!(c.connected > 10, "{c:?}");
     assert!(c.failed > 0, "{c:?}");
+    assert!(
+        c.no_cell_rate > 0,
+        "the big CBR is refused on a trunk: {c:?}"
+    );
+}
+
+#[test]
+fn one_seed_gives_one_run_with_calls() {
+    let sc = Scenario::calls_scenario();
+    let a = run(&sc, 5, None).unwrap_or_else(|v| panic!("{v}"));
+    let b = run(&sc, 5, None).unwrap_or_else(|v| panic!("{v}"));
+    assert_eq!((a.digest, a.stats, a.calls), (b.digest, b.stats, b.calls));
+    let c = run(&sc, 6, None).unwrap_or_else(|v| panic!("{v}"));
+    assert_ne!(a.digest, c.digest);
+    assert_eq!(sc.replay(5), "natm sim run --calls --seed 5");
 }
 
 #[test]

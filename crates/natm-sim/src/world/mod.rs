@@ -347,6 +347,7 @@ impl World {
             up: true,
             config,
             armed: [IDLE; 2],
+            dup: [None, None],
         });
         Ok(LinkId(li))
     }

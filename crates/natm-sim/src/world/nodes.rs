@@ -14,6 +14,40 @@ pub(crate) struct LinkRec {
     pub(crate) up: bool,
     pub(crate) config: LinkConfig,
     pub(crate) armed: [u64; 2],
+    /// Per direction: frames of VC 0.5 duplicated (see [`Action::DuplicateSignalling`]).
+    pub(crate) dup: [Option<Dup>; 2],
+}
+
+/// Whole-frame duplication of VC 0.5 on one link direction.
+pub(crate) struct Dup {
+    pub(crate) p: f64,
+    pub(crate) rng: crate::seed::Rng,
+    /// The cells of 0.5's frame so far.
+    pub(crate) frame: Vec<[u8; 53]>,
+}
+
+impl Dup {
+    /// `cells` with each completed frame of 0.5 followed, with probability `p`, by a copy.
+    pub(crate) fn apply(&mut self, cells: &[[u8; 53]], out: &mut Vec<[u8; 53]>) -> u64 {
+        let mut copies = 0;
+        for c in cells {
+            out.push(*c);
+            let w = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+            // VPI 0, VCI 5, user data (PTI 0xx).
+            if w >> 4 != 5 || w & 0x8 != 0 {
+                continue;
+            }
+            self.frame.push(*c);
+            if w & 0x2 != 0 {
+                if self.rng.chance(self.p) {
+                    out.extend_from_slice(&self.frame);
+                    copies += 1;
+                }
+                self.frame.clear();
+            }
+        }
+        copies
+    }
 }
 
 /// A buffer as the world sees it.

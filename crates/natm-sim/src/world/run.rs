@@ -273,8 +273,15 @@ impl World {
             self.stats.dropped_link_down += cells.len() as u64;
             return;
         }
-        self.stats.cell_events += cells.len() as u64;
-        link.dirs[d].handle_cells(now, cells);
+        if let Some(dup) = link.dup[d].as_mut() {
+            let mut all = Vec::with_capacity(cells.len());
+            self.stats.signalling_duplicated += dup.apply(cells, &mut all);
+            self.stats.cell_events += all.len() as u64;
+            link.dirs[d].handle_cells(now, &all);
+        } else {
+            self.stats.cell_events += cells.len() as u64;
+            link.dirs[d].handle_cells(now, cells);
+        }
         let timeout = link.dirs[d].poll_timeout();
         self.arm_at(Target::new(kind::LINK, l * 2 + d as u32), timeout);
     }
@@ -357,6 +364,10 @@ impl World {
             };
             // A link direction takes every cell offered (its queue drops what it must).
             let n = cells.len();
+            // Signalling and OAM cells may come in a run longer than a channel's batch.
+            if out.len() < n {
+                out.resize(n, [0; 53]);
+            }
             out[..n].copy_from_slice(cells);
             host.core.transmitted(n);
             total += n as u64;
@@ -804,6 +815,24 @@ impl World {
             }
             Action::OpenVc(h, vc, qos, options) => self.open_vc_with(h, vc, &qos, options),
             Action::CloseVc(h, vc) => self.close_vc(h, vc),
+            Action::DuplicateSignalling(l, p) => {
+                let seed = self.seed;
+                let link = self
+                    .links
+                    .get_mut(l.0 as usize)
+                    .ok_or(SimError::UnknownLink(l.0))?;
+                for (d, slot) in link.dup.iter_mut().enumerate() {
+                    *slot = (p > 0.0).then(|| Dup {
+                        p: p.min(1.0),
+                        rng: crate::seed::Rng::for_component(
+                            seed,
+                            &format!("dup link {} dir {d} at {}", l.0, now.as_nanos()),
+                        ),
+                        frame: Vec::new(),
+                    });
+                }
+                Ok(())
+            }
             Action::Impairments(l, dirs, imp) => {
                 let seed = self.seed;
                 let link = self
