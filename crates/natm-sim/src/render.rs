@@ -43,7 +43,7 @@ impl RunReport {
         if let Some(c) = &r.calls {
             let _ = writeln!(
                 t,
-                "calls: {} placed, {} offered, {} connected, {} failed ({} for cell rate); settled {:.3} s after the load",
+                "calls: {} placed, {} offered, {} connected, {} failed ({} for cell rate); settled {:.3} s after the drain",
                 c.placed,
                 c.offered,
                 c.connected,

@@ -181,7 +181,7 @@ rate = "oc3"
 a = "h1"
 b = "h4"
 vc = "0.100"
-qos = "cbr:pcr=2000"
+qos = "cbr:pcr=500"
 upc = "discard"
 
 [[pvc]]
@@ -191,7 +191,7 @@ vc = "0.101"
 qos = "ubr"
 
 [sim]
-duration = "500ms"
+duration = "300ms"
 drain = "100ms"
 faults = "swarm"
 ubr_load = 0.002
@@ -604,7 +604,8 @@ pub struct CallCounts {
     /// Of those, refused for bandwidth by a switch (cause 37 at location LPN, the
     /// explanation in its diagnostics).
     pub no_cell_rate: u64,
-    /// Virtual time from the end of the load phase until no call was left anywhere.
+    /// Virtual time from the end of the drain until no call was left anywhere (0: none
+    /// was left by then).
     pub settle: Duration,
 }
 
@@ -1120,8 +1121,8 @@ pub const CALLS_AFTER_SETTLE: Duration = Duration::from_secs(40);
 /// 1 ms steps the drain check of a run with calls may wait for a keep-alive in flight.
 const CALLS_BUSY_TRIES: u32 = 20;
 
-/// The calls' liveness and end checks: from `from` (every app has released its calls
-/// and places no more), every call is gone from every host and call control within
+/// The calls' liveness and end checks: from `from` (the end of the drain; every app
+/// released its calls at the end of the load phase and places no more), every call is gone from every host and call control within
 /// [`CALLS_SETTLE_BOUND`]; then, [`CALLS_AFTER_SETTLE`] later, the end checks of
 /// [`World::check_calls_end`].
 fn settle_calls(w: &mut World, from: Instant) -> Result<CallCounts, Violation> {
@@ -1139,7 +1140,7 @@ fn settle_calls(w: &mut World, from: Instant) -> Result<CallCounts, Violation> {
                 seq: 0,
                 invariant: "calls settle",
                 detail: format!(
-                    "calls still up {} s after the load phase with faults off: {what}",
+                    "calls still up {} s after the drain with faults off: {what}",
                     CALLS_SETTLE_BOUND.as_nanos() / 1_000_000_000
                 ),
             });
