@@ -1006,13 +1006,32 @@ impl Built {
 }
 
 /// Runs `scenario` with `seed`: the load and fault phase, then the liveness phase. With
-/// `trace`, every event is written there as a line. A breached invariant ends the run.
+/// `trace`, every event is written there as a line. A breached invariant ends the run; a
+/// panic is reported as the invariant "no panic".
 pub fn run(
     scenario: &Scenario,
     seed: u64,
     trace: Option<Box<dyn Write>>,
 ) -> Result<RunReport, Violation> {
-    run_inner(scenario, seed, trace, false, true)
+    // A core that panics is a breach like any other: the swarm reports the seed and goes on.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_inner(scenario, seed, trace, false, true)
+    }))
+    .unwrap_or_else(|p| {
+        let msg = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "a panic".into());
+        Err(Violation {
+            at: Instant::ZERO,
+            seq: 0,
+            invariant: "no panic",
+            detail: format!(
+                "a core or the driver panicked: {msg} (the trace's last line is where)"
+            ),
+        })
+    })
 }
 
 /// [`run`] with the per-cell and per-SDU invariant checks off (the audits and the
