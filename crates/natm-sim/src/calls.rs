@@ -62,6 +62,8 @@ struct Call {
     next_sdu: u32,
     next_serial: u32,
     last_rx: Option<u32>,
+    /// The tag of a call offered to this host.
+    tag: Option<[u8; 5]>,
 }
 
 /// The flow of a call's tag in one direction: bit 30 set (the PVC load's flows are small
@@ -85,9 +87,12 @@ pub struct CallApp {
     /// Placed calls not yet given an id: token → tag.
     placing: BTreeMap<u64, [u8; 5]>,
     scratch: Vec<u8>,
-    /// Starts so far: a call offered again after a crash is sent with SDU numbers and
-    /// cell serials above the last life's (the far end and the order check see one flow).
-    lives: u32,
+    /// Per call offered (by tag): the next SDU number and cell serial of its flow back. A
+    /// call may be offered again (after this host's crash, or a SETUP a crashed switch
+    /// took comes again from SSCOP once it restarts): its flow goes on from there, so the
+    /// far end and the order check see one flow. Kept across the host's crashes (it is the
+    /// oracle's bookkeeping, not the program's).
+    offered: BTreeMap<[u8; 5], (u32, u32)>,
 }
 
 impl CallApp {
@@ -109,7 +114,7 @@ impl CallApp {
             calls: BTreeMap::new(),
             placing: BTreeMap::new(),
             scratch: Vec::new(),
-            lives: 0,
+            offered: BTreeMap::new(),
         }
     }
 
@@ -132,6 +137,9 @@ impl CallApp {
             c.next_sdu += 1;
             c.next_serial = c.next_serial.wrapping_add(serials_of(len));
         }
+        if let Some(tag) = c.tag {
+            self.offered.insert(tag, (c.next_sdu, c.next_serial));
+        }
     }
 
     fn release_all(&mut self, io: &mut AppIo) {
@@ -147,7 +155,6 @@ impl App for CallApp {
         // A restart: the host's calls went with the crash.
         self.calls.clear();
         self.placing.clear();
-        self.lives += 1;
         self.stopped = now >= self.stop;
         if !self.stopped {
             let g = self.gap();
@@ -227,6 +234,7 @@ impl App for CallApp {
                             next_sdu: 0,
                             next_serial: 0,
                             last_rx: None,
+                            tag: None,
                         },
                     );
                     if self.stopped {
@@ -254,9 +262,10 @@ impl App for CallApp {
                         rx_flow: flow_of(tag, false),
                         vc: Some(ic.vc),
                         connected: false,
-                        next_sdu: self.lives << 16,
-                        next_serial: self.lives << 24,
+                        next_sdu: self.offered.get(&tag).map_or(0, |o| o.0),
+                        next_serial: self.offered.get(&tag).map_or(0, |o| o.1),
                         last_rx: None,
+                        tag: Some(tag),
                     },
                 );
                 io.accept(ic.call);

@@ -38,12 +38,30 @@ fn every_invariant_holds_over_a_swarm_of_calls_seeds() {
     assert!(fails.is_empty(), "{} failed: {fails:#?}", fails.len());
 }
 
+/// One seed's trace, for a failure's study (`SEED=5 TRACE=/tmp/t.txt cargo test
+/// --release -p natm-sim --test calls trace_one -- --ignored --nocapture`).
 #[test]
 #[ignore]
 fn trace_one() {
     let seed: u64 = std::env::var("SEED").unwrap().parse().unwrap();
     let sc = Scenario::parse(CALLS_SCENARIO, None).unwrap();
-    let f = std::fs::File::create("/tmp/simt/trace.txt").unwrap();
+    let path = std::env::var("TRACE").unwrap();
+    let f = std::fs::File::create(path).unwrap();
     let r = run(&sc, seed, Some(Box::new(std::io::BufWriter::new(f))));
     eprintln!("{:?}", r.map(|r| r.calls).map_err(|v| v.to_string()));
+}
+
+/// A long swarm for hunting (`SEEDS=2000 FROM=0 cargo test --release -p natm-sim --test
+/// calls long_swarm -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn long_swarm() {
+    let n: u64 = std::env::var("SEEDS").map_or(2000, |s| s.parse().unwrap());
+    let from: u64 = std::env::var("FROM").map_or(0, |s| s.parse().unwrap());
+    let sc = Scenario::calls_scenario();
+    let rep = natm_sim::swarm(&sc, from, n, 0, false);
+    for f in rep.failures().filter_map(|o| o.failure_text(&sc)) {
+        println!("FAIL {f}");
+    }
+    println!("{} seeds in {:?}", rep.outcomes.len(), rep.wall);
 }

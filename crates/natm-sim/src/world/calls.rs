@@ -366,12 +366,14 @@ impl World {
                 match tag {
                     Some(tag) => {
                         let r = self.ledger.calls.entry(tag).or_default();
-                        // A host that crashed under an offer may be offered it again (the
-                        // network's T303 resends SETUP to the restarted host): not twice.
+                        // An offer that ended (released, or its host crashed) may be made
+                        // again: the network's T303 resends SETUP, and a SETUP a crashed
+                        // switch took but never acknowledged comes again from SSCOP after
+                        // the switch's restart. Two live offers of one call are a double.
                         let twice = r
                             .called
                             .as_ref()
-                            .filter(|(_, _, e)| !e.crashed)
+                            .filter(|(_, _, e)| !e.crashed && e.released.is_none())
                             .map(|(ph, pc, _)| (*ph, *pc));
                         // An earlier life's acceptance stands (the caller may be active).
                         let accepted = r.called.as_ref().is_some_and(|(_, _, e)| e.accepted);
