@@ -39,6 +39,12 @@
 //!    held; the switch's connection count is the world's record; the switch's cell
 //!    conservation identity holds (`Σ cells_in + Σ ais_sent = Σ cells_out + Σ dropped +
 //!    Σ queued`, and per connection direction).
+//!
+//!    On a switch with call control (scenarios with `calls`), the cross-connects it made
+//!    are not in the record: 4 and 5 count them with the recorded ones (their bookings,
+//!    their connection count, the signalling cells that end at or come from the switch's
+//!    owner in the conservation identity), and each must be on VPI 0 with SVC VCIs at
+//!    both ends, no more of them than calls in call control.
 //! 6. **Liveness** (checked by [`crate::scenario`] at the end of a run): with faults off
 //!    and the load stopped, every queue drains and each flow's probe arrives (the second
 //!    of two: see [`crate::load`]).
@@ -670,6 +676,18 @@ pub(crate) fn audit_switch(
                         ));
                     }
                 }
+            }
+            // Each call holds one cross-connect at most: more is a cross-connect leaked.
+            let calls = c.cc.as_ref().map_or(0, |cc| cc.call_count());
+            if xcs.len() > calls {
+                return Err((
+                    "no VCI or bandwidth leaked",
+                    format!(
+                        "switch {}: {} switched cross-connects for {calls} calls in call control",
+                        node.name,
+                        xcs.len()
+                    ),
+                ));
             }
             xcs
         }
