@@ -309,3 +309,45 @@ impl SwitchNode {
 
 /// Marks a VP entry in [`SwitchNode::route`] (no VCI has these bits).
 pub(super) const VP_MARK: u32 = 0xFFFF_0000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(vci: u32, last: bool) -> [u8; 53] {
+        let w = vci << 4 | if last { 0x2 } else { 0 };
+        let mut c = [0u8; 53];
+        c[..4].copy_from_slice(&w.to_be_bytes());
+        c
+    }
+
+    #[test]
+    fn only_whole_frames_of_0_5_are_duplicated_right_after_themselves() {
+        let mut d = Dup {
+            p: 1.0,
+            rng: crate::seed::Rng::new(1),
+            frame: Vec::new(),
+        };
+        let cells = [
+            cell(5, false),
+            cell(100, true),
+            cell(5, true),
+            cell(100, false),
+        ];
+        let mut out = Vec::new();
+        assert_eq!(d.apply(&cells, &mut out), 1);
+        let want = [
+            cell(5, false),
+            cell(100, true),
+            cell(5, true),
+            cell(5, false),
+            cell(5, true),
+            cell(100, false),
+        ];
+        assert_eq!(out, want);
+        d.p = 0.0;
+        out.clear();
+        assert_eq!(d.apply(&cells, &mut out), 0);
+        assert_eq!(out, cells);
+    }
+}
