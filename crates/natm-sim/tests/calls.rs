@@ -63,5 +63,23 @@ fn long_swarm() {
     for f in rep.failures().filter_map(|o| o.failure_text(&sc)) {
         println!("FAIL {f}");
     }
-    println!("{} seeds in {:?}", rep.outcomes.len(), rep.wall);
+    let ok: Vec<_> = rep
+        .outcomes
+        .iter()
+        .filter_map(|o| o.result.as_ref().ok())
+        .collect();
+    let settle = ok.iter().filter_map(|r| r.calls).map(|c| c.settle).max();
+    let settled_late = ok
+        .iter()
+        .filter_map(|r| r.calls)
+        .filter(|c| c.settle.as_nanos() > 0)
+        .count();
+    let placed: u64 = ok.iter().filter_map(|r| r.calls).map(|c| c.placed).sum();
+    let cpu: f64 = ok.iter().map(|r| r.wall.as_secs_f64()).sum::<f64>() / ok.len().max(1) as f64;
+    println!(
+        "{} seeds in {:?}; {placed} calls; {settled_late} settled after the drain (longest {settle:?}); {:.1} ms per seed",
+        rep.outcomes.len(),
+        rep.wall,
+        cpu * 1e3
+    );
 }
