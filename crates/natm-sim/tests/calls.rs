@@ -83,3 +83,25 @@ fn long_swarm() {
         cpu * 1e3
     );
 }
+
+#[test]
+fn calls_are_opt_in_per_scenario_file_and_run_on_any_topology() {
+    let text = include_str!("../../../examples/sim/two-switches.toml");
+    let plain = Scenario::parse(text, None).unwrap();
+    assert!(!plain.sim.calls);
+    assert_eq!(run(&plain, 2, None).unwrap().calls, None);
+    let with = text.replace("churn = true", "churn = true\ncalls = true");
+    let sc = Scenario::parse(&with, Some("two.toml")).unwrap();
+    assert!(sc.sim.calls);
+    assert_eq!(sc.replay(2), "natm sim run two.toml --seed 2");
+    let rep = natm_sim::swarm(&sc, 0, 16, 0, false);
+    let fails: Vec<String> = rep.failures().filter_map(|o| o.failure_text(&sc)).collect();
+    assert!(fails.is_empty(), "{fails:#?}");
+    let placed: u64 = rep
+        .outcomes
+        .iter()
+        .filter_map(|o| o.result.as_ref().ok()?.calls)
+        .map(|c| c.placed)
+        .sum();
+    assert!(placed > 0);
+}
