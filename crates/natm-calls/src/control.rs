@@ -810,7 +810,13 @@ impl CallControl {
             && let Some(p) = self.ports.get_mut(&leg.port)
         {
             p.legs.remove(&leg.call);
-            if let Some(v) = leg.vci {
+            #[cfg(feature = "mutants")]
+            let keep = crate::mutants::keep_vci_on_release();
+            #[cfg(not(feature = "mutants"))]
+            let keep = false;
+            if let Some(v) = leg.vci
+                && !keep
+            {
                 p.vcis.remove(&v);
             }
         }

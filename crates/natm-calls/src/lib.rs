@@ -158,6 +158,8 @@
 extern crate alloc;
 
 mod control;
+#[cfg(feature = "mutants")]
+pub mod mutants;
 mod types;
 
 pub use control::CallControl;

@@ -144,3 +144,29 @@ fn bad_input_is_refused_naming_what_was_wrong() {
     assert!(stderr(&o).contains("--seeds must be at least 1"));
     let _ = std::fs::remove_file(f);
 }
+
+#[test]
+fn the_calls_scenario_runs_replays_and_swarms() {
+    let a = sim(&["run", "--calls", "--seed", "4"]);
+    let b = sim(&["run", "--calls", "--seed", "4"]);
+    assert!(a.status.success(), "{}{}", stdout(&a), stderr(&a));
+    let out = stdout(&a);
+    assert!(
+        out.starts_with("natm sim: seed 4, scenario (calls)\n"),
+        "{out}"
+    );
+    assert!(out.contains("\ncalls: "), "{out}");
+    assert_eq!(digest(&a), digest(&b));
+    let j = sim(&["run", "--calls", "--seed", "4", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(stdout(&j).trim()).unwrap();
+    assert!(v["calls"]["placed"].as_u64().unwrap() > 0, "{v}");
+    let s = sim(&["swarm", "--calls", "--seeds", "4"]);
+    assert!(s.status.success(), "{}{}", stdout(&s), stderr(&s));
+    assert!(
+        stdout(&s).contains("(calls scenario), 0 failed, 4 passed"),
+        "{}",
+        stdout(&s)
+    );
+    let bad = sim(&["run", "--calls", "--signalling"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+}

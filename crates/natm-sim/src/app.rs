@@ -15,10 +15,78 @@
 //! a send's last cell has left the adapter or the send failed. Everything an app asks for
 //! is collected in the `AppIo` and carried out by the simulator after the call returns, in
 //! the order asked.
+//!
+//! On a host that signals (a scenario with `calls`), an app also places, answers and ends
+//! switched calls through [`AppIo`] ([`call`](AppIo::call), [`accept`](AppIo::accept),
+//! [`reject`](AppIo::reject), [`release`](AppIo::release)) and hears of them through
+//! [`App::on_call`]: the simulator carries the commands out on the host core
+//! (natm-host-core's `Host::call`, …) and hands its call events on, opening each call's VC
+//! on the host's channel as hostd would (at `accept`, or when an outgoing call connects).
 
 use core::ops::Range;
 
-use natm_core::{Duration, Instant, VcId};
+use natm_core::addr::Aesa;
+use natm_core::{Duration, Instant, Qos, VcId};
+use natm_host_core::{CallId, Cause, IncomingCall};
+
+/// What happened to a call, as [`App::on_call`] hears it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CallNote {
+    /// The outcome of [`AppIo::call`] with this token: the call, or the host's refusal at
+    /// once (its text; nothing was sent).
+    Placed {
+        /// The token given to [`AppIo::call`].
+        token: u64,
+        /// The call, or why not.
+        result: Result<CallId, String>,
+    },
+    /// A call is offered: answer with [`AppIo::accept`] or [`AppIo::reject`].
+    Incoming(Box<IncomingCall>),
+    /// A call is active on `vc` (open on the host: SDUs may be sent on it).
+    Connected {
+        /// The call.
+        call: CallId,
+        /// Its VC.
+        vc: VcId,
+    },
+    /// A call ended (its VC, if open, is closed). Exactly one per call.
+    Released {
+        /// The call.
+        call: CallId,
+        /// Why.
+        cause: Cause,
+    },
+    /// A call command was refused (the call had gone, or the phase did not allow it).
+    Refused {
+        /// The call.
+        call: CallId,
+        /// The host's words.
+        reason: String,
+    },
+}
+
+/// A call command an app asked for.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CallCommand {
+    /// Place a call to `called` with `qos`; `token` comes back in [`CallNote::Placed`];
+    /// `tag` (5 bytes) rides in the SETUP's BLLI (SNAP octets) to the called host.
+    Call {
+        /// The app's token.
+        token: u64,
+        /// Whom to call.
+        called: Aesa,
+        /// The QoS (`tx` is what this host sends).
+        qos: Qos,
+        /// Carried to the called side.
+        tag: Option<[u8; 5]>,
+    },
+    /// Accept an offered call (its VC is opened at once).
+    Accept(CallId),
+    /// Reject an offered call with a cause.
+    Reject(CallId, Cause),
+    /// Release a call in any phase.
+    Release(CallId, Cause),
+}
 
 /// A simulated application.
 pub trait App {
@@ -36,6 +104,11 @@ pub trait App {
     fn on_sent(&mut self, now: Instant, vc: VcId, len: usize, ok: bool, io: &mut AppIo) {
         let _ = (now, vc, len, ok, io);
     }
+
+    /// Something happened to a call (hosts that signal only).
+    fn on_call(&mut self, now: Instant, note: &CallNote, io: &mut AppIo) {
+        let _ = (now, note, io);
+    }
 }
 
 /// What an app asks the simulator to do, collected during one call.
@@ -47,6 +120,8 @@ pub struct AppIo {
     bytes: Vec<u8>,
     sends: Vec<(VcId, Range<usize>)>,
     timers: Vec<(Instant, u64)>,
+    calls: Vec<CallCommand>,
+    failure: Option<(&'static str, String)>,
 }
 
 impl AppIo {
@@ -84,6 +159,48 @@ impl AppIo {
         self.timers.push((at, token));
     }
 
+    /// Place a call (see [`CallCommand::Call`]).
+    pub fn call(&mut self, token: u64, called: Aesa, qos: Qos, tag: Option<[u8; 5]>) {
+        self.calls.push(CallCommand::Call {
+            token,
+            called,
+            qos,
+            tag,
+        });
+    }
+
+    /// Accept an offered call.
+    pub fn accept(&mut self, call: CallId) {
+        self.calls.push(CallCommand::Accept(call));
+    }
+
+    /// Reject an offered call with `cause`.
+    pub fn reject(&mut self, call: CallId, cause: Cause) {
+        self.calls.push(CallCommand::Reject(call, cause));
+    }
+
+    /// Release a call with `cause`.
+    pub fn release(&mut self, call: CallId, cause: Cause) {
+        self.calls.push(CallCommand::Release(call, cause));
+    }
+
+    /// The app saw an invariant broken (an oracle in an app, such as a byte check of what
+    /// arrived): the run stops with it.
+    pub fn fail(&mut self, invariant: &'static str, detail: String) {
+        if self.failure.is_none() {
+            self.failure = Some((invariant, detail));
+        }
+    }
+
+    /// The call commands asked for, in order.
+    pub fn call_commands(&self) -> &[CallCommand] {
+        &self.calls
+    }
+
+    pub(crate) fn take_failure(&mut self) -> Option<(&'static str, String)> {
+        self.failure.take()
+    }
+
     /// The sends asked for, in order: the VC and the SDU.
     pub fn sends(&self) -> impl Iterator<Item = (VcId, &[u8])> + '_ {
         self.sends
@@ -98,7 +215,7 @@ impl AppIo {
 
     /// Whether nothing was asked.
     pub fn is_empty(&self) -> bool {
-        self.sends.is_empty() && self.timers.is_empty()
+        self.sends.is_empty() && self.timers.is_empty() && self.calls.is_empty()
     }
 
     /// Forget everything asked, keeping the arena's memory.
@@ -106,6 +223,7 @@ impl AppIo {
         self.bytes.clear();
         self.sends.clear();
         self.timers.clear();
+        self.calls.clear();
     }
 }
 

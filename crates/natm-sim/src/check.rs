@@ -39,6 +39,12 @@
 //!    held; the switch's connection count is the world's record; the switch's cell
 //!    conservation identity holds (`Σ cells_in + Σ ais_sent = Σ cells_out + Σ dropped +
 //!    Σ queued`, and per connection direction).
+//!
+//!    On a switch with call control (scenarios with `calls`), the cross-connects it made
+//!    are not in the record: 4 and 5 count them with the recorded ones (their bookings,
+//!    their connection count, the signalling cells that end at or come from the switch's
+//!    owner in the conservation identity), and each must be on VPI 0 with SVC VCIs at
+//!    both ends, no more of them than calls in call control.
 //! 6. **Liveness** (checked by [`crate::scenario`] at the end of a run): with faults off
 //!    and the load stopped, every queue drains and each flow's probe arrives (the second
 //!    of two: see [`crate::load`]).
@@ -652,7 +658,43 @@ pub(crate) fn audit_switch(
         return Ok(());
     }
     let sw = &node.sw;
-    let live = node.xcs.values().filter(|r| r.live.is_some()).count() as u32;
+    // The cross-connects call control made (switches that signal only): not in the record,
+    // on VPI 0 with SVC VCIs at both ends, booked like the recorded ones.
+    let switched = match &node.calls {
+        Some(c) => {
+            let xcs = crate::world::World::switched(node);
+            let first = c.config.vci_first;
+            for (_, xc) in &xcs {
+                for e in [xc.a, xc.b] {
+                    if e.vpi != 0 || e.vci.is_none_or(|v| v < first) {
+                        return Err((
+                            "nothing leaked after release",
+                            format!(
+                                "switch {}: a switched cross-connect {} – {} is not on SVC VCIs",
+                                node.name, xc.a, xc.b
+                            ),
+                        ));
+                    }
+                }
+            }
+            // Each call holds one cross-connect at most: more is a cross-connect leaked.
+            let calls = c.cc.as_ref().map_or(0, |cc| cc.call_count());
+            if xcs.len() > calls {
+                return Err((
+                    "no VCI or bandwidth leaked",
+                    format!(
+                        "switch {}: {} switched cross-connects for {calls} calls in call control",
+                        node.name,
+                        xcs.len()
+                    ),
+                ));
+            }
+            xcs
+        }
+        None => Vec::new(),
+    };
+    let live =
+        node.xcs.values().filter(|r| r.live.is_some()).count() as u32 + switched.len() as u32;
     if sw.connection_count() != live {
         return Err((
             "nothing leaked after release",
@@ -667,12 +709,17 @@ pub(crate) fn audit_switch(
     // Reservations expected per output port, in one pass over the record.
     let mut expect: BTreeMap<u16, usize> = BTreeMap::new();
     let wanted = |p: PortId| only.is_none_or(|o| o.contains(&p));
-    for r in node.xcs.values().filter(|r| r.live.is_some()) {
-        if books(r.xc.qos.tx.class) && wanted(r.xc.b.port) {
-            *expect.entry(r.xc.b.port.0).or_default() += 1;
+    let recorded = node
+        .xcs
+        .values()
+        .filter(|r| r.live.is_some())
+        .map(|r| &r.xc);
+    for xc in recorded.chain(switched.iter().map(|(_, xc)| xc)) {
+        if books(xc.qos.tx.class) && wanted(xc.b.port) {
+            *expect.entry(xc.b.port.0).or_default() += 1;
         }
-        if books(r.xc.qos.rx.class) && wanted(r.xc.a.port) {
-            *expect.entry(r.xc.a.port.0).or_default() += 1;
+        if books(xc.qos.rx.class) && wanted(xc.a.port) {
+            *expect.entry(xc.a.port.0).or_default() += 1;
         }
     }
     let (mut sum_in, mut sum_out) = (0u64, 0u64);
@@ -710,8 +757,8 @@ pub(crate) fn audit_switch(
             ));
         }
         if let Some(c) = sw.port_counters(p.id) {
-            sum_in += c.cells_in + c.ais_sent;
-            sum_out += c.cells_out + c.dropped() + c.queued();
+            sum_in += c.cells_in + c.ais_sent + c.signalling_out;
+            sum_out += c.cells_out + c.dropped() + c.queued() + c.signalling_in;
         }
     }
     if only.is_some() {

@@ -58,6 +58,14 @@ pub enum FaultKind {
         /// The PVC (topology index, ranges expanded).
         pvc: usize,
     },
+    /// Whole frames of VC 0.5 on the link are duplicated with probability `p` each (both
+    /// directions), then no more (calls scenarios: [`FaultPlan::calls_swarm`]).
+    DuplicateSignalling {
+        /// The link.
+        link: usize,
+        /// Per frame.
+        p: f64,
+    },
 }
 
 /// One fault: from `at` (since the run's start) for `length`.
@@ -89,6 +97,9 @@ impl fmt::Display for FaultKind {
             FaultKind::HostCrash { host } => write!(f, "host {host} crash"),
             FaultKind::Clog { switch, port } => write!(f, "switch {switch} port {port} clogged"),
             FaultKind::Churn { pvc } => write!(f, "pvc {pvc} churn"),
+            FaultKind::DuplicateSignalling { link, p } => {
+                write!(f, "link {link} duplicates 0.5's frames with p = {p}")
+            }
         }
     }
 }
@@ -105,6 +116,37 @@ impl FaultPlan {
     /// No faults.
     pub fn none() -> FaultPlan {
         FaultPlan::default()
+    }
+
+    /// The faults a calls scenario adds to [`swarm`](Self::swarm)'s, drawn from their own
+    /// stream of `seed`: on each link, with probability 0.4, a window (1–10 % of the phase)
+    /// in which VC 0.5's
+    /// frames are duplicated, with p = 0.5 in a third of them and between 0.01 and 0.2 in
+    /// the rest.
+    pub fn calls_swarm(seed: u64, topo: &Topology, phase: Duration) -> Vec<Fault> {
+        let mut rng = Rng::for_component(seed, "calls faults");
+        let total = phase.as_nanos().max(1);
+        let mut faults = Vec::new();
+        for link in 0..topo.links.len() {
+            if !rng.chance(0.4) {
+                continue;
+            }
+            let at = rng.range(0, total * 8 / 10);
+            // Short: under duplication SSCOP recovers (ER/ERAK) again and again, and the
+            // recoveries' own frames are duplicated too (costly, not wrong).
+            let len = rng.range(total / 100, total / 10).max(1);
+            let p = if rng.chance(1.0 / 3.0) {
+                0.5
+            } else {
+                rng.log_uniform(0.01, 0.2)
+            };
+            faults.push(Fault {
+                at: ns(at),
+                length: ns(len),
+                kind: FaultKind::DuplicateSignalling { link, p },
+            });
+        }
+        faults
     }
 
     /// A plan drawn from `seed` for `topo` over a load phase of `phase`.

@@ -15,10 +15,15 @@
 //! SSCF-UNI and SSCOP) over an impaired AAL5 link on VC 0.5 with its own invariants
 //! (`natm sim swarm --signalling`).
 //!
+//! Switched VCs run in the cell network when a scenario says `calls = true` (the calls
+//! scenario, [`CALLS_SCENARIO`], is `natm sim run|swarm --calls`): natm-host-core's
+//! signalling in every host and natm-calls' [`CallControl`](natm_calls::CallControl) beside
+//! every switch, driven by the world as hostd and switchd drive them, with hosts churning
+//! calls ([`calls`]) and the end checks of [`scenario`]'s "Calls".
+//!
 //! What it is not: no real time, threads, sockets or OS randomness on the path of a run;
-//! no switched VCs in the cell network (its scenarios are PVCs only; signalling runs in its
-//! own two-entity world); no model of the daemons' own scheduling beyond a per-host CPU
-//! cost ([`app::HostCosts`]).
+//! no model of the daemons' own scheduling beyond a per-host CPU cost
+//! ([`app::HostCosts`]).
 //!
 //! # Determinism
 //!
@@ -45,6 +50,7 @@
 
 pub mod app;
 pub mod calib;
+pub mod calls;
 pub mod check;
 pub mod eventbuilder;
 pub mod faults;
@@ -60,8 +66,10 @@ pub mod swarm;
 pub mod units;
 pub mod world;
 
-pub use app::{App, AppIo, HostCosts};
-pub use scenario::{DEFAULT_SCENARIO, RunReport, Scenario, ScenarioError, run};
+pub use app::{App, AppIo, CallNote, HostCosts};
+pub use scenario::{
+    CALLS_SCENARIO, CallCounts, DEFAULT_SCENARIO, RunReport, Scenario, ScenarioError, run,
+};
 pub use swarm::{SeedOutcome, SwarmReport, seeds, swarm};
 pub use world::{
     Action, ConnId, Dirs, End, HostConfig, HostId, LinkConfig, LinkId, SimError, Stats, SwitchId,

@@ -18,6 +18,8 @@ pub enum Mutant {
     /// natm-sig: a network side whose T308 runs out the second time keeps the call in
     /// N11 for ever (no local release, no RESTART).
     NoReleaseAfterT308,
+    /// natm-calls: a released call leg keeps its VCI allocated on its port.
+    KeepVciOnRelease,
 }
 
 /// Which campaign a mutant is for.
@@ -27,16 +29,19 @@ pub enum Campaign {
     Cells,
     /// The signalling campaign ([`crate::signalling::swarm`]).
     Signalling,
+    /// The calls scenario ([`crate::CALLS_SCENARIO`] under [`crate::swarm()`]).
+    Calls,
 }
 
 /// Every mutant.
-pub const ALL: [Mutant; 6] = [
+pub const ALL: [Mutant; 7] = [
     Mutant::IgnoreCrc,
     Mutant::NeverTag,
     Mutant::ForgetRelease,
     Mutant::Reorder,
     Mutant::IgnoreUstat,
     Mutant::NoReleaseAfterT308,
+    Mutant::KeepVciOnRelease,
 ];
 
 impl Mutant {
@@ -49,6 +54,7 @@ impl Mutant {
             Mutant::Reorder => "cell order per VC",
             Mutant::IgnoreUstat => "SSCOP answers USTAT",
             Mutant::NoReleaseAfterT308 => "call clearing bounded by T308",
+            Mutant::KeepVciOnRelease => "no VCI or bandwidth leaked",
         }
     }
 
@@ -56,6 +62,7 @@ impl Mutant {
     pub fn campaign(self) -> Campaign {
         match self {
             Mutant::IgnoreUstat | Mutant::NoReleaseAfterT308 => Campaign::Signalling,
+            Mutant::KeepVciOnRelease => Campaign::Calls,
             _ => Campaign::Cells,
         }
     }
@@ -70,5 +77,6 @@ pub fn set(m: Mutant, on: bool) {
         Mutant::Reorder => natm_switch::mutants::set_reorder(on),
         Mutant::IgnoreUstat => natm_sscop::mutants::set_ignore_ustat(on),
         Mutant::NoReleaseAfterT308 => natm_sig::mutants::set_no_release_complete_after_t308(on),
+        Mutant::KeepVciOnRelease => natm_calls::mutants::set_keep_vci_on_release(on),
     }
 }

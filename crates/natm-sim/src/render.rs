@@ -40,6 +40,18 @@ impl RunReport {
             "actions: {} carried out, {} refused",
             s.actions, s.actions_refused
         );
+        if let Some(c) = &r.calls {
+            let _ = writeln!(
+                t,
+                "calls: {} placed, {} offered, {} connected, {} failed ({} for cell rate); settled {:.3} s after the drain",
+                c.placed,
+                c.offered,
+                c.connected,
+                c.failed,
+                c.no_cell_rate,
+                c.settle.as_nanos() as f64 / 1e9
+            );
+        }
         let _ = writeln!(t, "digest {:016x}", r.digest);
         let _ = writeln!(
             t,
@@ -55,7 +67,7 @@ impl RunReport {
     pub fn json(&self) -> Value {
         let r = self;
         let s = &r.stats;
-        serde_json::json!({
+        let mut v = serde_json::json!({
             "seed": r.seed,
             "ok": true,
             "digest": format!("{:016x}", r.digest),
@@ -73,6 +85,17 @@ impl RunReport {
             "flows": r.flows,
             "actions": s.actions,
             "actions_refused": s.actions_refused,
-        })
+        });
+        if let Some(c) = &r.calls {
+            v["calls"] = serde_json::json!({
+                "placed": c.placed,
+                "offered": c.offered,
+                "connected": c.connected,
+                "failed": c.failed,
+                "no_cell_rate": c.no_cell_rate,
+                "settle_ns": c.settle.as_nanos(),
+            });
+        }
+        v
     }
 }

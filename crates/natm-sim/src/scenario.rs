@@ -10,6 +10,8 @@
 //! ubr_load = 0.3        # UBR load per host link, fraction of its rate, split over flows
 //! sdu = [20, 4000]      # SDU sizes, bytes (at least 20: the checkable load's header)
 //! churn = true          # with faults = "swarm": PVC churn too
+//! calls = true          # switched calls: every switch and host signals, every host
+//!                       # churns calls (crate::calls); see "Calls" below
 //!
 //! [[sim.fault]]         # faults = "listed"
 //! at = "10ms"
@@ -31,6 +33,24 @@
 //! 12 ms after (the first may end a frame whose end cell a fault lost: AAL5 knows no
 //! other boundary); at `duration + drain` every queue must be empty and every
 //! flow's second probe delivered (invariant 6 of [`crate::check`]).
+//!
+//! # Calls
+//!
+//! With `calls = true` every switch port signals (natm-calls' `CallControl` beside each
+//! switch, with the prefix, routes and sides natm-topology derives, as natm lab writes
+//! them for switchd), every host signals at its topology address, and each host's app
+//! churns calls ([`crate::calls::CallApp`]) beside its PVC load until `duration`, when
+//! it releases them all. After the drain, the run waits (at most
+//! [`CALLS_SETTLE_BOUND`] of virtual time) until no call is left in any host or call
+//! control ("calls settle"), goes on [`CALLS_AFTER_SETTLE`] more, and checks that nothing
+//! is left: no call or call reference in any signalling entity ("no call reference
+//! leaks"), no VCI allocated on any port and no switched cross-connect or booking beyond
+//! the PVCs' on any switch port or host link ("no VCI or bandwidth leaked"), and every
+//! call ended once at each end that knew it, a call active at its caller having been
+//! accepted by the called host ("every call ends once, alike at both ends"). Data on
+//! calls is checked by the apps as it arrives ("data on calls byte-exact"), and the
+//! switched cross-connects join the CAC and conservation audits of [`crate::check`].
+//! Scenarios without `calls` run exactly as before (same events, same digests).
 //!
 //! The scenario's errors name the entry: `sim.fault 2: target "h9": no such host`.
 
@@ -101,6 +121,84 @@ greedy = 2.0
 "#
 );
 
+/// The scenario of `natm sim run --calls`: three switches in a row (trunks of 20,000
+/// cells/s), four hosts (two on `s1`, one on `s2`, one on `s3`), a CBR and a UBR PVC
+/// under a light load, and every host churning switched calls ([`crate::calls`]); faults
+/// drawn from the seed.
+pub const CALLS_SCENARIO: &str = r#"
+[[switch]]
+name = "s1"
+
+[[switch]]
+name = "s2"
+
+[[switch]]
+name = "s3"
+
+[[host]]
+name = "h1"
+
+[[host]]
+name = "h2"
+
+[[host]]
+name = "h3"
+
+[[host]]
+name = "h4"
+
+[[link]]
+a = "h1"
+b = "s1"
+rate = "oc3"
+
+[[link]]
+a = "h2"
+b = "s1"
+rate = "oc3"
+
+[[link]]
+a = "s1"
+b = "s2"
+rate = "20000"
+
+[[link]]
+a = "s2"
+b = "s3"
+rate = "20000"
+
+[[link]]
+a = "h3"
+b = "s2"
+rate = "oc3"
+
+[[link]]
+a = "h4"
+b = "s3"
+rate = "oc3"
+
+[[pvc]]
+a = "h1"
+b = "h4"
+vc = "0.100"
+qos = "cbr:pcr=500"
+upc = "discard"
+
+[[pvc]]
+a = "h2"
+b = "h3"
+vc = "0.101"
+qos = "ubr"
+
+[sim]
+duration = "300ms"
+drain = "100ms"
+faults = "swarm"
+ubr_load = 0.002
+sdu = [20, 400]
+calls = true
+"#;
+
 /// The hosts' reassembly timeout: a frame whose end was lost holds its VC's reassembly
 /// this long (the next frame on the VC merges with it and fails its CRC meanwhile).
 pub const REASSEMBLY_TIMEOUT: Duration = Duration::from_millis(10);
@@ -139,6 +237,7 @@ struct SimTable {
     ubr_load: Option<f64>,
     sdu: Option<[usize; 2]>,
     churn: Option<bool>,
+    calls: Option<bool>,
     #[serde(default)]
     fault: Vec<RawFault>,
     #[serde(default)]
@@ -191,6 +290,9 @@ pub struct SimParams {
     pub churn: bool,
     /// Greedy factor per PVC index (1.0 when not listed).
     pub greedy: BTreeMap<usize, f64>,
+    /// Switched calls: every switch signals (call control on every port), every host
+    /// signals and runs [`crate::calls::CallApp`] beside its PVC load.
+    pub calls: bool,
 }
 
 /// A topology and its simulation settings.
@@ -227,6 +329,11 @@ impl Scenario {
     /// The default scenario ([`DEFAULT_SCENARIO`]).
     pub fn default_scenario() -> Scenario {
         Scenario::parse(DEFAULT_SCENARIO, None).expect("the default scenario is valid")
+    }
+
+    /// The calls scenario ([`CALLS_SCENARIO`]).
+    pub fn calls_scenario() -> Scenario {
+        Scenario::parse(CALLS_SCENARIO, None).expect("the calls scenario is valid")
     }
 
     /// Reads a scenario: the topology (natm-topology's checks), then its `[sim]` table.
@@ -326,6 +433,7 @@ impl Scenario {
                 sdu,
                 churn: t.churn.unwrap_or(true),
                 greedy,
+                calls: t.calls.unwrap_or(false),
             },
         };
         // Everything a run builds is checked now (CAC on hosts and switches included),
@@ -336,9 +444,10 @@ impl Scenario {
 
     /// The replay command for `seed`.
     pub fn replay(&self, seed: u64) -> String {
-        match &self.file {
-            Some(f) => format!("natm sim run {f} --seed {seed}"),
-            None => format!("natm sim run --seed {seed}"),
+        match (&self.file, self.sim.calls) {
+            (Some(f), _) => format!("natm sim run {f} --seed {seed}"),
+            (None, false) => format!("natm sim run --seed {seed}"),
+            (None, true) => format!("natm sim run --calls --seed {seed}"),
         }
     }
 
@@ -352,6 +461,13 @@ impl Scenario {
                 if !self.sim.churn {
                     p.faults
                         .retain(|f| !matches!(f.kind, FaultKind::Churn { .. }));
+                }
+                if self.sim.calls {
+                    p.faults.extend(FaultPlan::calls_swarm(
+                        seed,
+                        &self.topology,
+                        self.sim.duration,
+                    ));
                 }
                 p
             }
@@ -470,6 +586,27 @@ pub struct RunReport {
     pub end: Instant,
     /// Wall-clock time of the run (building included).
     pub wall: std::time::Duration,
+    /// What the calls did, in a scenario with `calls`.
+    pub calls: Option<CallCounts>,
+}
+
+/// What the calls of a run did (from the world's ledger).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CallCounts {
+    /// Calls the hosts placed (SETUP sent).
+    pub placed: u64,
+    /// Calls offered to a called host.
+    pub offered: u64,
+    /// Calls active at their caller.
+    pub connected: u64,
+    /// Calls that ended before they were active at the caller.
+    pub failed: u64,
+    /// Of those, refused for bandwidth by a switch (cause 37 at location LPN, the
+    /// explanation in its diagnostics).
+    pub no_cell_rate: u64,
+    /// Virtual time from the end of the drain until no call was left anywhere (0: none
+    /// was left by then).
+    pub settle: Duration,
 }
 
 impl RunReport {
@@ -595,20 +732,47 @@ impl Built {
         }
         let buffer_size = sim.sdu.1.max(64).next_multiple_of(64);
         let mut hosts = Vec::new();
+        let address = |n: &str| {
+            topo.address_of(n)
+                .ok_or_else(|| ScenarioError(format!("host {n}: no address")))
+        };
         for (h, name) in topo.hosts.iter().enumerate() {
-            let app = LoadApp::new(
+            let load = LoadApp::new(
                 std::mem::take(&mut specs[h]),
                 stop,
                 probe_at,
                 probes.clone(),
             );
+            let app: Box<dyn crate::App> = if sim.calls {
+                let mut peers = Vec::new();
+                for other in topo.hosts.iter().filter(|o| *o != name) {
+                    peers.push(address(other)?);
+                }
+                let index = u8::try_from(h)
+                    .ok()
+                    .filter(|i| *i < 128)
+                    .ok_or_else(|| ScenarioError("sim.calls: at most 128 hosts".into()))?;
+                let rng = crate::seed::Rng::for_component(seed, &format!("calls {name}"));
+                Box::new(crate::calls::Both {
+                    load,
+                    calls: crate::calls::CallApp::new(index, peers, stop, rng),
+                })
+            } else {
+                Box::new(load)
+            };
             // 256 buffers, fewer for large SDUs: at most 4 MiB a host.
             let buffers = (4 << 20) / buffer_size;
             let mut config = HostConfig::new(buffers.clamp(16, 256) as u32, buffer_size);
             config.adapter.reassembly_timeout = Some(REASSEMBLY_TIMEOUT);
             let id = world
-                .add_host(name, config, Box::new(app))
+                .add_host(name, config, app)
                 .map_err(|e| ScenarioError(e.to_string()))?;
+            if sim.calls {
+                let sig = natm_host_core::SignallingConfig::new(address(name)?);
+                world
+                    .enable_signalling(id, sig)
+                    .map_err(|e| ScenarioError(e.to_string()))?;
+            }
             hosts.push(id);
         }
         let mut links = Vec::new();
@@ -632,6 +796,7 @@ impl Built {
                     PortId(port),
                     PortConfig {
                         cdvt: DEFAULT_CDVT,
+                        signalling: sim.calls,
                         ..PortConfig::default()
                     },
                 ))
@@ -650,6 +815,34 @@ impl Built {
                 .map_err(|e| ScenarioError(format!("{what}: {e}")))?;
             links.push(id);
             base_impair.push(impairments);
+        }
+        if sim.calls {
+            for (s, name) in topo.switches.iter().enumerate() {
+                let prefix = topo
+                    .prefix_of(name)
+                    .ok_or_else(|| ScenarioError(format!("switch {name}: no prefix")))?;
+                let mut config = natm_calls::Config::new(name.clone(), prefix);
+                config.routes = topo
+                    .routes_of(name)
+                    .map(|r| natm_calls::Route {
+                        prefix: r.prefix,
+                        port: PortId(r.port),
+                    })
+                    .collect();
+                let sides = topo
+                    .neighbours(name)
+                    .filter_map(|(li, _)| {
+                        let side = match topo.side(name, li) {
+                            natm_topology::Side::Network => natm_calls::Side::Network,
+                            natm_topology::Side::User => natm_calls::Side::User,
+                        };
+                        topo.port_of(name, li).map(|p| (PortId(p), side))
+                    })
+                    .collect();
+                world
+                    .enable_calls(switches[s], config, sides)
+                    .map_err(|e| ScenarioError(format!("switch {name}: {e}")))?;
+            }
         }
         let mut pvc_xcs = vec![Vec::new(); topo.pvcs.len()];
         for PvcCrossConnect {
@@ -733,6 +926,11 @@ impl Built {
                     Action::Clog(self.switches[*switch], PortId(*port), false),
                 );
             }
+            FaultKind::DuplicateSignalling { link, p } => {
+                let l = self.links[*link];
+                w.schedule(at, Action::DuplicateSignalling(l, *p));
+                w.schedule(end, Action::DuplicateSignalling(l, 0.0));
+            }
             FaultKind::Churn { pvc } => {
                 for (s, xc) in &self.pvc_xcs[*pvc] {
                     w.schedule(at, Action::DisconnectEndpoint(*s, xc.a));
@@ -808,13 +1006,32 @@ impl Built {
 }
 
 /// Runs `scenario` with `seed`: the load and fault phase, then the liveness phase. With
-/// `trace`, every event is written there as a line. A breached invariant ends the run.
+/// `trace`, every event is written there as a line. A breached invariant ends the run; a
+/// panic is reported as the invariant "no panic".
 pub fn run(
     scenario: &Scenario,
     seed: u64,
     trace: Option<Box<dyn Write>>,
 ) -> Result<RunReport, Violation> {
-    run_inner(scenario, seed, trace, false, true)
+    // A core that panics is a breach like any other: the swarm reports the seed and goes on.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_inner(scenario, seed, trace, false, true)
+    }))
+    .unwrap_or_else(|p| {
+        let msg = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "a panic".into());
+        Err(Violation {
+            at: Instant::ZERO,
+            seq: 0,
+            invariant: "no panic",
+            detail: format!(
+                "a core or the driver panicked: {msg} (the trace's last line is where)"
+            ),
+        })
+    })
 }
 
 /// [`run`] with the per-cell and per-SDU invariant checks off (the audits and the
@@ -861,6 +1078,21 @@ fn run_inner(
         invariant: "liveness",
         detail,
     };
+    let calls = if scenario.sim.calls {
+        Some(settle_calls(&mut b.world, end)?)
+    } else {
+        None
+    };
+    if scenario.sim.calls {
+        // Signalling keeps its SAALs alive: a POLL may be on a link at any instant.
+        for _ in 0..CALLS_BUSY_TRIES {
+            if b.world.busy().is_none() {
+                break;
+            }
+            let t = b.world.now().as_nanos() + 1_000_000;
+            b.world.run_until(Instant::from_nanos(t))?;
+        }
+    }
     if let Some(what) = b.world.busy() {
         return Err(fail(format!(
             "{} after the drain bound ({} ns) with faults off: {what}",
@@ -890,7 +1122,81 @@ fn run_inner(
         flows: b.flows.len(),
         end: b.world.now(),
         wall: wall.elapsed(),
+        calls,
     })
+}
+
+/// How long calls may take to settle after the load phase (invariant "calls settle"):
+/// above two T308s (30 s each), T303 twice and SSCOP's recoveries, with room.
+pub const CALLS_SETTLE_BOUND: Duration = Duration::from_secs(400);
+
+/// How often the settle loop looks.
+const CALLS_SETTLE_STEP: Duration = Duration::from_millis(50);
+
+/// After the calls settled, the run goes on this long (past every signalling timer that
+/// could still bring a call back) before the end checks.
+pub const CALLS_AFTER_SETTLE: Duration = Duration::from_secs(40);
+
+/// 1 ms steps the drain check of a run with calls may wait for a keep-alive in flight.
+const CALLS_BUSY_TRIES: u32 = 20;
+
+/// The calls' liveness and end checks: from `from` (the end of the drain; every app
+/// released its calls at the end of the load phase and places no more), every call is gone from every host and call control within
+/// [`CALLS_SETTLE_BOUND`]; then, [`CALLS_AFTER_SETTLE`] later, the end checks of
+/// [`World::check_calls_end`].
+fn settle_calls(w: &mut World, from: Instant) -> Result<CallCounts, Violation> {
+    let start = from.as_nanos();
+    let bound = start + CALLS_SETTLE_BOUND.as_nanos();
+    let mut t = w.now().as_nanos();
+    let settled_at = loop {
+        if w.calls_settled().is_none() {
+            break t;
+        }
+        if t >= bound {
+            let what = w.calls_settled().unwrap_or_default();
+            return Err(Violation {
+                at: w.now(),
+                seq: 0,
+                invariant: "calls settle",
+                detail: format!(
+                    "calls still up {} s after the drain with faults off: {what}",
+                    CALLS_SETTLE_BOUND.as_nanos() / 1_000_000_000
+                ),
+            });
+        }
+        t = (t + CALLS_SETTLE_STEP.as_nanos()).min(bound);
+        w.run_until(Instant::from_nanos(t))?;
+    };
+    w.run_until(Instant::from_nanos(
+        settled_at + CALLS_AFTER_SETTLE.as_nanos(),
+    ))?;
+    w.check_calls_end()?;
+    w.audit_all()?;
+    let mut c = CallCounts {
+        settle: Duration::from_nanos(settled_at.saturating_sub(start)),
+        ..CallCounts::default()
+    };
+    for r in w.call_records() {
+        if let Some((_, _, end)) = &r.caller {
+            c.placed += 1;
+            if end.connected {
+                c.connected += 1;
+            } else {
+                c.failed += 1;
+                if let Some(cause) = &end.released
+                    && cause.value == natm_host_core::CauseValue::UserCellRateNotAvailable
+                    && cause.location == natm_host_core::Location::PrivateLocal
+                    && !cause.diagnostics.is_empty()
+                {
+                    c.no_cell_rate += 1;
+                }
+            }
+        }
+        if r.called.is_some() {
+            c.offered += 1;
+        }
+    }
+    Ok(c)
 }
 
 #[cfg(test)]

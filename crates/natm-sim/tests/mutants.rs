@@ -1,6 +1,7 @@
 //! The meta-test: each planted bug of the cores is found within 200 seeds by the swarm of
 //! its campaign (the default scenario's for the cell network's cores, the signalling
-//! campaign's for SSCOP and call control), by the invariant it breaks. One test function,
+//! campaign's for SSCOP and call control, the calls scenario's for switch call control),
+//! by the invariant it breaks. One test function,
 //! because the mutant flags are process-global.
 #![cfg(feature = "mutants")]
 
@@ -9,8 +10,14 @@ use natm_sim::{Scenario, signalling, swarm};
 
 /// (failures caught by `want`, every failure) of `m`'s campaign over seeds 0..200.
 fn hunt(sc: &Scenario, m: mutants::Mutant, want: &str) -> (Vec<String>, Vec<String>) {
+    let calls = Scenario::calls_scenario();
     match m.campaign() {
-        Campaign::Cells => {
+        Campaign::Cells | Campaign::Calls => {
+            let sc = if m.campaign() == Campaign::Calls {
+                &calls
+            } else {
+                sc
+            };
             let rep = swarm(sc, 0, 200, 0, true);
             eprintln!("{m:?}: {} seeds run, {:?}", rep.outcomes.len(), rep.wall);
             let caught = rep
@@ -52,6 +59,7 @@ fn every_mutant_is_caught_by_its_swarm_within_200_seeds() {
         eprintln!("{m:?}: first failure: {:?}", other.first());
         let replay = match m.campaign() {
             Campaign::Cells => "replay: natm sim run --seed",
+            Campaign::Calls => "replay: natm sim run --calls --seed",
             Campaign::Signalling => "replay: natm sim run --signalling --seed",
         };
         assert!(caught.iter().all(|t| t.contains(replay)), "{caught:?}");
@@ -64,5 +72,7 @@ fn every_mutant_is_caught_by_its_swarm_within_200_seeds() {
     let rep = swarm(&sc, 0, 8, 0, false);
     assert_eq!(rep.failures().count(), 0);
     let rep = signalling::swarm(0, 8, 0, false);
+    assert_eq!(rep.failures().count(), 0);
+    let rep = swarm(&Scenario::calls_scenario(), 0, 8, 0, false);
     assert_eq!(rep.failures().count(), 0);
 }

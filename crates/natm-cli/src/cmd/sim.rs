@@ -10,6 +10,11 @@
 //!   signalling campaign, two UNI signalling entities over an impaired link on 0.5 (see
 //!   `natm_sim::signalling`). A flag, not a scenario kind: scenarios are topology files
 //!   for the cell network, and this campaign has no topology to describe, only a seed.
+//! * `--calls` (on `run` and `swarm`, instead of a scenario file): natm-sim's calls
+//!   scenario (`natm_sim::CALLS_SCENARIO`): three switches, four hosts churning switched
+//!   calls through natm-calls' call control and the host core's signalling, faults from
+//!   the seed. Any scenario file with `calls = true` in its `[sim]` table does the same
+//!   on its own topology.
 //! * `natm sim eventbuilder …`: the ATLAS event builder (see `sim_eventbuilder`).
 //!
 //! Scenario files are `natm lab` topology files with an optional `[sim]` table. This module
@@ -56,6 +61,10 @@ pub struct RunArgs {
     /// instead of a scenario.
     #[arg(long, conflicts_with = "scenario")]
     pub signalling: bool,
+    /// Run the calls scenario (switched calls churned by every host under faults) instead
+    /// of a scenario file.
+    #[arg(long, conflicts_with_all = ["scenario", "signalling"])]
+    pub calls: bool,
 }
 
 /// `natm sim swarm`
@@ -78,6 +87,9 @@ pub struct SwarmArgs {
     /// Swarm the signalling campaign instead of a scenario.
     #[arg(long, conflicts_with = "scenario")]
     pub signalling: bool,
+    /// Swarm the calls scenario instead of a scenario file.
+    #[arg(long, conflicts_with_all = ["scenario", "signalling"])]
+    pub calls: bool,
 }
 
 /// Runs a `natm sim` subcommand.
@@ -89,9 +101,13 @@ pub fn run(command: SimCommand) -> CmdResult {
     }
 }
 
-fn load(path: Option<&PathBuf>) -> Result<Scenario, CliError> {
+fn load(path: Option<&PathBuf>, calls: bool) -> Result<Scenario, CliError> {
     let Some(path) = path else {
-        return Ok(Scenario::default_scenario());
+        return Ok(if calls {
+            Scenario::calls_scenario()
+        } else {
+            Scenario::default_scenario()
+        });
     };
     let text = std::fs::read_to_string(path)
         .map_err(|e| CliError::usage(format!("cannot read {}: {e}", path.display())))?;
@@ -110,14 +126,15 @@ fn run_one(args: RunArgs) -> CmdResult {
     if args.signalling {
         return run_signalling(args);
     }
-    let scenario = load(args.scenario.as_ref())?;
+    let scenario = load(args.scenario.as_ref(), args.calls)?;
     let seed = args.seed.unwrap_or_else(clock_seed);
     if !args.json {
+        let name = if args.calls { "(calls)" } else { "(default)" };
         println!(
             "natm sim: seed {seed}, scenario {}",
             args.scenario
                 .as_ref()
-                .map_or("(default)".to_string(), |p| p.display().to_string())
+                .map_or(name.to_string(), |p| p.display().to_string())
         );
     }
     let trace: Option<Box<dyn Write>> = match &args.trace {
@@ -213,7 +230,7 @@ fn swarm(args: SwarmArgs) -> CmdResult {
     if args.signalling {
         return swarm_signalling(args);
     }
-    let scenario = load(args.scenario.as_ref())?;
+    let scenario = load(args.scenario.as_ref(), args.calls)?;
     let report = natm_sim::swarm(&scenario, args.from, args.seeds, args.threads, args.stop);
     let mut failed = 0u64;
     let mut out = std::io::stdout().lock();
@@ -230,13 +247,28 @@ fn swarm(args: SwarmArgs) -> CmdResult {
         .filter_map(|o| o.result.as_ref().ok())
         .map(|r| r.stats.cell_events)
         .sum();
+    let calls = report
+        .outcomes
+        .iter()
+        .filter_map(|o| o.result.as_ref().ok()?.calls)
+        .fold((0, 0), |(p, c), k| (p + k.placed, c + k.connected));
+    let calls = if scenario.sim.calls {
+        format!(", {} calls placed, {} connected", calls.0, calls.1)
+    } else {
+        String::new()
+    };
+    let name = if args.calls {
+        "calls scenario"
+    } else {
+        "default scenario"
+    };
     let _ = writeln!(
         out,
-        "swarm: {ran} seeds from {} ({}), {failed} failed, {} passed; {:.1} s wall, {:.1} M cell events",
+        "swarm: {ran} seeds from {} ({}), {failed} failed, {} passed; {:.1} s wall, {:.1} M cell events{calls}",
         args.from,
         args.scenario
             .as_ref()
-            .map_or("default scenario".to_string(), |p| p.display().to_string()),
+            .map_or(name.to_string(), |p| p.display().to_string()),
         ran - failed,
         report.wall.as_secs_f64(),
         events as f64 / 1e6

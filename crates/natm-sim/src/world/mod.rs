@@ -48,19 +48,25 @@ use std::io::Write;
 use natm_adapter::{
     Adapter, AdapterConfig, BufferId, Completion, Direction as AdDir, Status, VecBuffers,
 };
+use natm_calls::{CallControl, Side};
 use natm_core::{Duration, Instant, LineRate, Qos, VcId};
-use natm_host_core::{ChannelId, Host, HostConfig as CoreConfig, Scale, VcHandle};
+use natm_host_core::{
+    CallId, ChannelId, Host, HostConfig as CoreConfig, Scale, SignallingConfig, VcHandle,
+};
 use natm_netem::{Config as NetemConfig, Impairments, Netem};
 use natm_switch::{CrossConnect, Endpoint, PortConfig, PortId, Switch, SwitchConfig};
 
-use crate::app::{App, AppIo, HostCosts};
+use crate::app::{App, AppIo, CallNote, HostCosts};
 use crate::check::{Checker, FastMap};
 use crate::queue::{EventQueue, Target};
 use crate::seed::{FNV_OFFSET, FNV_PRIME, sub_seed};
 
+mod calls;
 mod nodes;
 mod run;
 mod types;
+
+pub use calls::{CallEnd, CallRecord};
 
 pub(crate) use nodes::*;
 use run::*;
@@ -74,7 +80,11 @@ pub(crate) mod kind {
     pub const CPU: u8 = 3;
     pub const TIMER: u8 = 4;
     pub const ACTION: u8 = 5;
-    pub const NAMES: [&str; 6] = ["link", "adapter", "switch", "cpu", "timer", "action"];
+    /// A switch's call control's timers.
+    pub const CALLS: u8 = 6;
+    pub const NAMES: [&str; 7] = [
+        "link", "adapter", "switch", "cpu", "timer", "action", "calls",
+    ];
 }
 
 /// Not armed.
@@ -119,6 +129,8 @@ pub struct World {
     poll_all_ports: bool,
     /// The event count at which the next periodic audit runs.
     next_audit: u64,
+    /// Every call the hosts placed or were offered, for the end checks.
+    pub(crate) ledger: calls::Ledger,
 }
 
 impl World {
@@ -146,6 +158,7 @@ impl World {
             outs: Vec::new(),
             poll_all_ports: false,
             next_audit: AUDIT_EVERY,
+            ledger: calls::Ledger::default(),
         }
     }
 
@@ -204,6 +217,7 @@ impl World {
             skipped_at: 0,
             port_due: Vec::new(),
             due: BinaryHeap::new(),
+            calls: None,
         });
         SwitchId(self.switches.len() as u32 - 1)
     }
@@ -216,10 +230,11 @@ impl World {
         config: HostConfig,
         app: Box<dyn App>,
     ) -> Result<HostId, SimError> {
-        let (core, channel) = make_core(name, &config, None).map_err(|reason| SimError::Host {
-            host: name.to_string(),
-            reason,
-        })?;
+        let (core, channel) =
+            make_core(name, &config, None, None).map_err(|reason| SimError::Host {
+                host: name.to_string(),
+                reason,
+            })?;
         let n = config.buffers;
         let rx = (n / 2).max(1);
         self.hosts.push(HostNode {
@@ -245,6 +260,9 @@ impl World {
             notices: VecDeque::new(),
             started: false,
             armed: [IDLE; 3],
+            sig: None,
+            call_vcs: BTreeMap::new(),
+            call_notes: VecDeque::new(),
         });
         Ok(HostId(self.hosts.len() as u32 - 1))
     }
@@ -282,12 +300,12 @@ impl World {
                 End::Host(h) => {
                     let host = &mut self.hosts[h.0 as usize];
                     (host.core, host.channel) =
-                        make_core(&host.name, &host.config, cps).map_err(|reason| {
-                            SimError::Host {
+                        make_core(&host.name, &host.config, cps, host.sig.clone()).map_err(
+                            |reason| SimError::Host {
                                 host: host.name.clone(),
                                 reason,
-                            }
-                        })?;
+                            },
+                        )?;
                     host.link = Some((li, side));
                     ends[side] = EndRec::Host(h.0);
                 }
@@ -329,6 +347,7 @@ impl World {
             up: true,
             config,
             armed: [IDLE; 2],
+            dup: [None, None],
         });
         Ok(LinkId(li))
     }
@@ -510,6 +529,10 @@ impl World {
         for h in 0..self.hosts.len() {
             if self.hosts[h].up && !self.hosts[h].started {
                 self.hosts[h].started = true;
+                if self.hosts[h].sig.is_some() {
+                    // Its signalling starts with the drain's timeout.
+                    self.drain_host(h as u32);
+                }
                 self.call_app(h as u32, |app, now, io| app.start(now, io));
             }
         }

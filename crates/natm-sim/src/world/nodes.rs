@@ -14,6 +14,40 @@ pub(crate) struct LinkRec {
     pub(crate) up: bool,
     pub(crate) config: LinkConfig,
     pub(crate) armed: [u64; 2],
+    /// Per direction: frames of VC 0.5 duplicated (see [`Action::DuplicateSignalling`]).
+    pub(crate) dup: [Option<Dup>; 2],
+}
+
+/// Whole-frame duplication of VC 0.5 on one link direction.
+pub(crate) struct Dup {
+    pub(crate) p: f64,
+    pub(crate) rng: crate::seed::Rng,
+    /// The cells of 0.5's frame so far.
+    pub(crate) frame: Vec<[u8; 53]>,
+}
+
+impl Dup {
+    /// `cells` with each completed frame of 0.5 followed, with probability `p`, by a copy.
+    pub(crate) fn apply(&mut self, cells: &[[u8; 53]], out: &mut Vec<[u8; 53]>) -> u64 {
+        let mut copies = 0;
+        for c in cells {
+            out.push(*c);
+            let w = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+            // VPI 0, VCI 5, user data (PTI 0xx).
+            if w >> 4 != 5 || w & 0x8 != 0 {
+                continue;
+            }
+            self.frame.push(*c);
+            if w & 0x2 != 0 {
+                if self.rng.chance(self.p) {
+                    out.extend_from_slice(&self.frame);
+                    copies += 1;
+                }
+                self.frame.clear();
+            }
+        }
+        copies
+    }
 }
 
 /// A buffer as the world sees it.
@@ -71,6 +105,12 @@ pub(crate) struct HostNode {
     pub(super) notices: VecDeque<(VcId, usize, bool)>,
     pub(super) started: bool,
     pub(super) armed: [u64; 3],
+    /// The host's signalling, when it signals (the core is made with it).
+    pub(crate) sig: Option<SignallingConfig>,
+    /// Each open call's VC (recorded in `vcs` too).
+    pub(crate) call_vcs: BTreeMap<CallId, VcId>,
+    /// Call events and command outcomes for the app, in order.
+    pub(super) call_notes: VecDeque<CallNote>,
 }
 
 impl HostNode {
@@ -130,6 +170,16 @@ pub(crate) struct XcRec {
     pub(crate) live: Option<natm_switch::XcId>,
 }
 
+/// A switch's call control and what it is made from (kept across a crash).
+pub(crate) struct CallsRec {
+    pub(crate) config: natm_calls::Config,
+    /// The signalling ports and the switch's side on each.
+    pub(crate) sides: Vec<(PortId, Side)>,
+    /// `None` while the switch is down.
+    pub(crate) cc: Option<CallControl>,
+    pub(super) armed: u64,
+}
+
 pub(crate) struct SwitchNode {
     pub(crate) name: String,
     pub(super) config: SwitchConfig,
@@ -153,6 +203,8 @@ pub(crate) struct SwitchNode {
     /// The ports' timeouts, earliest first; an entry that is not its port's `port_due` is
     /// stale and skipped. A timeout then polls the due ports only, not all of them.
     pub(super) due: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Call control, when the switch signals.
+    pub(crate) calls: Option<CallsRec>,
 }
 
 impl SwitchNode {
@@ -257,3 +309,45 @@ impl SwitchNode {
 
 /// Marks a VP entry in [`SwitchNode::route`] (no VCI has these bits).
 pub(super) const VP_MARK: u32 = 0xFFFF_0000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(vci: u32, last: bool) -> [u8; 53] {
+        let w = vci << 4 | if last { 0x2 } else { 0 };
+        let mut c = [0u8; 53];
+        c[..4].copy_from_slice(&w.to_be_bytes());
+        c
+    }
+
+    #[test]
+    fn only_whole_frames_of_0_5_are_duplicated_right_after_themselves() {
+        let mut d = Dup {
+            p: 1.0,
+            rng: crate::seed::Rng::new(1),
+            frame: Vec::new(),
+        };
+        let cells = [
+            cell(5, false),
+            cell(100, true),
+            cell(5, true),
+            cell(100, false),
+        ];
+        let mut out = Vec::new();
+        assert_eq!(d.apply(&cells, &mut out), 1);
+        let want = [
+            cell(5, false),
+            cell(100, true),
+            cell(5, true),
+            cell(5, false),
+            cell(5, true),
+            cell(100, false),
+        ];
+        assert_eq!(out, want);
+        d.p = 0.0;
+        out.clear();
+        assert_eq!(d.apply(&cells, &mut out), 0);
+        assert_eq!(out, cells);
+    }
+}

@@ -15,6 +15,11 @@ impl World {
             kind::TIMER => self.hosts.get_mut(i).map(|h| &mut h.armed[2]),
             kind::SWITCH => self.switches.get_mut(i).map(|s| &mut s.armed),
             kind::ACTION => Some(&mut self.action_armed),
+            kind::CALLS => self
+                .switches
+                .get_mut(i)
+                .and_then(|s| s.calls.as_mut())
+                .map(|c| &mut c.armed),
             _ => None,
         }
     }
@@ -57,7 +62,7 @@ impl World {
         if let Some(out) = &mut self.trace {
             let name = match target.kind() {
                 kind::LINK => format!("link{}.{}", target.index() / 2, target.index() % 2),
-                kind::SWITCH => self.switches[target.index() as usize].name.clone(),
+                kind::SWITCH | kind::CALLS => self.switches[target.index() as usize].name.clone(),
                 kind::ACTION => "-".to_string(),
                 _ => self.hosts[target.index() as usize].name.clone(),
             };
@@ -145,6 +150,7 @@ impl World {
             kind::CPU => self.cpu_done(i),
             kind::TIMER => self.timers_due(i),
             kind::ACTION => self.actions_due(),
+            kind::CALLS => self.calls_timeout(i),
             _ => 0,
         }
     }
@@ -227,6 +233,11 @@ impl World {
         {
             self.violate("conforming traffic never policed", detail);
         }
+        // Signalling cells go to call control, which drains every port.
+        if self.calls_input(s) {
+            self.outs = outs;
+            return;
+        }
         if selective {
             self.drain_ports(s, outs.iter().copied());
             let node = &mut self.switches[s as usize];
@@ -262,8 +273,15 @@ impl World {
             self.stats.dropped_link_down += cells.len() as u64;
             return;
         }
-        self.stats.cell_events += cells.len() as u64;
-        link.dirs[d].handle_cells(now, cells);
+        if let Some(dup) = link.dup[d].as_mut() {
+            let mut all = Vec::with_capacity(cells.len());
+            self.stats.signalling_duplicated += dup.apply(cells, &mut all);
+            self.stats.cell_events += all.len() as u64;
+            link.dirs[d].handle_cells(now, &all);
+        } else {
+            self.stats.cell_events += cells.len() as u64;
+            link.dirs[d].handle_cells(now, cells);
+        }
         let timeout = link.dirs[d].poll_timeout();
         self.arm_at(Target::new(kind::LINK, l * 2 + d as u32), timeout);
     }
@@ -346,6 +364,10 @@ impl World {
             };
             // A link direction takes every cell offered (its queue drops what it must).
             let n = cells.len();
+            // Signalling and OAM cells may come in a run longer than a channel's batch.
+            if out.len() < n {
+                out.resize(n, [0; 53]);
+            }
             out[..n].copy_from_slice(cells);
             host.core.transmitted(n);
             total += n as u64;
@@ -364,9 +386,16 @@ impl World {
         }
         let host = &mut self.hosts[h as usize];
         while host.adapter_mut().poll_event().is_some() {}
-        while let Some(e) = host.core.poll_event() {
-            host.core_events.push(e);
+        if host.sig.is_some() {
+            while let Some(e) = self.hosts[h as usize].core.poll_event() {
+                self.host_call_event(h, e);
+            }
+        } else {
+            while let Some(e) = host.core.poll_event() {
+                host.core_events.push(e);
+            }
         }
+        let host = &mut self.hosts[h as usize];
         while let Some(b) = host.rx_free.pop() {
             host.bufs[b.0 as usize] = Buf::Adapter(None);
             host.adapter_mut().post_rx_buffer(b);
@@ -374,6 +403,9 @@ impl World {
         let timeout = host.core.poll_timeout();
         self.arm_at(Target::new(kind::ADAPTER, h), timeout);
         self.pump_notices(h);
+        if !self.hosts[h as usize].call_notes.is_empty() {
+            self.pump_calls(h);
+        }
         total
     }
 
@@ -537,6 +569,10 @@ impl World {
         };
         let mut io = std::mem::take(&mut host.io);
         f(app.as_mut(), now, &mut io);
+        if let Some((invariant, detail)) = io.take_failure() {
+            let name = &self.hosts[h as usize].name;
+            self.violate(invariant, format!("host {name}: {detail}"));
+        }
         let host = &mut self.hosts[h as usize];
         host.app = Some(app);
         host.io = io;
@@ -548,6 +584,11 @@ impl World {
         let now = self.now.as_nanos();
         let host = &mut self.hosts[h as usize];
         let io = std::mem::take(&mut host.io);
+        if !io.call_commands().is_empty() {
+            // Before the sends: an accepted call's VC is open for them.
+            self.carry_out_calls(h, io.call_commands());
+            self.drain_host(h);
+        }
         for (vc, sdu) in io.sends() {
             let host = &mut self.hosts[h as usize];
             let open = host.vcs.get(&vc).is_some_and(|r| r.handle.is_some());
@@ -641,12 +682,18 @@ impl World {
                 link.up = up;
                 let ends = link.ends;
                 for end in ends {
-                    if let EndRec::Port(s, p) = end {
-                        let node = &mut self.switches[s as usize];
-                        if node.up {
-                            let _ = node.sw.set_port_up(now, p, up);
-                            self.drain_switch(s);
+                    match end {
+                        EndRec::Port(s, p) => {
+                            let node = &mut self.switches[s as usize];
+                            if node.up {
+                                let _ = node.sw.set_port_up(now, p, up);
+                                self.drain_switch(s);
+                                if self.switches[s as usize].calls.is_some() {
+                                    self.calls_port(s, p, up);
+                                }
+                            }
                         }
+                        EndRec::Host(h) => self.host_link(h, up),
                     }
                 }
                 Ok(())
@@ -662,6 +709,10 @@ impl World {
                         r.live = None;
                     }
                     node.armed = IDLE;
+                    if let Some(c) = node.calls.as_mut() {
+                        c.cc = None;
+                        c.armed = IDLE;
+                    }
                 }
                 Ok(())
             }
@@ -674,6 +725,8 @@ impl World {
                 self.host_ref(h)?;
                 let host = &mut self.hosts[h.0 as usize];
                 if host.up {
+                    self.host_crash_calls(h.0);
+                    let host = &mut self.hosts[h.0 as usize];
                     host.up = false;
                     // Sends the crash took (waiting for the CPU or in the adapter): the
                     // app hears of them when it is back, before it starts again.
@@ -714,6 +767,8 @@ impl World {
                     return Ok(());
                 }
                 host.up = true;
+                self.host_restart_calls(h.0);
+                let host = &mut self.hosts[h.0 as usize];
                 // The host core reopened every VC in the fresh adapter at the crash.
                 for (vc, rec) in host.vcs.iter_mut() {
                     rec.handle = Some(rec.core.0);
@@ -760,6 +815,24 @@ impl World {
             }
             Action::OpenVc(h, vc, qos, options) => self.open_vc_with(h, vc, &qos, options),
             Action::CloseVc(h, vc) => self.close_vc(h, vc),
+            Action::DuplicateSignalling(l, p) => {
+                let seed = self.seed;
+                let link = self
+                    .links
+                    .get_mut(l.0 as usize)
+                    .ok_or(SimError::UnknownLink(l.0))?;
+                for (d, slot) in link.dup.iter_mut().enumerate() {
+                    *slot = (p > 0.0).then(|| Dup {
+                        p: p.min(1.0),
+                        rng: crate::seed::Rng::for_component(
+                            seed,
+                            &format!("dup link {} dir {d} at {}", l.0, now.as_nanos()),
+                        ),
+                        frame: Vec::new(),
+                    });
+                }
+                Ok(())
+            }
             Action::Impairments(l, dirs, imp) => {
                 let seed = self.seed;
                 let link = self
@@ -828,6 +901,9 @@ impl World {
             self.trace_note(&n);
         }
         self.drain_switch(s);
+        if self.switches[s as usize].calls.is_some() {
+            self.fresh_calls(s);
+        }
     }
 
     /// Events until the next periodic audit: [`AUDIT_EVERY`], or more in a world so large
@@ -893,10 +969,12 @@ pub(super) fn make_core(
     name: &str,
     config: &HostConfig,
     cps: Option<u32>,
+    signalling: Option<SignallingConfig>,
 ) -> Result<(Host<VecBuffers>, ChannelId), String> {
     let mut core = Host::new(CoreConfig {
         max_channels: 1,
         batch: BATCH,
+        signalling,
         ..CoreConfig::new(name, cps)
     });
     core.link_up();

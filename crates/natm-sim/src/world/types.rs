@@ -134,6 +134,10 @@ pub enum Action {
     CloseVc(HostId, VcId),
     /// New impairments on a link, for cells offered from now on.
     Impairments(LinkId, Dirs, Impairments),
+    /// Duplicate whole frames of VC 0.5 (signalling) on a link with this probability each
+    /// (0: none), both directions: the copy follows the frame at once. Data VCs are not
+    /// duplicated (their cells carry the order oracle's serials).
+    DuplicateSignalling(LinkId, f64),
 }
 
 /// Why a builder call or command was refused; the text names what was wrong.
@@ -235,4 +239,6 @@ pub struct Stats {
     pub actions: u64,
     /// Actions refused (logged in the trace).
     pub actions_refused: u64,
+    /// Frames of VC 0.5 duplicated on links ([`Action::DuplicateSignalling`]).
+    pub signalling_duplicated: u64,
 }
