@@ -144,6 +144,7 @@ mod tests {
             path: DataPath::Direct,
             client_host: "h1".into(),
             server_host: "h2".into(),
+            svc: false,
         }
     }
 

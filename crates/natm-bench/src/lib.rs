@@ -34,6 +34,7 @@
 
 pub mod baseline;
 pub mod calibrate;
+pub mod calls;
 pub mod crowding;
 pub mod demo;
 pub mod forwarding;

@@ -17,7 +17,9 @@
 //!   before the first message.
 //!
 //! The natm transport ([`NatmTransport`]) is one VC of the `natm` API: the client's opened
-//! through host h1's daemon, the server's through h2's (`--client-host`, `--server-host`).
+//! through host h1's daemon, the server's through h2's (`--client-host`, `--server-host`);
+//! with [`NatmTarget::svc`] (`--svc`) a switched VC instead, the client's host calling the
+//! server's host's listener.
 //! It cannot send the empty end marker (an AAL5 SDU of Length 0 is an abort, I.363.5), so
 //! it sends nothing for it; the engine ends natm sessions, like every lossy one, by a
 //! flag and a receive timeout.
@@ -210,6 +212,9 @@ pub struct NatmTarget {
     pub client_host: String,
     /// The server's host.
     pub server_host: String,
+    /// A switched VC instead of the PVC `vc`: the server's host listens (any selector of
+    /// its address), the client calls it, and the network gives the VC.
+    pub svc: bool,
 }
 
 /// The transports of a run: the measured one first, then the baselines.
@@ -232,8 +237,20 @@ impl Targets {
 }
 
 impl NatmTarget {
-    /// Connects to both hosts' daemons; each end opens its VC in [`Transport::ready`].
+    /// Connects to both hosts' daemons; each end opens its VC in [`Transport::ready`]. For a
+    /// switched VC the server's host listens first; the client calls in its `ready`, and the
+    /// server accepts at its first receive (its `ready` returns before the call comes: the
+    /// engines start the client only once the server is ready).
     fn pair(&self, message: usize) -> io::Result<(Box<dyn Transport>, Box<dyn Transport>)> {
+        if self.svc {
+            let mut server = NatmTransport::connect(&self.server_host, self, message)?;
+            let listener = server.host.listen(None).map_err(natm_error)?;
+            let called = *listener.address();
+            server.open = Opening::Accept(listener);
+            let mut client = NatmTransport::connect(&self.client_host, self, message)?;
+            client.open = Opening::Call(called);
+            return Ok((Box::new(client), Box::new(server)));
+        }
         let client = NatmTransport::connect(&self.client_host, self, message)?;
         let server = NatmTransport::connect(&self.server_host, self, message)?;
         Ok((Box::new(client), Box::new(server)))
@@ -255,10 +272,23 @@ pub fn buffers_for(message: usize) -> (u32, u32) {
     (BUFFER_BUDGET.div_ceil(size).clamp(32, 1024), size)
 }
 
+/// How a [`NatmTransport`]'s VC comes: a PVC opened, a call placed, a call accepted.
+enum Opening {
+    Pvc,
+    Call(natm::Aesa),
+    Accept(natm::Listener),
+}
+
+/// How long a switched VC's server end waits for the client's call.
+const ACCEPT_WAIT: Duration = Duration::from_secs(30);
+
 /// One end of a natm VC (see the module doc).
 pub struct NatmTransport {
     host: natm::Host,
     options: natm::VcOptions,
+    channel: natm::ChannelOptions,
+    qos: Qos,
+    open: Opening,
     vc: Option<natm::Vc>,
     timeout: Option<Duration>,
     label: String,
@@ -293,25 +323,55 @@ impl NatmTransport {
             .path(target.path)
             .buffers(buffers)
             .buffer_size(buffer_size);
+        let channel = natm::ChannelOptions::default()
+            .notify(target.mode)
+            .path(target.path)
+            .buffers(buffers)
+            .buffer_size(buffer_size);
+        let what = if target.svc {
+            format!("natm SVC {} → {}", target.client_host, target.server_host)
+        } else {
+            format!("natm VC {}", target.vc)
+        };
         Ok(NatmTransport {
             host: h,
             options,
+            channel,
+            qos: target.qos,
+            open: Opening::Pvc,
             vc: None,
             timeout: None,
             label: format!(
-                "natm VC {} on {host}, QoS {}, {:?} wait, {:?} path",
-                target.vc, target.qos, target.mode, target.path
+                "{what} on {host}, QoS {}, {:?} wait, {:?} path",
+                target.qos, target.mode, target.path
             ),
         })
+    }
+
+    /// Opens the VC as this end does: a PVC, a call, or the listener's next call.
+    fn open_vc(&self) -> io::Result<natm::Vc> {
+        match &self.open {
+            Opening::Pvc => self.host.open(self.options.clone()),
+            Opening::Call(addr) => {
+                let opts = natm::CallOptions::new()
+                    .qos(self.qos)
+                    .channel(self.channel.clone());
+                self.host.call(addr, opts)
+            }
+            Opening::Accept(listener) => listener
+                .next_call(Some(ACCEPT_WAIT))
+                .and_then(|call| listener.accept_call(call, &self.channel)),
+        }
+        .map_err(natm_error)
     }
 
     /// The VC, opened at the first use. Borrowed in place: taking it out and putting it
     /// back moved the whole `Vc` twice per message (6 % of a pipelined run's CPU).
     fn vc(&mut self) -> io::Result<&mut natm::Vc> {
-        Ok(match &mut self.vc {
-            Some(vc) => vc,
-            empty => empty.insert(self.host.open(self.options.clone()).map_err(natm_error)?),
-        })
+        if self.vc.is_none() {
+            self.vc = Some(self.open_vc()?);
+        }
+        Ok(self.vc.as_mut().expect("opened above"))
     }
 }
 
@@ -348,6 +408,10 @@ impl Transport for NatmTransport {
     }
 
     fn ready(&mut self) -> io::Result<()> {
+        if matches!(self.open, Opening::Accept(_)) {
+            // The call comes once the client is started, which waits for this.
+            return Ok(());
+        }
         self.vc().map(|_| ())
     }
 }

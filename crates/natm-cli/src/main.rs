@@ -75,6 +75,10 @@ enum Command {
     /// Bring a lab network (switches, hosts, links, PVCs) up or down, or show it.
     #[command(subcommand)]
     Lab(cmd::lab::LabCommand),
+    /// Set up a switched VC to an ATM address, send, print the VC and set-up time, release.
+    Call(cmd::call::CallArgs),
+    /// Accept calls to a host's address and print each call and SDU (optionally echo).
+    Listen(cmd::listen::ListenArgs),
     /// OAM F5 loopback on a PVC, like ping.
     Ping(cmd::ping::PingArgs),
     /// Ports, VCs, channels, queues and counters of every daemon of the lab.
@@ -117,6 +121,8 @@ fn main() -> ExitCode {
         Command::Perf(c) => cmd::perf::run(c),
         Command::Lab(c) => cmd::lab::run(c),
         Command::Ping(a) => cmd::ping::run(a),
+        Command::Call(a) => cmd::call::run(a),
+        Command::Listen(a) => cmd::listen::run(a),
         Command::Stat(a) => cmd::stat::run(a),
         Command::Capture(a) => cmd::capture::run(a),
         Command::Switchd(a) => cmd::daemon::switchd(a),

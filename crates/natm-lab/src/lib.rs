@@ -43,11 +43,13 @@ use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::time::Duration;
 
+mod calls;
 mod lab;
 mod render;
 mod state;
 pub mod topology;
 
+pub use calls::calls_table;
 pub use lab::{OwnedLab, down, restart, start};
 pub use render::{stat_json, stat_table};
 pub use state::{

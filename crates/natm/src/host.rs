@@ -39,8 +39,21 @@ pub(crate) struct Conn {
     pub(crate) data: HashMap<u32, RxQueue>,
     pub(crate) link_down: bool,
     pub(crate) revoked: HashSet<u32>,
+    /// Switched VCs whose call hostd reported released, with the cause (they are in
+    /// `revoked` too); an entry goes when its [`Vc`] does.
+    pub(crate) released: HashMap<u32, proto::CauseInfo>,
+    /// Calls hostd offered this connection's listener, not yet accepted or rejected (at
+    /// most [`MAX_INCOMING`]; beyond, hostd's alerting time rejects them).
+    pub(crate) incoming: VecDeque<IncomingCall>,
+    /// The requests sent whose answers have not come, oldest first (hostd answers in
+    /// order): `true` for one whose answer is skipped when it comes, because its wait timed
+    /// out (a VC it opened is closed again) or the library sent it on its own.
+    pub(crate) awaiting: VecDeque<bool>,
     pub(crate) closed: bool,
 }
+
+/// The most offered calls a listener's connection keeps unanswered.
+pub(crate) const MAX_INCOMING: usize = 1024;
 
 impl Conn {
     pub(crate) fn new(stream: UnixStream) -> Conn {
@@ -51,6 +64,9 @@ impl Conn {
             data: HashMap::new(),
             link_down: false,
             revoked: HashSet::new(),
+            released: HashMap::new(),
+            incoming: VecDeque::new(),
+            awaiting: VecDeque::new(),
             closed: false,
         }
     }
@@ -98,6 +114,30 @@ impl Conn {
         Ok(true)
     }
 
+    /// The cause of switched VC `handle`'s release, if hostd reported it: looked for in
+    /// what has arrived, and for at most `wait` in what arrives (hostd revokes a channel and
+    /// sends the notice in two steps, so a direct-path VC may see the first before the
+    /// second).
+    pub(crate) fn release_cause(
+        &mut self,
+        handle: u32,
+        wait: Duration,
+    ) -> Option<proto::CauseInfo> {
+        let deadline = Instant::now() + wait;
+        loop {
+            // Answers to nobody's request are not expected here; they are dropped.
+            while let Ok(Some(_)) = self.next_answer() {}
+            if let Some(c) = self.released.get(&handle) {
+                return Some(c.clone());
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || !matches!(self.fill(Some(left)), Ok(true)) {
+                while let Ok(Some(_)) = self.next_answer() {}
+                return self.released.get(&handle).cloned();
+            }
+        }
+    }
+
     /// Writes a whole frame; a socket hostd closed is [`Error::Revoked`].
     pub(crate) fn write(&self, frame: &[u8]) -> Result<(), Error> {
         proto::write_frame(&self.stream, frame).map_err(|e| {
@@ -131,7 +171,38 @@ impl Conn {
                 Frame::Control(Response::Revoked { handle }) => {
                     self.revoked.insert(handle);
                 }
-                Frame::Control(r) => return Ok(Some(r)),
+                Frame::Control(Response::Released { handle, cause }) => {
+                    self.revoked.insert(handle);
+                    self.released.insert(handle, cause);
+                }
+                Frame::Control(Response::Incoming {
+                    listener,
+                    call,
+                    calling,
+                    called,
+                    qos,
+                }) => {
+                    if self.incoming.len() < MAX_INCOMING {
+                        self.incoming.push_back(IncomingCall {
+                            listener,
+                            call,
+                            calling,
+                            called,
+                            qos,
+                        });
+                    }
+                }
+                Frame::Control(r) => {
+                    if self.awaiting.pop_front() != Some(true) {
+                        return Ok(Some(r));
+                    }
+                    // The late answer to a request given up on.
+                    self.fds.clear();
+                    if let Response::Opened { cookie, .. } = r {
+                        self.write(&proto::control_frame(&Request::Close { cookie }))?;
+                        self.awaiting.push_back(true);
+                    }
+                }
             }
         }
         Ok(None)
@@ -159,6 +230,7 @@ impl Conn {
         let deadline = timeout.map(|t| Instant::now() + t);
         self.fds.clear();
         self.write(&proto::control_frame(r))?;
+        self.awaiting.push_back(false);
         loop {
             if let Some(answer) = self.next_answer()? {
                 let fds = std::mem::take(&mut self.fds);
@@ -168,11 +240,17 @@ impl Conn {
                         ErrorKind::Timeout => Error::Timeout,
                         kind => Error::Refused { kind, message },
                     }),
+                    Response::CallFailed { cause } => Err(Error::CallFailed(cause)),
                     a => Ok((a, fds)),
                 };
             }
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             if !self.fill(left)? && deadline.is_some_and(|d| d <= Instant::now()) {
+                // Its answer may still come: it is skipped then. (This request is the newest
+                // sent: requests go one at a time under the connection's lock.)
+                if let Some(last) = self.awaiting.back_mut() {
+                    *last = true;
+                }
                 return Err(Error::Timeout);
             }
         }
@@ -226,107 +304,50 @@ impl Host {
 
     /// Opens a VC.
     pub fn open(&self, opts: VcOptions) -> Result<Vc, Error> {
-        let mut receiver = None;
-        // Auto with signals is the direct path (a lane waits by polling or on eventfds).
-        let signal_target = if opts.notify == NotifyMode::Signal
-            && matches!(opts.path, DataPath::Direct | DataPath::Auto)
-        {
-            let signo = signal::rt_signal(4).ok_or_else(|| {
-                Error::Io(io::Error::other("no real-time signal SIGRTMIN+4 here"))
-            })?;
-            let channel = SIGNAL_CHANNEL.fetch_add(1, Ordering::Relaxed) % signal::MAX_CHANNELS;
-            let r = signal::Receiver::new(signo, channel)?;
-            let t = r.target();
-            receiver = Some(r);
-            Some(SignalTarget {
-                tid: t.tid,
-                signo,
-                channel,
-            })
-        } else {
-            None
-        };
+        let (receiver, signal) = signal_target(&opts.channel)?;
+        let ch = &opts.channel;
         let req = Request::Open {
             vc: vc_on_the_link(&opts.addr)?,
-            // No QoS given: UBR, as the text `ubr` means.
-            qos: opts
-                .qos
-                .unwrap_or_else(|| "ubr".parse().expect("`ubr` is a QoS")),
-            path: opts.path,
-            notify: opts.notify,
-            signal: signal_target,
-            buffers: opts.buffers,
-            buffer_size: opts.buffer_size,
+            qos: opts.qos.unwrap_or_else(default_qos),
+            path: ch.path,
+            notify: ch.notify,
+            signal,
+            buffers: ch.buffers,
+            buffer_size: ch.buffer_size,
         };
-        let (answer, fds) = {
-            let mut c = lock(&self.conn);
-            let (answer, fds) = c.request(&req)?;
-            if let Response::Opened { handle, .. } = answer
-                && opts.path == DataPath::Daemon
-            {
-                // Under the same lock: the VC's first SDUs may follow the answer closely.
-                c.data.insert(handle, RxQueue::default());
-            }
-            (answer, fds)
+        open_on(&self.conn, &req, ch, receiver, opts.addr.vc(), None)
+    }
+
+    /// Calls `addr` (a switched VC): the network sets the call up hop by hop, and the VC
+    /// is opened as [`Host::open`] opens a PVC, on any data path. [`Vc::call`] says which
+    /// VC the network gave and how long set-up took. A refusal by the network or the
+    /// called party, or no answer within the options' timeout, is [`Error::CallFailed`]
+    /// with the cause.
+    pub fn call(&self, addr: &Aesa, opts: CallOptions) -> Result<Vc, Error> {
+        let (receiver, signal) = signal_target(&opts.channel)?;
+        let ch = &opts.channel;
+        let req = Request::Call {
+            called: *addr,
+            qos: opts.qos.unwrap_or_else(default_qos),
+            path: ch.path,
+            notify: ch.notify,
+            signal,
+            buffers: ch.buffers,
+            buffer_size: ch.buffer_size,
+            timeout_ms: opts.timeout.as_millis().clamp(1, u128::from(u64::MAX)) as u64,
         };
-        let Response::Opened {
-            handle,
-            cookie,
-            max_sdu,
-            buffers,
-            lane,
-            path,
-            ..
-        } = answer
-        else {
-            return Err(protocol(format!("hostd answered an open with {answer:?}")));
-        };
-        let mut vc = Vc {
-            conn: self.conn.clone(),
-            handle,
-            cookie,
-            max_sdu: max_sdu as usize,
-            direct: None,
-        };
-        // The path hostd took: the one asked for, or for `Auto` the lane or the direct path.
-        // Anything else would leave this side waiting on the wrong path (`vc` closes again).
-        let fits = match opts.path {
-            DataPath::Auto => matches!(path, DataPath::Direct | DataPath::Lane),
-            asked => asked == path,
-        };
-        if !fits {
-            return Err(protocol(format!(
-                "hostd opened a {} path VC for a {} request",
-                path.name(),
-                opts.path.name()
-            )));
-        }
-        if path == DataPath::Direct {
-            // From here on, a failure closes the VC again (Vc's Drop).
-            let daemon = lock(&self.conn).stream.try_clone()?;
-            vc.direct = Some(Direct::attach(daemon, fds, opts.notify, receiver, buffers)?);
-        } else if path == DataPath::Lane {
-            let daemon = lock(&self.conn).stream.try_clone()?;
-            let shape = lane.ok_or_else(|| protocol("hostd's lane answer has no shape"))?;
-            let vc_id = opts
-                .addr
-                .vc()
-                .ok_or_else(|| protocol("hostd opened a VC with no VPI or VCI"))?;
-            let setup = LaneSetup {
-                handle,
-                vc: vc_id,
-                max_sdu: max_sdu as usize,
-                shape,
-            };
-            vc.direct = Some(Direct::attach_lane(
-                daemon,
-                fds,
-                opts.notify,
-                buffers,
-                setup,
-            )?);
-        }
-        Ok(vc)
+        // hostd answers within the timeout (cause 102 when the network did not): the margin
+        // only bounds the wait for a hostd that hangs.
+        let wait = opts.timeout.saturating_add(CALL_MARGIN);
+        open_on(&self.conn, &req, ch, receiver, None, Some(wait))
+    }
+
+    /// Takes calls to this host's address with selector byte `selector` (`None`: any
+    /// selector no other listener took). The listener has a connection of its own to
+    /// hostd, since hostd offers it calls when they come ([`Listener`]).
+    pub fn listen(&self, selector: Option<u8>) -> Result<Listener, Error> {
+        let other = Host::connect_path(&self.path)?;
+        Listener::register(other.conn, selector)
     }
 
     /// Sends one OAM F5 loopback request on `vc` and waits for the reply: the round-trip
@@ -359,6 +380,109 @@ impl Host {
             (r, _) => Err(protocol(format!("hostd answered close with {r:?}"))),
         }
     }
+}
+
+/// How much longer than a call's timeout the library waits for hostd's answer.
+pub(crate) const CALL_MARGIN: Duration = Duration::from_secs(2);
+
+/// For [`NotifyMode::Signal`] on a path that may be the direct one: the receiver this
+/// thread waits on and the target hostd signals.
+pub(crate) fn signal_target(
+    ch: &ChannelOptions,
+) -> Result<(Option<signal::Receiver>, Option<SignalTarget>), Error> {
+    // Auto with signals is the direct path (a lane waits by polling or on eventfds).
+    if ch.notify != NotifyMode::Signal || !matches!(ch.path, DataPath::Direct | DataPath::Auto) {
+        return Ok((None, None));
+    }
+    let signo = signal::rt_signal(4)
+        .ok_or_else(|| Error::Io(io::Error::other("no real-time signal SIGRTMIN+4 here")))?;
+    let channel = SIGNAL_CHANNEL.fetch_add(1, Ordering::Relaxed) % signal::MAX_CHANNELS;
+    let r = signal::Receiver::new(signo, channel)?;
+    let t = r.target();
+    Ok((
+        Some(r),
+        Some(SignalTarget {
+            tid: t.tid,
+            signo,
+            channel,
+        }),
+    ))
+}
+
+/// Sends `req` (an open, a call or an accept) on `conn` and attaches the VC hostd opened
+/// to the path it took. `pvc` is the VC of a PVC open (a switched VC's comes in the
+/// answer's call); `wait` bounds the wait for the answer.
+pub(crate) fn open_on(
+    conn: &Arc<Mutex<Conn>>,
+    req: &Request,
+    ch: &ChannelOptions,
+    receiver: Option<signal::Receiver>,
+    pvc: Option<VcId>,
+    wait: Option<Duration>,
+) -> Result<Vc, Error> {
+    let (answer, fds) = {
+        let mut c = lock(conn);
+        let (answer, fds) = c.request_within(req, wait)?;
+        if let Response::Opened { handle, path, .. } = answer
+            && path == DataPath::Daemon
+        {
+            // Under the same lock: the VC's first SDUs may follow the answer closely.
+            c.data.insert(handle, RxQueue::default());
+        }
+        (answer, fds)
+    };
+    let Response::Opened {
+        handle,
+        cookie,
+        max_sdu,
+        buffers,
+        lane,
+        path,
+        call,
+        ..
+    } = answer
+    else {
+        return Err(protocol(format!("hostd answered {req:?} with {answer:?}")));
+    };
+    let vc_id = call.as_ref().map(|c| c.vc).or(pvc);
+    let mut vc = Vc {
+        conn: conn.clone(),
+        handle,
+        cookie,
+        max_sdu: max_sdu as usize,
+        direct: None,
+        call,
+    };
+    // The path hostd took: the one asked for, or for `Auto` the lane or the direct path.
+    // Anything else would leave this side waiting on the wrong path (`vc` closes again).
+    let fits = match ch.path {
+        DataPath::Auto => matches!(path, DataPath::Direct | DataPath::Lane),
+        asked => asked == path,
+    };
+    if !fits {
+        return Err(protocol(format!(
+            "hostd opened a {} path VC for a {} request",
+            path.name(),
+            ch.path.name()
+        )));
+    }
+    if path == DataPath::Direct {
+        // From here on, a failure closes the VC again (Vc's Drop).
+        let daemon = lock(conn).stream.try_clone()?;
+        vc.direct = Some(Direct::attach(daemon, fds, ch.notify, receiver, buffers)?);
+    } else if path == DataPath::Lane {
+        let daemon = lock(conn).stream.try_clone()?;
+        let shape = lane.ok_or_else(|| protocol("hostd's lane answer has no shape"))?;
+        let vc_id = vc_id.ok_or_else(|| protocol("hostd opened a VC with no VPI or VCI"))?;
+        let setup = LaneSetup {
+            handle,
+            vc: vc_id,
+            max_sdu: max_sdu as usize,
+            shape,
+        };
+        vc.direct = Some(Direct::attach_lane(daemon, fds, ch.notify, buffers, setup)?);
+    }
+    Ok(vc)
 }
 
 /// The VC of `addr` on the host's one link (interface 0): a PVC address names an interface

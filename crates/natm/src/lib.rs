@@ -1,5 +1,6 @@
-//! natm's application API: open PVCs with a QoS through the host daemon (hostd) and send
-//! and receive AAL5 SDUs on them, blocking, non-blocking or zero-copy (issue 5).
+//! natm's application API: open PVCs, or call ATM addresses (switched VCs), with a QoS
+//! through the host daemon (hostd) and send and receive AAL5 SDUs on them, blocking,
+//! non-blocking or zero-copy (issues 5 and 24).
 //!
 //! A [`Host`] is a connection to one host's daemon. [`Host::open`] asks it for a VC; the
 //! VC's data then takes one of three paths ([`DataPath`]). Unless the options name one,
@@ -27,6 +28,19 @@
 //! * **Daemon**: each SDU is one message on the Unix socket, copied by hostd, as with a
 //!   kernel driver. It exists to be measured against the direct path.
 //!
+//! **Switched VCs.** [`Host::call`] asks hostd for a call to an ATM address ([`Aesa`]) with
+//! a QoS ([`CallOptions`]); hostd signals it (Q.2931 over SSCOP on VC 0.5 of its link) and
+//! the network admits it hop by hop. The answer is the same [`Vc`] as a PVC's, on any data
+//! path, and [`Vc::call`] tells the VC the network gave, both addresses, the QoS and the
+//! set-up time. A refusal is [`Error::CallFailed`] carrying the cause (value, name,
+//! location, and a natm switch's explanation in its diagnostic, e.g. the trunk and its
+//! free rate). [`Host::listen`] registers a [`Listener`] for the host's address (or one
+//! selector of it), on a connection of its own since hostd offers it calls unasked;
+//! [`Listener::accept`] gives the VC, the calling party and the QoS, and
+//! [`Listener::next_call`] with [`Listener::reject`] refuses one with a cause. When the far
+//! end or the network releases a call, the VC's next operation is [`Error::Released`] with
+//! the cause; dropping the [`Vc`] releases the call (normal clearing).
+//!
 //! Errors say what failed ([`Error`]): no daemon at the socket, a refusal with hostd's
 //! reason (VC in use, reserved VCI, admission control), the link being down, the channel
 //! being revoked (closed, or hostd gone), nothing ready, a timeout, an SDU too long.
@@ -35,7 +49,8 @@
 //! direct-path call looks at the socket every 50 ms and returns [`Error::Revoked`]. A
 //! send that finds a free buffer does not wait and does not look.
 //!
-//! What it is not: no switched VCs (no signalling yet), no async API; a [`Vc`] in
+//! What it is not: no async API; no point-to-multipoint calls, no BLLI/SAP matching of
+//! incoming calls (a listener matches the address's selector byte); a [`Vc`] in
 //! [`NotifyMode::Signal`] mode must be used on the thread that opened it (the signal goes to
 //! that thread).
 //!
@@ -93,6 +108,42 @@
 //! # }
 //! ```
 //!
+//! A switched VC, with the lab's daemons signalling: h2 listens, h1 calls h2's address.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use natm::{CallOptions, Error, Host};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let h2 = Host::connect("h2")?;
+//! let listener = h2.listen(None)?;
+//! let to = *listener.address();
+//! let server = std::thread::spawn(move || -> Result<(), Error> {
+//!     let (mut vc, calling, qos) = listener.accept()?;
+//!     println!("call from {calling:?} with {qos}");
+//!     let mut buf = [0u8; 100];
+//!     let n = vc.recv(&mut buf)?;
+//!     vc.send(&buf[..n])
+//! });
+//! let h1 = Host::connect("h1")?;
+//! match h1.call(&to, CallOptions::new().qos("cbr:pcr=1000".parse()?)) {
+//!     Ok(mut vc) => {
+//!         let call = vc.call().expect("a switched VC");
+//!         println!("VC {} set up in {} µs", call.vc, call.setup_ns / 1000);
+//!         vc.send(b"hello")?;
+//!         let mut buf = [0u8; 100];
+//!         let n = vc.recv_timeout(&mut buf, Duration::from_secs(1))?;
+//!         assert_eq!(&buf[..n], b"hello");
+//!     }
+//!     // e.g. "call refused: cause 37 (user cell rate not available) at LPN: s2 p3: …"
+//!     Err(Error::CallFailed(cause)) => eprintln!("refused: {cause}"),
+//!     Err(e) => return Err(e.into()),
+//! }
+//! server.join().expect("the server thread")?;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! With a daemon already running (`natm hostd --config h1.toml`), only the name is needed:
 //!
 //! ```no_run
@@ -126,8 +177,10 @@ use natm_nic::signal;
 use natm_proto::host::{self as proto, Frame, FrameError, Request, Response, SignalTarget};
 use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, recvmsg};
 
-pub use natm_core::{PvcAddr, Qos, VcId};
-pub use natm_proto::host::{DataPath, ErrorKind, HostStatus, NotifyMode, VcStats};
+pub use natm_core::{Aesa, PvcAddr, Qos, VcId};
+pub use natm_proto::host::{
+    CallInfo, CauseInfo, DataPath, ErrorKind, HostStatus, NotifyMode, VcStats,
+};
 
 /// What went wrong.
 #[derive(Debug, thiserror::Error)]
@@ -172,6 +225,15 @@ pub enum Error {
         /// The most allowed.
         max: usize,
     },
+    /// The network or the called party refused the call, or it timed out (cause 102):
+    /// the cause's value, name, location and the refusal's explanation (a natm switch's
+    /// diagnostic, e.g. the trunk and its free rate).
+    #[error("call refused: {0}")]
+    CallFailed(CauseInfo),
+    /// The call of this switched VC was released by the far end or the network (or lost
+    /// with the link); the VC is closed.
+    #[error("call released: {0}")]
+    Released(CauseInfo),
     /// The socket or a system call failed, or hostd broke the protocol.
     #[error(transparent)]
     Io(#[from] io::Error),
@@ -200,29 +262,82 @@ pub enum OamScope {
     Segment,
 }
 
-/// What to open.
+/// How a VC's channel is set up: what a PVC ([`VcOptions`]), a call ([`CallOptions`]) and
+/// an accepted call ([`Listener::accept_call`]) have in common.
 #[derive(Clone, Debug)]
-pub struct VcOptions {
-    addr: PvcAddr,
-    qos: Option<Qos>,
+pub struct ChannelOptions {
     notify: NotifyMode,
     path: DataPath,
     buffers: u32,
     buffer_size: u32,
 }
 
-impl VcOptions {
-    /// The PVC `addr` (e.g. `"0.100".parse()?`), UBR, adaptive notification, the fastest
-    /// path the link allows ([`DataPath::Auto`]), 32 buffers of 64 KiB (SDUs up to 65,535
-    /// bytes).
-    pub fn new(addr: PvcAddr) -> VcOptions {
-        VcOptions {
-            addr,
-            qos: None,
+impl Default for ChannelOptions {
+    /// Adaptive notification, the fastest path the link allows ([`DataPath::Auto`]), 32
+    /// buffers of 64 KiB (SDUs up to 65,535 bytes).
+    fn default() -> ChannelOptions {
+        ChannelOptions {
             notify: NotifyMode::Adaptive,
             path: DataPath::Auto,
             buffers: 32,
             buffer_size: 65536,
+        }
+    }
+}
+
+/// The channel builders, one definition for every options type that holds a
+/// [`ChannelOptions`] in its field `channel` (or is one: `channel` is then `self`).
+macro_rules! channel_builders {
+    ($t:ty $(, $field:ident)?) => {
+        impl $t {
+            /// How to wait.
+            pub fn notify(mut self, notify: NotifyMode) -> $t {
+                self$(.$field)?.notify = notify;
+                self
+            }
+
+            /// Which path.
+            pub fn path(mut self, path: DataPath) -> $t {
+                self$(.$field)?.path = path;
+                self
+            }
+
+            /// Buffers: half for sending, half posted for receiving.
+            pub fn buffers(mut self, n: u32) -> $t {
+                self$(.$field)?.buffers = n;
+                self
+            }
+
+            /// Bytes per buffer (a multiple of 64); bounds the SDU size.
+            pub fn buffer_size(mut self, n: u32) -> $t {
+                self$(.$field)?.buffer_size = n;
+                self
+            }
+        }
+    };
+}
+
+channel_builders!(ChannelOptions);
+channel_builders!(VcOptions, channel);
+channel_builders!(CallOptions, channel);
+
+/// What to open.
+#[derive(Clone, Debug)]
+pub struct VcOptions {
+    addr: PvcAddr,
+    qos: Option<Qos>,
+    channel: ChannelOptions,
+}
+
+impl VcOptions {
+    /// The PVC `addr` (e.g. `"0.100".parse()?`), UBR, and the channel's defaults
+    /// ([`ChannelOptions::default`]: adaptive notification, [`DataPath::Auto`], 32 buffers
+    /// of 64 KiB).
+    pub fn new(addr: PvcAddr) -> VcOptions {
+        VcOptions {
+            addr,
+            qos: None,
+            channel: ChannelOptions::default(),
         }
     }
 
@@ -231,41 +346,70 @@ impl VcOptions {
         self.qos = Some(qos);
         self
     }
+}
 
-    /// How to wait.
-    pub fn notify(mut self, notify: NotifyMode) -> VcOptions {
-        self.notify = notify;
+/// How to place a call ([`Host::call`]).
+#[derive(Clone, Debug)]
+pub struct CallOptions {
+    qos: Option<Qos>,
+    channel: ChannelOptions,
+    timeout: Duration,
+}
+
+impl Default for CallOptions {
+    fn default() -> CallOptions {
+        CallOptions::new()
+    }
+}
+
+impl CallOptions {
+    /// UBR, the channel's defaults ([`ChannelOptions::default`]), and 4 s for the network
+    /// to answer (Q.2931's T303 is 4 s).
+    pub fn new() -> CallOptions {
+        CallOptions {
+            qos: None,
+            channel: ChannelOptions::default(),
+            timeout: Duration::from_secs(4),
+        }
+    }
+
+    /// The QoS (linux-atm qos(7) text, parsed); `tx` is this end's sending direction.
+    pub fn qos(mut self, qos: Qos) -> CallOptions {
+        self.qos = Some(qos);
         self
     }
 
-    /// Which path.
-    pub fn path(mut self, path: DataPath) -> VcOptions {
-        self.path = path;
+    /// The channel's options all at once (as [`CallOptions::notify`], [`CallOptions::path`],
+    /// [`CallOptions::buffers`] and [`CallOptions::buffer_size`] set them one by one).
+    pub fn channel(mut self, channel: ChannelOptions) -> CallOptions {
+        self.channel = channel;
         self
     }
 
-    /// Buffers: half for sending, half posted for receiving.
-    pub fn buffers(mut self, n: u32) -> VcOptions {
-        self.buffers = n;
+    /// How long hostd waits for the network's answer before it gives up (the call then
+    /// fails with cause 102, recovery on timer expiry).
+    pub fn timeout(mut self, timeout: Duration) -> CallOptions {
+        self.timeout = timeout;
         self
     }
+}
 
-    /// Bytes per buffer (a multiple of 64); bounds the SDU size.
-    pub fn buffer_size(mut self, n: u32) -> VcOptions {
-        self.buffer_size = n;
-        self
-    }
+/// UBR, as the text `ubr` means: the QoS of a PVC or call that names none.
+pub(crate) fn default_qos() -> Qos {
+    "ubr".parse().expect("`ubr` is a QoS")
 }
 
 mod direct;
 mod host;
 mod lane;
+mod listen;
 mod vc;
 
 use direct::*;
 pub use host::Host;
 use host::*;
 use lane::*;
+pub use listen::{IncomingCall, Listener};
 pub use vc::{RxSdu, TxBuffer, Vc};
 
 #[cfg(test)]

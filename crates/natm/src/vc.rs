@@ -2,14 +2,22 @@
 
 use super::*;
 
-/// An open VC. Dropping it closes it.
+/// An open VC, a PVC ([`Host::open`]) or a switched VC ([`Host::call`],
+/// [`Listener::accept`]). Dropping it closes it; a switched VC's call is released then
+/// (hostd clears it, normal clearing).
 pub struct Vc {
     pub(crate) conn: Arc<Mutex<Conn>>,
     pub(crate) handle: u32,
     pub(crate) cookie: String,
     pub(crate) max_sdu: usize,
     pub(crate) direct: Option<Direct>,
+    /// A switched VC's call ([`Host::call`], [`Listener::accept`]).
+    pub(crate) call: Option<CallInfo>,
 }
+
+/// How long a switched VC found revoked waits for hostd's notice of why (the release's
+/// cause), which may come just behind the channel's state.
+pub(crate) const RELEASE_NOTICE: Duration = Duration::from_millis(100);
 
 impl Vc {
     /// hostd's handle for the VC.
@@ -25,6 +33,24 @@ impl Vc {
     /// The largest SDU it carries.
     pub fn max_sdu(&self) -> usize {
         self.max_sdu
+    }
+
+    /// A switched VC's call: the VC the network gave, this end's and the far end's
+    /// addresses, the QoS as this end sees it, the set-up time. `None` for a PVC.
+    pub fn call(&self) -> Option<&CallInfo> {
+        self.call.as_ref()
+    }
+
+    /// On a switched VC, [`Error::Revoked`] is the call's release when hostd said so:
+    /// [`Error::Released`] with the cause.
+    pub(crate) fn explain(&self, e: Error) -> Error {
+        if !matches!(e, Error::Revoked) || self.call.is_none() {
+            return e;
+        }
+        match lock(&self.conn).release_cause(self.handle, RELEASE_NOTICE) {
+            Some(cause) => Error::Released(cause),
+            None => e,
+        }
     }
 
     pub(crate) fn check_len(&self, len: usize) -> Result<(), Error> {
@@ -48,6 +74,10 @@ impl Vc {
         sdu: &[u8],
         deadline: Option<Instant>,
     ) -> Result<(), Error> {
+        self.send_inner(sdu, deadline).map_err(|e| self.explain(e))
+    }
+
+    fn send_inner(&mut self, sdu: &[u8], deadline: Option<Instant>) -> Result<(), Error> {
         self.check_len(sdu.len())?;
         let handle = self.handle;
         match &mut self.direct {
@@ -87,7 +117,9 @@ impl Vc {
     ///
     /// [`Error::LinkDown`]: the link is down, nothing was sent; an SDU queued just before
     /// the link failed is lost and reported by the next call. [`Error::Revoked`]: the VC
-    /// was closed or hostd stopped. [`Error::TooLong`]: above [`Vc::max_sdu`].
+    /// was closed or hostd stopped. [`Error::Released`]: a switched VC's call was released
+    /// by the far end or the network (the cause says why); every later call says so too.
+    /// [`Error::TooLong`]: above [`Vc::max_sdu`].
     pub fn send(&mut self, sdu: &[u8]) -> Result<(), Error> {
         self.send_deadline(sdu, None)
     }
@@ -98,6 +130,16 @@ impl Vc {
     }
 
     pub(crate) fn recv_within(
+        &mut self,
+        buf: &mut [u8],
+        timeout: Option<Duration>,
+        zero_wait: bool,
+    ) -> Result<usize, Error> {
+        self.recv_inner(buf, timeout, zero_wait)
+            .map_err(|e| self.explain(e))
+    }
+
+    fn recv_inner(
         &mut self,
         buf: &mut [u8],
         timeout: Option<Duration>,
@@ -172,10 +214,11 @@ impl Vc {
     /// calling (or exits) should flush first. Dropping a lane-path [`Vc`] flushes for up
     /// to a second. On the daemon path the SDU was handed over when `send` returned.
     pub fn flush(&mut self, timeout: Duration) -> Result<(), Error> {
-        match &mut self.direct {
+        let r = match &mut self.direct {
             Some(d) => d.flush(Instant::now() + timeout),
             None => Ok(()),
-        }
+        };
+        r.map_err(|e| self.explain(e))
     }
 
     /// Receives one SDU into `buf`, waiting for it; its length. An SDU longer than `buf`
@@ -206,8 +249,11 @@ impl Vc {
     pub fn tx_buffer(&mut self) -> Result<TxBuffer<'_>, Error> {
         let handle = self.handle;
         let max_sdu = self.max_sdu;
+        let id = match self.direct()?.free_tx(None) {
+            Ok(id) => id,
+            Err(e) => return Err(self.explain(e)),
+        };
         let d = self.direct()?;
-        let id = d.free_tx(None)?;
         let len = d.buffer_size.min(max_sdu);
         Ok(TxBuffer {
             d,
@@ -221,8 +267,11 @@ impl Vc {
     /// The next received SDU, in place in the channel's buffer; dropping it hands the
     /// buffer back for reception. Waits for one. Direct path only.
     pub fn recv_zero_copy(&mut self) -> Result<RxSdu<'_>, Error> {
+        let (id, len) = match self.direct()?.next_rx(None, false) {
+            Ok(r) => r,
+            Err(e) => return Err(self.explain(e)),
+        };
         let d = self.direct()?;
-        let (id, len) = d.next_rx(None, false)?;
         d.ready.pop_front();
         Ok(RxSdu { d, id, len })
     }
@@ -242,7 +291,7 @@ impl Vc {
             .iter()
             .find(|c| c.handle == self.handle)
             .map(|c| c.counters)
-            .ok_or(Error::Revoked)
+            .ok_or_else(|| self.explain(Error::Revoked))
     }
 }
 
@@ -265,6 +314,7 @@ impl Drop for Vc {
             );
         }
         c.data.remove(&self.handle);
+        c.released.remove(&self.handle);
     }
 }
 

@@ -281,6 +281,7 @@ pub fn run(
         path,
         client_host: h1.display().to_string(),
         server_host: h2.display().to_string(),
+        svc: false,
     };
     let ubr = Targets {
         kinds: vec![Kind::Natm, Kind::Udp, Kind::Tcp],

@@ -1,6 +1,8 @@
 //! `natm stat [--watch] [--json]`: what every daemon of the lab is doing — the switch's
 //! ports, cross-connects and queues, each host's link and channels with their owning
-//! process, counters and memory.
+//! process, counters and memory; and where the daemons signal, the calls: each host's
+//! address, signalling state and calls (direction, VC, state, QoS, age, owner), each
+//! switch's SSCOP state per port and calls with both legs ([`natm_lab::calls_table`]).
 //!
 //! A switch answers on its management socket (`{"op":"status"}`, natm-switchd); a host on
 //! its channel-manager socket (natm's `Host::status`). `--json` prints one document with
@@ -85,6 +87,7 @@ pub fn run(args: StatArgs) -> CmdResult {
                 print!("\x1b[2J\x1b[H");
             }
             print!("{}", natm_lab::stat_table(&answers));
+            print!("{}", natm_lab::calls_table(&answers));
         }
         printed += 1;
         if !args.watch || args.count.is_some_and(|c| printed >= c) {

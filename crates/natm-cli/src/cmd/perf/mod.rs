@@ -19,12 +19,16 @@
 //!   round-trip time and throughput of the daemon path against the direct path over a
 //!   sweep of sizes, beside the kernel's UDP and TCP ([`paths`]).
 //! * `natm perf isolation` ([`isolation`]) and `natm perf calibrate` ([`calibrate`]).
+//! * `natm perf calls`: switched VCs' set-up latency and set-up + release rate between two
+//!   hosts of the lab, beside TCP connect + accept + close on loopback ([`calls`]); `natm perf rr
+//!   --svc` and `natm perf stream --svc` measure a switched VC instead of the PVC.
 
 use clap::{Args, Subcommand};
 
 use crate::{CliError, CmdResult};
 
 pub mod calibrate;
+pub mod calls;
 pub mod isolation;
 pub mod link;
 pub mod memory;
@@ -59,6 +63,10 @@ pub enum PerfCommand {
     /// Round-trip time and throughput per message size, daemon path against direct path,
     /// beside kernel UDP and TCP measured in the same run; optionally PNG plots.
     Paths(paths::PathsArgs),
+    /// Switched VCs: set-up latency (p50, p99) and set-up + release rate between two hosts
+    /// of the lab (two of one switch, or --farthest), several calls outstanding, beside TCP
+    /// connect + accept + close on loopback measured in the same run.
+    Calls(calls::CallsArgs),
     /// A kernel loopback baseline alone: udp, tcp or unix, then rr or stream.
     Baseline(BaselineArgs),
     /// Policing isolation through the switch: a conforming CBR connection alone, then beside
@@ -87,6 +95,7 @@ pub fn run(command: PerfCommand) -> CmdResult {
         PerfCommand::Spin(args) => wakeup::spin(args),
         PerfCommand::Isolation(args) => isolation::run(args),
         PerfCommand::Calibrate(args) => calibrate::run(args),
+        PerfCommand::Calls(args) => calls::run(args),
     }
 }
 

@@ -78,6 +78,11 @@ pub struct TargetArgs {
     /// The natm server's host, likewise.
     #[arg(long, default_value = "h2")]
     server_host: String,
+    /// Measure a switched VC instead of the PVC --vc: the server's host listens, the
+    /// client's host calls its address with --qos, and the network gives the VC (the lab's
+    /// daemons must signal).
+    #[arg(long)]
+    svc: bool,
 }
 
 impl TargetArgs {
@@ -124,6 +129,7 @@ impl TargetArgs {
                 path,
                 client_host: self.client_host.clone(),
                 server_host: self.server_host.clone(),
+                svc: self.svc,
             }),
         })
     }
