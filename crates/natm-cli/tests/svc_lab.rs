@@ -249,23 +249,30 @@ impl Capture {
             .arg(&file)
             .args(["--dir", lab.arg()])
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
+            .stderr(Stdio::null())
             .spawn()
             .expect("natm capture runs");
         Capture { child, file }
     }
 
-    fn stop(self) -> std::path::PathBuf {
-        // SIGTERM: natm capture writes a complete file and exits.
+    /// Stops it (SIGTERM: natm capture writes a complete file and exits) and checks the
+    /// file; the file goes when `self` drops.
+    fn stop_and_check(mut self) {
         let _ = Command::new("kill")
             .arg(self.child.id().to_string())
             .status();
-        let out = self.child.wait_with_output().ok();
-        assert!(
-            out.as_ref().is_some_and(|o| o.status.success()),
-            "natm capture: {out:?}"
-        );
-        self.file.clone()
+        let status = self.child.wait().expect("natm capture ends");
+        assert!(status.success(), "natm capture: {status}");
+        check_capture(&self.file);
+    }
+}
+
+impl Drop for Capture {
+    /// A test that fails before the check leaves no capture behind.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.file);
     }
 }
 
@@ -425,9 +432,7 @@ fn switched_vcs_across_two_trunks_with_the_real_daemons() {
 
     // 5. The capture: every SSCOP PDU and Q.2931 message on 0.5 decodes in tshark.
     for c in captures {
-        let pcap = c.stop();
-        check_capture(&pcap);
-        let _ = std::fs::remove_file(&pcap);
+        c.stop_and_check();
     }
 
     // 6. A restart of s2 clears the call through it at both ends; SSCOP comes back.
