@@ -14,7 +14,10 @@ use natm::{CallOptions, ChannelOptions, DataPath, Host};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let dir = PathBuf::from(args.get(1).expect("usage: hold_calls DIR N [CALLER CALLED S]"));
+    let dir = PathBuf::from(
+        args.get(1)
+            .expect("usage: hold_calls DIR N [CALLER CALLED S]"),
+    );
     let n: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000);
     let caller = args.get(3).map_or("h1", String::as_str);
     let called = args.get(4).map_or("h2", String::as_str);
@@ -53,7 +56,11 @@ fn main() {
             }
         }
         if (i + 1) % 1000 == 0 {
-            eprintln!("{} calls up after {:.1} s", i + 1, started.elapsed().as_secs_f64());
+            eprintln!(
+                "{} calls up after {:.1} s",
+                i + 1,
+                started.elapsed().as_secs_f64()
+            );
         }
     }
     let (_listener, accepted) = acceptor.join().expect("acceptor");
