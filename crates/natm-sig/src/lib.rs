@@ -47,6 +47,9 @@
 //!   port); calls cleared by a restart report 41 (temporary failure), by the SAAL's loss or
 //!   T309 27 (destination out of order), by T322's last expiry 41; timer expiries 102 with
 //!   the timer's digits; 96/99/100 name the IE, 97/101 the message type.
+//! * A restart of all VCs (class 2) clears the calls that have a VC; a call whose SETUP
+//!   has not yet been given one is on no VC and goes on (a network restarts everything
+//!   when its SAAL comes up, and a user's first SETUP may cross that RESTART).
 //! * T308's last expiry: local release, then RESTART of the call's VC (the "maintenance
 //!   condition"), so that a peer that never heard RELEASE cannot keep the call
 //!   (`Config::restart_after_t308`).

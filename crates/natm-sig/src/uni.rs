@@ -601,11 +601,14 @@ impl Uni {
     }
 
     fn clear_for_restart(&mut self, what: Restart, cause: Cause) {
+        // A restart returns VCs to idle (Q.2931 §5.5): a call that has no VC yet (a SETUP
+        // not yet answered with one) is on none of them and goes on. A network sends
+        // RESTART (all) whenever its SAAL comes up, and a user's first SETUP may cross it.
         let hit: Vec<CallId> = self
             .calls
             .iter()
             .filter(|(_, c)| match what {
-                Restart::All => true,
+                Restart::All => c.conn.is_some(),
                 Restart::Vc { vpci, vci } => c.conn.is_some_and(|k| k.vpci == vpci && k.vci == vci),
                 Restart::Vp { vpci } => c.conn.is_some_and(|k| k.vpci == vpci),
             })

@@ -104,6 +104,27 @@ fn received_restart_each_class() {
 }
 
 #[test]
+fn a_setup_not_yet_given_a_vc_survives_a_restart_of_all_vcs() {
+    // The network restarts everything when its SAAL comes up; a user's first SETUP may
+    // cross that RESTART. The call has no VC yet, so no VC's restart covers it.
+    let (mut t, call) = user_in(1);
+    recv!(t, Restart, 0, false, .restart(Restart::All));
+    let m = send!(t, RestartAck);
+    assert_eq!(m.restart, Some(Restart::All));
+    event!(t, CallEvent::Restarted { .. });
+    assert_eq!(t.state(call), CallState::CallInitiated);
+    recv!(t, CallProceeding, call.cref, true, .conn(K));
+    event!(t, CallEvent::Proceeding { .. });
+    recv!(t, Connect, call.cref, true, .conn(K));
+    send!(t, ConnectAck);
+    event!(t, CallEvent::Connected { .. });
+    // Once it has its VC, the same restart clears it.
+    recv!(t, Restart, 0, false, .restart(Restart::All));
+    event!(t, CallEvent::Released { .. });
+    assert_eq!(t.state(call), CallState::Null);
+}
+
+#[test]
 fn restart_without_its_connection_identifier_is_reported() {
     let mut t = T::new(Role::User);
     // Class 0 with no connection identifier.
