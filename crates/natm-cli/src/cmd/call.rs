@@ -51,6 +51,12 @@ pub struct CallArgs {
     /// Seconds to wait for the network's answer.
     #[arg(long, default_value_t = 4.0)]
     pub timeout: f64,
+    /// Seconds to keep the call after the data is sent, before releasing it: ATM orders
+    /// a VC's cells and the signalling that releases it in no way (a switch serves
+    /// signalling first, and drops the queued cells of a call it releases), so a release
+    /// right after the last SDU lost it while it crossed a paced link.
+    #[arg(long, default_value_t = 0.2)]
+    pub linger: f64,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -166,6 +172,12 @@ pub fn run(args: CallArgs) -> CmdResult {
             args.timeout
         )));
     }
+    if !(args.linger.is_finite() && (0.0..=600.0).contains(&args.linger)) {
+        return Err(CliError::usage(format!(
+            "--linger {}: must be 0 to 600 seconds",
+            args.linger
+        )));
+    }
     let data = match (&args.text, &args.input) {
         (Some(t), _) => t.as_bytes().to_vec(),
         (None, Some(f)) if f.as_os_str() == "-" => {
@@ -209,6 +221,7 @@ pub fn run(args: CallArgs) -> CmdResult {
     // What is queued leaves before the release (on the lane path only this process moves it).
     vc.flush(Duration::from_secs(5))
         .map_err(|e| call_error(&called, e))?;
+    std::thread::sleep(Duration::from_secs_f64(args.linger));
     drop(vc);
     if args.json {
         println!("{}", report.json());

@@ -447,7 +447,7 @@ impl Hostd {
 
     /// Sends what the host gives (OAM, then the channels round robin, CBR and VBR ones
     /// first) until the link is full or nobody has cells; at most 16 batches a channel.
-    fn transmit(&mut self) -> bool {
+    pub(super) fn transmit(&mut self) -> bool {
         let now = self.now;
         let mut progress = false;
         let mut failed = None;

@@ -333,6 +333,10 @@ impl Hostd {
 
     /// Closes an application's VC; a call's is released first (cause 16) unless it ended.
     pub(super) fn close_app_channel(&mut self, handle: u32) {
+        // What the application handed over (a daemon-path send, descriptors taken from a
+        // direct channel) goes to the link before the call's RELEASE and before the channel
+        // and its queued cells go: closing right after a send lost the SDU.
+        self.transmit();
         self.release_call_of(handle);
         let Some(ch) = self.by_handle.remove(&handle) else {
             return;
