@@ -1,6 +1,7 @@
 //! [`CallControl`]: the ports' signalling, the calls bridged between them, and what they
 //! hold in the switch (cross-connects, CAC bookings, VCIs).
 
+use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::format;
 use alloc::string::String;
@@ -9,7 +10,7 @@ use core::fmt::Write as _;
 
 use natm_adapter::{Reassembler, Reassembly};
 use natm_core::addr::Aesa;
-use natm_core::{Instant, Qos, TrafficClass, VcId, Vci, Vpi};
+use natm_core::{Duration, Instant, Qos, TrafficClass, VcId, Vci, Vpi};
 use natm_sig::{
     CallEvent, CallId, Cause, CauseValue, CommandError, ConnId, IncomingSetup, Location,
     PartyNumber, Restart, Role, SetupParams, Signalling, UniVersion,
@@ -79,7 +80,26 @@ struct Call {
     called: Aesa,
     calling: Option<Aesa>,
     since: Instant,
+    /// A leg released while the cross-connect still held cells for the other: the other
+    /// leg's release waits for them (see [`CallControl::drain`]).
+    drain: Option<Box<Drain>>,
 }
+
+/// A release waiting for the connection's queued cells.
+#[derive(Clone, Debug)]
+struct Drain {
+    /// The leg that went.
+    gone: Which,
+    /// The cause passed on to the other leg.
+    cause: Cause,
+    /// When the release goes on even with cells still queued.
+    until: Instant,
+}
+
+/// The longest a release waits for the connection's cells queued toward the other leg.
+pub const DRAIN_MAX: Duration = Duration::from_secs(1);
+/// How often a waiting release looks at the connection's queue again.
+pub const DRAIN_CHECK: Duration = Duration::from_millis(1);
 
 /// Which leg.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +124,9 @@ pub struct CallControl {
     next_call: u32,
     log: VecDeque<String>,
     counters: Counters,
+    /// Calls whose release waits for queued cells, and when they are looked at next.
+    draining: Vec<u32>,
+    drain_check: Option<Instant>,
 }
 
 impl CallControl {
@@ -116,6 +139,8 @@ impl CallControl {
             next_call: 0,
             log: VecDeque::new(),
             counters: Counters::default(),
+            draining: Vec::new(),
+            drain_check: None,
         }
     }
 
@@ -273,6 +298,7 @@ impl CallControl {
             .values()
             .filter(|p| p.up)
             .filter_map(|p| p.sig.poll_timeout())
+            .chain(self.drain_check)
             .min()
     }
 
@@ -364,6 +390,9 @@ impl CallControl {
 
     /// Acts on every port's events until none is left, then sends what they produced.
     fn run(&mut self, now: Instant, sw: &mut Switch) {
+        if self.drain_check.is_some_and(|t| t <= now) {
+            self.drain(now, sw);
+        }
         let ids: Vec<PortId> = self.ports.keys().copied().collect();
         // Bounded: each round acts on events that earlier rounds' commands produced.
         for _ in 0..64 {
@@ -606,6 +635,7 @@ impl CallControl {
                 called,
                 calling,
                 since: now,
+                drain: None,
             },
         );
         self.ports
@@ -777,10 +807,31 @@ impl CallControl {
     /// Leg `which` of call `idx` ended with `cause`: its VCI is free, the cross-connect
     /// goes, the other leg is released with the same cause; the call ends with its last
     /// leg.
+    ///
+    /// The other leg's RELEASE goes ahead of the connection's cells (0.5 is sent before
+    /// the port's queues), and the disconnect drops what is queued: while the connection
+    /// holds cells from the leg that went toward the other, both wait until those cells
+    /// have left (at most [`DRAIN_MAX`]; the connection stays, the gone leg keeps its
+    /// VCI until then).
     fn leg_gone(&mut self, now: Instant, idx: u32, which: Which, cause: &Cause, sw: &mut Switch) {
         let Some(c) = self.calls.get_mut(&idx) else {
             return;
         };
+        if c.drain.is_none()
+            && let Some(id) = c.xc
+            && queued_toward_other(sw, id, which) > 0
+        {
+            c.phase = Phase::Releasing;
+            c.drain = Some(Box::new(Drain {
+                gone: which,
+                cause: cause.clone(),
+                until: now + DRAIN_MAX,
+            }));
+            self.draining.push(idx);
+            let next = now + DRAIN_CHECK;
+            self.drain_check = Some(self.drain_check.map_or(next, |t| t.min(next)));
+            return;
+        }
         if let Some(id) = c.xc.take() {
             let _ = sw.disconnect(id);
         }
@@ -793,6 +844,41 @@ impl CallControl {
         if let Some(leg) = other {
             self.release_leg(now, idx, leg, cause);
         }
+    }
+
+    /// Releases waiting for queued cells whose cells have left (or whose time is up) go
+    /// on: the connection goes, the gone leg is forgotten, the other released.
+    fn drain(&mut self, now: Instant, sw: &mut Switch) {
+        let mut i = 0;
+        while i < self.draining.len() {
+            let idx = self.draining[i];
+            let ready = match self.calls.get(&idx) {
+                Some(c) => match (&c.drain, c.xc) {
+                    (Some(d), Some(id)) => {
+                        now >= d.until || queued_toward_other(sw, id, d.gone) == 0
+                    }
+                    // Another path ended it meanwhile (the other leg went, a port went).
+                    _ => {
+                        self.draining.swap_remove(i);
+                        continue;
+                    }
+                },
+                None => {
+                    self.draining.swap_remove(i);
+                    continue;
+                }
+            };
+            if !ready {
+                i += 1;
+                continue;
+            }
+            self.draining.swap_remove(i);
+            let Some(d) = self.calls.get_mut(&idx).and_then(|c| c.drain.take()) else {
+                continue;
+            };
+            self.leg_gone(now, idx, d.gone, &d.cause, sw);
+        }
+        self.drain_check = (!self.draining.is_empty()).then(|| now + DRAIN_CHECK);
     }
 
     /// Forgets leg `which` of call `idx` (its VCI freed); the call goes with its last leg.
@@ -1089,4 +1175,12 @@ fn aesa_of(p: &PartyNumber) -> Option<Aesa> {
         Number::Aesa(a) => Some(*a),
         _ => None,
     }
+}
+
+/// Cells of connection `id` queued from leg `gone`'s side toward the other leg.
+fn queued_toward_other(sw: &Switch, id: XcId, gone: Which) -> u64 {
+    sw.connection(id).map_or(0, |(_, k)| match gone {
+        Which::A => u64::from(k.a_to_b.queued),
+        Which::B => u64::from(k.b_to_a.queued),
+    })
 }

@@ -26,7 +26,11 @@
 //!   the cross-connect is active → CONNECT to A. RELEASE from either side → RELEASE on
 //!   the other with the same cause (passed through unchanged, location included), the
 //!   cross-connect removed (its bandwidth returned), each leg's VCI freed when its
-//!   signalling has finished with it.
+//!   signalling has finished with it. While the cross-connect still holds cells from the
+//!   releasing side toward the other (0.5 leaves ahead of the port's queues, and removing
+//!   the cross-connect drops what it holds), both wait until those cells have left, looked
+//!   at every [`DRAIN_CHECK`], at most [`DRAIN_MAX`]: the last data arrives before the
+//!   RELEASE.
 //! * **Refusals** go back as RELEASE COMPLETE with a cause of location LPN and an
 //!   **explanation** in the diagnostics (ASCII, at most 28 bytes, the switch's
 //!   [`Config::name`] first): CAC bandwidth → 37 (51 with [`Config::version`] UNI 3.1),
@@ -162,7 +166,7 @@ mod control;
 pub mod mutants;
 mod types;
 
-pub use control::CallControl;
+pub use control::{CallControl, DRAIN_CHECK, DRAIN_MAX};
 pub use types::{
     CallStatus, Config, Counters, LegStatus, Phase, PortError, PortStatus, Route, Side,
 };

@@ -64,7 +64,8 @@ pub struct Config {
 }
 
 impl Config {
-    /// No routes, VCIs 32768..=65535, UNI 4.0, SSCOP's defaults.
+    /// No routes, VCIs 32768..=65535, UNI 4.0, SSCOP's defaults but the window
+    /// ([`natm_sig::saal::sscop_config`]).
     pub fn new(name: impl Into<String>, prefix: AesaPrefix) -> Config {
         Config {
             name: name.into(),
@@ -73,7 +74,7 @@ impl Config {
             vci_first: 32768,
             vci_last: 65535,
             version: UniVersion::Uni40,
-            sscop: natm_sscop::Config::default(),
+            sscop: natm_sig::saal::sscop_config(),
         }
     }
 }

@@ -4,9 +4,9 @@
 
 mod common;
 
-use common::{Net, host_address, host_route, prefix};
+use common::{Net, cells_of, host_address, host_route, prefix};
 use natm_calls::{CallControl, Phase};
-use natm_core::{Duration, LineRate};
+use natm_core::{Duration, LineRate, VcId};
 use natm_sig::{CallEvent, CauseValue, Location, ReleaseOrigin};
 use natm_switch::PortId;
 
@@ -440,4 +440,55 @@ fn state_per_call_is_at_most_a_kibibyte() {
     let n = CallControl::state_bytes_per_call();
     eprintln!("state per call: {n} bytes");
     assert!(n > 0 && n <= 1024, "{n} bytes per call");
+}
+
+#[test]
+fn a_release_waits_for_the_cells_queued_toward_the_other_side() {
+    // Port 2's line carries 10,000 cells/s: 40 cells sent at once take 4 ms to leave,
+    // and the RELEASE that follows them would go first (0.5 is sent ahead of the queues)
+    // and the disconnect drop what is queued.
+    let mut net = one_switch();
+    let call = net.call(0, 1, host_address(1, 2), "aal5,ubr");
+    net.step();
+    let (incoming, _) = net.incoming(0, 2).expect("SETUP at the called host");
+    net.accept(0, 2, incoming);
+    net.step();
+    let conn_a = net
+        .take_events(0, 1)
+        .iter()
+        .find_map(|e| match e {
+            CallEvent::Connected { call: c, conn } if *c == call => *conn,
+            _ => None,
+        })
+        .expect("the caller is connected");
+    let now = net.now;
+    let vc = VcId::uni(0, u32::from(conn_a.vci)).unwrap();
+    for i in 0..40u8 {
+        let cells = cells_of(vc, &[i; 40]);
+        net.nodes[0].sw.handle_cells(now, PortId(1), &cells);
+    }
+    let cause = natm_sig::Cause::new(Location::User, CauseValue::NormalCallClearing);
+    net.h(0, 1).sig.release(now, call, cause.clone()).unwrap();
+    // The called host sees its release only after every cell.
+    let mut released = None;
+    for _ in 0..200 {
+        net.run_for(Duration::from_micros(500));
+        let events = net.take_events(0, 2);
+        if let Some(e) = events
+            .iter()
+            .find(|e| matches!(e, CallEvent::Released { .. }))
+        {
+            released = Some((e.clone(), net.h(0, 2).data.len()));
+            break;
+        }
+    }
+    let (event, cells_before) = released.expect("the called host is released");
+    assert!(
+        matches!(&event, CallEvent::Released { cause: c, .. } if *c == cause),
+        "{event:?}"
+    );
+    assert_eq!(cells_before, 40, "every cell arrived before the release");
+    assert_eq!(net.nodes[0].cc.call_count(), 0);
+    net.take_events(0, 1);
+    net.assert_nothing_leaked();
 }

@@ -47,12 +47,13 @@ pub struct SignallingConfig {
 }
 
 impl SignallingConfig {
-    /// The defaults for a host at `address`: ngatm's timers, SSCF-UNI's SSCOP, 4 s to answer.
+    /// The defaults for a host at `address`: ngatm's timers, SSCF-UNI's SSCOP (with
+    /// [`natm_sig::saal::sscop_config`]'s window), 4 s to answer.
     pub fn new(address: Aesa) -> SignallingConfig {
         SignallingConfig {
             address,
             sig: natm_sig::Config::new(Role::User),
-            saal: natm_sscop::Config::default(),
+            saal: natm_sig::saal::sscop_config(),
             answer_timeout: Duration::from_secs(4),
         }
     }

@@ -156,6 +156,7 @@ mod tests {
                 link_up: true,
                 calls: 1,
                 establishments: 1,
+                ..Default::default()
             }],
             calls: vec![SwitchCall {
                 a: "0:0.32768".into(),

@@ -215,6 +215,25 @@ pub struct SignallingPort {
     pub calls: u64,
     /// SSCOP connections established since start (the first and each after a loss).
     pub establishments: u64,
+    /// SSCOP counters of the port's present connection: SDs sent, POLLs sent, STATs sent
+    /// (one per POLL received), and the times new SDs waited for the peer's credit.
+    #[serde(default)]
+    pub sscop_counters: SscopCounters,
+}
+
+/// A signalling port's SSCOP counters (see [`SignallingPort::sscop_counters`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SscopCounters {
+    /// New SDs sent.
+    pub sd_sent: u64,
+    /// SDs delivered to the user.
+    pub delivered: u64,
+    /// POLLs sent.
+    pub polls: u64,
+    /// STATs sent.
+    pub stats: u64,
+    /// Times new SDs waited for credit (the peer's window closed with SDs queued).
+    pub credit_waits: u64,
 }
 
 /// One call through the switch, both legs.

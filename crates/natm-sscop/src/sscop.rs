@@ -323,6 +323,9 @@ pub struct Counters {
     pub data_dropped: u64,
     /// Commands ignored in their state.
     pub ignored: u64,
+    /// Times new SDs had to wait for credit: the peer's window (VT(MS)) closed with SDs
+    /// queued. Each wait counts once, however many SDs it held back.
+    pub credit_waits: u64,
 }
 
 /// One SD in the transmission buffer.
@@ -358,6 +361,8 @@ pub struct Sscop {
     vr_sq: u8,
 
     credit: bool,
+    /// New SDs are waiting for credit (counted once per wait in `credit_waits`).
+    credit_wait: bool,
     clear_buffers: bool,
     last_end_source: Source,
     /// N(MR) and N(SQ) of the last RS, for its retransmission.
@@ -402,6 +407,7 @@ impl Sscop {
             vr_mr: 0,
             vr_sq: 0,
             credit: true,
+            credit_wait: false,
             clear_buffers: true,
             last_end_source: Source::User,
             rs_mr: 0,
@@ -1267,6 +1273,10 @@ impl Sscop {
                 return;
             }
             if !self.window_open() {
+                if !self.credit_wait {
+                    self.credit_wait = true;
+                    self.counters.credit_waits += 1;
+                }
                 if self.timers[Timer::Idle as usize].is_some() {
                     self.stop(Timer::Idle);
                     self.start(now, Timer::NoResponse);
@@ -1274,6 +1284,7 @@ impl Sscop {
                 }
                 return;
             }
+            self.credit_wait = false;
             let data = self.xq.pop_front().unwrap_or_default();
             let pdu = Repr::Sd {
                 n_s: self.vt_s,
@@ -1555,6 +1566,7 @@ impl Sscop {
         self.vt_pa = 1;
         self.vt_pd = 0;
         self.credit = true;
+        self.credit_wait = false;
         self.vr_r = 0;
         self.vr_h = 0;
         self.xbuf.clear();

@@ -822,6 +822,38 @@ fn ready_sd_outside_the_window() {
 }
 
 #[test]
+fn ready_credit_waits_are_counted_once_per_wait() {
+    let mut a = out_pend();
+    send!(a, T0, Repr::Bgak { n_mr: 2, uu: &[] });
+    events(&mut a);
+    for m in [b"a", b"b", b"c", b"d"] {
+        a.data_request(T0, m.to_vec());
+    }
+    // Two SDs fit VT(MS) = 2; the other two wait, counted once.
+    assert_eq!(sent_types(&mut a), ["SD", "SD"]);
+    assert_eq!(a.counters().credit_waits, 1);
+    a.data_request(T0, b"e".to_vec());
+    assert_eq!(a.counters().credit_waits, 1);
+    // A STAT answering the POLL opens the window by one: one SD goes, the wait counts
+    // again.
+    let at = a.timer(Timer::Poll).unwrap();
+    a.handle_timeout(at);
+    recv!(a, ["POLL N(PS)=1 N(S)=2"]);
+    send!(
+        a,
+        at,
+        Repr::Stat {
+            n_r: 2,
+            n_mr: 3,
+            n_ps: 1,
+            list: vec![]
+        }
+    );
+    assert_eq!(sent_types(&mut a), ["SD"]);
+    assert_eq!(a.counters().credit_waits, 2);
+}
+
+#[test]
 fn ready_poll_with_bad_n_s_starts_recovery() {
     let mut b = ready();
     send!(b, T0, Repr::Sd { n_s: 3, info: b"x" });

@@ -541,6 +541,16 @@ fn signalling(cc: &natm_calls::CallControl, now: natm_core::Instant) -> proto::S
                 link_up: p.link_up,
                 calls: count(p.calls),
                 establishments: p.establishments,
+                sscop_counters: cc.signalling(p.port).map_or_else(Default::default, |sig| {
+                    let c = sig.sscf().sscop().counters();
+                    proto::SscopCounters {
+                        sd_sent: c.sd_sent,
+                        delivered: c.delivered,
+                        polls: c.polls,
+                        stats: c.stats,
+                        credit_waits: c.credit_waits,
+                    }
+                }),
             })
             .collect(),
         calls: cc

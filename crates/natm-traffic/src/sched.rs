@@ -483,8 +483,11 @@ impl Scheduler {
             free: Vec::new(),
             active: 0,
             backlogged: 0,
-            buckets: alloc::vec![List::EMPTY; WHEEL],
-            bitmap: alloc::vec![0; WHEEL / 64],
+            // The wheel (130 KiB) is made when a VC first waits in it: an adapter whose
+            // VCs never wait for a slot (a switched VC's channel opened and closed per
+            // call, unshaped) never zeroes it.
+            buckets: Vec::new(),
+            bitmap: Vec::new(),
             wheel_len: 0,
             rt: List::EMPTY,
             nrt: List::EMPTY,
@@ -834,6 +837,10 @@ impl Scheduler {
         } else {
             let b = (l.due_slot & MASK) as usize;
             l.place = Place::Wheel;
+            if self.buckets.is_empty() {
+                self.buckets = alloc::vec![List::EMPTY; WHEEL];
+                self.bitmap = alloc::vec![0; WHEEL / 64];
+            }
             push_back(&mut self.links, &mut self.buckets[b], i);
             self.bitmap[b / 64] |= 1 << (b % 64);
             self.wheel_len += 1;

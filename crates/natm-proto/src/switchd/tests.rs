@@ -78,6 +78,7 @@ fn status() -> SwitchStatus {
                 link_up: true,
                 calls: 1,
                 establishments: 1,
+                ..Default::default()
             }],
             calls: vec![SwitchCall {
                 a: "1:0.32768".into(),
