@@ -134,6 +134,7 @@ impl World {
             sides,
             cc: None,
             armed: IDLE,
+            starts: 0,
         });
         if self.switches[s.0 as usize].up {
             self.fresh_calls(s.0);
@@ -150,7 +151,14 @@ impl World {
         let Some(rec) = node.calls.as_mut() else {
             return;
         };
-        let mut cc = CallControl::new(rec.config.clone());
+        // A restarted switch's SSCOPs must not begin at the N(SQ) its peers last saw, or
+        // a peer still established takes the first BGN for a retransmission (Q.2110
+        // §7.3): switchd seeds it from its clock, the world from its seed.
+        let mut config = rec.config.clone();
+        let salt = crate::seed::sub_seed(self.seed, &node.name);
+        config.sscop.first_sq = crate::seed::splitmix64(salt ^ u64::from(rec.starts)) as u8;
+        rec.starts = rec.starts.wrapping_add(1);
+        let mut cc = CallControl::new(config);
         for &(p, side) in &rec.sides {
             // The ports were checked when call control was enabled.
             let _ = cc.add_port(now, p, side);

@@ -178,6 +178,9 @@ pub(crate) struct CallsRec {
     /// `None` while the switch is down.
     pub(crate) cc: Option<CallControl>,
     pub(super) armed: u64,
+    /// Call controls made so far (the first and one per restart): each starts its SSCOPs
+    /// at another N(SQ), as switchd's start from its clock.
+    pub(super) starts: u32,
 }
 
 pub(crate) struct SwitchNode {
