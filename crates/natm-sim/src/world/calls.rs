@@ -568,90 +568,76 @@ impl World {
         if let Some(what) = self.calls_settled() {
             self.violate("no call left after release", what);
         }
+        for (invariant, detail) in self.call_leaks() {
+            self.violate(invariant, detail);
+        }
+        match self.violation.take() {
+            Some(v) => Err(v),
+            None => Ok(()),
+        }
+    }
+
+    /// What [`check_calls_end`](World::check_calls_end) finds left over or inconsistent,
+    /// each with the invariant it breaks, in the order checked.
+    fn call_leaks(&self) -> Vec<(&'static str, String)> {
+        const LEAK: &str = "no VCI or bandwidth leaked";
+        const CREF: &str = "no call reference leaks";
+        // Calls and call references a signalling entity still holds.
+        let holds = |sig: &natm_sig::Signalling| {
+            let (calls, refs) = (sig.uni().call_count(), sig.uni().call_refs_allocated());
+            (calls > 0 || refs > 0)
+                .then(|| format!("its signalling holds {calls} calls, {refs} call references"))
+        };
+        let mut found = Vec::new();
         for node in &self.switches {
             let Some(cc) = node.calls.as_ref().and_then(|r| r.cc.as_ref()) else {
                 continue;
             };
             for p in cc.ports() {
                 if p.vcis > 0 || p.calls > 0 {
-                    let detail = format!(
-                        "switch {} port {}: {} VCIs allocated, {} call legs with no call left",
-                        node.name, p.port, p.vcis, p.calls
-                    );
-                    self.violation.get_or_insert(Violation {
-                        at: self.now,
-                        seq: self.cur_seq,
-                        invariant: "no VCI or bandwidth leaked",
-                        detail,
-                    });
+                    found.push((
+                        LEAK,
+                        format!(
+                            "switch {} port {}: {} VCIs allocated, {} call legs with no call left",
+                            node.name, p.port, p.vcis, p.calls
+                        ),
+                    ));
                 }
-                if let Some(sig) = cc.signalling(p.port)
-                    && (sig.uni().call_count() > 0 || sig.uni().call_refs_allocated() > 0)
-                {
-                    let detail = format!(
-                        "switch {} port {}: its signalling holds {} calls, {} call references",
-                        node.name,
-                        p.port,
-                        sig.uni().call_count(),
-                        sig.uni().call_refs_allocated()
-                    );
-                    self.violation.get_or_insert(Violation {
-                        at: self.now,
-                        seq: self.cur_seq,
-                        invariant: "no call reference leaks",
-                        detail,
-                    });
+                if let Some(what) = cc.signalling(p.port).and_then(holds) {
+                    found.push((
+                        CREF,
+                        format!("switch {} port {}: {what}", node.name, p.port),
+                    ));
                 }
             }
             let recorded = node.xcs.values().filter(|r| r.live.is_some()).count() as u32;
             if node.up && node.sw.connection_count() != recorded {
-                let detail = format!(
-                    "switch {}: {} cross-connects, {recorded} PVC legs: switched ones left",
-                    node.name,
-                    node.sw.connection_count()
-                );
-                self.violation.get_or_insert(Violation {
-                    at: self.now,
-                    seq: self.cur_seq,
-                    invariant: "no VCI or bandwidth leaked",
-                    detail,
-                });
+                found.push((
+                    LEAK,
+                    format!(
+                        "switch {}: {} cross-connects, {recorded} PVC legs: switched ones left",
+                        node.name,
+                        node.sw.connection_count()
+                    ),
+                ));
             }
         }
-        for host in &self.hosts {
-            if host.sig.is_none() {
-                continue;
-            }
-            if let Some(sig) = host.core.signalling()
-                && (sig.uni().call_count() > 0 || sig.uni().call_refs_allocated() > 0)
-            {
-                let detail = format!(
-                    "host {}: its signalling holds {} calls, {} call references",
-                    host.name,
-                    sig.uni().call_count(),
-                    sig.uni().call_refs_allocated()
-                );
-                self.violation.get_or_insert(Violation {
-                    at: self.now,
-                    seq: self.cur_seq,
-                    invariant: "no call reference leaks",
-                    detail,
-                });
+        for host in self.hosts.iter().filter(|h| h.sig.is_some()) {
+            if let Some(what) = host.core.signalling().and_then(holds) {
+                found.push((CREF, format!("host {}: {what}", host.name)));
             }
             let booked = host.core.cac().reservations().count();
             let pvcs = host.vcs.len();
             if booked != pvcs || !host.call_vcs.is_empty() {
-                let detail = format!(
-                    "host {}: {booked} bookings on its link, {pvcs} PVCs open, {} call VCs recorded",
-                    host.name,
-                    host.call_vcs.len()
-                );
-                self.violation.get_or_insert(Violation {
-                    at: self.now,
-                    seq: self.cur_seq,
-                    invariant: "no VCI or bandwidth leaked",
-                    detail,
-                });
+                found.push((
+                    LEAK,
+                    format!(
+                        "host {}: {booked} bookings on its link, {pvcs} PVCs open, {} call VCs \
+                         recorded",
+                        host.name,
+                        host.call_vcs.len()
+                    ),
+                ));
             }
         }
         let mut bad = None;
@@ -674,17 +660,9 @@ impl World {
             }
         }
         if let Some(detail) = bad {
-            self.violation.get_or_insert(Violation {
-                at: self.now,
-                seq: self.cur_seq,
-                invariant: "every call ends once, alike at both ends",
-                detail,
-            });
+            found.push(("every call ends once, alike at both ends", detail));
         }
-        match self.violation.take() {
-            Some(v) => Err(v),
-            None => Ok(()),
-        }
+        found
     }
 
     /// The ledger of calls (for reports and tests).
