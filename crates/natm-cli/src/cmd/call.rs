@@ -51,11 +51,9 @@ pub struct CallArgs {
     /// Seconds to wait for the network's answer.
     #[arg(long, default_value_t = 4.0)]
     pub timeout: f64,
-    /// Seconds to keep the call after the data is sent, before releasing it: ATM orders
-    /// a VC's cells and the signalling that releases it in no way (a switch serves
-    /// signalling first, and drops the queued cells of a call it releases), so a release
-    /// right after the last SDU lost it while it crossed a paced link.
-    #[arg(long, default_value_t = 0.2)]
+    /// Seconds to keep the call after the data is sent, before releasing it (default 0:
+    /// the switch forwards a RELEASE only once the cells queued ahead of it have left).
+    #[arg(long, default_value_t = 0.0)]
     pub linger: f64,
     /// Print JSON.
     #[arg(long)]
