@@ -18,6 +18,8 @@
 mod common;
 #[path = "support/lab.rs"]
 mod lab;
+#[path = "support/pdml.rs"]
+mod pdml;
 
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
@@ -27,6 +29,7 @@ use std::time::{Duration, Instant};
 use common::{natm, stderr};
 use lab::{Lab, exchange};
 use natm::{Aesa, CallOptions, ChannelOptions, DataPath, Error, NotifyMode, Vc};
+use pdml::tshark;
 
 const TOPOLOGY: &str = include_str!("../../../examples/svc.toml");
 
@@ -545,82 +548,6 @@ fn signalling_pdus(pcap: &std::path::Path) -> (Vec<natm_capture::Record>, usize)
     (pdus, open.len())
 }
 
-/// tshark's view of one packet (PDML): protocols and (name, show) of every field.
-#[derive(Debug, Default)]
-struct Packet {
-    protos: Vec<String>,
-    fields: Vec<(String, String)>,
-}
-
-fn attr(line: &str, name: &str) -> Option<String> {
-    let key = format!(" {name}=\"");
-    let start = line.find(&key)? + key.len();
-    let end = line[start..].find('"')? + start;
-    Some(
-        line[start..end]
-            .replace("&quot;", "\"")
-            .replace("&amp;", "&"),
-    )
-}
-
-fn tshark(file: &std::path::Path) -> Vec<Packet> {
-    let out = Command::new("tshark")
-        .arg("-r")
-        .arg(file)
-        .args(["-o", "erf.aal5_type:unspecified", "-T", "pdml"])
-        .output()
-        .expect("tshark runs");
-    assert!(
-        out.status.success(),
-        "tshark: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut packets = Vec::new();
-    let mut current: Option<Packet> = None;
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let line = line.trim_start();
-        if line.starts_with("<packet>") {
-            current = Some(Packet::default());
-        } else if line.starts_with("</packet>") {
-            packets.extend(current.take());
-        } else if let Some(p) = current.as_mut() {
-            if line.starts_with("<proto ") {
-                p.protos.extend(attr(line, "name"));
-            } else if line.starts_with("<field ")
-                && let Some(name) = attr(line, "name")
-            {
-                p.fields
-                    .push((name, attr(line, "show").unwrap_or_default()));
-            }
-        }
-    }
-    packets
-}
-
-/// tshark's expert severity "error".
-const PI_ERROR: &str = "8388608";
-
-/// The malformed markers and error-level expert infos of a packet.
-fn errors(p: &Packet) -> Vec<String> {
-    let mut e: Vec<String> = p
-        .protos
-        .iter()
-        .filter(|x| x.starts_with("_ws.malformed"))
-        .cloned()
-        .collect();
-    for (i, f) in p.fields.iter().enumerate() {
-        if f.0 == "_ws.expert.severity" && f.1 == PI_ERROR {
-            let m = p.fields[..i]
-                .iter()
-                .rev()
-                .find(|g| g.0 == "_ws.expert.message")
-                .map_or("?", |g| g.1.as_str());
-            e.push(format!("expert error: {m}"));
-        }
-    }
-    e
-}
-
 /// The Q.2931 message an SSCOP SD PDU carries (its SDU without the SD trailer).
 fn q2931_of(sdu: &[u8]) -> Option<&[u8]> {
     let t = sdu.len().checked_sub(4)?;
@@ -719,7 +646,7 @@ fn check_capture(pcap: &std::path::Path) {
             bad.push(format!("#{i}: no SSCOP: {:?}", p.protos));
             continue;
         }
-        let e = errors(p);
+        let e = p.errors();
         match q2931_of(sdu) {
             Some(msg) => {
                 sds += 1;

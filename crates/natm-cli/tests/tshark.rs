@@ -17,6 +17,9 @@
 //! the Wireshark 4.0 q2931 dissector bugs listed in `Quirks` (each recognised by where it
 //! occurs); `natm dump --json` must agree too.
 
+#[path = "support/pdml.rs"]
+mod pdml;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -31,9 +34,7 @@ use natm_capture::{
 use natm_core::{Instant, VcId};
 use natm_wire::aal5::{self, Segmenter};
 use natm_wire::oam::{Defect, Loopback, OamFlow, OamRepr};
-
-/// tshark's expert severity "error" (`PI_ERROR`).
-const PI_ERROR: &str = "8388608";
+use pdml::{PI_ERROR, attr, tshark};
 
 // ---------------------------------------------------------------------------------------
 // Tools
@@ -115,120 +116,6 @@ impl Rng {
     fn vc(&mut self) -> VcId {
         VcId::uni(self.range(0, 255) as u32, self.range(32, 65535) as u32).unwrap()
     }
-}
-
-// ---------------------------------------------------------------------------------------
-// tshark's PDML, one packet at a time
-
-/// The fields and protocols tshark reported for one packet.
-#[derive(Debug, Default)]
-struct Packet {
-    /// (name, show, showname) of every field.
-    fields: Vec<(String, String, String)>,
-    /// Protocol names, in order.
-    protos: Vec<String>,
-}
-
-impl Packet {
-    fn show(&self, name: &str) -> Option<&str> {
-        self.fields
-            .iter()
-            .find(|f| f.0 == name)
-            .map(|f| f.1.as_str())
-    }
-
-    fn showname(&self, name: &str) -> Option<&str> {
-        self.fields
-            .iter()
-            .find(|f| f.0 == name)
-            .map(|f| f.2.as_str())
-    }
-
-    fn has_proto(&self, name: &str) -> bool {
-        self.protos.iter().any(|p| p == name)
-    }
-
-    /// Malformed-packet markers and error-level expert infos.
-    fn errors(&self) -> Vec<String> {
-        let mut e: Vec<String> = self
-            .protos
-            .iter()
-            .filter(|p| p.starts_with("_ws.malformed"))
-            .cloned()
-            .collect();
-        for (i, f) in self.fields.iter().enumerate() {
-            if f.0 == "_ws.expert.severity" && f.1 == PI_ERROR {
-                let message = self.fields[..i]
-                    .iter()
-                    .rev()
-                    .find(|g| g.0 == "_ws.expert.message")
-                    .map_or("?", |g| g.1.as_str());
-                e.push(format!("expert error: {message}"));
-            }
-            if f.0.starts_with("_ws.malformed") {
-                e.push(f.2.clone());
-            }
-        }
-        e
-    }
-
-    fn vc(&self) -> Option<(u16, u16)> {
-        Some((
-            self.show("atm.vpi")?.parse().ok()?,
-            self.show("atm.vci")?.parse().ok()?,
-        ))
-    }
-}
-
-fn attr(line: &str, name: &str) -> Option<String> {
-    let key = format!(" {name}=\"");
-    let start = line.find(&key)? + key.len();
-    let end = line[start..].find('"')? + start;
-    Some(
-        line[start..end]
-            .replace("&quot;", "\"")
-            .replace("&apos;", "'")
-            .replace("&lt;", "<")
-            .replace("&gt;", ">")
-            .replace("&amp;", "&"),
-    )
-}
-
-fn tshark(file: &Path) -> Vec<Packet> {
-    let out = Command::new("tshark")
-        .arg("-r")
-        .arg(file)
-        .args(["-o", "erf.aal5_type:unspecified", "-T", "pdml"])
-        .output()
-        .expect("tshark runs");
-    assert!(
-        out.status.success(),
-        "tshark failed on {}: {}",
-        file.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).expect("PDML is UTF-8");
-    let mut packets = Vec::new();
-    let mut current: Option<Packet> = None;
-    for line in text.lines() {
-        let line = line.trim_start();
-        if line.starts_with("<packet>") {
-            current = Some(Packet::default());
-        } else if line.starts_with("</packet>") {
-            packets.extend(current.take());
-        } else if let Some(p) = current.as_mut() {
-            if line.starts_with("<proto ") {
-                p.protos.extend(attr(line, "name"));
-            } else if line.starts_with("<field ")
-                && let Some(name) = attr(line, "name")
-            {
-                let show = attr(line, "show").unwrap_or_default();
-                let showname = attr(line, "showname").unwrap_or_default();
-                p.fields.push((name, show, showname));
-            }
-        }
-    }
-    packets
 }
 
 fn write_file(link: LinkType, records: &[Record], tag: &str) -> TempFile {
