@@ -203,6 +203,20 @@ fn a_call_through_the_daemon_is_set_up_shown_released_and_refused_with_a_cause()
             matches!(e, Report::Event(CallEvent::LinkUp)).then_some(())
         });
     }
+    // A host is up when it acknowledged the switch's BGN, the switch only when that
+    // acknowledgement arrives: until then a call toward the port is refused with 27.
+    let deadline = StdInstant::now() + T;
+    while !daemon
+        .status()
+        .signalling
+        .is_some_and(|s| s.ports.iter().all(|p| p.link_up))
+    {
+        assert!(
+            StdInstant::now() < deadline,
+            "the switch's SAALs never came up"
+        );
+        thread::sleep(Duration::from_millis(2));
+    }
     // A call, accepted.
     h1.send(Command::Call(address(2), "aal5,cbr:max_pcr=4000"))
         .unwrap();
