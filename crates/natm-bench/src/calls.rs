@@ -2,15 +2,17 @@
 //! hosts of a running lab, beside a baseline measured in the same run.
 //!
 //! The server's host registers `depth` listeners (selectors 1..=depth of its address, each
-//! on its own connection, each served by a thread that accepts every call offered and
-//! drops the VC once the caller released it). The client's host places calls from `depth`
+//! on its own connection, each accepting by itself as a TCP listener does
+//! ([`natm::Host::listen_accepting`]), each served by a thread that takes the calls and
+//! drops a VC once the caller released it). The client's host places calls from `depth`
 //! threads, each on its own connection to hostd and to its own listener, so `depth` calls
 //! are outstanding at once and the rate measures the network's call handling rather than
 //! one round trip. A call is: [`natm::Host::call`] until its VC is open (the set-up latency,
 //! as the application sees it; hostd's own figure, from its request to the network's
-//! CONNECT, is reported beside it), then dropping the VC, which releases the call (a call
-//! counts once hostd answered the close). The rate is the calls completed in the measured
-//! phase over its wall time, after `warmup` calls unrecorded.
+//! CONNECT, is reported beside it), then dropping the VC, which hands hostd the release
+//! (as a socket's close(2) does). The rate is the calls of the measured phase over its
+//! wall time, which ends once neither host holds a call any more (every release done at
+//! both ends), after `warmup` calls unrecorded (and released).
 //!
 //! The baseline is a TCP connect + accept + close on loopback with as many connections
 //! outstanding (a client thread and an accepting thread each; a connection counts once the
@@ -223,28 +225,51 @@ const ACCEPT_SLICE: Duration = Duration::from_millis(20);
 /// The most accepted VCs a listener's thread holds waiting for their release.
 const HELD: usize = 256;
 
-/// A listener's thread: accepts every call, holds each VC until the caller's release
-/// reaches it (or more than [`HELD`] are held), until `stop`.
-fn serve(listener: &natm::Listener, ch: &ChannelOptions, stop: &AtomicBool) {
+/// A listener's thread: takes every call hostd accepted for it, holds each VC until the
+/// caller's release reaches it (or more than [`HELD`] are held), until `stop`.
+fn serve(listener: &natm::Listener, stop: &AtomicBool) {
     let mut held: VecDeque<natm::Vc> = VecDeque::new();
-    let mut byte = [0u8; 1];
     while !stop.load(Ordering::Acquire) {
-        if let Ok(call) = listener.next_call(Some(ACCEPT_SLICE))
-            && let Ok(vc) = listener.accept_call(call, ch)
-        {
+        if let Ok((vc, _, _)) = listener.accept_within(Some(ACCEPT_SLICE)) {
             held.push_back(vc);
         }
-        // Released VCs go; the rest stay (a try_recv that finds an SDU drops it: none come).
-        held.retain_mut(|vc| {
-            !matches!(
-                vc.try_recv(&mut byte),
-                Err(natm::Error::Released(_) | natm::Error::Revoked)
-            )
-        });
+        // Released VCs go (their notices were read with the arrivals); the rest stay.
+        held.retain(|vc| vc.released().is_none());
         while held.len() > HELD {
             held.pop_front();
         }
     }
+}
+
+/// How long the calls placed may take to be released at both ends.
+const RELEASE_WAIT: Duration = Duration::from_secs(10);
+
+/// Waits until `hosts` hold no call.
+fn released(hosts: &[&natm::Host]) -> Result<(), Error> {
+    let deadline = Instant::now() + RELEASE_WAIT;
+    for h in hosts {
+        loop {
+            let left = h
+                .status()
+                .map_err(|source| Error::Natm {
+                    what: "a host's status".into(),
+                    source,
+                })?
+                .calls
+                .len();
+            if left == 0 {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(Error::Traffic(format!(
+                    "{left} calls still held {} s after the last was placed",
+                    RELEASE_WAIT.as_secs()
+                )));
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+    Ok(())
 }
 
 /// What the calling threads gathered.
@@ -264,12 +289,11 @@ fn place(
     opts: &CallOptions,
     total: u64,
     record: bool,
-) -> Result<(Gathered, Duration), Error> {
+) -> Result<Gathered, Error> {
     let next = AtomicU64::new(0);
     let gathered = Mutex::new(Gathered::default());
     // Every call failing is a network that does not signal, not a measurement.
     let give_up = (total / 10).max(20);
-    let start = Instant::now();
     std::thread::scope(|s| {
         for (host, to) in hosts.iter().zip(called) {
             let (next, gathered) = (&next, &gathered);
@@ -306,7 +330,6 @@ fn place(
             });
         }
     });
-    let elapsed = start.elapsed();
     let g = gathered.into_inner().unwrap_or_else(|p| p.into_inner());
     if g.setup.is_empty() && record {
         return Err(Error::Traffic(format!(
@@ -314,7 +337,7 @@ fn place(
             g.first_failure.as_deref().unwrap_or("no call was placed")
         )));
     }
-    Ok((g, elapsed))
+    Ok(g)
 }
 
 /// Runs the measurement of `plan`.
@@ -333,7 +356,7 @@ pub fn run(plan: &Plan) -> Result<Report, Error> {
     let mut listeners = Vec::new();
     for sel in 1..=plan.depth {
         let l = server
-            .listen(Some(sel as u8))
+            .listen_accepting(Some(sel as u8), ch.clone())
             .map_err(|source| Error::Natm {
                 what: format!("listening on host {} (selector {sel})", plan.server),
                 source,
@@ -351,14 +374,20 @@ pub fn run(plan: &Plan) -> Result<Report, Error> {
     let stop = AtomicBool::new(false);
     let measured = std::thread::scope(|s| {
         for l in &listeners {
-            let (ch, stop) = (&ch, &stop);
-            s.spawn(move || serve(l, ch, stop));
+            let stop = &stop;
+            s.spawn(move || serve(l, stop));
         }
-        let r = (|| {
+        let r = (|| -> Result<(Gathered, Duration), Error> {
             if plan.warmup > 0 {
                 place(&hosts, &called, &opts, plan.warmup, false)?;
+                released(&[&hosts[0], &server])?;
             }
-            place(&hosts, &called, &opts, plan.count, true)
+            let start = Instant::now();
+            let g = place(&hosts, &called, &opts, plan.count, true)?;
+            // A call counts once released at both ends: the callers' drops only handed
+            // the releases to hostd.
+            released(&[&hosts[0], &server])?;
+            Ok((g, start.elapsed()))
         })();
         stop.store(true, Ordering::Release);
         r

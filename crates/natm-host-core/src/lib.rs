@@ -84,6 +84,7 @@ mod spec;
 #[cfg(test)]
 mod tests;
 
+use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::format;
 use alloc::string::String;
@@ -386,7 +387,9 @@ enum Source {
 pub struct Host<M> {
     config: HostConfig,
     cac: Cac,
-    channels: BTreeMap<ChannelId, Channel<M>>,
+    /// Boxed: a channel (its adapter's stage above all) is kilobytes, and the map moves
+    /// its values on every insert and remove.
+    channels: BTreeMap<ChannelId, Box<Channel<M>>>,
     next_channel: u32,
     vcs: BTreeMap<VcHandle, VcInfo>,
     /// VPI/VCI key → channel.
@@ -493,7 +496,7 @@ impl<M: ChannelMemory> Host<M> {
         self.next_channel = self.next_channel.wrapping_add(1).max(1);
         self.channels.insert(
             id,
-            Channel {
+            Box::new(Channel {
                 adapter: made,
                 config: adapter,
                 mem,
@@ -501,7 +504,7 @@ impl<M: ChannelMemory> Host<M> {
                 sent: 0,
                 filled: 0,
                 realtime: 0,
-            },
+            }),
         );
         Ok(id)
     }
@@ -957,7 +960,7 @@ impl<M: ChannelMemory> Host<M> {
 
     /// Whether a channel holds cells the link refused.
     pub fn has_backlog(&self) -> bool {
-        !self.oam_out.is_empty() || self.channels.values().any(Channel::backlog)
+        !self.oam_out.is_empty() || self.channels.values().any(|c| c.backlog())
     }
 
     // ---------------------------------------------------------------------- OAM

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use natm_core::addr::Aesa;
 use natm_core::{Qos, VcId};
 use natm_host::hostd::HostdThread;
-use natm_proto::host::{self as proto, CauseInfo, DataPath, Frame, NotifyMode, Request, Response};
+use natm_proto::host::{
+    self as proto, AutoAccept, CauseInfo, DataPath, Frame, NotifyMode, Request, Response,
+};
 use natm_sig::CauseValue;
 
 #[path = "support/fake_switch.rs"]
@@ -175,7 +177,13 @@ fn a_call_connects_and_data_flows_on_the_daemon_path_and_is_released_on_close() 
         r => panic!("{r:?}"),
     }
     assert!(matches!(
-        ask(&app, &Request::Close { cookie }),
+        ask(
+            &app,
+            &Request::Close {
+                cookie,
+                quiet: false,
+            }
+        ),
         Response::Closed { .. }
     ));
     let cause = s.switch.wait(|e| match e {
@@ -261,7 +269,13 @@ fn a_refusal_arrives_as_call_failed_with_the_cause_and_its_explanation() {
 fn incoming_calls_are_offered_to_listeners_accepted_and_rejected() {
     let s = Setup::new("listen", Some(host_address()));
     let app = s.connect();
-    let (listener, address) = match ask(&app, &Request::Listen { selector: Some(7) }) {
+    let (listener, address) = match ask(
+        &app,
+        &Request::Listen {
+            selector: Some(7),
+            accept: None,
+        },
+    ) {
         Response::Listening { listener, address } => (listener, address),
         r => panic!("{r:?}"),
     };
@@ -382,6 +396,108 @@ fn incoming_calls_are_offered_to_listeners_accepted_and_rejected() {
 }
 
 #[test]
+fn a_listener_that_accepts_by_itself_gets_active_calls_and_a_quiet_close_has_no_answer() {
+    let s = Setup::new("auto", Some(host_address()));
+    let app = s.connect();
+    let shape = AutoAccept {
+        path: DataPath::Daemon,
+        notify: NotifyMode::Poll,
+        buffers: 4,
+        buffer_size: 1024,
+    };
+    let listen = |selector, accept| Request::Listen { selector, accept };
+    // A signal's target is per VC: refused, saying so; a bad shape too.
+    for bad in [
+        AutoAccept {
+            notify: NotifyMode::Signal,
+            ..shape
+        },
+        AutoAccept {
+            buffer_size: 1000,
+            ..shape
+        },
+    ] {
+        match ask(&app, &listen(Some(8), Some(bad))) {
+            Response::Error { .. } => {}
+            r => panic!("{bad:?}: {r:?}"),
+        }
+    }
+    let listener = match ask(&app, &listen(Some(8), Some(shape))) {
+        Response::Listening { listener, .. } => listener,
+        r => panic!("{r:?}"),
+    };
+    let qos: Qos = "aal5,ubr:pcr=2000,max_sdu=1024".parse().unwrap();
+    s.switch
+        .cmds
+        .send(Cmd::Offer {
+            vci: 40300,
+            selector: 8,
+            qos,
+        })
+        .unwrap();
+    // hostd answered the network itself; the application hears of an active call.
+    s.switch.wait(|e| match e {
+        Seen::Connected { vci: 40300 } => Some(()),
+        _ => None,
+    });
+    let (handle, cookie) = match answer(&app).0 {
+        Response::Arrived {
+            listener: l,
+            opened,
+        } => {
+            assert_eq!(l, listener);
+            match *opened {
+                Response::Opened {
+                    handle,
+                    cookie,
+                    call: Some(info),
+                    path: DataPath::Daemon,
+                    ..
+                } => {
+                    assert_eq!(info.vc, VcId::uni(0, 40300).unwrap());
+                    assert_eq!(info.remote, Some(far_address()));
+                    assert_eq!(info.qos.rx, qos.tx, "the host's own view");
+                    (handle, cookie)
+                }
+                r => panic!("{r:?}"),
+            }
+        }
+        r => panic!("{r:?}"),
+    };
+    echo_daemon(&app, handle, b"accepted by hostd");
+    // A quiet close: the call is released, and the next answer on the connection is the
+    // next request's (no Closed in between).
+    proto::write_frame(
+        &app,
+        &proto::control_frame(&Request::Close {
+            cookie,
+            quiet: true,
+        }),
+    )
+    .unwrap();
+    let cause = s.switch.wait(|e| match e {
+        Seen::Released {
+            vci: Some(40300),
+            cause,
+        } => Some(cause),
+        _ => None,
+    });
+    assert_eq!(cause.value, CauseValue::NormalCallClearing);
+    // (The call goes once the switch's RELEASE COMPLETE is in.)
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match ask(&app, &Request::Status) {
+            Response::Status(st) if st.calls.is_empty() => break,
+            Response::Status(st) => {
+                assert!(std::time::Instant::now() < end, "{:?}", st.calls)
+            }
+            r => panic!("{r:?}"),
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
 fn an_application_that_goes_has_its_calls_released_with_31() {
     let s = Setup::new("gone", Some(host_address()));
     let app = s.connect();
@@ -469,7 +585,13 @@ fn an_incoming_call_nobody_answers_is_released_with_18() {
     let s = Setup::new("noanswer", Some(host_address()));
     let app = s.connect();
     assert!(matches!(
-        ask(&app, &Request::Listen { selector: None }),
+        ask(
+            &app,
+            &Request::Listen {
+                selector: None,
+                accept: None,
+            }
+        ),
         Response::Listening { .. }
     ));
     let qos: Qos = "ubr".parse().unwrap();

@@ -497,7 +497,13 @@ fn calls_both_ways(lab: &Lab, sigd: &mut AtmSigd, host: &str, direction: &str) {
 
     sigd.sync();
     let mark = sigd.trace.len();
-    match ask(&app, &Request::Close { cookie }) {
+    match ask(
+        &app,
+        &Request::Close {
+            cookie,
+            quiet: false,
+        },
+    ) {
         Response::Closed { .. } => {}
         r => panic!("close: {r:?}"),
     }
@@ -559,7 +565,13 @@ fn calls_both_ways(lab: &Lab, sigd: &mut AtmSigd, host: &str, direction: &str) {
 
     // atmsigd → natm, answered by a natm listener.
     let listener = lab.app();
-    match ask(&listener, &Request::Listen { selector: None }) {
+    match ask(
+        &listener,
+        &Request::Listen {
+            selector: None,
+            accept: None,
+        },
+    ) {
         Response::Listening { .. } => {}
         r => panic!("listen: {r:?}"),
     }

@@ -187,10 +187,15 @@ pub enum Request {
         /// Bytes per buffer, a multiple of 64; bounds the SDU size.
         buffer_size: u32,
     },
-    /// Close a VC this connection opened.
+    /// Close a VC this connection opened: answered with [`Response::Closed`], or not at
+    /// all when `quiet` (a switched VC's application that does not wait for the release:
+    /// hostd releases the call as it would otherwise; a refusal goes unsaid).
     Close {
         /// The cookie [`Response::Opened`] gave, 32 hex digits.
         cookie: String,
+        /// Send no answer.
+        #[serde(default, skip_serializing_if = "is_false")]
+        quiet: bool,
     },
     /// Send one OAM F5 loopback request and wait for its reply.
     Ping {
@@ -231,10 +236,19 @@ pub enum Request {
     /// Take incoming calls to the host's address whose selector byte is `selector` (any
     /// selector not taken by another listener when `None`): answered with
     /// [`Response::Listening`], then an unsolicited [`Response::Incoming`] per call.
+    ///
+    /// With `accept`, hostd accepts every call it offers this listener itself, the moment
+    /// the SETUP arrives, and opens its VC as `accept` says (as a TCP listener's kernel
+    /// completes the handshake before `accept(2)`): the application gets an unsolicited
+    /// [`Response::Arrived`] per call once the network confirmed it, instead of
+    /// `Incoming`, and cannot reject.
     Listen {
         /// The address's last byte, or `None` for any.
         #[serde(default)]
         selector: Option<u8>,
+        /// Accept every call with a VC opened like this.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        accept: Option<AutoAccept>,
     },
     /// Accept an incoming call ([`Response::Incoming`]) and open its VC: answered with
     /// [`Response::Opened`] (with `call`) once the network confirmed it, or
@@ -354,6 +368,16 @@ pub enum Response {
         /// Why.
         cause: CauseInfo,
     },
+    /// Unsolicited, to a listener that accepts by itself ([`Request::Listen`]'s
+    /// `accept`): a call arrived and is active, its VC open; `opened` is the
+    /// [`Response::Opened`] an [`Request::Accept`] would have been answered with (with
+    /// `call`, and the channel's descriptors alongside on the direct path).
+    Arrived {
+        /// The listener it matched.
+        listener: u32,
+        /// The VC, a [`Response::Opened`].
+        opened: Box<Response>,
+    },
     /// Unsolicited: a switched VC's call was released by the far end or the network
     /// (or lost with the link); the VC is closed, its handle no longer valid.
     Released {
@@ -362,6 +386,24 @@ pub enum Response {
         /// Why.
         cause: CauseInfo,
     },
+}
+
+/// How a listener that accepts by itself opens each call's VC ([`Request::Listen`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AutoAccept {
+    /// Direct (channel) or daemon (socket) path.
+    pub path: DataPath,
+    /// Notification (direct path only; not [`NotifyMode::Signal`], whose target is per VC).
+    pub notify: NotifyMode,
+    /// Buffers, as for [`Request::Open`].
+    pub buffers: u32,
+    /// Bytes per buffer, as for [`Request::Open`].
+    pub buffer_size: u32,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// A switched VC's call, as [`Response::Opened`] reports it.
@@ -1030,8 +1072,23 @@ mod tests {
             "cause 37 (user cell rate not available) at LPN: s2:p3 free 1000 c/s"
         );
         for r in [
-            Request::Listen { selector: Some(7) },
-            Request::Listen { selector: None },
+            Request::Listen {
+                selector: Some(7),
+                accept: None,
+            },
+            Request::Listen {
+                selector: None,
+                accept: Some(AutoAccept {
+                    path: DataPath::Daemon,
+                    notify: NotifyMode::Poll,
+                    buffers: 2,
+                    buffer_size: 4096,
+                }),
+            },
+            Request::Close {
+                cookie: "00".repeat(16),
+                quiet: true,
+            },
             Request::Reject { call: 3, cause: 21 },
         ] {
             let json = serde_json::to_string(&r).unwrap();
@@ -1042,6 +1099,26 @@ mod tests {
                 cause: cause.clone(),
             },
             Response::Released { handle: 4, cause },
+            Response::Arrived {
+                listener: 2,
+                opened: Box::new(Response::Opened {
+                    handle: 9,
+                    cookie: "ab".repeat(16),
+                    path: DataPath::Daemon,
+                    buffers: 2,
+                    buffer_size: 4096,
+                    max_sdu: 4096,
+                    link_up: true,
+                    lane: None,
+                    call: Some(CallInfo {
+                        vc: "0.32768".parse().unwrap(),
+                        local: addr,
+                        remote: Some(addr),
+                        qos: "ubr".parse().unwrap(),
+                        setup_ns: 1000,
+                    }),
+                }),
+            },
             Response::Incoming {
                 listener: 1,
                 call: 2,

@@ -45,6 +45,9 @@ pub(crate) struct Conn {
     /// Calls hostd offered this connection's listener, not yet accepted or rejected (at
     /// most [`MAX_INCOMING`]; beyond, hostd's alerting time rejects them).
     pub(crate) incoming: VecDeque<IncomingCall>,
+    /// Calls hostd accepted for this connection's listener (one that accepts by itself),
+    /// not taken yet (at most [`MAX_INCOMING`]; beyond, they are closed again).
+    pub(crate) arrived: VecDeque<Arrival>,
     /// The requests sent whose answers have not come, oldest first (hostd answers in
     /// order): `true` for one whose answer is skipped when it comes, because its wait timed
     /// out (a VC it opened is closed again) or the library sent it on its own.
@@ -69,6 +72,7 @@ impl Conn {
             revoked: HashSet::new(),
             released: HashMap::new(),
             incoming: VecDeque::new(),
+            arrived: VecDeque::new(),
             awaiting: VecDeque::new(),
             closed: false,
             scratch: Vec::new(),
@@ -81,17 +85,25 @@ impl Conn {
         if self.closed {
             return Err(Error::Revoked);
         }
-        let mut pfd = [rustix::event::PollFd::new(
-            &self.stream,
-            rustix::event::PollFlags::IN,
-        )];
-        let ts = timeout.and_then(|t| rustix::event::Timespec::try_from(t).ok());
-        match rustix::event::poll(&mut pfd, ts.as_ref()) {
-            Ok(0) => return Ok(false),
-            Ok(_) => {}
-            Err(rustix::io::Errno::INTR) => return Ok(false),
-            Err(e) => return Err(Error::Io(e.into())),
-        }
+        // With no limit the read itself waits (the socket blocks): one system call per
+        // wake-up instead of a poll and a read.
+        let flags = match timeout {
+            None => RecvFlags::CMSG_CLOEXEC,
+            Some(t) => {
+                let mut pfd = [rustix::event::PollFd::new(
+                    &self.stream,
+                    rustix::event::PollFlags::IN,
+                )];
+                let ts = rustix::event::Timespec::try_from(t).ok();
+                match rustix::event::poll(&mut pfd, ts.as_ref()) {
+                    Ok(0) => return Ok(false),
+                    Ok(_) => {}
+                    Err(rustix::io::Errno::INTR) => return Ok(false),
+                    Err(e) => return Err(Error::Io(e.into())),
+                }
+                RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT
+            }
+        };
         if self.scratch.is_empty() {
             self.scratch = vec![0; 65536];
         }
@@ -101,7 +113,7 @@ impl Conn {
             &self.stream,
             &mut [IoSliceMut::new(&mut self.scratch)],
             &mut control,
-            RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT,
+            flags,
         ) {
             Ok(m) => m,
             Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => return Ok(false),
@@ -198,6 +210,36 @@ impl Conn {
                         });
                     }
                 }
+                Frame::Control(Response::Arrived { listener, opened }) => {
+                    // The channel's descriptors came with this frame (a read ends at them).
+                    let fds = std::mem::take(&mut self.fds);
+                    let Response::Opened {
+                        handle,
+                        path,
+                        ref cookie,
+                        ..
+                    } = *opened
+                    else {
+                        return Err(protocol(format!("hostd's arrival is no VC: {opened:?}")));
+                    };
+                    if self.arrived.len() >= MAX_INCOMING {
+                        let close = Request::Close {
+                            cookie: cookie.clone(),
+                            quiet: true,
+                        };
+                        self.write(&proto::control_frame(&close))?;
+                        continue;
+                    }
+                    if path == DataPath::Daemon {
+                        // Its first SDUs may follow closely.
+                        self.data.insert(handle, RxQueue::default());
+                    }
+                    self.arrived.push_back(Arrival {
+                        listener,
+                        opened: *opened,
+                        fds,
+                    });
+                }
                 Frame::Control(r) => {
                     if self.awaiting.pop_front() != Some(true) {
                         return Ok(Some(r));
@@ -205,8 +247,11 @@ impl Conn {
                     // The late answer to a request given up on.
                     self.fds.clear();
                     if let Response::Opened { cookie, .. } = r {
-                        self.write(&proto::control_frame(&Request::Close { cookie }))?;
-                        self.awaiting.push_back(true);
+                        let close = Request::Close {
+                            cookie,
+                            quiet: true,
+                        };
+                        self.write(&proto::control_frame(&close))?;
                     }
                 }
             }
@@ -261,6 +306,14 @@ impl Conn {
             }
         }
     }
+}
+
+/// A call hostd accepted for a listener ([`Response::Arrived`]): its `Opened` and the
+/// channel's descriptors.
+pub(crate) struct Arrival {
+    pub(crate) listener: u32,
+    pub(crate) opened: Response,
+    pub(crate) fds: Vec<OwnedFd>,
 }
 
 /// A connection to a host's daemon. See the [crate documentation](crate).
@@ -353,7 +406,21 @@ impl Host {
     /// hostd, since hostd offers it calls when they come ([`Listener`]).
     pub fn listen(&self, selector: Option<u8>) -> Result<Listener, Error> {
         let other = Host::connect_path(&self.path)?;
-        Listener::register(other.conn, selector)
+        Listener::register(other.conn, selector, None)
+    }
+
+    /// As [`Host::listen`], but hostd accepts every call itself the moment it arrives
+    /// (as a TCP listener's kernel completes the handshake before `accept(2)`), with each
+    /// VC opened as `channel` says: [`Listener::accept`] then takes calls already active,
+    /// and the listener cannot reject. Notification by signal is refused (its target is
+    /// per VC).
+    pub fn listen_accepting(
+        &self,
+        selector: Option<u8>,
+        channel: ChannelOptions,
+    ) -> Result<Listener, Error> {
+        let other = Host::connect_path(&self.path)?;
+        Listener::register(other.conn, selector, Some(channel))
     }
 
     /// Sends one OAM F5 loopback request on `vc` and waits for the reply: the round-trip
@@ -381,6 +448,7 @@ impl Host {
     pub fn close_cookie(&self, cookie: &str) -> Result<(), Error> {
         match lock(&self.conn).request(&Request::Close {
             cookie: cookie.to_string(),
+            quiet: false,
         })? {
             (Response::Closed { .. }, _) => Ok(()),
             (r, _) => Err(protocol(format!("hostd answered close with {r:?}"))),
@@ -437,6 +505,19 @@ pub(crate) fn open_on(
         }
         (answer, fds)
     };
+    attach(conn, answer, fds, ch, receiver, pvc)
+}
+
+/// Makes the [`Vc`] of hostd's `Opened` answer `answer` (or an arrival's), attached to the
+/// path hostd took with the descriptors `fds` that came with it.
+pub(crate) fn attach(
+    conn: &Arc<Mutex<Conn>>,
+    answer: Response,
+    fds: Vec<OwnedFd>,
+    ch: &ChannelOptions,
+    receiver: Option<signal::Receiver>,
+    pvc: Option<VcId>,
+) -> Result<Vc, Error> {
     let Response::Opened {
         handle,
         cookie,
@@ -448,7 +529,7 @@ pub(crate) fn open_on(
         ..
     } = answer
     else {
-        return Err(protocol(format!("hostd answered {req:?} with {answer:?}")));
+        return Err(protocol(format!("hostd opened no VC: it said {answer:?}")));
     };
     let vc_id = call.as_ref().map(|c| c.vc).or(pvc);
     let mut vc = Vc {

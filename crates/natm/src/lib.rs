@@ -174,7 +174,9 @@ use natm_nic::channel::{AppEnd, BufferId, Channel, ChannelState, PollError};
 use natm_nic::memfd::MemfdMem;
 use natm_nic::notify::{AdaptivePolicy, WaitOutcome, Waiter, check_eventfd};
 use natm_nic::signal;
-use natm_proto::host::{self as proto, Frame, FrameError, Request, Response, SignalTarget};
+use natm_proto::host::{
+    self as proto, AutoAccept, Frame, FrameError, Request, Response, SignalTarget,
+};
 use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, recvmsg};
 
 pub use natm_core::{Aesa, PvcAddr, Qos, VcId};

@@ -44,10 +44,24 @@ impl IncomingCall {
 /// the listener's connection, so hostd keeps the listener registered until it and every
 /// VC it accepted are dropped; calls offered after the listener is dropped are left to
 /// hostd's alerting time.
+///
+/// A listener made by [`Host::listen_accepting`] is answered by hostd itself: every call
+/// is accepted as it arrives, and [`Listener::accept`] takes the calls already active
+/// (there is nothing to reject, and `next_call`, `accept_call` and `reject` refuse).
 pub struct Listener {
     conn: Arc<Mutex<Conn>>,
     id: u32,
     address: Aesa,
+    /// hostd accepts every call itself, with VCs opened so.
+    auto: Option<ChannelOptions>,
+}
+
+/// What an auto-accepting listener's `next_call`, `accept_call` and `reject` say.
+fn accepts_by_itself() -> Error {
+    Error::Refused {
+        kind: ErrorKind::BadRequest,
+        message: "this listener accepts every call itself (Host::listen_accepting): take calls with accept".into(),
+    }
 }
 
 /// The cause a dropped listener rejects the calls it was offered with: 21, call rejected.
@@ -58,13 +72,21 @@ impl Listener {
     pub(crate) fn register(
         conn: Arc<Mutex<Conn>>,
         selector: Option<u8>,
+        auto: Option<ChannelOptions>,
     ) -> Result<Listener, Error> {
-        let answer = lock(&conn).request(&Request::Listen { selector })?;
+        let accept = auto.as_ref().map(|ch| AutoAccept {
+            path: ch.path,
+            notify: ch.notify,
+            buffers: ch.buffers,
+            buffer_size: ch.buffer_size,
+        });
+        let answer = lock(&conn).request(&Request::Listen { selector, accept })?;
         match answer {
             (Response::Listening { listener, address }, _) => Ok(Listener {
                 conn,
                 id: listener,
                 address,
+                auto,
             }),
             (r, _) => Err(protocol(format!("hostd answered listen with {r:?}"))),
         }
@@ -78,6 +100,9 @@ impl Listener {
     /// Waits at most `timeout` (`None`: for ever) for the next call offered
     /// ([`Error::Timeout`] if none came).
     pub fn next_call(&self, timeout: Option<Duration>) -> Result<IncomingCall, Error> {
+        if self.auto.is_some() {
+            return Err(accepts_by_itself());
+        }
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
             // Locked per slice: the accepted VCs share the connection.
@@ -98,12 +123,50 @@ impl Listener {
 
     /// Waits for the next call and accepts it with the channel's defaults
     /// ([`ChannelOptions::default`]): the VC, the calling party (when the SETUP named it)
-    /// and the QoS.
+    /// and the QoS. On a listener that accepts by itself, the next call hostd accepted.
     pub fn accept(&self) -> Result<(Vc, Option<Aesa>, Qos), Error> {
-        self.accept_with(&ChannelOptions::default())
+        self.accept_within(None)
     }
 
-    /// Waits for the next call and accepts it with `opts`, as [`Listener::accept`].
+    /// As [`Listener::accept`], waiting at most `timeout` (`None`: for ever) for a call
+    /// ([`Error::Timeout`] if none came).
+    pub fn accept_within(
+        &self,
+        timeout: Option<Duration>,
+    ) -> Result<(Vc, Option<Aesa>, Qos), Error> {
+        let Some(ch) = &self.auto else {
+            let call = self.next_call(timeout)?;
+            let (calling, qos) = (call.calling, call.qos);
+            let vc = self.accept_call(call, &ChannelOptions::default())?;
+            return Ok((vc, calling, qos));
+        };
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let arrival = loop {
+            let mut c = lock(&self.conn);
+            if let Some(r) = c.next_answer()? {
+                return Err(protocol(format!("unexpected message from hostd: {r:?}")));
+            }
+            if let Some(i) = c.arrived.iter().position(|a| a.listener == self.id)
+                && let Some(a) = c.arrived.remove(i)
+            {
+                break a;
+            }
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            let slice = left.map_or(RECV_SLICE, |l| l.min(RECV_SLICE));
+            if !c.fill(Some(slice))? && deadline.is_some_and(|d| d <= Instant::now()) {
+                return Err(Error::Timeout);
+            }
+        };
+        let vc = attach(&self.conn, arrival.opened, arrival.fds, ch, None, None)?;
+        let (calling, qos) = vc
+            .call()
+            .map(|c| (c.remote, c.qos))
+            .ok_or_else(|| protocol("hostd's arrival has no call"))?;
+        Ok((vc, calling, qos))
+    }
+
+    /// Waits for the next call and accepts it with `opts`, as [`Listener::accept`]. A
+    /// listener that accepts by itself refuses: its VCs are opened as it was told.
     pub fn accept_with(&self, opts: &ChannelOptions) -> Result<(Vc, Option<Aesa>, Qos), Error> {
         let call = self.next_call(None)?;
         let (calling, qos) = (call.calling, call.qos);
@@ -114,6 +177,9 @@ impl Listener {
     /// Accepts `call` and opens its VC as `opts` say, once the network confirmed it. A
     /// call the caller gave up on meanwhile is [`Error::CallFailed`].
     pub fn accept_call(&self, call: IncomingCall, opts: &ChannelOptions) -> Result<Vc, Error> {
+        if self.auto.is_some() {
+            return Err(accepts_by_itself());
+        }
         let (receiver, signal) = signal_target(opts)?;
         let req = Request::Accept {
             call: call.call,
@@ -128,6 +194,9 @@ impl Listener {
 
     /// Rejects `call` with Q.2931 cause `cause` (1..=127; 21, call rejected, is usual).
     pub fn reject(&self, call: IncomingCall, cause: u8) -> Result<(), Error> {
+        if self.auto.is_some() {
+            return Err(accepts_by_itself());
+        }
         if !(1..=127).contains(&cause) {
             return Err(Error::Refused {
                 kind: ErrorKind::BadRequest,
@@ -154,6 +223,16 @@ impl Drop for Listener {
     fn drop(&mut self) {
         // The calls offered and not answered are rejected now rather than left to ring.
         let mut c = lock(&self.conn);
+        // Calls hostd accepted that nobody took are released.
+        let arrived: Vec<Arrival> = c.arrived.drain(..).collect();
+        for a in arrived.into_iter().filter(|a| a.listener == self.id) {
+            if let Response::Opened { cookie, .. } = a.opened {
+                let _ = c.write(&proto::control_frame(&Request::Close {
+                    cookie,
+                    quiet: true,
+                }));
+            }
+        }
         let offered: Vec<IncomingCall> = c.incoming.drain(..).collect();
         for call in offered.into_iter().filter(|i| i.listener == self.id) {
             if c.closed {

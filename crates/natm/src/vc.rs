@@ -41,6 +41,12 @@ impl Vc {
         self.call.as_ref()
     }
 
+    /// A switched VC's release, with its cause, if hostd's notice of it has been read
+    /// (by any call into this crate on the VC's connection); it reads nothing itself.
+    pub fn released(&self) -> Option<CauseInfo> {
+        lock(&self.conn).released.get(&self.handle).cloned()
+    }
+
     /// On a switched VC, [`Error::Revoked`] is the call's release when hostd said so:
     /// [`Error::Released`] with the cause.
     pub(crate) fn explain(&self, e: Error) -> Error {
@@ -305,13 +311,25 @@ impl Drop for Vc {
         }
         let mut c = lock(&self.conn);
         if !c.closed && !c.revoked.contains(&self.handle) {
-            // Bounded: a hung daemon must not hang the application's drop.
-            let _ = c.request_within(
-                &Request::Close {
-                    cookie: self.cookie.clone(),
-                },
-                Some(Duration::from_secs(2)),
-            );
+            let cookie = self.cookie.clone();
+            if self.call.is_some() {
+                // A call's release goes on in hostd (after the VC's queued cells), as a
+                // socket's close(2) returns before its FIN is answered: nothing waits here.
+                let _ = c.write(&proto::control_frame(&Request::Close {
+                    cookie,
+                    quiet: true,
+                }));
+            } else {
+                // Bounded: a hung daemon must not hang the application's drop. (A PVC is
+                // free again for another application once this returns.)
+                let _ = c.request_within(
+                    &Request::Close {
+                        cookie,
+                        quiet: false,
+                    },
+                    Some(Duration::from_secs(2)),
+                );
+            }
         }
         c.data.remove(&self.handle);
         c.released.remove(&self.handle);

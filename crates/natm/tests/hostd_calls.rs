@@ -176,3 +176,64 @@ fn a_listener_rejects_with_a_cause_and_the_host_stays_usable() {
     let mut buf = [0u8; 64];
     assert_eq!(vc.recv_timeout(&mut buf, WAIT).unwrap(), 5);
 }
+
+#[test]
+fn a_listener_that_accepts_by_itself_hands_over_active_calls_on_every_path() {
+    let s = Setup::new("auto");
+    let host = s.host();
+    let ch = |path| {
+        ChannelOptions::default()
+            .path(path)
+            .notify(NotifyMode::Poll)
+            .buffers(4)
+            .buffer_size(1024)
+    };
+    let qos: Qos = "aal5,ubr:pcr=2000,max_sdu=1024".parse().unwrap();
+    for (vci, path) in [(40200, DataPath::Direct), (40201, DataPath::Daemon)] {
+        let listener = host.listen_accepting(Some(6), ch(path)).unwrap();
+        // Nothing to answer: offering calls is hostd's business here.
+        let refused = listener.next_call(Some(Duration::ZERO)).unwrap_err();
+        assert!(
+            refused.to_string().contains("accepts every call itself"),
+            "{refused}"
+        );
+        s.switch
+            .cmds
+            .send(Cmd::Offer {
+                vci,
+                selector: 6,
+                qos,
+            })
+            .unwrap();
+        let (mut vc, calling, got) = listener.accept_within(Some(WAIT)).unwrap();
+        assert_eq!(calling, Some(far_address()), "{path:?}");
+        assert_eq!(got.tx.pcr, qos.tx.pcr, "{path:?}");
+        assert_eq!(vc.call().unwrap().vc, vc_id(vci), "{path:?}");
+        vc.send(b"auto").unwrap();
+        let mut buf = [0u8; 1024];
+        let n = vc.recv_timeout(&mut buf, WAIT).unwrap();
+        assert_eq!(&buf[..n], b"auto", "{path:?}");
+        // The application's drop hands hostd the release without waiting for it; the
+        // switch sees it.
+        drop(vc);
+        s.switch.wait(|seen| match seen {
+            Seen::Released {
+                vci: Some(v),
+                cause,
+            } if v == vci => Some(cause),
+            _ => None,
+        });
+        // No call waits: the next one times out, and the listener stays usable.
+        assert!(matches!(
+            listener.accept_within(Some(Duration::from_millis(20))),
+            Err(Error::Timeout)
+        ));
+        drop(listener);
+    }
+    // Signals' targets are per VC: such a listener is refused, saying why.
+    let Err(e) = host.listen_accepting(None, ch(DataPath::Direct).notify(NotifyMode::Signal))
+    else {
+        panic!("a listener notifying by signal was registered");
+    };
+    assert!(e.to_string().contains("cannot notify by signal"), "{e}");
+}

@@ -7,7 +7,7 @@ use natm_host_core::{
     CallError, CallId, CallParams, Cause, CauseValue, Direction as CallDirection, IncomingCall,
     Location, VcHandle, user_cause,
 };
-use natm_proto::host::{CallInfo, CauseInfo, HostCall};
+use natm_proto::host::{AutoAccept, CallInfo, CauseInfo, HostCall};
 use natm_sig::{CallState, Role};
 
 use super::*;
@@ -32,10 +32,13 @@ pub(super) enum Waiting {
     Connect { shape: Shape, deadline: Instant },
     /// Offered to a listener, not answered yet.
     Offered,
-    /// Accepted, its VC open: the `Opened` answer waits for the network's confirmation.
+    /// Accepted, its VC open: the `Opened` answer (or, for a listener that accepts by
+    /// itself, the `Arrived` notice to `arrived`'s listener) waits for the network's
+    /// confirmation.
     Accepted {
         opened: Box<Response>,
         fds: Vec<OwnedFd>,
+        arrived: Option<u32>,
     },
     /// Active: the application has the VC.
     Active,
@@ -56,6 +59,8 @@ pub(super) struct AppCall {
 pub(super) struct Listener {
     pub(super) conn: u64,
     pub(super) selector: Option<u8>,
+    /// Accepts every call itself, its VC opened so.
+    pub(super) auto: Option<Shape>,
 }
 
 /// A Q.2931 cause as an application reads it.
@@ -185,9 +190,38 @@ impl Hostd {
         }
     }
 
-    pub(super) fn listen_request(&mut self, id: u64, selector: Option<u8>) {
+    pub(super) fn listen_request(
+        &mut self,
+        id: u64,
+        selector: Option<u8>,
+        accept: Option<AutoAccept>,
+    ) {
         let Some(address) = self.host.address() else {
             return self.refuse_no_address(id);
+        };
+        let auto = match accept {
+            None => None,
+            Some(a) => {
+                if a.notify == NotifyMode::Signal {
+                    return self.reply(
+                        id,
+                        Response::Error {
+                            kind: ErrorKind::BadRequest,
+                            message: "a listener that accepts by itself cannot notify by signal (the signal's target is per VC): use poll, adaptive or eventfd".into(),
+                        },
+                    );
+                }
+                if let Err((kind, message)) = check_shape(a.buffers, a.buffer_size) {
+                    return self.reply(id, Response::Error { kind, message });
+                }
+                Some(Shape {
+                    path: a.path,
+                    notify: a.notify,
+                    signal: None,
+                    buffers: a.buffers,
+                    buffer_size: a.buffer_size,
+                })
+            }
         };
         if let Some((l, _)) = self.listeners.iter().find(|(_, l)| l.selector == selector) {
             let what = selector.map_or("any selector".to_string(), |s| format!("selector {s}"));
@@ -201,8 +235,14 @@ impl Hostd {
         }
         let listener = self.next_listener;
         self.next_listener += 1;
-        self.listeners
-            .insert(listener, Listener { conn: id, selector });
+        self.listeners.insert(
+            listener,
+            Listener {
+                conn: id,
+                selector,
+                auto,
+            },
+        );
         let mut address = address;
         if let Some(s) = selector {
             address.0[19] = s;
@@ -240,31 +280,40 @@ impl Hostd {
         if let Err((kind, message)) = check_shape(shape.buffers, shape.buffer_size) {
             return self.reply(id, Response::Error { kind, message });
         }
-        match self.host.accept(self.now, cid) {
-            Ok(()) => {}
-            Err(e) => {
-                self.calls.remove(&cid);
-                let r = match e {
-                    CallError::Refused { cause, .. } => Response::CallFailed {
-                        cause: cause_info(&cause),
-                    },
-                    e => Response::Error {
-                        kind: ErrorKind::Refused,
-                        message: e.to_string(),
-                    },
-                };
-                return self.reply(id, r);
-            }
+        match self.accept_offered(id, cid, shape, None) {
+            Ok(()) => self.await_answer(id, true),
+            Err(r) => self.reply(id, *r),
+        }
+    }
+
+    /// Accepts offered call `cid` of connection `id` and opens its VC as `shape` says;
+    /// `arrived` names the listener when hostd accepts for it. The answer (or notice)
+    /// waits for the network's confirmation; on failure, what to answer.
+    fn accept_offered(
+        &mut self,
+        id: u64,
+        cid: CallId,
+        shape: Shape,
+        arrived: Option<u32>,
+    ) -> Result<(), Box<Response>> {
+        if let Err(e) = self.host.accept(self.now, cid) {
+            self.calls.remove(&cid);
+            return Err(Box::new(match e {
+                CallError::Refused { cause, .. } => Response::CallFailed {
+                    cause: cause_info(&cause),
+                },
+                e => Response::Error {
+                    kind: ErrorKind::Refused,
+                    message: e.to_string(),
+                },
+            }));
         }
         let Some((vc, qos)) = self.host.call_info(cid).and_then(|i| Some((i.vc?, i.qos))) else {
             self.calls.remove(&cid);
-            return self.reply(
-                id,
-                Response::Error {
-                    kind: ErrorKind::Internal,
-                    message: "the accepted call has no VC".into(),
-                },
-            );
+            return Err(Box::new(Response::Error {
+                kind: ErrorKind::Internal,
+                message: "the accepted call has no VC".into(),
+            }));
         };
         match self.open(
             id,
@@ -288,15 +337,16 @@ impl Hostd {
                     c.waiting = Waiting::Accepted {
                         opened: Box::new(opened),
                         fds,
+                        arrived,
                     };
                 }
-                self.await_answer(id, true);
+                Ok(())
             }
             Err((kind, message)) => {
                 self.calls.remove(&cid);
                 let cause = user_cause(CauseValue::ResourceUnavailable, b"hostd: VC not opened");
                 let _ = self.host.release(self.now, cid, cause);
-                self.reply(id, Response::Error { kind, message });
+                Err(Box::new(Response::Error { kind, message }))
             }
         }
     }
@@ -411,10 +461,10 @@ impl Hostd {
             .iter()
             .find(|(_, l)| l.selector == Some(selector))
             .or_else(|| self.listeners.iter().find(|(_, l)| l.selector.is_none()))
-            .map(|(id, l)| (*id, l.conn));
+            .map(|(id, l)| (*id, l.conn, l.auto));
         let alive = listener
-            .filter(|(_, conn)| self.conns.get(conn).is_some_and(|c| !c.dead && !c.closing));
-        let Some((listener, conn)) = alive else {
+            .filter(|(_, conn, _)| self.conns.get(conn).is_some_and(|c| !c.dead && !c.closing));
+        let Some((listener, conn, auto)) = alive else {
             // Nobody takes this selector: unallocated; a listener whose application is
             // going: incompatible destination.
             let (value, diag): (_, &[u8]) = match listener {
@@ -435,6 +485,17 @@ impl Hostd {
                 waiting: Waiting::Offered,
             },
         );
+        if let Some(shape) = auto {
+            // Nobody waits for an answer here: a VC that cannot be opened refuses the call.
+            if self
+                .accept_offered(conn, i.call, shape, Some(listener))
+                .is_err()
+            {
+                let cause = user_cause(CauseValue::ResourceUnavailable, b"hostd: VC not opened");
+                let _ = self.host.reject(self.now, i.call, cause);
+            }
+            return;
+        }
         self.reply(
             conn,
             Response::Incoming {
@@ -502,13 +563,23 @@ impl Hostd {
                     }
                 }
             }
-            Waiting::Accepted { mut opened, fds } => {
+            Waiting::Accepted {
+                mut opened,
+                fds,
+                arrived,
+            } => {
                 if let Response::Opened { call: ci, .. } = &mut *opened {
                     *ci = self.opened_call_info(call, started);
                 }
-                self.await_answer(conn, false);
+                let frame = match arrived {
+                    Some(listener) => proto::control_frame(&Response::Arrived { listener, opened }),
+                    None => {
+                        self.await_answer(conn, false);
+                        proto::control_frame(&opened)
+                    }
+                };
                 if let Some(c) = self.conns.get_mut(&conn) {
-                    c.push(proto::control_frame(&opened), fds);
+                    c.push(frame, fds);
                 }
             }
             w @ (Waiting::Offered | Waiting::Active) => {
@@ -525,11 +596,15 @@ impl Hostd {
         };
         let info = cause_info(cause);
         match c.waiting {
-            Waiting::Connect { .. } | Waiting::Accepted { .. } => {
+            Waiting::Connect { .. } | Waiting::Accepted { arrived: None, .. } => {
                 self.await_answer(c.conn, false);
                 self.reply(c.conn, Response::CallFailed { cause: info });
             }
-            Waiting::Offered => {}
+            // The application never heard of it.
+            Waiting::Offered
+            | Waiting::Accepted {
+                arrived: Some(_), ..
+            } => {}
             Waiting::Active => {
                 if let Some(h) = c.handle {
                     self.reply(

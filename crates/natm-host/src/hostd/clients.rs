@@ -315,9 +315,12 @@ impl Hostd {
                     Err((kind, message)) => self.reply(id, Response::Error { kind, message }),
                 }
             }
-            Request::Close { cookie } => {
+            Request::Close { cookie, quiet } => {
                 let r = self.close_request(id, &cookie);
-                self.reply(id, r);
+                // A quiet close's refusal (a cookie not this connection's) goes unsaid.
+                if !quiet {
+                    self.reply(id, r);
+                }
             }
             Request::Ping {
                 vc,
@@ -348,7 +351,7 @@ impl Hostd {
                 };
                 self.call_request(id, called, &qos, shape, timeout_ms);
             }
-            Request::Listen { selector } => self.listen_request(id, selector),
+            Request::Listen { selector, accept } => self.listen_request(id, selector, accept),
             Request::Accept {
                 call,
                 path,

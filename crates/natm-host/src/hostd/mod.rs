@@ -177,6 +177,8 @@ pub struct Hostd {
     /// `listen`s by their number.
     listeners: BTreeMap<u32, Listener>,
     next_listener: u32,
+    /// Where VCs' cookies come from.
+    cookies: Cookies,
     epoch: Epoch,
     inbox: Box<[natm_link::CellBytes; BATCH]>,
     /// Where client bytes are read to.
@@ -192,6 +194,34 @@ pub struct Hostd {
     socket_activity: Instant,
     /// When the loop looks at the sockets next while they are quiet.
     next_socket_check: Instant,
+}
+
+/// VCs' cookies: 128 bits no other application can guess, from SipHash (a keyed
+/// pseudo-random function) of a counter under two keys the process drew from the OS once,
+/// instead of a `getrandom(2)` per VC.
+struct Cookies {
+    keys: [std::hash::RandomState; 2],
+    next: u64,
+}
+
+impl Cookies {
+    fn new() -> Cookies {
+        Cookies {
+            keys: [std::hash::RandomState::new(), std::hash::RandomState::new()],
+            next: 0,
+        }
+    }
+
+    /// The next cookie.
+    fn next(&mut self) -> [u8; 16] {
+        use std::hash::BuildHasher as _;
+        self.next += 1;
+        let mut c = [0u8; 16];
+        for (half, key) in c.chunks_exact_mut(8).zip(&self.keys) {
+            half.copy_from_slice(&key.hash_one(self.next).to_le_bytes());
+        }
+        c
+    }
 }
 
 impl Hostd {
@@ -240,6 +270,7 @@ impl Hostd {
             calls: BTreeMap::new(),
             listeners: BTreeMap::new(),
             next_listener: 1,
+            cookies: Cookies::new(),
             epoch: Epoch::now(),
             inbox: Box::new([[0; 53]; BATCH]),
             scratch: vec![0; 65536].into_boxed_slice(),

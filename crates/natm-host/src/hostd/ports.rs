@@ -187,12 +187,7 @@ impl Hostd {
                 ),
             ),
         };
-        let mut cookie = [0u8; 16];
-        if rustix::rand::getrandom(&mut cookie, rustix::rand::GetRandomFlags::empty()).unwrap_or(0)
-            != 16
-        {
-            return Err((ErrorKind::Internal, "getrandom failed".into()));
-        }
+        let cookie = self.cookies.next();
         let mut config = AdapterConfig::new(buffers, buffer_size as usize);
         config.max_vcs = 1;
         config.max_tx_queued = buffers as usize;

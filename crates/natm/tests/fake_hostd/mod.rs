@@ -11,6 +11,8 @@
 //!   with the call to both, their data frames then cross over) or rejects (`CallFailed`
 //!   with the listener's cause);
 //! * `Call` to [`HELD`]: no answer until [`FakeHostd::answer_held`];
+//! * `Call` while a listener that accepts by itself is registered: `Arrived` to it and
+//!   `Opened` to the caller at once;
 //! * `Call` with no listener: `Opened` with a call, and data frames on it are echoed back;
 //! * `Close`: `Closed`, and the far end of a crossed call gets `Released` (cause 16);
 //! * `Status`: a status naming the host's address.
@@ -78,7 +80,8 @@ struct Pending {
 struct State {
     next: u32,
     /// Each listener: its number, selector (`None`: any) and connection.
-    listeners: Vec<(u32, Option<u8>, Writer)>,
+    /// Id, selector, connection, and whether it accepts by itself.
+    listeners: Vec<(u32, Option<u8>, Writer, bool)>,
     /// Calls to [`HELD`] not answered yet: the caller's connection and the called address.
     held: Vec<(Writer, Aesa, Qos)>,
     pending: HashMap<u32, Pending>,
@@ -92,7 +95,15 @@ impl State {
     }
 
     /// Opens a daemon-path VC owned by `owner` and answers it `Opened` with `call`.
-    fn open(&mut self, owner: &Writer, peer: Option<u32>, call: CallInfo) -> u32 {
+    /// Opens a VC for `owner`: answered `Opened`, or for an auto-accepting listener
+    /// `arrived`, announced as `Arrived`.
+    fn open(
+        &mut self,
+        owner: &Writer,
+        peer: Option<u32>,
+        call: CallInfo,
+        arrived: Option<u32>,
+    ) -> u32 {
         let handle = self.id();
         let cookie = format!("{handle:032x}");
         self.vcs.insert(
@@ -103,20 +114,27 @@ impl State {
                 peer,
             },
         );
-        control(
-            owner,
-            &Response::Opened {
-                handle,
-                cookie,
-                path: DataPath::Daemon,
-                buffers: 32,
-                buffer_size: 65536,
-                max_sdu: 65535,
-                link_up: true,
-                lane: None,
-                call: Some(call),
-            },
-        );
+        let opened = Response::Opened {
+            handle,
+            cookie,
+            path: DataPath::Daemon,
+            buffers: 32,
+            buffer_size: 65536,
+            max_sdu: 65535,
+            link_up: true,
+            lane: None,
+            call: Some(call),
+        };
+        match arrived {
+            None => control(owner, &opened),
+            Some(listener) => control(
+                owner,
+                &Response::Arrived {
+                    listener,
+                    opened: Box::new(opened),
+                },
+            ),
+        }
         handle
     }
 }
@@ -179,7 +197,7 @@ impl FakeHostd {
                 qos,
                 setup_ns: 9_000_000_000,
             };
-            st.open(&w, None, info);
+            st.open(&w, None, info, None);
         }
     }
 
@@ -219,7 +237,7 @@ fn serve(stream: UnixStream, st: &Mutex<State>) {
     }
     // The connection closed: its listeners and VCs go.
     let mut s = st.lock().unwrap();
-    s.listeners.retain(|(_, _, l)| !Arc::ptr_eq(l, &w));
+    s.listeners.retain(|(_, _, l, _)| !Arc::ptr_eq(l, &w));
     s.vcs.retain(|_, v| !Arc::ptr_eq(&v.owner, &w));
 }
 
@@ -253,9 +271,25 @@ fn answer(s: &mut State, w: &Writer, r: Request) {
             let listening = s
                 .listeners
                 .iter()
-                .find(|(_, l, _)| l.is_none_or(|l| l == sel))
-                .map(|(id, _, w)| (*id, w.clone()));
-            if let Some((listener, lw)) = listening {
+                .find(|(_, l, _, _)| l.is_none_or(|l| l == sel))
+                .map(|(id, _, w, auto)| (*id, w.clone(), *auto));
+            if let Some((listener, lw, true)) = listening {
+                // Accepted at once: the listener hears of it as active.
+                let info = |remote: Aesa, local: Aesa, vci: u16| CallInfo {
+                    vc: format!("0.{vci}").parse::<VcId>().unwrap(),
+                    local,
+                    remote: Some(remote),
+                    qos,
+                    setup_ns: 2_000_000,
+                };
+                let callee = s.open(&lw, None, info(own, called, 32769), Some(listener));
+                let caller = s.open(w, Some(callee), info(called, own, 32770), None);
+                if let Some(v) = s.vcs.get_mut(&callee) {
+                    v.peer = Some(caller);
+                }
+                return;
+            }
+            if let Some((listener, lw, _)) = listening {
                 let call = s.id();
                 s.pending.insert(
                     call,
@@ -284,11 +318,13 @@ fn answer(s: &mut State, w: &Writer, r: Request) {
                 qos,
                 setup_ns: 1_500_000,
             };
-            s.open(w, None, info);
+            s.open(w, None, info, None);
         }
-        Request::Listen { selector } => {
+        Request::Listen { selector, accept } => {
+            // (A call on any path but the daemon's is refused before it reaches one.)
             let listener = s.id();
-            s.listeners.push((listener, selector, w.clone()));
+            s.listeners
+                .push((listener, selector, w.clone(), accept.is_some()));
             let mut address = own;
             if let Some(sel) = selector {
                 address.0[19] = sel;
@@ -309,8 +345,13 @@ fn answer(s: &mut State, w: &Writer, r: Request) {
                 qos: p.qos,
                 setup_ns: 2_000_000,
             };
-            let callee = s.open(w, None, info(p.calling, p.called, 32769));
-            let caller = s.open(&p.caller, Some(callee), info(p.called, p.calling, 32770));
+            let callee = s.open(w, None, info(p.calling, p.called, 32769), None);
+            let caller = s.open(
+                &p.caller,
+                Some(callee),
+                info(p.called, p.calling, 32770),
+                None,
+            );
             if let Some(v) = s.vcs.get_mut(&callee) {
                 v.peer = Some(caller);
             }
@@ -332,17 +373,22 @@ fn answer(s: &mut State, w: &Writer, r: Request) {
                 },
             );
         }
-        Request::Close { cookie } => {
+        Request::Close { cookie, quiet } => {
             let Some(handle) = s
                 .vcs
                 .iter()
                 .find(|(_, v)| v.cookie == cookie)
                 .map(|(h, _)| *h)
             else {
-                return refuse(w, "no such VC");
+                if !quiet {
+                    refuse(w, "no such VC");
+                }
+                return;
             };
             let vc = s.vcs.remove(&handle).expect("found above");
-            control(w, &Response::Closed { handle });
+            if !quiet {
+                control(w, &Response::Closed { handle });
+            }
             if let Some(p) = vc.peer
                 && let Some(peer) = s.vcs.remove(&p)
             {
