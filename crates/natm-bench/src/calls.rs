@@ -1,12 +1,11 @@
 //! `natm perf calls`: switched-VC set-up latency and the set-up + release rate between two
 //! hosts of a running lab, beside a baseline measured in the same run.
 //!
-//! The server's host registers `depth` listeners (selectors 1..=depth of its address, each
-//! on its own connection, each accepting by itself as a TCP listener does
-//! ([`natm::Host::listen_accepting`]), each served by a thread that takes the calls and
-//! drops a VC once the caller released it). The client's host places calls from `depth`
-//! threads, each on its own connection to hostd and to its own listener, so `depth` calls
-//! are outstanding at once and the rate measures the network's call handling rather than
+//! The server's host registers one listener (selector 1 of its address) that accepts by
+//! itself as a TCP listener does ([`natm::Host::listen_accepting`]), served by a thread
+//! that takes the calls and drops a VC once the caller released it, as a server's accept
+//! loop would. The client's host places calls to it from `depth` threads, each on its own
+//! connection to hostd, so `depth` calls are outstanding at once and the rate measures the network's call handling rather than
 //! one round trip. A call is: [`natm::Host::call`] until its VC is open (the set-up latency,
 //! as the application sees it; hostd's own figure, from its request to the network's
 //! CONNECT, is reported beside it), then dropping the VC, which hands hostd the release
@@ -66,8 +65,11 @@ pub struct Plan {
     pub timeout: Duration,
 }
 
-/// The most calls outstanding: one selector of the called address per listener.
+/// The most calls outstanding.
 pub const MAX_DEPTH: u32 = 64;
+
+/// The selector of the server's listener.
+const SELECTOR: u8 = 1;
 
 /// Quantiles of a latency, ns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -353,17 +355,13 @@ pub fn run(plan: &Plan) -> Result<Report, Error> {
         .path(plan.path)
         .buffers(2)
         .buffer_size(4096);
-    let mut listeners = Vec::new();
-    for sel in 1..=plan.depth {
-        let l = server
-            .listen_accepting(Some(sel as u8), ch.clone())
-            .map_err(|source| Error::Natm {
-                what: format!("listening on host {} (selector {sel})", plan.server),
-                source,
-            })?;
-        listeners.push(l);
-    }
-    let called: Vec<Aesa> = listeners.iter().map(|l| *l.address()).collect();
+    let listener = server
+        .listen_accepting(Some(SELECTOR), ch.clone())
+        .map_err(|source| Error::Natm {
+            what: format!("listening on host {} (selector {SELECTOR})", plan.server),
+            source,
+        })?;
+    let called = vec![*listener.address(); plan.depth as usize];
     let hosts = (0..plan.depth)
         .map(|_| connect(&plan.client))
         .collect::<Result<Vec<_>, _>>()?;
@@ -373,10 +371,8 @@ pub fn run(plan: &Plan) -> Result<Report, Error> {
         .timeout(plan.timeout);
     let stop = AtomicBool::new(false);
     let measured = std::thread::scope(|s| {
-        for l in &listeners {
-            let stop = &stop;
-            s.spawn(move || serve(l, stop));
-        }
+        let (l, stop) = (&listener, &stop);
+        s.spawn(move || serve(l, stop));
         let r = (|| -> Result<(Gathered, Duration), Error> {
             if plan.warmup > 0 {
                 place(&hosts, &called, &opts, plan.warmup, false)?;
@@ -393,7 +389,7 @@ pub fn run(plan: &Plan) -> Result<Report, Error> {
         r
     });
     let (mut g, elapsed) = measured?;
-    drop(listeners);
+    drop(listener);
     let calls = g.setup.len() as u64;
     let calls_per_s = calls as f64 / elapsed.as_secs_f64().max(1e-9);
     let baseline = if plan.baseline {

@@ -330,7 +330,7 @@ fn serve(
             idle.busy(StdInstant::now());
             continue;
         }
-        sleep(
+        let maintain = sleep(
             &fabric,
             &sources,
             &mgmt,
@@ -340,8 +340,12 @@ fn serve(
         .map_err(SwitchdError::Poll)?;
         idle.slept(StdInstant::now());
         fabric.set_spinning(true);
-        // Whatever woke us, look at everything once.
-        last_maintenance = None;
+        // Woken by a listener, a client or a deadline: look at everything once. (Woken by
+        // cells only, maintenance keeps its period: an empty listener's accept4 allocates
+        // and frees a socket, which cost a call-heavy switch several µs per wake-up.)
+        if maintain {
+            last_maintenance = None;
+        }
     }
     Ok(())
 }
@@ -497,14 +501,16 @@ fn call_control(
     natm_calls::CallControl::new(c)
 }
 
-/// Sleeps in `poll(2)` until a descriptor is ready or the next deadline.
+/// Sleeps in `poll(2)` until a descriptor is ready or the next deadline; whether the
+/// listeners, dialers, pending lanes or management want looking at (one of theirs is
+/// ready, or the sleep ended at a deadline), rather than only links and lanes.
 fn sleep(
     fabric: &Fabric,
     sources: &[Source],
     mgmt: &Management,
     pending_lanes: &[PendingLane],
     holding: bool,
-) -> std::io::Result<()> {
+) -> std::io::Result<bool> {
     let now = StdInstant::now();
     let mut until = now + MAX_SLEEP;
     let mut cap = |t: StdInstant| until = until.min(t);
@@ -520,6 +526,9 @@ fn sleep(
         cap(now + SHORT_SLEEP);
     }
     let mut fds: Vec<PollFd<'_>> = Vec::new();
+    // Where the descriptors of what maintenance serves start: each port's listener is
+    // pushed after its links' (and marked), the rest come last.
+    let mut maintained: Vec<usize> = Vec::new();
     for (p, source) in fabric.ports.iter().zip(sources) {
         match (&p.link, source) {
             (Some(link), _) => {
@@ -551,16 +560,21 @@ fn sleep(
                 if let Source::Listen(l) = source
                     && let Some(fd) = l.poll_fd()
                 {
+                    maintained.push(fds.len());
                     fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN));
                 }
             }
             (None, Source::Listen(l)) => match l.poll_fd() {
-                Some(fd) => fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN)),
+                Some(fd) => {
+                    maintained.push(fds.len());
+                    fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN));
+                }
                 None => cap(now + MAINTENANCE),
             },
             (None, Source::Dial { .. }) => cap(now + MAINTENANCE * 5),
         }
     }
+    let rest = fds.len();
     for pl in pending_lanes {
         fds.push(PollFd::new(&pl.stream, PollFlags::IN));
         cap(pl.since + LANE_REQUEST_WAIT);
@@ -570,11 +584,15 @@ fn sleep(
     }
     let left = until.saturating_duration_since(StdInstant::now());
     if left.is_zero() {
-        return Ok(());
+        return Ok(true);
     }
     let ts = Timespec::try_from(left).ok();
     match poll(&mut fds, ts.as_ref()) {
-        Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
+        Ok(0) | Err(rustix::io::Errno::INTR) => Ok(true),
+        Ok(_) => {
+            let ready = |i: usize| !fds[i].revents().is_empty();
+            Ok(maintained.iter().any(|&i| ready(i)) || (rest..fds.len()).any(ready))
+        }
         Err(e) => Err(e.into()),
     }
 }
