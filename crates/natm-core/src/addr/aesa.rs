@@ -81,13 +81,21 @@ impl Aesa {
             },
             _ => (0, PURE),
         };
+        // One write per group: `{:02X}` per byte went through the formatter's padding
+        // machinery 20 times per address (hostd writes several per call).
+        const HEX: &[u8; 16] = b"0123456789ABCDEF";
+        let mut text = [0u8; 2 * 20];
         for (g, len) in groups.iter().enumerate() {
             if g > 0 {
                 f.write_str(".")?;
             }
-            for b in self.0.iter().skip(i).take(*len) {
-                write!(f, "{b:02X}")?;
+            let group = self.0.iter().skip(i).take(*len);
+            let n = group.len();
+            for (out, b) in text.chunks_exact_mut(2).zip(group) {
+                out[0] = HEX[usize::from(b >> 4)];
+                out[1] = HEX[usize::from(b & 0xf)];
             }
+            f.write_str(core::str::from_utf8(&text[..2 * n]).map_err(|_| fmt::Error)?)?;
             i += len;
         }
         Ok(())

@@ -71,7 +71,13 @@ impl Conn {
 }
 
 pub(super) fn cookie_hex(c: &[u8; 16]) -> String {
-    c.iter().map(|b| format!("{b:02x}")).collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(32);
+    for b in c {
+        s.push(char::from(HEX[usize::from(b >> 4)]));
+        s.push(char::from(HEX[usize::from(b & 0xf)]));
+    }
+    s
 }
 
 pub(super) fn parse_cookie(s: &str) -> Option<[u8; 16]> {
