@@ -37,7 +37,10 @@
 //! free rate). [`Host::listen`] registers a [`Listener`] for the host's address (or one
 //! selector of it), on a connection of its own since hostd offers it calls unasked;
 //! [`Listener::accept`] gives the VC, the calling party and the QoS, and
-//! [`Listener::next_call`] with [`Listener::reject`] refuses one with a cause. When the far
+//! [`Listener::next_call`] with [`Listener::reject`] refuses one with a cause;
+//! [`Host::listen_accepting`] makes a listener hostd answers itself (every call accepted as
+//! it arrives, as a TCP listener's kernel completes the handshake before `accept(2)`), the
+//! fastest way to take many calls. When the far
 //! end or the network releases a call, the VC's next operation is [`Error::Released`] with
 //! the cause; dropping the [`Vc`] releases the call (normal clearing).
 //!

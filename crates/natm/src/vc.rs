@@ -3,8 +3,10 @@
 use super::*;
 
 /// An open VC, a PVC ([`Host::open`]) or a switched VC ([`Host::call`],
-/// [`Listener::accept`]). Dropping it closes it; a switched VC's call is released then
-/// (hostd clears it, normal clearing).
+/// [`Listener::accept`]). Dropping it closes it: a PVC's drop returns once hostd closed it
+/// (the PVC is free for another application then); a switched VC's hands hostd the release
+/// and returns at once, as a socket's `close(2)` does (hostd sends the VC's queued cells,
+/// then clears the call, normal clearing).
 pub struct Vc {
     pub(crate) conn: Arc<Mutex<Conn>>,
     pub(crate) handle: u32,

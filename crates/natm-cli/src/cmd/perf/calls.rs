@@ -36,7 +36,7 @@ pub struct CallsArgs {
     /// or auto.
     #[arg(long, default_value = "daemon")]
     path: String,
-    /// Calls outstanding at once (a thread and a listener each), 1 to 64.
+    /// Calls outstanding at once (a calling thread each, all to one listener), 1 to 64.
     #[arg(long, default_value_t = 8)]
     depth: u32,
     /// Calls recorded.
