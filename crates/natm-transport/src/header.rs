@@ -9,17 +9,17 @@
 //! data TPDU (12 bytes, then the payload)
 //!  0         1         2         3         4               8               12
 //! +----+----+---------+---------+---------+---------------+---------------+---------
-//! |ver |kind| service |  flags  |    0    |      seq      |      msg      | payload…
+//! |ver |kind| service |  flags  |   tx    |      seq      |      msg      | payload…
 //! +----+----+---------+---------+---------+---------------+---------------+---------
 //!   flags: 0x80 FIRST (first TPDU of its message), 0x40 LAST (last TPDU of its message)
 //!
 //! ack TPDU (24 bytes, nothing after)
 //!  0         1         2         3         4         8         12        16                  24
 //! +----+----+---------+---------+---------+---------+---------+---------+-------------------+
-//! |ver |kind| service |  flags  |    0    |   cum   | trigger | window  |      bitmap       |
+//! |ver |kind| service |  flags  |  echo   |   cum   | trigger | window  |      bitmap       |
 //! +----+----+---------+---------+---------+---------+---------+---------+-------------------+
 //!   flags: 0x80 NO_TRIGGER (no data TPDU caused this ack: a window update, or the answer to
-//!          a TPDU dropped beyond the window; `trigger` is 0 and means nothing)
+//!          a TPDU dropped beyond the window; `trigger` and `echo` are 0 and mean nothing)
 //! ```
 //!
 //! * `ver` is [`VERSION`] (1) in the high nibble of byte 0; `kind` is 0 for data, 1 for ack.
@@ -31,12 +31,16 @@
 //!   learns exactly which TPDU got through, and resends the older ones still missing.
 //! * `window` is the advertised receive window in TPDUs: the sender may have TPDUs up to
 //!   `cum + window` (exclusive) outstanding.
+//! * `tx` counts the transmissions of this `seq` before this one (0 the first time, mod
+//!   256); the ack's `echo` repeats the trigger's `tx`. With it the sender knows which
+//!   transmission of a resent TPDU got through, so SMART's "was this sent before the
+//!   trigger?" has an exact answer for resends too (a TPDU resent after the trigger's first
+//!   transmission but before its resend is then known lost).
 //! * `bitmap` bit `i` (bit 0 the least significant) set: TPDU `cum + 1 + i` has been
 //!   received too (`cum` itself is the first one missing). It repairs what lost acks hid.
 //!
-//! The reserved byte 3 and unknown flag bits must be zero: a frame that sets them was made
-//! by something else, and is refused with a [`HeaderError`] that says which field. Parsing
-//! never panics.
+//! Unknown flag bits must be zero: a frame that sets them was made by something else, and
+//! is refused with a [`HeaderError`] that says which field. Parsing never panics.
 //!
 //! # Fuzzing
 //!
@@ -58,8 +62,8 @@ pub mod field {
     pub const SERVICE: usize = 1;
     /// The flags.
     pub const FLAGS: usize = 2;
-    /// Reserved, zero.
-    pub const RESERVED: usize = 3;
+    /// Data: the transmission number; ack: the trigger's, echoed.
+    pub const TX: usize = 3;
     /// Data: the TPDU's sequence number.
     pub const SEQ: Field = 4..8;
     /// Data: the message's sequence number.
@@ -143,11 +147,10 @@ pub enum HeaderError {
     Service(u8),
     /// Flag bits that this kind does not define.
     Flags(u8),
-    /// The reserved byte is not zero.
-    Reserved(u8),
+
     /// An ack with bytes after its 24.
     AckLength(usize),
-    /// An ack that says no data TPDU caused it but names one.
+    /// An ack that says no data TPDU caused it but names one (or echoes its `tx`).
     TriggerWithoutCause(u32),
 }
 
@@ -161,10 +164,9 @@ impl fmt::Display for HeaderError {
             HeaderError::Kind(k) => write!(f, "TPDU kind {k} is neither data (0) nor ack (1)"),
             HeaderError::Service(s) => write!(f, "TPDU service {s} is unknown"),
             HeaderError::Flags(b) => write!(f, "TPDU flags {b:#04x} set undefined bits"),
-            HeaderError::Reserved(b) => write!(f, "TPDU reserved byte is {b:#04x}, not 0"),
             HeaderError::AckLength(n) => write!(f, "ack TPDU of {n} bytes, expected {ACK_LEN}"),
             HeaderError::TriggerWithoutCause(t) => {
-                write!(f, "ack flagged NO_TRIGGER names trigger {t}")
+                write!(f, "ack flagged NO_TRIGGER names trigger {t} or echoes a tx")
             }
         }
     }
@@ -185,6 +187,8 @@ pub struct DataHeader {
     pub seq: u32,
     /// Its message's sequence number.
     pub msg: u32,
+    /// Transmissions of this `seq` before this one (mod 256).
+    pub tx: u8,
 }
 
 /// An ack TPDU.
@@ -197,6 +201,8 @@ pub struct Ack {
     /// The data TPDU that caused this ack; `None` for a window update or the answer to a
     /// TPDU dropped beyond the window.
     pub trigger: Option<u32>,
+    /// The trigger's `tx` (0 without trigger).
+    pub echo: u8,
     /// The receive window beyond `cum`, TPDUs.
     pub window: u32,
     /// Bit `i`: TPDU `cum + 1 + i` received.
@@ -239,9 +245,7 @@ impl<'a> Repr<'a> {
         let service = frame[field::SERVICE];
         let service = ServiceKind::from_u8(service).ok_or(HeaderError::Service(service))?;
         let flags = frame[field::FLAGS];
-        if frame[field::RESERVED] != 0 {
-            return Err(HeaderError::Reserved(frame[field::RESERVED]));
-        }
+        let tx = frame[field::TX];
         match vk & 0x0f {
             KIND_DATA => {
                 if flags & !(FLAG_FIRST | FLAG_LAST) != 0 {
@@ -254,6 +258,7 @@ impl<'a> Repr<'a> {
                         last: flags & FLAG_LAST != 0,
                         seq: be32(frame, field::SEQ),
                         msg: be32(frame, field::MSG),
+                        tx,
                     },
                     payload: &frame[field::PAYLOAD..],
                 })
@@ -273,7 +278,7 @@ impl<'a> Repr<'a> {
                 }
                 let trigger = be32(frame, field::TRIGGER);
                 let trigger = if flags & FLAG_NO_TRIGGER != 0 {
-                    if trigger != 0 {
+                    if trigger != 0 || tx != 0 {
                         return Err(HeaderError::TriggerWithoutCause(trigger));
                     }
                     None
@@ -286,6 +291,7 @@ impl<'a> Repr<'a> {
                     service,
                     cum: be32(frame, field::CUM),
                     trigger,
+                    echo: tx,
                     window: be32(frame, field::WINDOW),
                     bitmap: u64::from_be_bytes(bm),
                 }))
@@ -320,7 +326,7 @@ pub fn emit_data_header(h: &DataHeader, buf: &mut [u8]) {
     buf[field::VER_KIND] = VERSION << 4 | KIND_DATA;
     buf[field::SERVICE] = h.service as u8;
     buf[field::FLAGS] = if h.first { FLAG_FIRST } else { 0 } | if h.last { FLAG_LAST } else { 0 };
-    buf[field::RESERVED] = 0;
+    buf[field::TX] = h.tx;
     buf[field::SEQ].copy_from_slice(&h.seq.to_be_bytes());
     buf[field::MSG].copy_from_slice(&h.msg.to_be_bytes());
 }
@@ -334,7 +340,7 @@ pub fn emit_ack(a: &Ack, buf: &mut [u8]) {
     } else {
         0
     };
-    buf[field::RESERVED] = 0;
+    buf[field::TX] = if a.trigger.is_some() { a.echo } else { 0 };
     buf[field::CUM].copy_from_slice(&a.cum.to_be_bytes());
     buf[field::TRIGGER].copy_from_slice(&a.trigger.unwrap_or(0).to_be_bytes());
     buf[field::WINDOW].copy_from_slice(&a.window.to_be_bytes());
@@ -346,6 +352,9 @@ impl fmt::Display for Repr<'_> {
         match self {
             Repr::Data { header: h, payload } => {
                 write!(f, "DATA {} seq={} msg={}", h.service, h.seq, h.msg)?;
+                if h.tx > 0 {
+                    write!(f, " tx={}", h.tx)?;
+                }
                 if h.first {
                     f.write_str(" FIRST")?;
                 }
@@ -357,7 +366,7 @@ impl fmt::Display for Repr<'_> {
             Repr::Ack(a) => {
                 write!(f, "ACK {} cum={}", a.service, a.cum)?;
                 match a.trigger {
-                    Some(t) => write!(f, " trigger={t}")?,
+                    Some(t) => write!(f, " trigger={t} echo={}", a.echo)?,
                     None => f.write_str(" no-trigger")?,
                 }
                 write!(f, " window={} bitmap={:#x}", a.window, a.bitmap)
@@ -374,14 +383,14 @@ mod tests {
     use proptest::prelude::*;
 
     static DATA: [u8; 15] = [
-        0x10, 0x00, 0xc0, 0x00, // v1 data, reliable, FIRST|LAST
+        0x10, 0x00, 0xc0, 0x02, // v1 data, reliable, FIRST|LAST, third transmission
         0xff, 0xff, 0xff, 0xfe, // seq
         0x00, 0x00, 0x00, 0x07, // msg
         b'a', b'b', b'c',
     ];
 
     static ACK: [u8; 24] = [
-        0x11, 0x00, 0x00, 0x00, // v1 ack, reliable
+        0x11, 0x00, 0x00, 0x01, // v1 ack, reliable, echo 1
         0x00, 0x00, 0x00, 0x05, // cum
         0x00, 0x00, 0x00, 0x09, // trigger
         0x00, 0x00, 0x01, 0x00, // window 256
@@ -399,14 +408,15 @@ mod tests {
                     first: true,
                     last: true,
                     seq: 0xffff_fffe,
-                    msg: 7
+                    msg: 7,
+                    tx: 2
                 },
                 payload: b"abc"
             }
         );
         assert_eq!(
             r.to_string(),
-            "DATA reliable seq=4294967294 msg=7 FIRST LAST len=3"
+            "DATA reliable seq=4294967294 msg=7 tx=2 FIRST LAST len=3"
         );
     }
 
@@ -427,6 +437,7 @@ mod tests {
                 service: ServiceKind::Reliable,
                 cum: 5,
                 trigger: Some(9),
+                echo: 1,
                 window: 256,
                 bitmap: 0b1010
             })
@@ -436,7 +447,7 @@ mod tests {
         assert_eq!(buf, ACK);
         assert_eq!(
             r.to_string(),
-            "ACK reliable cum=5 trigger=9 window=256 bitmap=0xa"
+            "ACK reliable cum=5 trigger=9 echo=1 window=256 bitmap=0xa"
         );
     }
 
@@ -463,15 +474,14 @@ mod tests {
         f = DATA;
         f[2] = 0xc1;
         assert_eq!(err(&f), HeaderError::Flags(0xc1));
-        f = DATA;
-        f[3] = 1;
-        assert_eq!(err(&f), HeaderError::Reserved(1));
         let mut a = ACK;
         a[2] = 0x40;
         assert_eq!(err(&a), HeaderError::Flags(0x40));
         a = ACK;
         a[2] = 0x80;
         assert_eq!(err(&a), HeaderError::TriggerWithoutCause(9));
+        a[8..12].copy_from_slice(&[0; 4]);
+        assert_eq!(err(&a), HeaderError::TriggerWithoutCause(0));
         let mut long = ACK.to_vec();
         long.push(0);
         assert_eq!(err(&long), HeaderError::AckLength(25));
@@ -487,6 +497,7 @@ mod tests {
             service: ServiceKind::BestEffort,
             cum: 1,
             trigger: None,
+            echo: 0,
             window: 0,
             bitmap: 0,
         };
@@ -507,18 +518,19 @@ mod tests {
     proptest! {
         #[test]
         fn data_round_trips(
-            service in service(), first: bool, last: bool, seq: u32, msg: u32,
+            service in service(), first: bool, last: bool, seq: u32, msg: u32, tx: u8,
             payload in proptest::collection::vec(any::<u8>(), 0..200),
         ) {
-            let r = Repr::Data { header: DataHeader { service, first, last, seq, msg }, payload: &payload };
+            let r = Repr::Data { header: DataHeader { service, first, last, seq, msg, tx }, payload: &payload };
             let mut buf = vec![0xa5; r.buffer_len()];
             r.emit(&mut buf);
             prop_assert_eq!(Repr::parse(&buf), Ok(r));
         }
 
         #[test]
-        fn ack_round_trips(service in service(), cum: u32, trigger: Option<u32>, window: u32, bitmap: u64) {
-            let r = Repr::Ack(Ack { service, cum, trigger, window, bitmap });
+        fn ack_round_trips(service in service(), cum: u32, trigger: Option<u32>, echo: u8, window: u32, bitmap: u64) {
+            let echo = if trigger.is_some() { echo } else { 0 };
+            let r = Repr::Ack(Ack { service, cum, trigger, echo, window, bitmap });
             let mut buf = vec![0xa5; r.buffer_len()];
             r.emit(&mut buf);
             prop_assert_eq!(Repr::parse(&buf), Ok(r));

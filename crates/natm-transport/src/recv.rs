@@ -127,7 +127,7 @@ impl Receiver {
         let d = dist(self.next_seq, h.seq);
         if d >= HALF {
             stats.duplicates += 1;
-            self.ack(Some(h.seq), stats);
+            self.ack(Some((h.seq, h.tx)), stats);
             return;
         }
         if d >= self.window() {
@@ -155,7 +155,7 @@ impl Receiver {
                 self.reassemble(t, stats);
             }
         }
-        self.ack(Some(h.seq), stats);
+        self.ack(Some((h.seq, h.tx)), stats);
     }
 
     /// The next in-order TPDU of a reliable channel.
@@ -216,7 +216,8 @@ impl Receiver {
         ));
     }
 
-    fn ack(&mut self, trigger: Option<u32>, stats: &mut Stats) {
+    /// Queues an ack; `trigger` is the seq and `tx` of the data TPDU that caused it.
+    fn ack(&mut self, trigger: Option<(u32, u8)>, stats: &mut Stats) {
         let mut bitmap = 0u64;
         for (i, slot) in self.ooo.iter().skip(1).take(64).enumerate() {
             if slot.is_some() {
@@ -233,7 +234,8 @@ impl Receiver {
         self.acks.push_back(Ack {
             service: self.kind,
             cum: self.next_seq,
-            trigger,
+            trigger: trigger.map(|t| t.0),
+            echo: trigger.map_or(0, |t| t.1),
             window,
             bitmap,
         });

@@ -4,9 +4,10 @@
 //!   trigger), so the sender knows each TPDU that got through. A TPDU still unaccounted for
 //!   whose last transmission went before the trigger's (first) transmission was lost —
 //!   ATM keeps a VC's frames in order, so it cannot still be on its way — and is resent at
-//!   once, without a timeout. The rule compares transmission stamps, not sequence numbers,
-//!   so a resent TPDU is resent again only when an ack for something sent *after* the resend
-//!   shows it missing: at most once per round trip, as SMART asks.
+//!   once, without a timeout. The rule compares transmission stamps, not sequence numbers
+//!   (the ack echoes which transmission of its trigger arrived), so a resent TPDU is resent
+//!   again only when an ack for something sent *after* the resend shows it missing: at most
+//!   once per round trip, as SMART asks.
 //! * The window is Reno's, in TPDUs: 1 at the start; +1 per ack of new data below the
 //!   slow-start threshold (doubling per round trip), +1 per window of acks above it; on a
 //!   loss found by SMART, window and threshold halve (never below 2), at most once per
@@ -257,6 +258,7 @@ impl Sender {
             last: t.last,
             seq: self.una.wrapping_add(i as u32),
             msg: t.msg,
+            tx: t.sends as u8,
         };
         emit_data_header(&h, out);
         let len = DATA_HEADER_LEN + t.payload.len();
@@ -327,7 +329,8 @@ impl Sender {
                 return Some(self.transmit(i, now, out));
             }
         }
-        // 2. A loss probe: new data if the receiver takes it, else the newest in flight.
+        // 2. A loss probe: new data if the receiver takes it, else the TPDU in flight sent
+        //    last (its ack then shows every other one in flight lost, or not).
         if ctl.probe_pending {
             ctl.probe_pending = false;
             let next = self.una.wrapping_add(self.sent);
@@ -339,8 +342,8 @@ impl Sender {
                 return Some(self.transmit(i, now, out));
             }
             let newest = (0..self.sent as usize)
-                .rev()
-                .find(|&i| self.buf[i].state == TxState::InFlight);
+                .filter(|&i| self.buf[i].state == TxState::InFlight)
+                .max_by_key(|&i| self.buf[i].last_stamp);
             if let Some(i) = newest {
                 stats.probes += 1;
                 return Some(self.transmit(i, now, out));
@@ -462,7 +465,15 @@ impl Sender {
                     // Karn: only a TPDU sent once gives an unambiguous round trip.
                     ctl.rtt.sample(now - tp.sent_at);
                 }
-                trigger_stamp = Some(tp.first_stamp);
+                // The echo names the transmission that got through; if it is not the
+                // latest (or cannot be told), the first is the safe guess: fewer TPDUs
+                // are then taken as sent before it.
+                let latest = tp.sends.wrapping_sub(1) as u8;
+                trigger_stamp = Some(if tp.sends > 0 && ack.echo == latest {
+                    tp.last_stamp
+                } else {
+                    tp.first_stamp
+                });
             }
         }
         let mut newly = 0u32;

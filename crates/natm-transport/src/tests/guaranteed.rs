@@ -1,0 +1,1 @@
+//! The guaranteed service: the rate kept, the spacing factor, losses reported.

@@ -1,0 +1,1 @@
+//! Mutant tests.

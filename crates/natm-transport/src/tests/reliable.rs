@@ -1,0 +1,1 @@
+//! Reliable state × event tests.
