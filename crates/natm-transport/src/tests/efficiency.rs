@@ -92,6 +92,14 @@ fn row(size: usize, n: usize, p: u64, adaptive: bool, delay: Duration) -> (f64, 
     (g / ideal, text)
 }
 
+/// Asserts ≥ 90 % of the ideal on the LAN for `n` messages of `size` at `p` ppb (the
+/// mutant tests' check).
+#[cfg(feature = "mutants")]
+pub(crate) fn lan_goodput_holds(size: usize, n: usize, p: u64) {
+    let (eff, text) = row(size, n, p, false, us(10));
+    assert!(eff >= 0.9, "{text}");
+}
+
 const SIZES: [(usize, usize); 2] = [(1_500, 6_000), (8_192, 1_500)];
 const LOSSES: [u64; 3] = [100_000, 1_000_000, 10_000_000];
 
