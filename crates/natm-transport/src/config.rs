@@ -36,6 +36,11 @@ impl Service {
             Service::Guaranteed { .. } => ServiceKind::Guaranteed,
         }
     }
+
+    /// Whether the receiver acknowledges.
+    pub(crate) const fn acks(self) -> bool {
+        matches!(self, Service::Reliable)
+    }
 }
 
 /// An [`Endpoint`](crate::Endpoint)'s settings. [`Config::default`] is a reliable channel of
@@ -76,6 +81,9 @@ pub struct Config {
     /// Best effort and guaranteed: how long a partly received message may wait for its next
     /// TPDU before it is reported lost (default 1 s).
     pub reassembly_timeout: Duration,
+    /// Reliable: the sender sizes its TPDUs after the cell loss it measures
+    /// ([`tpdu_size`](crate::tpdu_size)), up to `tpdu_size` (default off).
+    pub adaptive_tpdu_size: bool,
 }
 
 impl Default for Config {
@@ -92,6 +100,7 @@ impl Default for Config {
             max_rto: Duration::from_secs(60),
             min_probe: Duration::from_millis(1),
             reassembly_timeout: Duration::from_secs(1),
+            adaptive_tpdu_size: false,
         }
     }
 }

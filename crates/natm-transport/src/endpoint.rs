@@ -210,8 +210,10 @@ pub struct Stats {
     pub activations: u64,
     /// Guaranteed: the spacing factor X of the last batch.
     pub spacing: u32,
-    /// The payload size new messages are segmented with (0 until changed: the config's).
+    /// The payload size new messages are segmented with.
     pub tpdu_size: usize,
+    /// Changes of it made by the sender itself ([`Config::adaptive_tpdu_size`]).
+    pub tpdu_size_changes: u64,
 }
 
 /// One end of a duplex transport channel.
@@ -374,7 +376,6 @@ impl Endpoint {
         c.tpdu_size = size;
         c.validate()?;
         self.tx.set_tpdu_size(size);
-        self.stats.tpdu_size = size;
         Ok(())
     }
 

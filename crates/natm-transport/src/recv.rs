@@ -22,7 +22,7 @@ use alloc::vec::Vec;
 
 use natm_core::Instant;
 
-use crate::config::{Config, Service};
+use crate::config::Config;
 use crate::endpoint::{Event, RxError, Stats};
 use crate::header::{Ack, DataHeader, ServiceKind};
 use crate::seq::{HALF, before, dist};
@@ -371,12 +371,5 @@ impl Receiver {
 
     pub(crate) fn has_events(&self) -> bool {
         !self.events.is_empty()
-    }
-}
-
-impl Service {
-    /// Whether the receiver acknowledges.
-    pub(crate) const fn acks(self) -> bool {
-        matches!(self, Service::Reliable)
     }
 }

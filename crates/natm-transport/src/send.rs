@@ -24,6 +24,11 @@
 //!   edge never moves back). When only the window holds data back and nothing is in flight,
 //!   a persist timer (the RTO, backing off) sends the next TPDU as a window probe, so a lost
 //!   window update never stalls the channel.
+//! * TPDU size (optional, [`Config::adaptive_tpdu_size`]): the sender counts the TPDUs that
+//!   got through and those SMART found lost, with their cells; every 256 outcomes it
+//!   estimates the cell loss from them and segments the messages queued from then on with
+//!   [`best_tpdu_size`] of it (never so small that the longest message would not fit the
+//!   receive buffer). Messages already queued keep their TPDUs.
 //! * Best effort: TPDUs go as soon as asked for, once; nothing is kept.
 //! * Guaranteed: as best effort, but released by a [`Smoother`] (a leaky bucket at the
 //!   rate). Adaptive smoothing (the seed's spacing factor X): the head of the queue is
@@ -45,6 +50,7 @@ use crate::endpoint::{RxError, SendError, Stats};
 use crate::header::{Ack, DATA_HEADER_LEN, DataHeader, ServiceKind, emit_data_header};
 use crate::rtt::Rtt;
 use crate::seq::{HALF, before, dist};
+use crate::tpdu_size::{best_tpdu_size, cell_loss_from_frames};
 
 /// The largest spacing factor (TPDUs per activation of the guaranteed bucket).
 pub const X_MAX: u32 = 6;
@@ -121,6 +127,48 @@ struct Control {
     persist_backoff: u32,
     probe_pending: bool,
     persist_pending: bool,
+    adapt: Option<Adapt>,
+}
+
+/// The loss the reliable sender sees, for a TPDU size that follows it.
+#[derive(Debug)]
+struct Adapt {
+    /// TPDUs that got through on a transmission, and that SMART found lost.
+    ok: u64,
+    lost: u64,
+    /// The cells of both.
+    cells: u64,
+    /// The largest size (the receiver's) and the smallest the receive buffer allows.
+    max: usize,
+    min: usize,
+}
+
+/// Outcomes between two estimates.
+const ADAPT_EVERY: u64 = 256;
+
+impl Adapt {
+    fn record(&mut self, lost: bool, payload: usize) {
+        if lost {
+            self.lost += 1;
+        } else {
+            self.ok += 1;
+        }
+        self.cells += u64::from(frame_cells(DATA_HEADER_LEN + payload));
+    }
+
+    /// A new size once enough outcomes are in; the counts then halve, so the estimate
+    /// follows a loss that changes while remembering some of the past.
+    fn estimate(&mut self) -> Option<usize> {
+        let n = self.ok + self.lost;
+        if n < ADAPT_EVERY {
+            return None;
+        }
+        let p = cell_loss_from_frames(self.lost, n, self.cells / n);
+        self.ok /= 2;
+        self.lost /= 2;
+        self.cells /= 2;
+        Some(best_tpdu_size(p, self.max).max(self.min))
+    }
 }
 
 #[derive(Debug)]
@@ -162,6 +210,13 @@ impl Sender {
             persist_backoff: 0,
             probe_pending: false,
             persist_pending: false,
+            adapt: c.adaptive_tpdu_size.then(|| Adapt {
+                ok: 0,
+                lost: 0,
+                cells: 0,
+                max: c.tpdu_size,
+                min: c.max_message.div_ceil(c.recv_buffer as usize).max(1),
+            }),
         });
         let gate = match c.service {
             Service::Guaranteed { rate } => {
@@ -353,6 +408,13 @@ impl Sender {
         if ctl.persist_pending {
             ctl.persist_pending = false;
             let ctl = self.ctl.as_mut()?;
+            while let Some(&seq) = ctl.rto_q.front() {
+                let i = dist(self.una, seq) as usize;
+                if i < self.sent as usize && self.buf[i].state == TxState::TimeoutLost {
+                    break;
+                }
+                ctl.rto_q.pop_front();
+            }
             let i = match ctl.rto_q.front() {
                 Some(&seq) => Some(dist(self.una, seq) as usize),
                 None => ((self.sent as usize) < self.buf.len()).then_some(self.sent as usize),
@@ -481,6 +543,9 @@ impl Sender {
             let Some(t) = self.buf.pop_front() else { break };
             if t.state == TxState::InFlight {
                 ctl.flight -= 1;
+                if let Some(a) = ctl.adapt.as_mut() {
+                    a.record(false, t.payload.len());
+                }
             }
             if t.state != TxState::Received {
                 newly += 1;
@@ -493,6 +558,9 @@ impl Sender {
             let t = &mut buf[d];
             if t.state == TxState::InFlight {
                 ctl.flight -= 1;
+                if let Some(a) = ctl.adapt.as_mut() {
+                    a.record(false, t.payload.len());
+                }
             }
             if t.state != TxState::Received {
                 newly += 1;
@@ -522,6 +590,9 @@ impl Sender {
                         let seq = self.una.wrapping_add(d as u32);
                         ctl.smart_q.push_back(seq);
                         stats.smart_losses += 1;
+                        if let Some(a) = ctl.adapt.as_mut() {
+                            a.record(true, tp.payload.len());
+                        }
                         if !before(seq, ctl.recovery) && !crate::window_never_halves() {
                             ctl.ssthresh = (ctl.cwnd / 2).max(2);
                             ctl.cwnd = ctl.cwnd.min(ctl.ssthresh);
@@ -553,6 +624,13 @@ impl Sender {
         let Some(ctl) = self.ctl.as_mut() else {
             return Ok(());
         };
+        // A change of one cell is noise in the estimate, not worth a new segmentation.
+        if let Some(size) = ctl.adapt.as_mut().and_then(Adapt::estimate)
+            && size.abs_diff(self.tpdu_size) > 48
+        {
+            self.tpdu_size = size;
+            stats.tpdu_size_changes += 1;
+        }
         if newly > 0 {
             if ctl.cwnd < ctl.ssthresh {
                 ctl.cwnd += 1;
@@ -673,6 +751,7 @@ impl Sender {
 
     /// The reliable sender's figures, into `stats`.
     pub(crate) fn fill(&self, stats: &mut Stats) {
+        stats.tpdu_size = self.tpdu_size;
         if let Some(c) = &self.ctl {
             stats.cwnd = c.cwnd;
             stats.ssthresh = c.ssthresh;

@@ -8,8 +8,9 @@
 //! payload size with the best expectation, in whole cells (a payload that fills its last
 //! cell), in integer arithmetic. The reliable sender then segments new messages with it
 //! ([`Endpoint::set_tpdu_size`](crate::Endpoint::set_tpdu_size)); the loss rate is the
-//! driver's measurement (for instance the link's cell counters, or the transport's own
-//! TPDU loss converted with the TPDU's cell count).
+//! driver's measurement (for instance the link's cell counters), or the sender's own
+//! ([`Config::adaptive_tpdu_size`](crate::Config::adaptive_tpdu_size): the TPDUs SMART found
+//! lost, converted to a cell loss by [`cell_loss_from_frames`]).
 
 use crate::config::AAL5_MAX_SDU;
 use crate::header::DATA_HEADER_LEN;
@@ -38,6 +39,40 @@ pub fn best_tpdu_size(cell_loss_ppb: u64, max: usize) -> usize {
         }
     }
     (48 * best as usize - overhead).min(max)
+}
+
+/// `(1 − p)^cells` in fixed point with 62 fraction bits, `p` in ppb.
+fn survival(p: u64, cells: u64) -> u128 {
+    let keep = u128::from(PPB - p.min(PPB)) * (1u128 << 62) / u128::from(PPB);
+    let mut s: u128 = 1 << 62;
+    for _ in 0..cells {
+        s = (s * keep) >> 62;
+    }
+    s
+}
+
+/// The random cell loss (ppb) under which frames of `cells` cells are lost `lost` times in
+/// `total`: the `p` with `1 − (1 − p)^cells = lost / total`, to within a part per billion
+/// (bisection, integer arithmetic).
+pub fn cell_loss_from_frames(lost: u64, total: u64, cells: u64) -> u64 {
+    if total == 0 || lost == 0 {
+        return 0;
+    }
+    if lost >= total {
+        return PPB;
+    }
+    let cells = cells.max(1);
+    let want = u128::from(total - lost) * (1u128 << 62) / u128::from(total);
+    let (mut lo, mut hi) = (0u64, PPB);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if survival(mid, cells) > want {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    hi
 }
 
 #[cfg(test)]
@@ -70,5 +105,18 @@ mod tests {
             assert!(goodput(p, s) >= best * 0.999, "{ppb}: {s}");
         }
         assert_eq!(best_tpdu_size(PPB, 65_523), 28);
+    }
+
+    #[test]
+    fn test_cell_loss_from_frames() {
+        assert_eq!(cell_loss_from_frames(0, 100, 32), 0);
+        assert_eq!(cell_loss_from_frames(5, 5, 32), PPB);
+        // 1 % cell loss loses 27.5 % of 32-cell frames and 82.2 % of 172-cell ones.
+        for (cells, flr) in [(32u64, 0.275_000_6), (172, 0.822_498)] {
+            let lost = (flr * 1e6) as u64;
+            let p = cell_loss_from_frames(lost, 1_000_000, cells);
+            assert!((p as f64 - 1e7).abs() < 1e7 * 0.001, "{cells}: {p}");
+        }
+        assert_eq!(cell_loss_from_frames(1, 2, 1), 500_000_000);
     }
 }
