@@ -532,3 +532,80 @@ fn test_receiver_broken_message_structure() {
         Err(RxError::PayloadTooLong { len: 101, max: 100 })
     );
 }
+
+/// What a test of arbitrary input does to the sender.
+#[derive(Clone, Debug)]
+enum Op {
+    Ack {
+        cum: u32,
+        trigger: Option<(u32, u8)>,
+        bitmap: u64,
+        window: u32,
+    },
+    Time(u64),
+    Queue(u8),
+}
+
+fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+    use proptest::prelude::*;
+    prop_oneof![
+        (
+            0u32..40,
+            proptest::option::of((0u32..40, 0u8..3)),
+            any::<u64>(),
+            0u32..80
+        )
+            .prop_map(|(cum, trigger, bitmap, window)| Op::Ack {
+                cum,
+                trigger,
+                bitmap,
+                window
+            }),
+        (0u64..200_000).prop_map(Op::Time),
+        (1u8..8).prop_map(Op::Queue),
+    ]
+}
+
+proptest::proptest! {
+    /// Under any acks (valid or not) and timers, the window stays within 1..=max_window,
+    /// the threshold at least 2, the timeout at least its floor; only a probe goes past
+    /// the receiver's window, and nothing panics.
+    #[test]
+    fn sender_invariants_under_arbitrary_acks(ops in proptest::collection::vec(op(), 1..200)) {
+        let mut e = sender(16);
+        queue(&mut e, 20);
+        let mut now = Instant::ZERO;
+        let mut edge = 1u32;
+        for op in ops {
+            match op {
+                Op::Ack { cum, trigger, bitmap, window } => {
+                    if ack_w(&mut e, now, cum, trigger, bitmap, window).is_ok() && cum + window > edge {
+                        edge = edge.max(cum + window);
+                    }
+                }
+                Op::Time(t) => {
+                    now += us(t);
+                    if e.poll_timeout().is_some_and(|t| t <= now) {
+                        e.handle_timeout(now);
+                    }
+                }
+                Op::Queue(n) => {
+                    let _ = (0..n).map(|_| e.send_message(now, &[1; 100])).count();
+                }
+            }
+            let before = e.stats();
+            for (k, _) in sent(&mut e, now) {
+                let after = e.stats();
+                let probes = after.probes + after.window_probes - before.probes - before.window_probes;
+                proptest::prop_assert!(k < edge || probes > 0, "{k} past the edge {edge}");
+            }
+            let s = e.stats();
+            proptest::prop_assert!((1..=16).contains(&s.cwnd), "{s:?}");
+            proptest::prop_assert!(s.ssthresh >= 2);
+            proptest::prop_assert!(s.rto >= ms(50));
+            if let Some(t) = e.poll_timeout() {
+                proptest::prop_assert!(t >= now);
+            }
+        }
+    }
+}
