@@ -31,6 +31,30 @@
 //! (the host core's CAC does), and it does not shape cells (the cell scheduler does: the
 //! guaranteed bucket works on whole TPDUs).
 //!
+//! # From the seed papers
+//!
+//! Followed: a TPDU is one AAL5 frame and a channel two simplex VCs (Ahuja, Keshav and
+//! Saran); SMART's ack — cumulative ack plus the sequence number of the TPDU that caused
+//! it — and its rule: resend what the trigger shows missing at once, once per round trip,
+//! and keep the timeout for when acks stop (Keshav and Morgan); a TCP-like window, in
+//! TPDUs; a floor under the timeout (the seed's 50 ms: its timer was coarse and a timeout
+//! from tiny round trips collapsed the window); best effort that reports what it lost;
+//! guaranteed service as a leaky bucket with a spacing factor X that grows with the data
+//! queued, no retransmission; work units served by weighted round robin.
+//!
+//! Added here, each said where it is done: a 64-bit bitmap of what came above the
+//! cumulative ack (it repairs what lost acks hide); the ack's echo of which transmission
+//! of its trigger arrived, so the once-per-round-trip rule is exact for resent TPDUs; a
+//! loss probe (RACK-TLP's idea) so that a whole lost flight costs a probe time (two round
+//! trips, at least `min_probe`) and not the timeout; the persist timer of receive-window
+//! flow control; a TPDU size that follows the measured cell loss.
+//!
+//! Limits: acks are TPDUs of their own (not piggybacked on data), one per data TPDU, one
+//! cell each; the receive buffer counts TPDUs, so a small message holds a whole TPDU's
+//! place; Reno's halving takes random cell loss for congestion, so at 1 % cell loss a
+//! 1,500-byte TPDU keeps a window of 2–3 and fills a LAN's pipe but not a longer one (the
+//! efficiency tests give the figures).
+//!
 //! Initial sequence numbers come from the driver ([`Isn`]), which seeds them; both ends of
 //! one direction must be given the same.
 //!

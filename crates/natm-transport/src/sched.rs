@@ -12,6 +12,11 @@
 //! a channel always has work, it gets at least `weight / Σ weights` of the units served,
 //! to within one round.
 //!
+//! Weights are per unit, not per byte: a guaranteed channel's weight must cover its rate
+//! in the units it sends. With TPDUs of `c_g` cells beside a bulk channel's of `c_b` at
+//! weight 1, it gets `w·c_g / (w·c_g + c_b)` of a line the bulk channel keeps busy; a rate
+//! of 20 % in 32-cell TPDUs beside 172-cell bulk TPDUs needs `w ≥ 2` (1 gives 15.7 %).
+//!
 //! Pure: no clock; the driver decides what a unit costs in time (the host's per-TPDU
 //! budget from `natm perf calibrate`).
 
