@@ -221,13 +221,13 @@ impl Sender {
         let gate = match c.service {
             Service::Guaranteed { rate } => {
                 let depth = X_MAX * frame_cells(DATA_HEADER_LEN + c.tpdu_size);
-                Smoother::new(SmootherConfig {
+                let bucket = Smoother::new(SmootherConfig {
                     rate,
                     depth,
                     queue_limit: u64::MAX,
                 })
-                .ok()
-                .map(|bucket| Gate {
+                .expect("a validated config has a rate of at least 1 and a TPDU of 1 cell");
+                Some(Gate {
                     bucket,
                     offered: 0,
                     released: 0,
