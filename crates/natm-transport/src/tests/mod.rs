@@ -63,13 +63,19 @@ impl Outbox {
 
 /// Runs `p` until both outboxes are delivered (or `limit`), offering as room comes.
 pub(crate) fn drive(p: &mut Pair, a: &mut Outbox, b: &mut Outbox, limit: Instant) {
-    let delivered = |p: &Pair, a: &Outbox, b: &Outbox| {
-        messages(&p.b_events) >= a.sizes.len() && messages(&p.a_events) >= b.sizes.len()
+    // Messages among the events scanned so far, per side: counted as they come, once.
+    let (mut at_b, mut at_a) = ((0, 0), (0, 0));
+    let count = |seen: &mut (usize, usize), events: &[(Instant, Event)]| {
+        seen.1 += messages(&events[seen.0..]);
+        seen.0 = events.len();
+        seen.1
     };
     loop {
         a.offer(&mut p.a, p.now);
         b.offer(&mut p.b, p.now);
-        if delivered(p, a, b) || !p.step(limit) {
+        let done = count(&mut at_b, &p.b_events) >= a.sizes.len()
+            && count(&mut at_a, &p.a_events) >= b.sizes.len();
+        if done || !p.step(limit) {
             break;
         }
     }
