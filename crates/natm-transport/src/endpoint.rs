@@ -20,22 +20,45 @@ pub struct Isn {
     pub msg: u32,
 }
 
+/// A message sequence number: messages are numbered from their direction's [`Isn::msg`],
+/// one each, modulo 2³².
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MsgSeq(pub u32);
+
+impl MsgSeq {
+    /// The number `n` messages after this one (wrapping).
+    pub const fn add(self, n: u32) -> MsgSeq {
+        MsgSeq(self.0.wrapping_add(n))
+    }
+
+    /// How many messages from `earlier` to this one (wrapping).
+    pub const fn since(self, earlier: MsgSeq) -> u32 {
+        self.0.wrapping_sub(earlier.0)
+    }
+}
+
+impl fmt::Display for MsgSeq {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// What an endpoint hands to its application.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
     /// A whole message, in order.
     Message {
         /// Its message sequence number.
-        msg: u32,
+        msg: MsgSeq,
         /// Its bytes.
         data: Vec<u8>,
     },
     /// Best effort and guaranteed: messages `first..=last` (serial order) will never come.
     Lost {
         /// The first lost message.
-        first: u32,
+        first: MsgSeq,
         /// The last lost message.
-        last: u32,
+        last: MsgSeq,
     },
 }
 
@@ -273,11 +296,11 @@ impl Endpoint {
     }
 
     /// Queues a message; returns its message sequence number.
-    pub fn send_message(&mut self, now: Instant, data: &[u8]) -> Result<u32, SendError> {
+    pub fn send_message(&mut self, now: Instant, data: &[u8]) -> Result<MsgSeq, SendError> {
         let now = self.clock(now);
         let msg = self.tx.send_message(data, &mut self.stats)?;
         self.tx.update_timers(now);
-        Ok(msg)
+        Ok(MsgSeq(msg))
     }
 
     /// Takes one frame from the receive VC.

@@ -60,7 +60,7 @@
 //!
 //! ```
 //! use natm_core::Instant;
-//! use natm_transport::{Config, Endpoint, Event, Isn};
+//! use natm_transport::{Config, Endpoint, Event, Isn, MsgSeq};
 //!
 //! let now = Instant::ZERO;
 //! let (ab, ba) = (Isn { seq: 7, msg: 0 }, Isn { seq: u32::MAX, msg: 9 });
@@ -83,7 +83,7 @@
 //!         break;
 //!     }
 //! }
-//! assert_eq!(b.poll_event(), Some(Event::Message { msg: 0, data: b"hello".to_vec() }));
+//! assert_eq!(b.poll_event(), Some(Event::Message { msg: MsgSeq(0), data: b"hello".to_vec() }));
 //! assert!(a.send_idle());
 //! ```
 //!
@@ -112,7 +112,7 @@ pub mod tpdu_size;
 mod tests;
 
 pub use config::{AAL5_MAX_SDU, Config, ConfigError, Service, frame_cells};
-pub use endpoint::{Endpoint, Event, Isn, RxError, SendError, Stats};
+pub use endpoint::{Endpoint, Event, Isn, MsgSeq, RxError, SendError, Stats};
 pub use send::{X_MAX, spacing_factor};
 
 #[cfg(feature = "mutants")]

@@ -23,7 +23,7 @@ use alloc::vec::Vec;
 use natm_core::Instant;
 
 use crate::config::Config;
-use crate::endpoint::{Event, RxError, Stats};
+use crate::endpoint::{Event, MsgSeq, RxError, Stats};
 use crate::header::{Ack, DataHeader, ServiceKind};
 use crate::seq::{HALF, before, dist};
 
@@ -209,7 +209,7 @@ impl Receiver {
         self.undrained += a.tpdus;
         self.events.push_back((
             Event::Message {
-                msg: a.msg,
+                msg: MsgSeq(a.msg),
                 data: a.data,
             },
             a.tpdus,
@@ -323,12 +323,18 @@ impl Receiver {
         stats.loss_reports += 1;
         self.next_msg = last.wrapping_add(1);
         if let Some((Event::Lost { last: l, .. }, _)) = self.events.back_mut()
-            && l.wrapping_add(1) == first
+            && l.0.wrapping_add(1) == first
         {
-            *l = last;
+            *l = MsgSeq(last);
             return;
         }
-        self.events.push_back((Event::Lost { first, last }, 0));
+        self.events.push_back((
+            Event::Lost {
+                first: MsgSeq(first),
+                last: MsgSeq(last),
+            },
+            0,
+        ));
     }
 
     pub(crate) fn poll_event(&mut self, stats: &mut Stats) -> Option<Event> {

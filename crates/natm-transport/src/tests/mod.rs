@@ -17,7 +17,7 @@ use alloc::vec::Vec;
 use natm_core::{Duration, Instant};
 
 use crate::testing::{Pair, Wire, WireConfig, message};
-use crate::{Config, Event, Isn, SendError};
+use crate::{Config, Event, Isn, MsgSeq, SendError};
 
 pub(crate) fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -100,7 +100,7 @@ pub(crate) fn check_reliable(
         let Event::Message { msg, data } = e else {
             return Err(format!("event {k} is {e:?}"));
         };
-        if *msg != isn.msg.wrapping_add(k as u32) {
+        if *msg != MsgSeq(isn.msg).add(k as u32) {
             return Err(format!("message {k} numbered {msg}"));
         }
         let size = *out.sizes.get(k).ok_or(format!("message {k} never sent"))?;

@@ -132,7 +132,7 @@ proptest! {
         for (_, e) in &p.b_events {
             match e {
                 Event::Message { msg, data } => {
-                    let k = msg.wrapping_sub(isn_msg) as usize;
+                    let k = msg.since(MsgSeq(isn_msg)) as usize;
                     prop_assert!(k < n, "message {} never sent", msg);
                     prop_assert_eq!(data, &message(seed, k as u64, a.sizes[k]));
                     prop_assert!(last_delivered.is_none_or(|l| l < k), "{} after {:?}", k, last_delivered);
@@ -140,7 +140,7 @@ proptest! {
                     seen[k] += 1;
                 }
                 Event::Lost { first, last } => {
-                    let (f, l) = (first.wrapping_sub(isn_msg) as usize, last.wrapping_sub(isn_msg) as usize);
+                    let (f, l) = (first.since(MsgSeq(isn_msg)) as usize, last.since(MsgSeq(isn_msg)) as usize);
                     prop_assert!(f <= l && l < n, "lost {}..={} of {}", f, l, n);
                     for s in &mut seen[f..=l] {
                         *s += 1;

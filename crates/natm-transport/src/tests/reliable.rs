@@ -468,7 +468,7 @@ pub(crate) fn test_receiver_acks_every_tpdu_with_its_trigger() {
         .map(|ev| match ev {
             Event::Message { msg, data } => {
                 assert_eq!(data.len(), 3);
-                msg
+                msg.0
             }
             other => panic!("{other:?}"),
         })
@@ -495,7 +495,10 @@ fn test_receiver_window_closes_and_reopens() {
     assert_eq!(e.stats().beyond_window, 1);
     assert!(matches!(
         e.poll_event(),
-        Some(Event::Message { msg: 40, .. })
+        Some(Event::Message {
+            msg: MsgSeq(40),
+            ..
+        })
     ));
     assert_eq!(acks(&mut e), [(4, None, 0, 2)]);
     assert_eq!(e.stats().window_updates, 1);
@@ -513,7 +516,10 @@ fn test_receiver_broken_message_structure() {
     assert_eq!(e.stats().protocol_errors, 3);
     assert!(matches!(
         e.poll_event(),
-        Some(Event::Message { msg: 42, .. })
+        Some(Event::Message {
+            msg: MsgSeq(42),
+            ..
+        })
     ));
     let mut long = vec![0; 12 + 101];
     emit_data_header(
