@@ -16,7 +16,7 @@
 //!   SMART resends go at once (the lost TPDU has left the pipe: one out, one in); what a
 //!   timeout found lost and new data go when the flight is below the window.
 //! * Loss probe (not in the seed; RACK-TLP's idea): with TPDUs in flight and no ack for
-//!   max(2·srtt, `min_probe`), the newest TPDU in flight (or a new one) is sent again. Its
+//!   max(2·srtt, `min_probe`), the TPDU in flight sent last (or a new one) is sent. Its
 //!   ack's trigger lets SMART find everything lost before it, so losing a whole flight —
 //!   frequent at high loss with a small window — costs a probe time, not the timeout
 //!   with its 50 ms floor and window of 1. Probes back off and never change the window.
@@ -56,8 +56,8 @@ use crate::tpdu_size::{best_tpdu_size, cell_loss_from_frames};
 pub const X_MAX: u32 = 6;
 
 /// The spacing factor X for a batch formed with `queued` TPDUs waiting: 1 below 2, 2 below
-/// 4, 3 below 8, 4 below 16, 5 below 32, else 6 — each step a doubling of the backlog, so
-/// a batch is never more than half of what waits (until X_MAX) and a trickle stays smooth.
+/// 4, 3 below 8, 4 below 16, 5 below 32, else 6: one step per doubling of the backlog, so
+/// a trickle stays smooth and only a real backlog is sent in batches.
 pub const fn spacing_factor(queued: usize) -> u32 {
     match queued {
         0..2 => 1,
