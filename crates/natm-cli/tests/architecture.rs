@@ -18,6 +18,7 @@ const PURE: &[&str] = &[
     "natm-sscop",
     "natm-sig",
     "natm-calls",
+    "natm-transport",
 ];
 /// What a pure crate may never depend on, directly or not.
 const FORBIDDEN: &[&str] = &[

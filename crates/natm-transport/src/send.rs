@@ -1,0 +1,770 @@
+//! The sending half of an endpoint: segmentation, and per service the release of TPDUs.
+//!
+//! * Reliable: SMART (Keshav & Morgan). Every ack names the TPDU that caused it (its
+//!   trigger), so the sender knows each TPDU that got through. A TPDU still unaccounted for
+//!   whose last transmission went before the trigger's (first) transmission was lost —
+//!   ATM keeps a VC's frames in order, so it cannot still be on its way — and is resent at
+//!   once, without a timeout. The rule compares transmission stamps, not sequence numbers
+//!   (the ack echoes which transmission of its trigger arrived), so a resent TPDU is resent
+//!   again only when an ack for something sent *after* the resend shows it missing: at most
+//!   once per round trip, as SMART asks.
+//! * The window is Reno's, in TPDUs: 1 at the start; +1 per ack of new data below the
+//!   slow-start threshold (doubling per round trip), +1 per window of acks above it; on a
+//!   loss found by SMART, window and threshold halve (never below 2), at most once per
+//!   window of data (the recovery point: a loss of a TPDU sent before the last halving does
+//!   not halve again); on a timeout the threshold becomes half the flight and the window 1.
+//!   SMART resends go at once (the lost TPDU has left the pipe: one out, one in); what a
+//!   timeout found lost and new data go when the flight is below the window.
+//! * Loss probe (not in the seed; RACK-TLP's idea): with TPDUs in flight and no ack for
+//!   max(2·srtt, `min_probe`), the TPDU in flight sent last (or a new one) is sent. Its
+//!   ack's trigger lets SMART find everything lost before it, so losing a whole flight —
+//!   frequent at high loss with a small window — costs a probe time, not the timeout
+//!   with its 50 ms floor and window of 1. Probes back off and never change the window.
+//! * Receive window: never a TPDU at or past the highest `cum + window` advertised (that
+//!   edge never moves back). When only the window holds data back and nothing is in flight,
+//!   a persist timer (the RTO, backing off) sends the next TPDU as a window probe, so a lost
+//!   window update never stalls the channel.
+//! * TPDU size (optional, [`Config::adaptive_tpdu_size`]): the sender counts the TPDUs that
+//!   got through and those SMART found lost, with their cells; every 256 outcomes it
+//!   estimates the cell loss from them and segments the messages queued from then on with
+//!   [`best_tpdu_size`] of it (never so small that the longest message would not fit the
+//!   receive buffer). Messages already queued keep their TPDUs.
+//! * Best effort: TPDUs go as soon as asked for, once; nothing is kept.
+//! * Guaranteed: as best effort, but released by a [`Smoother`] (a leaky bucket at the
+//!   rate). Adaptive smoothing (the seed's spacing factor X): the head of the queue is
+//!   offered to the bucket as a batch of X TPDUs, X growing with the TPDUs queued when the
+//!   batch is formed (see [`spacing_factor`]); batches leave X·Δ apart (Δ one TPDU's time at
+//!   the rate). A deep queue is a bulk sender: it gets fewer, larger activations (each a
+//!   wake-up of the driver), a shallow one the smoothest spacing and the least delay. The
+//!   bucket is `X_MAX` full TPDUs deep, so the flow conforms to a token bucket (rate,
+//!   6 TPDUs), which is what admission has to reserve for.
+
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+
+use natm_core::{Duration, Instant};
+use natm_traffic::smooth::{Smoother, SmootherConfig};
+
+use crate::config::{Config, Service, frame_cells};
+use crate::endpoint::{RxError, SendError, Stats};
+use crate::header::{Ack, DATA_HEADER_LEN, DataHeader, ServiceKind, emit_data_header};
+use crate::rtt::Rtt;
+use crate::seq::{HALF, before, dist};
+use crate::tpdu_size::{best_tpdu_size, cell_loss_from_frames};
+
+/// The largest spacing factor (TPDUs per activation of the guaranteed bucket).
+pub const X_MAX: u32 = 6;
+
+/// The spacing factor X for a batch formed with `queued` TPDUs waiting: 1 below 2, 2 below
+/// 4, 3 below 8, 4 below 16, 5 below 32, else 6: one step per doubling of the backlog, so
+/// a trickle stays smooth and only a real backlog is sent in batches.
+pub const fn spacing_factor(queued: usize) -> u32 {
+    match queued {
+        0..2 => 1,
+        2..4 => 2,
+        4..8 => 3,
+        8..16 => 4,
+        16..32 => 5,
+        _ => X_MAX,
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TxState {
+    Unsent,
+    InFlight,
+    /// Found lost by SMART, to resend at once.
+    SmartLost,
+    /// Found lost by a timeout (or dropped beyond the window), to resend as the window allows.
+    TimeoutLost,
+    Received,
+}
+
+#[derive(Debug)]
+struct TxTpdu {
+    msg: u32,
+    first: bool,
+    last: bool,
+    payload: Vec<u8>,
+    state: TxState,
+    /// Transmission stamps (a counter): the first and the latest.
+    first_stamp: u64,
+    last_stamp: u64,
+    sent_at: Instant,
+    sends: u32,
+}
+
+#[derive(Debug)]
+struct Gate {
+    bucket: Smoother,
+    /// TPDUs of the batch offered to the bucket and not yet released.
+    offered: u32,
+    /// TPDUs released and not yet sent.
+    released: u32,
+}
+
+/// What the reliable sender runs.
+#[derive(Debug)]
+struct Control {
+    cwnd: u32,
+    ssthresh: u32,
+    /// Acks counted toward the next +1 in congestion avoidance.
+    acc: u32,
+    max_window: u32,
+    /// The highest `cum + window` advertised: never a TPDU at or past it.
+    right_edge: u32,
+    flight: u32,
+    /// A SMART loss of a TPDU at or after this halves the window again.
+    recovery: u32,
+    smart_q: VecDeque<u32>,
+    rto_q: VecDeque<u32>,
+    rtt: Rtt,
+    min_probe: Duration,
+    rto_at: Option<Instant>,
+    probe_at: Option<Instant>,
+    persist_at: Option<Instant>,
+    probes: u32,
+    persist_backoff: u32,
+    probe_pending: bool,
+    persist_pending: bool,
+    adapt: Option<Adapt>,
+}
+
+/// The loss the reliable sender sees, for a TPDU size that follows it.
+#[derive(Debug)]
+struct Adapt {
+    /// TPDUs that got through on a transmission, and that SMART found lost.
+    ok: u64,
+    lost: u64,
+    /// The cells of both.
+    cells: u64,
+    /// The largest size (the receiver's) and the smallest the receive buffer allows.
+    max: usize,
+    min: usize,
+}
+
+/// Outcomes between two estimates.
+const ADAPT_EVERY: u64 = 256;
+
+impl Adapt {
+    fn record(&mut self, lost: bool, payload: usize) {
+        if lost {
+            self.lost += 1;
+        } else {
+            self.ok += 1;
+        }
+        self.cells += u64::from(frame_cells(DATA_HEADER_LEN + payload));
+    }
+
+    /// A new size once enough outcomes are in; the counts then halve, so the estimate
+    /// follows a loss that changes while remembering some of the past.
+    fn estimate(&mut self) -> Option<usize> {
+        let n = self.ok + self.lost;
+        if n < ADAPT_EVERY {
+            return None;
+        }
+        let p = cell_loss_from_frames(self.lost, n, self.cells / n);
+        self.ok /= 2;
+        self.lost /= 2;
+        self.cells /= 2;
+        Some(best_tpdu_size(p, self.max).max(self.min))
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Sender {
+    kind: ServiceKind,
+    tpdu_size: usize,
+    max_message: usize,
+    queue_limit: usize,
+    /// From `una` on: sent ones (`..sent`), then unsent ones.
+    buf: VecDeque<TxTpdu>,
+    una: u32,
+    sent: u32,
+    next_msg: u32,
+    queued_bytes: usize,
+    stamp: u64,
+    ctl: Option<Control>,
+    gate: Option<Gate>,
+}
+
+impl Sender {
+    pub(crate) fn new(c: &Config, seq: u32, msg: u32) -> Sender {
+        let ctl = (c.service == Service::Reliable).then(|| Control {
+            cwnd: 1,
+            ssthresh: (c.max_window / 2).max(2),
+            acc: 0,
+            max_window: c.max_window,
+            // One TPDU until the first ack says how much the receiver takes.
+            right_edge: seq.wrapping_add(1),
+            flight: 0,
+            recovery: seq,
+            smart_q: VecDeque::new(),
+            rto_q: VecDeque::new(),
+            rtt: Rtt::new(c),
+            min_probe: c.min_probe,
+            rto_at: None,
+            probe_at: None,
+            persist_at: None,
+            probes: 0,
+            persist_backoff: 0,
+            probe_pending: false,
+            persist_pending: false,
+            adapt: c.adaptive_tpdu_size.then(|| Adapt {
+                ok: 0,
+                lost: 0,
+                cells: 0,
+                max: c.tpdu_size,
+                min: c.max_message.div_ceil(c.recv_buffer as usize).max(1),
+            }),
+        });
+        let gate = match c.service {
+            Service::Guaranteed { rate } => {
+                let depth = X_MAX * frame_cells(DATA_HEADER_LEN + c.tpdu_size);
+                let bucket = Smoother::new(SmootherConfig {
+                    rate,
+                    depth,
+                    queue_limit: u64::MAX,
+                })
+                .expect("a validated config has a rate of at least 1 and a TPDU of 1 cell");
+                Some(Gate {
+                    bucket,
+                    offered: 0,
+                    released: 0,
+                })
+            }
+            _ => None,
+        };
+        Sender {
+            kind: c.service.kind(),
+            tpdu_size: c.tpdu_size,
+            max_message: c.max_message,
+            queue_limit: c.send_queue_limit,
+            buf: VecDeque::new(),
+            una: seq,
+            sent: 0,
+            next_msg: msg,
+            queued_bytes: 0,
+            stamp: 0,
+            ctl,
+            gate,
+        }
+    }
+
+    /// Segments messages queued from now on into TPDUs of `size` payload bytes.
+    pub(crate) fn set_tpdu_size(&mut self, size: usize) {
+        self.tpdu_size = size;
+    }
+
+    pub(crate) fn queued_bytes(&self) -> usize {
+        self.queued_bytes
+    }
+
+    /// Segments and queues one message; returns its message sequence number.
+    pub(crate) fn send_message(
+        &mut self,
+        data: &[u8],
+        stats: &mut Stats,
+    ) -> Result<u32, SendError> {
+        if data.len() > self.max_message {
+            return Err(SendError::MessageTooLarge {
+                len: data.len(),
+                max: self.max_message,
+            });
+        }
+        let n = data.len().div_ceil(self.tpdu_size).max(1);
+        // Far below half the sequence space, so that serial order is never ambiguous.
+        let room = self.queued_bytes + data.len() <= self.queue_limit
+            && self.buf.len() + n <= (HALF / 2) as usize;
+        if !room {
+            return Err(SendError::QueueFull {
+                queued: self.queued_bytes,
+                limit: self.queue_limit,
+            });
+        }
+        let msg = self.next_msg;
+        self.next_msg = msg.wrapping_add(1);
+        for k in 0..n {
+            let part = &data[k * self.tpdu_size..data.len().min((k + 1) * self.tpdu_size)];
+            self.buf.push_back(TxTpdu {
+                msg,
+                first: k == 0,
+                last: k + 1 == n,
+                payload: part.to_vec(),
+                state: TxState::Unsent,
+                first_stamp: 0,
+                last_stamp: 0,
+                sent_at: Instant::ZERO,
+                sends: 0,
+            });
+        }
+        self.queued_bytes += data.len();
+        stats.msgs_sent += 1;
+        stats.bytes_sent += data.len() as u64;
+        Ok(msg)
+    }
+
+    /// Writes TPDU `i` of the buffer into `out`; returns its length.
+    fn write(&self, i: usize, out: &mut [u8]) -> usize {
+        let t = &self.buf[i];
+        let h = DataHeader {
+            service: self.kind,
+            first: t.first,
+            last: t.last,
+            seq: self.una.wrapping_add(i as u32),
+            msg: t.msg,
+            tx: t.sends as u8,
+        };
+        emit_data_header(&h, out);
+        let len = DATA_HEADER_LEN + t.payload.len();
+        out[DATA_HEADER_LEN..len].copy_from_slice(&t.payload);
+        len
+    }
+
+    /// The next TPDU to send, if any may go at `now`. `out` holds the longest frame.
+    pub(crate) fn poll_transmit(
+        &mut self,
+        now: Instant,
+        out: &mut [u8],
+        stats: &mut Stats,
+    ) -> Option<usize> {
+        match self.kind {
+            ServiceKind::Reliable => self.poll_reliable(now, out, stats),
+            ServiceKind::BestEffort => self.pop_unreliable(out, stats),
+            ServiceKind::Guaranteed => {
+                let gate = self.gate.as_mut()?;
+                if gate.released == 0 {
+                    if gate.offered == 0 && !self.buf.is_empty() {
+                        let x = spacing_factor(self.buf.len()).min(self.buf.len() as u32);
+                        let cells = self
+                            .buf
+                            .iter()
+                            .take(x as usize)
+                            .map(|t| frame_cells(DATA_HEADER_LEN + t.payload.len()))
+                            .sum();
+                        // A batch is at most X_MAX full TPDUs: the bucket's depth.
+                        gate.bucket.offer(cells).ok()?;
+                        gate.offered = x;
+                        stats.spacing = x;
+                    }
+                    if gate.offered > 0 && gate.bucket.poll_release(now).is_some() {
+                        gate.released = gate.offered;
+                        gate.offered = 0;
+                        stats.activations += 1;
+                    }
+                }
+                if gate.released == 0 {
+                    return None;
+                }
+                gate.released -= 1;
+                self.pop_unreliable(out, stats)
+            }
+        }
+    }
+
+    fn pop_unreliable(&mut self, out: &mut [u8], stats: &mut Stats) -> Option<usize> {
+        if self.buf.is_empty() {
+            return None;
+        }
+        let len = self.write(0, out);
+        let t = self.buf.pop_front()?;
+        self.queued_bytes -= t.payload.len();
+        self.una = self.una.wrapping_add(1);
+        stats.tpdus_sent += 1;
+        Some(len)
+    }
+
+    fn poll_reliable(&mut self, now: Instant, out: &mut [u8], stats: &mut Stats) -> Option<usize> {
+        let ctl = self.ctl.as_mut()?;
+        // 1. SMART resends, at once.
+        while let Some(seq) = ctl.smart_q.pop_front() {
+            let i = dist(self.una, seq) as usize;
+            if i < self.sent as usize && self.buf[i].state == TxState::SmartLost {
+                stats.smart_resends += 1;
+                return Some(self.transmit(i, now, out));
+            }
+        }
+        // 2. A loss probe: new data if the receiver takes it, else the TPDU in flight sent
+        //    last (its ack then shows every other one in flight lost, or not).
+        if ctl.probe_pending {
+            ctl.probe_pending = false;
+            let next = self.una.wrapping_add(self.sent);
+            if (self.sent as usize) < self.buf.len() && before(next, ctl.right_edge) {
+                let i = self.sent as usize;
+                self.sent += 1;
+                stats.tpdus_sent += 1;
+                stats.probes += 1;
+                return Some(self.transmit(i, now, out));
+            }
+            let newest = (0..self.sent as usize)
+                .filter(|&i| self.buf[i].state == TxState::InFlight)
+                .max_by_key(|&i| self.buf[i].last_stamp);
+            if let Some(i) = newest {
+                stats.probes += 1;
+                return Some(self.transmit(i, now, out));
+            }
+        }
+        // 3. A window probe: the next TPDU past a closed window.
+        if ctl.persist_pending {
+            ctl.persist_pending = false;
+            let ctl = self.ctl.as_mut()?;
+            while let Some(&seq) = ctl.rto_q.front() {
+                let i = dist(self.una, seq) as usize;
+                if i < self.sent as usize && self.buf[i].state == TxState::TimeoutLost {
+                    break;
+                }
+                ctl.rto_q.pop_front();
+            }
+            let i = match ctl.rto_q.front() {
+                Some(&seq) => Some(dist(self.una, seq) as usize),
+                None => ((self.sent as usize) < self.buf.len()).then_some(self.sent as usize),
+            };
+            if let Some(i) = i {
+                if i == self.sent as usize {
+                    self.sent += 1;
+                    stats.tpdus_sent += 1;
+                } else {
+                    ctl.rto_q.pop_front();
+                }
+                stats.window_probes += 1;
+                return Some(self.transmit(i, now, out));
+            }
+        }
+        let ctl = self.ctl.as_mut()?;
+        if ctl.flight >= ctl.cwnd {
+            return None;
+        }
+        // 4. What a timeout found lost, in order.
+        while let Some(&seq) = ctl.rto_q.front() {
+            let i = dist(self.una, seq) as usize;
+            if i >= self.sent as usize || self.buf[i].state != TxState::TimeoutLost {
+                ctl.rto_q.pop_front();
+                continue;
+            }
+            if !before(seq, ctl.right_edge) {
+                return None;
+            }
+            ctl.rto_q.pop_front();
+            stats.timeout_resends += 1;
+            return Some(self.transmit(i, now, out));
+        }
+        // 5. New data.
+        let next = self.una.wrapping_add(self.sent);
+        if (self.sent as usize) < self.buf.len() && before(next, ctl.right_edge) {
+            let i = self.sent as usize;
+            self.sent += 1;
+            stats.tpdus_sent += 1;
+            return Some(self.transmit(i, now, out));
+        }
+        None
+    }
+
+    /// Sends (or resends) buffer entry `i` of a reliable channel.
+    fn transmit(&mut self, i: usize, now: Instant, out: &mut [u8]) -> usize {
+        let len = self.write(i, out);
+        self.stamp += 1;
+        let stamp = self.stamp;
+        let Some(ctl) = self.ctl.as_mut() else {
+            return len;
+        };
+        let t = &mut self.buf[i];
+        if t.state != TxState::InFlight {
+            ctl.flight += 1;
+        }
+        t.state = TxState::InFlight;
+        if t.sends == 0 {
+            t.first_stamp = stamp;
+        }
+        t.last_stamp = stamp;
+        t.sends = t.sends.saturating_add(1);
+        t.sent_at = now;
+        if ctl.rto_at.is_none() {
+            ctl.rto_at = Some(now + ctl.rtt.rto());
+        }
+        if ctl.probe_at.is_none() {
+            ctl.probe_at = Some(now + ctl.rtt.pto(ctl.min_probe));
+        }
+        len
+    }
+
+    /// An ack on a reliable channel.
+    pub(crate) fn on_ack(
+        &mut self,
+        now: Instant,
+        ack: &Ack,
+        stats: &mut Stats,
+    ) -> Result<(), RxError> {
+        let Some(ctl) = self.ctl.as_mut() else {
+            return Err(RxError::AckNotExpected);
+        };
+        let dc = dist(self.una, ack.cum);
+        if dc > self.sent {
+            if dc >= HALF {
+                // Older than what is acked already (a duplicated ack): nothing new in it.
+                stats.acks_old += 1;
+                return Ok(());
+            }
+            return Err(RxError::AckBeyondSent { cum: ack.cum });
+        }
+        if let Some(t) = ack.trigger {
+            let dt = dist(self.una, t);
+            if dt >= self.sent && dt < HALF {
+                return Err(RxError::TriggerNotSent { trigger: t });
+            }
+        }
+        stats.acks_received += 1;
+        let edge = ack.cum.wrapping_add(ack.window.min(HALF / 2));
+        if before(ctl.right_edge, edge) {
+            ctl.right_edge = edge;
+        }
+        // The trigger's first transmission, before the cumulative ack frees it.
+        let mut trigger_stamp = None;
+        if let Some(t) = ack.trigger {
+            let dt = dist(self.una, t) as usize;
+            if dt < self.sent as usize {
+                let tp = &self.buf[dt];
+                if tp.state != TxState::Received && tp.sends == 1 {
+                    // Karn: only a TPDU sent once gives an unambiguous round trip.
+                    ctl.rtt.sample(now - tp.sent_at);
+                }
+                // The echo names the transmission that got through; if it is not the
+                // latest (or cannot be told), the first is the safe guess: fewer TPDUs
+                // are then taken as sent before it.
+                let latest = tp.sends.wrapping_sub(1) as u8;
+                trigger_stamp = Some(if tp.sends > 0 && ack.echo == latest {
+                    tp.last_stamp
+                } else {
+                    tp.first_stamp
+                });
+            }
+        }
+        let mut newly = 0u32;
+        for _ in 0..dc {
+            let Some(t) = self.buf.pop_front() else { break };
+            if t.state == TxState::InFlight {
+                ctl.flight -= 1;
+                if let Some(a) = ctl.adapt.as_mut() {
+                    a.record(false, t.payload.len());
+                }
+            }
+            if t.state != TxState::Received {
+                newly += 1;
+            }
+            self.queued_bytes -= t.payload.len();
+            self.sent -= 1;
+            self.una = self.una.wrapping_add(1);
+        }
+        let mut received = |buf: &mut VecDeque<TxTpdu>, ctl: &mut Control, d: usize| {
+            let t = &mut buf[d];
+            if t.state == TxState::InFlight {
+                ctl.flight -= 1;
+                if let Some(a) = ctl.adapt.as_mut() {
+                    a.record(false, t.payload.len());
+                }
+            }
+            if t.state != TxState::Received {
+                newly += 1;
+                t.state = TxState::Received;
+            }
+        };
+        if let Some(t) = ack.trigger {
+            let d = dist(self.una, t) as usize;
+            if d < self.sent as usize {
+                received(&mut self.buf, ctl, d);
+            }
+        }
+        for i in 0..64usize {
+            if ack.bitmap & (1 << i) != 0 && i + 1 < self.sent as usize {
+                received(&mut self.buf, ctl, i + 1);
+            }
+        }
+        // SMART: what went before the trigger and is still unaccounted for is lost.
+        if let (Some(t), Some(ts)) = (ack.trigger, trigger_stamp) {
+            let upto = dist(self.una, t);
+            if upto < HALF {
+                for d in 0..upto as usize {
+                    let tp = &mut self.buf[d];
+                    if tp.state == TxState::InFlight && tp.last_stamp < ts {
+                        tp.state = TxState::SmartLost;
+                        ctl.flight -= 1;
+                        let seq = self.una.wrapping_add(d as u32);
+                        ctl.smart_q.push_back(seq);
+                        stats.smart_losses += 1;
+                        if let Some(a) = ctl.adapt.as_mut() {
+                            a.record(true, tp.payload.len());
+                        }
+                        if !before(seq, ctl.recovery) && !crate::window_never_halves() {
+                            ctl.ssthresh = (ctl.cwnd / 2).max(2);
+                            ctl.cwnd = ctl.cwnd.min(ctl.ssthresh);
+                            ctl.acc = 0;
+                            ctl.recovery = self.una.wrapping_add(self.sent);
+                            stats.window_halvings += 1;
+                        }
+                    }
+                }
+            }
+        }
+        // No trigger: what is in flight past this ack's edge was dropped there (a window
+        // probe the receiver had no room for); it waits for the window, with no loss counted.
+        if ack.trigger.is_none() {
+            let mut moved = false;
+            for d in 0..self.sent as usize {
+                let seq = self.una.wrapping_add(d as u32);
+                let tp = &mut self.buf[d];
+                if tp.state == TxState::InFlight && !before(seq, edge) {
+                    tp.state = TxState::TimeoutLost;
+                    ctl.flight -= 1;
+                    moved = true;
+                }
+            }
+            if moved {
+                self.rebuild_rto_q();
+            }
+        }
+        let Some(ctl) = self.ctl.as_mut() else {
+            return Ok(());
+        };
+        // A change of one cell is noise in the estimate, not worth a new segmentation.
+        if let Some(size) = ctl.adapt.as_mut().and_then(Adapt::estimate)
+            && size.abs_diff(self.tpdu_size) > 48
+        {
+            self.tpdu_size = size;
+            stats.tpdu_size_changes += 1;
+        }
+        if newly > 0 {
+            if ctl.cwnd < ctl.ssthresh {
+                ctl.cwnd += 1;
+            } else {
+                ctl.acc += 1;
+                if ctl.acc >= ctl.cwnd {
+                    ctl.cwnd += 1;
+                    ctl.acc = 0;
+                }
+            }
+            ctl.cwnd = ctl.cwnd.min(ctl.max_window);
+            ctl.probes = 0;
+            ctl.rto_at = Some(now + ctl.rtt.rto());
+            ctl.probe_at = Some(now + ctl.rtt.pto(ctl.min_probe));
+        }
+        self.update_timers(now);
+        Ok(())
+    }
+
+    fn rebuild_rto_q(&mut self) {
+        let Some(ctl) = self.ctl.as_mut() else { return };
+        ctl.rto_q.clear();
+        for d in 0..self.sent as usize {
+            if self.buf[d].state == TxState::TimeoutLost {
+                ctl.rto_q.push_back(self.una.wrapping_add(d as u32));
+            }
+        }
+    }
+
+    /// Arms or stops the timers after any change.
+    pub(crate) fn update_timers(&mut self, now: Instant) {
+        let next_waiting = match self.ctl.as_ref().and_then(|c| c.rto_q.front()) {
+            Some(&seq) => Some(seq),
+            None => {
+                ((self.sent as usize) < self.buf.len()).then(|| self.una.wrapping_add(self.sent))
+            }
+        };
+        let Some(ctl) = self.ctl.as_mut() else { return };
+        if ctl.flight == 0 {
+            ctl.rto_at = None;
+            ctl.probe_at = None;
+            ctl.probes = 0;
+        }
+        let blocked = ctl.flight == 0
+            && ctl.smart_q.is_empty()
+            && !ctl.probe_pending
+            && !ctl.persist_pending
+            && next_waiting.is_some_and(|s| !before(s, ctl.right_edge));
+        if blocked {
+            if ctl.persist_at.is_none() {
+                let backoff = 1u64 << ctl.persist_backoff.min(20);
+                let t = Duration::from_nanos(ctl.rtt.rto().as_nanos().saturating_mul(backoff));
+                ctl.persist_at = Some(now + t);
+            }
+        } else {
+            ctl.persist_at = None;
+            if next_waiting.is_none_or(|s| before(s, ctl.right_edge)) {
+                ctl.persist_backoff = 0;
+            }
+        }
+    }
+
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        if let Some(g) = &self.gate {
+            return if g.offered > 0 {
+                g.bucket.poll_timeout()
+            } else {
+                None
+            };
+        }
+        let ctl = self.ctl.as_ref()?;
+        [ctl.rto_at, ctl.probe_at, ctl.persist_at]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    pub(crate) fn handle_timeout(&mut self, now: Instant, stats: &mut Stats) {
+        let nxt = self.una.wrapping_add(self.sent);
+        let Some(ctl) = self.ctl.as_mut() else { return };
+        if ctl.rto_at.is_some_and(|t| t <= now) && ctl.flight > 0 {
+            stats.timeouts += 1;
+            ctl.ssthresh = (ctl.flight / 2).max(2);
+            ctl.cwnd = 1;
+            ctl.acc = 0;
+            for t in self.buf.iter_mut().take(self.sent as usize) {
+                if t.state == TxState::InFlight {
+                    t.state = TxState::TimeoutLost;
+                }
+            }
+            ctl.flight = 0;
+            ctl.rtt.back_off();
+            ctl.recovery = nxt;
+            ctl.rto_at = None;
+            ctl.probe_at = None;
+            ctl.probes = 0;
+            ctl.probe_pending = false;
+            self.rebuild_rto_q();
+        } else if ctl.probe_at.is_some_and(|t| t <= now) && ctl.flight > 0 {
+            ctl.probe_pending = true;
+            ctl.probes = (ctl.probes + 1).min(20);
+            let pto = ctl
+                .rtt
+                .pto(ctl.min_probe)
+                .as_nanos()
+                .saturating_mul(1 << ctl.probes);
+            let at = now + Duration::from_nanos(pto);
+            ctl.probe_at = ctl.rto_at.is_none_or(|r| at < r).then_some(at);
+        }
+        let Some(ctl) = self.ctl.as_mut() else { return };
+        if ctl.persist_at.is_some_and(|t| t <= now) {
+            ctl.persist_at = None;
+            ctl.persist_pending = true;
+            ctl.persist_backoff = (ctl.persist_backoff + 1).min(20);
+        }
+        self.update_timers(now);
+    }
+
+    /// The reliable sender's figures, into `stats`.
+    pub(crate) fn fill(&self, stats: &mut Stats) {
+        stats.tpdu_size = self.tpdu_size;
+        if let Some(c) = &self.ctl {
+            stats.cwnd = c.cwnd;
+            stats.ssthresh = c.ssthresh;
+            stats.flight = c.flight;
+            stats.peer_window = dist(self.una, c.right_edge);
+            stats.srtt = c.rtt.srtt();
+            stats.rttvar = c.rtt.rttvar();
+            stats.rto = c.rtt.rto();
+        }
+    }
+
+    /// Whether everything queued has been sent (and, on a reliable channel, acknowledged).
+    pub(crate) fn is_idle(&self) -> bool {
+        self.buf.is_empty()
+    }
+}
