@@ -94,11 +94,35 @@ impl LabState {
             );
         }
         let _ = writeln!(t, "PVCs: {}", summarize_pvcs(topo));
-        let _ = writeln!(
-            t,
-            "try: natm ping 0.100   natm perf rr   natm stat   natm lab down"
-        );
+        let _ = writeln!(t, "try: {}", self.to_try(topo).join("   "));
         t
+    }
+
+    /// Commands that work on this lab: a ping on its first PVC (and `natm perf rr`, whose
+    /// defaults are h1, h2 and 0.100, when that PVC is there), a call between its first
+    /// two hosts with addresses, `natm stat`, `natm lab down`.
+    fn to_try(&self, topo: &Topology) -> Vec<String> {
+        let mut cmds = Vec::new();
+        if let Some(p) = topo.pvcs.first() {
+            let vc = p.vc.to_string();
+            if p.a == "h1" && p.b == "h2" && vc == "0.100" {
+                cmds.push("natm ping 0.100".to_string());
+                cmds.push("natm perf rr".to_string());
+            } else {
+                cmds.push(format!("natm ping --host {} {vc}", p.a));
+            }
+        }
+        let mut hosts = self
+            .daemons
+            .iter()
+            .filter_map(|d| Some((d.name.as_str(), d.address?)));
+        if let (Some((a, _)), Some((b, addr))) = (hosts.next(), hosts.next()) {
+            cmds.push(format!("natm listen --host {b} &"));
+            cmds.push(format!("natm call --host {a} {addr} --text hello"));
+        }
+        cmds.push("natm stat".to_string());
+        cmds.push("natm lab down".to_string());
+        cmds
     }
 
     /// `natm lab status --json`: [`LabState::json`] with each daemon's status (`details`,
@@ -438,5 +462,54 @@ mod tests {
             text.contains(&format!("address {prefix}.020000000001.00\n")),
             "{text}"
         );
+    }
+
+    fn state_of(t: &Topology) -> LabState {
+        let daemon = |name: &str, role: &str| Daemon {
+            name: name.into(),
+            role: role.into(),
+            pid: 0,
+            socket: format!("/x/{name}.sock").into(),
+            config: format!("/x/{name}.toml").into(),
+            log: format!("/x/{name}.log").into(),
+            address: t.address_of(name),
+            prefix: t.prefix_of(name),
+        };
+        let mut daemons: Vec<Daemon> = t.switches.iter().map(|s| daemon(s, "switch")).collect();
+        daemons.extend(t.hosts.iter().map(|h| daemon(h, "host")));
+        LabState {
+            dir: "/x".into(),
+            daemons,
+            topology: String::new(),
+            rate: None,
+        }
+    }
+
+    #[test]
+    fn lab_up_suggests_only_commands_that_work_on_the_lab() {
+        let t = Topology::parse(crate::topology::DEFAULT_TOPOLOGY, None).unwrap();
+        let up = state_of(&t).up_table(Path::new("/x"), &t);
+        let h2 = t.address_of("h2").unwrap();
+        assert!(
+            up.contains(&format!(
+                "try: natm ping 0.100   natm perf rr   natm listen --host h2 &   natm call --host h1 {h2} --text hello   natm stat   natm lab down\n"
+            )),
+            "{up}"
+        );
+        // No PVC (examples/svc.toml): no ping, no perf rr; a call still.
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/svc.toml"
+        ))
+        .unwrap();
+        let t = Topology::parse(&text, None).unwrap();
+        let up = state_of(&t).up_table(Path::new("/x"), &t);
+        let line = up.lines().find(|l| l.starts_with("try: ")).unwrap();
+        assert!(t.pvcs.is_empty(), "svc.toml has no PVCs");
+        assert!(
+            !line.contains("ping") && !line.contains("perf rr"),
+            "{line}"
+        );
+        assert!(line.contains("natm call --host h1 "), "{line}");
     }
 }
