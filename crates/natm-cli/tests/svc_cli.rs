@@ -329,3 +329,92 @@ fn refusals_across_trunks_name_the_cause_and_the_trunk_and_bandwidth_comes_back(
     assert_eq!(doc["switches"], 3);
     assert_eq!(doc["calls"], 100);
 }
+
+#[test]
+fn natm_call_streams_standard_input_over_the_call_as_it_comes() {
+    use std::io::{BufRead, BufReader, Write};
+    let lab = Lab::up("svc-stream", "oc3", None);
+    signalling_up(&lab, &["h1", "h2"]);
+    let h2 = address(&lab, "h2").to_string();
+    let mut listen = Command::new(env!("CARGO_BIN_EXE_natm"))
+        .args([
+            "listen",
+            "--host",
+            "h2",
+            "--count",
+            "1",
+            "--json",
+            "--dir",
+            lab.arg(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("natm listen runs");
+    // natm listen's lines, each waited for at most 10 s (a call that read its input to
+    // the end first would leave the test waiting for the call until then).
+    let (tx, rx) = std::sync::mpsc::channel();
+    let out = listen.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let next_event = || -> Value {
+        let line = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("natm listen printed nothing more within 10 s");
+        serde_json::from_str(&line).expect("one object per line")
+    };
+    assert_eq!(next_event()["event"], "listening");
+    let mut call = Command::new(env!("CARGO_BIN_EXE_natm"))
+        .args([
+            "call",
+            "--host",
+            "h1",
+            &h2,
+            "--input",
+            "-",
+            "--path",
+            "daemon",
+            "--json",
+            "--dir",
+            lab.arg(),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("natm call runs");
+    let mut input = call.stdin.take().unwrap();
+    input.write_all(b"first part").unwrap();
+    input.flush().unwrap();
+    // The call is up and the first part across while standard input is still open: read
+    // to its end first, nothing would come until the close below.
+    let e = next_event();
+    assert_eq!(e["event"], "call", "{e}");
+    let e = next_event();
+    assert_eq!(
+        (e["event"].as_str(), e["text"].as_str()),
+        (Some("sdu"), Some("first part")),
+        "{e}"
+    );
+    input.write_all(b"second part").unwrap();
+    drop(input);
+    let e = next_event();
+    assert_eq!(
+        (e["event"].as_str(), e["text"].as_str()),
+        (Some("sdu"), Some("second part")),
+        "{e}"
+    );
+    assert_eq!(next_event()["event"], "released");
+    let o = call.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: Value = serde_json::from_str(&String::from_utf8_lossy(&o.stdout)).unwrap();
+    assert_eq!(
+        (doc["sdus"].as_u64(), doc["bytes"].as_u64()),
+        (Some(2), Some(21)),
+        "{doc}"
+    );
+    assert!(listen.wait().unwrap().success());
+}

@@ -3,7 +3,8 @@
 //!
 //! The call goes through host H's daemon (natm's [`natm::Host::call`]): hostd signals it
 //! and the network admits it hop by hop. `--text` is sent as one SDU; `--input` FILE's bytes
-//! (`-`: standard input) as SDUs of at most the VC's largest SDU. Then the call is released (normal clearing) and
+//! (`-`: standard input) as SDUs of at most the VC's largest SDU, read as they are sent
+//! (what a pipe hands over in one read goes at once: it streams over the call). Then the call is released (normal clearing) and
 //! one line says what happened: `call to ADDR: VC 0.32768, set-up 1.234 ms, QoS Q, sent N
 //! SDUs (B bytes)`; `--json` prints one object instead (`called`, `vc`, `setup_ns`, `qos`,
 //! `sdus`, `bytes`).
@@ -117,6 +118,19 @@ pub fn sdus(data: &[u8], max_sdu: usize) -> impl Iterator<Item = &[u8]> {
     data.chunks(max_sdu.max(1))
 }
 
+/// The largest AAL5 SDU, and so the largest block read at once.
+const MAX_SDU: usize = 65_535;
+
+/// One read into `buf` (what the input has now, as a pipe hands it over); 0 at its end.
+fn read_some(input: &mut dyn std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match input.read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            r => return r,
+        }
+    }
+}
+
 /// What `natm call` reports.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallReport {
@@ -176,19 +190,30 @@ pub fn run(args: CallArgs) -> CmdResult {
             args.linger
         )));
     }
-    let data = match (&args.text, &args.input) {
-        (Some(t), _) => t.as_bytes().to_vec(),
-        (None, Some(f)) if f.as_os_str() == "-" => {
-            let mut data = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::stdin(), &mut data)
-                .map_err(|e| CliError::failure(format!("--input -: reading stdin: {e}")))?;
-            data
-        }
-        (None, Some(f)) => std::fs::read(f)
-            .map_err(|e| CliError::usage(format!("--input {}: {e}", f.display())))?,
+    // The input is read as it is sent, each read an SDU or more (standard input may be a
+    // pipe that only ends when the call does); its first read before calling, so an empty
+    // input calls nobody.
+    let (name, mut input): (String, Box<dyn std::io::Read>) = match (&args.text, &args.input) {
+        (Some(t), _) => (
+            "--text".into(),
+            Box::new(std::io::Cursor::new(t.clone().into_bytes())),
+        ),
+        (None, Some(f)) if f.as_os_str() == "-" => ("--input -".into(), Box::new(std::io::stdin())),
+        (None, Some(f)) => (
+            format!("--input {}", f.display()),
+            Box::new(
+                std::fs::File::open(f)
+                    .map_err(|e| CliError::usage(format!("--input {}: {e}", f.display())))?,
+            ),
+        ),
         (None, None) => return Err(CliError::usage("give --text or --input")),
     };
-    if data.is_empty() {
+    let mut read = |buf: &mut [u8]| {
+        read_some(&mut input, buf).map_err(|e| CliError::failure(format!("{name}: reading: {e}")))
+    };
+    let mut data = vec![0u8; MAX_SDU];
+    let mut len = read(&mut data)?;
+    if len == 0 {
         return Err(CliError::usage(
             "nothing to send: an AAL5 SDU has at least 1 byte",
         ));
@@ -211,10 +236,16 @@ pub fn run(args: CallArgs) -> CmdResult {
         sdus: 0,
         bytes: 0,
     };
-    for sdu in sdus(&data, vc.max_sdu()) {
-        vc.send(sdu).map_err(|e| call_error(&called, e))?;
-        report.sdus += 1;
-        report.bytes += sdu.len() as u64;
+    // What each read gave, in SDUs of at most the VC's largest: the first read already
+    // made, then as the input comes.
+    let max = vc.max_sdu().clamp(1, MAX_SDU);
+    while len > 0 {
+        for sdu in sdus(&data[..len], max) {
+            vc.send(sdu).map_err(|e| call_error(&called, e))?;
+            report.sdus += 1;
+            report.bytes += sdu.len() as u64;
+        }
+        len = read(&mut data[..max])?;
     }
     // What is queued leaves before the release (on the lane path only this process moves it).
     vc.flush(Duration::from_secs(5))
