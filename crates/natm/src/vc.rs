@@ -245,6 +245,42 @@ impl Vc {
         self.recv_within(buf, Some(timeout), false)
     }
 
+    /// For a driver of this VC (the transport's channel): waits until `deadline` for a
+    /// received SDU, or with `tx_blocked` also for a transmit buffer coming free, and takes
+    /// the SDU into `buf` if one came (`Ok(None)`: none, the time ran out or a buffer came
+    /// free). On the daemon path a blocked send is the socket's, which this does not watch:
+    /// it waits at most a millisecond then.
+    pub(crate) fn wait_sdu(
+        &mut self,
+        buf: &mut [u8],
+        deadline: Instant,
+        tx_blocked: bool,
+    ) -> Result<Option<usize>, Error> {
+        let now = Instant::now();
+        let mut left = deadline.saturating_duration_since(now);
+        match (&mut self.direct, tx_blocked) {
+            (Some(d), true) => {
+                let waited = (|| {
+                    d.drain()?;
+                    if d.ready.is_empty() && d.free_tx.is_empty() {
+                        d.state()?;
+                        d.wait(Some(deadline))?;
+                    }
+                    Ok(())
+                })();
+                waited.map_err(|e| self.explain(e))?;
+                left = Duration::ZERO;
+            }
+            (None, true) => left = left.min(Duration::from_millis(1)),
+            _ => {}
+        }
+        match self.recv_within(buf, Some(left), left.is_zero()) {
+            Ok(n) => Ok(Some(n)),
+            Err(Error::Timeout | Error::WouldBlock) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     pub(crate) fn direct(&mut self) -> Result<&mut Direct, Error> {
         self.direct.as_mut().ok_or_else(|| Error::Refused {
             kind: ErrorKind::BadRequest,
