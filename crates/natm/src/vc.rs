@@ -15,6 +15,9 @@ pub struct Vc {
     pub(crate) direct: Option<Direct>,
     /// A switched VC's call ([`Host::call`], [`Listener::accept`]).
     pub(crate) call: Option<CallInfo>,
+    /// Daemon path: SDUs written to hostd ([`Vc::flush`] waits until its adapter sent
+    /// them).
+    pub(crate) daemon_sent: u64,
 }
 
 /// How long a switched VC found revoked waits for hostd's notice of why (the release's
@@ -115,7 +118,10 @@ impl Vc {
                         return Err(Error::WouldBlock);
                     }
                 }
-                c.write(&proto::data_frame(handle, sdu))
+                c.write(&proto::data_frame(handle, sdu))?;
+                drop(c);
+                self.daemon_sent += 1;
+                Ok(())
             }
         }
     }
@@ -220,13 +226,29 @@ impl Vc {
     /// ([`Error::Timeout`] if not). On the lane path the application itself moves its
     /// cells, in its calls into this crate: an application that sends and then stops
     /// calling (or exits) should flush first. Dropping a lane-path [`Vc`] flushes for up
-    /// to a second. On the daemon path the SDU was handed over when `send` returned.
+    /// to a second. On the daemon path hostd holds what the VC wrote until its adapter
+    /// sends it: `flush` asks hostd for the VC's counters every millisecond until they
+    /// show every SDU sent (or failed, e.g. with the link down).
     pub fn flush(&mut self, timeout: Duration) -> Result<(), Error> {
+        let deadline = Instant::now() + timeout;
         let r = match &mut self.direct {
-            Some(d) => d.flush(Instant::now() + timeout),
-            None => Ok(()),
+            Some(d) => d.flush(deadline),
+            None => self.daemon_flush(deadline),
         };
         r.map_err(|e| self.explain(e))
+    }
+
+    fn daemon_flush(&self, deadline: Instant) -> Result<(), Error> {
+        loop {
+            let c = self.counters()?;
+            if c.sdus_sent + c.tx_failed >= self.daemon_sent {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::Timeout);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     /// Receives one SDU into `buf`, waiting for it; its length. An SDU longer than `buf`
