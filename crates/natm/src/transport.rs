@@ -54,9 +54,11 @@
 //! Each end sends its hello (its ISN, and the peer's once heard) every 50 ms, doubling up
 //! to 1 s, until it is open. A hello that is not OPEN is answered at once with this end's
 //! own. An end is open when it holds the peer's ISN and the peer has echoed its own (or a
-//! TPDU came after the peer's ISN: the peer is open, so it had ours). An open end answers
-//! a late hello with an OPEN one, and counts and ignores a hello with another ISN (a
-//! stale or foreign channel): a channel does not restart.
+//! TPDU came after the peer's ISN: the peer is open, so it had ours). An end that finds
+//! the peer's settings differ sends its hello once more (so the peer finds it too) and
+//! fails with [`Error::Handshake`]. An open end answers a late hello with an OPEN one, and
+//! counts and ignores a hello with another ISN (a stale or foreign channel): a channel
+//! does not restart.
 //!
 //! What it is not: no multiplexing of channels on one VC, no re-handshake after a peer
 //! restarts (close both ends and open again), no admission of its own (the VC's QoS is
@@ -386,6 +388,9 @@ impl Channel {
                     stats.hellos_received += 1;
                     let ours = Hello::ours(&config, local, None, false);
                     if let Some(why) = h.mismatch(&ours) {
+                        // The peer's VC is open (its hello came): ours tells it too.
+                        let _ = vc.send(&Hello::ours(&config, local, Some(h.isn), false).emit());
+                        let _ = vc.flush_sent(Duration::from_millis(200));
                         return Err(handshake_error(why));
                     }
                     remote = Some(h.isn);
@@ -656,7 +661,8 @@ impl Channel {
     }
 
     /// Waits at most `timeout` until everything sent so far has left: acknowledged on a
-    /// reliable channel, handed to the link otherwise ([`Error::Timeout`]). Events that
+    /// reliable channel, handed to the link otherwise (on the daemon path: sent by hostd's
+    /// adapter, which it asks) ([`Error::Timeout`]). Events that
     /// come meanwhile wait for [`Channel::recv`].
     pub fn flush(&mut self, timeout: Duration) -> Result<(), Error> {
         let deadline = StdInstant::now() + timeout;
@@ -664,7 +670,7 @@ impl Channel {
             ch.pending.is_none() && ch.ep.send_idle()
         })?;
         self.vc
-            .flush(deadline.saturating_duration_since(StdInstant::now()))
+            .flush_sent(deadline.saturating_duration_since(StdInstant::now()))
     }
 
     /// Keeps answering the peer (acks of its retransmissions, hellos) until nothing came
@@ -678,7 +684,7 @@ impl Channel {
             Ok(()) | Err(Error::Timeout) => {}
             Err(e) => return Err(e),
         }
-        let _ = self.vc.flush(Duration::from_millis(500));
+        let _ = self.vc.flush_sent(Duration::from_millis(500));
         Ok(())
     }
 
