@@ -16,8 +16,9 @@
 //!   shorter).
 //! * `0x01` end of stream: the stream's length in bytes and its number of data messages,
 //!   each a big-endian u64 (17 bytes in all). A reliable channel sends it once; best
-//!   effort and guaranteed send it three times (it may be lost like any message), and the
-//!   receiver takes the first that comes.
+//!   effort and guaranteed send it four times, 0, 50, 150 and 350 ms after the data has
+//!   left (it may be lost like any message, and a receiver behind on its buffers drops
+//!   what comes meanwhile), and the receiver takes the first that comes.
 //!
 //! The receiver knows the whole stream arrived when the end of stream came and the bytes
 //! and data messages it took are what the end says.
@@ -29,7 +30,7 @@
 //! One line on standard error sums up each end: `natm send: 4194304 bytes in 64 messages,
 //! 0.512 s, 65.5 Mbit/s, 3 resent (2 SMART, 1 after a timeout), 2 loss probes, rtt 0.41
 //! ms, window 24` and `natm recv: 4194304 bytes in 64 messages, 0.515 s, 65.2 Mbit/s, 0
-//! messages lost`.
+//! messages lost` (printed also when the end of stream never came).
 //!
 //! Exit status: 0 when the whole stream was sent (send: and acknowledged on a reliable
 //! channel) or arrived (recv); 1 when it did not (a best-effort message lost, no end of
@@ -55,8 +56,9 @@ pub const DATA: u8 = 0x00;
 pub const END: u8 = 0x01;
 /// The end of stream's length.
 pub const END_LEN: usize = 17;
-/// Copies of the end of stream on a channel without retransmission.
-pub const END_COPIES: usize = 3;
+/// When the copies of the end of stream go on a channel without retransmission, after
+/// the data has left.
+pub const END_COPIES_MS: [u64; 4] = [0, 50, 150, 350];
 /// How long `natm recv` answers the sender after the end of stream: until it is quiet
 /// this long, and at most [`LINGER_MAX`].
 const LINGER_QUIET: Duration = Duration::from_millis(500);
@@ -296,6 +298,15 @@ pub fn send_figures(s: &ChannelStats) -> String {
     line
 }
 
+/// The receiver's summary.
+pub fn recv_line(bytes: u64, messages: u64, elapsed: Duration, lost: u64) -> String {
+    format!(
+        "natm recv: {}, {lost} message{} lost",
+        volume(bytes, messages, elapsed),
+        if lost == 1 { "" } else { "s" }
+    )
+}
+
 fn failed(what: &str, e: natm::Error) -> CliError {
     CliError::failure(format!("{what}: {e}"))
 }
@@ -337,14 +348,26 @@ pub fn send(args: SendArgs) -> CmdResult {
         }
     }
     let end = end_message(bytes, messages);
-    let copies = if p.opts.config.service == Service::Reliable {
-        1
-    } else {
-        END_COPIES
+    let flushed = |e| match e {
+        natm::Error::Timeout => CliError::failure(format!(
+            "the far end did not acknowledge the whole stream within {:.1} s",
+            p.timeout.as_secs_f64()
+        )),
+        e => failed("flushing", e),
     };
-    for _ in 0..copies {
+    if p.opts.config.service == Service::Reliable {
         ch.send_timeout(&end, p.timeout)
             .map_err(|e| failed("sending the end of stream", e))?;
+    } else {
+        ch.flush(p.timeout).map_err(flushed)?;
+        let left = Instant::now();
+        for ms in END_COPIES_MS {
+            let at = left + Duration::from_millis(ms);
+            std::thread::sleep(at.saturating_duration_since(Instant::now()));
+            ch.send_timeout(&end, p.timeout)
+                .map_err(|e| failed("sending the end of stream", e))?;
+            ch.flush(p.timeout).map_err(flushed)?;
+        }
     }
     ch.flush(p.timeout).map_err(|e| match e {
         natm::Error::Timeout => CliError::failure(format!(
@@ -372,10 +395,14 @@ pub fn recv(args: RecvArgs) -> CmdResult {
     let (mut bytes, mut messages, mut lost) = (0u64, 0u64, 0u64);
     let (want_bytes, want_messages) = loop {
         let event = ch.recv_timeout(p.timeout).map_err(|e| match e {
-            natm::Error::Timeout => CliError::failure(format!(
-                "no end of stream: nothing came for {:.1} s after {bytes} bytes in {messages} messages",
-                p.timeout.as_secs_f64()
-            )),
+            natm::Error::Timeout => {
+                let elapsed = start.map_or(Duration::ZERO, |s: Instant| s.elapsed());
+                eprintln!("{}", recv_line(bytes, messages, elapsed, lost));
+                CliError::failure(format!(
+                    "no end of stream: nothing came for {:.1} s",
+                    p.timeout.as_secs_f64()
+                ))
+            }
             e => failed("receiving", e),
         })?;
         start.get_or_insert_with(Instant::now);
@@ -404,11 +431,7 @@ pub fn recv(args: RecvArgs) -> CmdResult {
     // The sender's last retransmissions (a lost final ack) find this end still there.
     ch.linger(LINGER_QUIET, LINGER_MAX)
         .map_err(|e| failed("lingering", e))?;
-    eprintln!(
-        "natm recv: {}, {lost} message{} lost",
-        volume(bytes, messages, elapsed),
-        if lost == 1 { "" } else { "s" }
-    );
+    eprintln!("{}", recv_line(bytes, messages, elapsed, lost));
     if (bytes, messages) != (want_bytes, want_messages) {
         return Err(CliError::failure(format!(
             "the stream is incomplete: {bytes} of {want_bytes} bytes, {messages} of {want_messages} messages"
