@@ -79,9 +79,9 @@ enum Command {
     Call(cmd::call::CallArgs),
     /// Accept calls to a host's address and print each call and SDU (optionally echo).
     Listen(cmd::listen::ListenArgs),
-    /// Send standard input over a transport channel on a PVC (a netcat for natm).
+    /// Send standard input over a transport channel on a PVC or a call (a netcat for natm).
     Send(cmd::transfer::SendArgs),
-    /// Receive a `natm send` stream on a PVC and write it to standard output.
+    /// Receive a `natm send` stream on a PVC or a call and write it to standard output.
     Recv(cmd::transfer::RecvArgs),
     /// OAM F5 loopback on a PVC, like ping.
     Ping(cmd::ping::PingArgs),

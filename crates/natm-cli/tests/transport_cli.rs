@@ -1,13 +1,16 @@
 //! `natm send` and `natm recv` through the lab's real daemons (`natm lab up`): a few MB
-//! over the default lab (the auto path, its lanes; and every path with every service) and
-//! over links that drop 0.1 % of their cells, checked by sha256; best effort saying its stream is incomplete on the lossy links; the errors a
-//! user meets (no receiver, a receiver of another service, bad options).
+//! over the default lab (the auto path, its lanes; and every path with every service),
+//! over links that drop 0.1 % of their cells, and on a switched VC (`natm recv --listen`,
+//! `natm send --to`), checked by sha256; best effort saying its stream is incomplete on
+//! the lossy links; the errors a user meets (no receiver, a receiver of another service,
+//! bad options).
 
 mod common;
 #[path = "support/lab.rs"]
 mod lab;
 
 use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -249,6 +252,70 @@ fn a_reliable_stream_over_links_that_lose_cells_is_byte_exact() {
     let re = stderr(&recv);
     assert!(figure(&re, "messages lost") > 0, "{re}");
     assert!(re.contains("natm: the stream is incomplete: "), "{re}");
+    let _ = std::fs::remove_file(&file);
+    let _ = std::fs::remove_file(&out);
+}
+
+#[test]
+fn a_stream_on_a_switched_vc_arrives_whole() {
+    let lab = Lab::up("transport-svc", "oc3", None);
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    for h in ["h1", "h2"] {
+        while !lab.host(h).status().expect("status").signalling_up {
+            assert!(std::time::Instant::now() < end, "{h}: no signalling");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+    let file = input(&lab, LEN);
+    let out = lab.0.with_extension("svc.out");
+    let mut recv = Command::new(env!("CARGO_BIN_EXE_natm"))
+        .args([
+            "recv",
+            "--host",
+            "h2",
+            "--listen",
+            "--service",
+            "reliable",
+            "--dir",
+            lab.arg(),
+        ])
+        .stdout(File::create(&out).expect("create the output"))
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("natm recv runs");
+    let mut err = BufReader::new(recv.stderr.take().expect("piped"));
+    let mut first = String::new();
+    err.read_line(&mut first).expect("natm recv's first line");
+    let addr = first
+        .strip_prefix("natm recv: listening on ")
+        .unwrap_or_else(|| panic!("{first:?}"))
+        .trim()
+        .to_string();
+    let send = Command::new(env!("CARGO_BIN_EXE_natm"))
+        .args([
+            "send",
+            "--host",
+            "h1",
+            "--to",
+            &addr,
+            "--service",
+            "reliable",
+            "--dir",
+            lab.arg(),
+        ])
+        .stdin(File::open(&file).expect("open the input"))
+        .output()
+        .expect("natm send runs");
+    let status = recv.wait().expect("natm recv ends");
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).expect("natm recv's stderr");
+    assert!(send.status.success(), "send: {}", stderr(&send));
+    assert!(status.success(), "recv: {rest}");
+    assert!(
+        rest.starts_with(&format!("natm recv: {LEN} bytes in 62 messages")),
+        "{rest}"
+    );
+    assert_eq!(sha256(&out), sha256(&file));
     let _ = std::fs::remove_file(&file);
     let _ = std::fs::remove_file(&out);
 }

@@ -674,14 +674,17 @@ impl Channel {
     }
 
     /// Keeps answering the peer (acks of its retransmissions, hellos) until nothing came
-    /// for `quiet`, or for at most `max`: what an end does after the last message so that
-    /// the peer's last retransmission finds it. Events that come meanwhile wait for
+    /// for `quiet`, or for at most `max`, or until the far end releases the call of a
+    /// switched VC: what an end does after the last message so that the peer's last
+    /// retransmission finds it. Events that come meanwhile wait for
     /// [`Channel::recv`].
     pub fn linger(&mut self, quiet: Duration, max: Duration) -> Result<(), Error> {
         let start = StdInstant::now();
         self.last_rx = start;
         match self.drive(Some(start + max), |ch| ch.last_rx.elapsed() >= quiet) {
             Ok(()) | Err(Error::Timeout) => {}
+            // The far end released the call: nobody is left to answer.
+            Err(Error::Released(_)) => return Ok(()),
             Err(e) => return Err(e),
         }
         let _ = self.vc.flush_sent(Duration::from_millis(500));

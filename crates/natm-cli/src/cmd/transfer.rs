@@ -1,10 +1,13 @@
-//! `natm send [--host H] --vc V --service S [--qos Q] < FILE` and `natm recv [--host H] --vc
-//! V --service S > FILE`: a netcat for natm, a byte stream over a transport channel
-//! (`natm::transport::Channel`) on a PVC.
+//! `natm send [--host H] (--vc V | --to ADDR) --service S [--qos Q] < FILE` and `natm recv
+//! [--host H] (--vc V | --listen [--selector N]) --service S > FILE`: a netcat for natm, a
+//! byte stream over a transport channel (`natm::transport::Channel`) on a PVC or a
+//! switched VC.
 //!
-//! Both ends open the PVC V on their host and exchange the channel's hello (the service,
-//! the TPDU size and the largest message must agree; `--timeout` bounds the wait for the
-//! other end, so either may start first). `natm send` reads standard input in messages of
+//! Both ends open the PVC V on their host (or `natm recv --listen` takes one call to its
+//! host's address, which its first line on standard error names, and `natm send --to`
+//! places it with the QoS) and exchange the channel's hello (the service, the TPDU size
+//! and the largest message must agree; `--timeout` bounds the wait for the other end, so
+//! on a PVC either may start first). `natm send` reads standard input in messages of
 //! `--message-size` bytes and sends them; `natm recv` writes what arrives to standard
 //! output, in order.
 //!
@@ -43,9 +46,9 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use natm::transport::{Channel, ChannelStats, Event, Service, TransportOptions};
-use natm::{PvcAddr, Qos, VcOptions};
+use natm::{Aesa, CallOptions, ChannelOptions, Listener, PvcAddr, Qos, VcOptions};
 
-use super::call::{parse_path, parse_qos};
+use super::call::{call_error, parse_aesa, parse_path, parse_qos};
 use super::lab::DirArgs;
 use super::ping::connect_host;
 use crate::{CliError, CmdResult};
@@ -70,9 +73,10 @@ pub struct ChannelArgs {
     /// The host to use.
     #[arg(long, default_value = "h1")]
     pub host: String,
-    /// The PVC (`vpi.vci` or `itf.vpi.vci`).
+    /// The PVC (`vpi.vci` or `itf.vpi.vci`); or a switched VC with `natm send --to` and
+    /// `natm recv --listen`.
     #[arg(long)]
-    pub vc: String,
+    pub vc: Option<String>,
     /// The service: reliable, best-effort or guaranteed:RATE (cells/s). Both ends alike.
     #[arg(long)]
     pub service: String,
@@ -97,6 +101,10 @@ pub struct ChannelArgs {
 pub struct SendArgs {
     #[command(flatten)]
     pub channel: ChannelArgs,
+    /// Call this ATM address (AESA) instead of a PVC: the stream goes on the switched VC
+    /// (`natm recv --listen` takes the call).
+    #[arg(long, conflicts_with = "vc")]
+    pub to: Option<String>,
     /// Bytes of the stream per message.
     #[arg(long, default_value_t = 65_536)]
     pub message_size: usize,
@@ -107,6 +115,13 @@ pub struct SendArgs {
 pub struct RecvArgs {
     #[command(flatten)]
     pub channel: ChannelArgs,
+    /// Take the stream on a switched VC: accept one call to the host's address (the
+    /// first line on standard error names it) instead of a PVC.
+    #[arg(long, conflicts_with = "vc")]
+    pub listen: bool,
+    /// With `--listen`: take only calls to this selector (the address's last byte).
+    #[arg(long, requires = "listen")]
+    pub selector: Option<u8>,
 }
 
 /// Parses `--service` (exit 2 naming it).
@@ -138,19 +153,41 @@ pub fn service_name(s: Service) -> String {
     }
 }
 
+/// Which VC the channel goes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    /// A PVC.
+    Pvc(PvcAddr),
+    /// A call to an address.
+    Call(Aesa),
+    /// One call accepted (to this selector).
+    Listen(Option<u8>),
+}
+
 /// What a channel is opened with, checked.
 struct Plan {
-    addr: PvcAddr,
+    target: Target,
     qos: Qos,
     opts: TransportOptions,
     path: natm::DataPath,
     timeout: Duration,
 }
 
-fn plan(a: &ChannelArgs) -> Result<Plan, CliError> {
-    let addr: PvcAddr =
-        a.vc.parse()
-            .map_err(|e| CliError::usage(format!("--vc {:?}: {e}", a.vc)))?;
+fn plan(a: &ChannelArgs, to: Option<&str>, listen: Option<Option<u8>>) -> Result<Plan, CliError> {
+    let target = match (&a.vc, to, listen) {
+        (Some(vc), None, None) => Target::Pvc(
+            vc.parse()
+                .map_err(|e| CliError::usage(format!("--vc {vc:?}: {e}")))?,
+        ),
+        (None, Some(to), None) => Target::Call(parse_aesa(to)?),
+        (None, None, Some(sel)) => Target::Listen(sel),
+        (None, None, None) => {
+            return Err(CliError::usage(
+                "give the VC: --vc V (a PVC), or --to ADDR (send) / --listen (recv)",
+            ));
+        }
+        _ => return Err(CliError::usage("give one VC: --vc, --to or --listen")),
+    };
     let service = parse_service(&a.service)?;
     let qos = match (&a.qos, service) {
         (Some(q), _) => parse_qos(q, "--qos")?,
@@ -181,7 +218,7 @@ fn plan(a: &ChannelArgs) -> Result<Plan, CliError> {
         .validate()
         .map_err(|e| CliError::usage(format!("--tpdu-size {}: {e}", a.tpdu_size)))?;
     Ok(Plan {
-        addr,
+        target,
         qos,
         opts,
         path,
@@ -189,23 +226,77 @@ fn plan(a: &ChannelArgs) -> Result<Plan, CliError> {
     })
 }
 
-/// Opens the channel: the PVC on the host, the hello with the other end.
-fn open(a: &ChannelArgs, p: &Plan) -> Result<Channel, CliError> {
+/// Opens the channel: the PVC on the host (or the call, placed or taken), the hello with
+/// the other end. A listener is kept while the channel lives.
+fn open(a: &ChannelArgs, p: &Plan) -> Result<(Channel, Option<Listener>), CliError> {
     let host = connect_host(&a.dir, &a.host)?;
-    let vc = VcOptions::new(p.addr)
-        .qos(p.qos)
+    let channel = ChannelOptions::default()
         .path(p.path)
         .buffers(256)
         .buffer_size(p.opts.buffer_size());
-    Channel::open(&host, vc, p.opts).map_err(|e| match e {
+    let (vc, listener, what) = match p.target {
+        Target::Pvc(addr) => {
+            let vc = VcOptions::new(addr)
+                .qos(p.qos)
+                .path(p.path)
+                .buffers(256)
+                .buffer_size(p.opts.buffer_size());
+            let vc = host.open(vc).map_err(|e| {
+                let vc = a.vc.as_deref().unwrap_or_default();
+                CliError::failure(format!("VC {vc} on {}: {e}", a.host))
+            })?;
+            (
+                vc,
+                None,
+                format!("VC {}", a.vc.as_deref().unwrap_or_default()),
+            )
+        }
+        Target::Call(to) => {
+            let opts = CallOptions::new()
+                .qos(p.qos)
+                .channel(channel)
+                .timeout(p.timeout.min(Duration::from_secs(60)));
+            let vc = host.call(&to, opts).map_err(|e| call_error(&to, e))?;
+            let what = vc.call().map_or_else(
+                || format!("the call to {to}"),
+                |c| format!("VC {} (a call to {to})", c.vc),
+            );
+            (vc, None, what)
+        }
+        Target::Listen(selector) => {
+            let listener = host
+                .listen(selector)
+                .map_err(|e| CliError::failure(format!("listening on {}: {e}", a.host)))?;
+            eprintln!("natm recv: listening on {}", listener.address());
+            let call = listener.next_call(Some(p.timeout)).map_err(|e| match e {
+                natm::Error::Timeout => CliError::failure(format!(
+                    "no call came within {:.1} s",
+                    p.timeout.as_secs_f64()
+                )),
+                e => CliError::failure(format!("waiting for a call: {e}")),
+            })?;
+            let from = call
+                .calling()
+                .map_or_else(|| "an unknown caller".to_string(), ToString::to_string);
+            let vc = listener
+                .accept_call(call, &channel)
+                .map_err(|e| CliError::failure(format!("accepting the call from {from}: {e}")))?;
+            let what = vc.call().map_or_else(
+                || format!("the call from {from}"),
+                |c| format!("VC {} (a call from {from})", c.vc),
+            );
+            (vc, Some(listener), what)
+        }
+    };
+    let ch = Channel::over(vc, p.opts).map_err(|e| match e {
         natm::Error::Timeout => CliError::failure(format!(
-            "no {} channel answered on VC {} within {:.1} s (is the other end running?)",
+            "no {} channel answered on {what} within {:.1} s (is the other end running?)",
             service_name(p.opts.config.service),
-            a.vc,
             p.timeout.as_secs_f64()
         )),
-        e => CliError::failure(format!("VC {} on {}: {e}", a.vc, a.host)),
-    })
+        e => CliError::failure(format!("{what} on {}: {e}", a.host)),
+    })?;
+    Ok((ch, listener))
 }
 
 /// The end of stream message.
@@ -313,7 +404,7 @@ fn failed(what: &str, e: natm::Error) -> CliError {
 
 /// Runs `natm send`.
 pub fn send(args: SendArgs) -> CmdResult {
-    let p = plan(&args.channel)?;
+    let p = plan(&args.channel, args.to.as_deref(), None)?;
     let max = p.opts.config.max_message - 1;
     if !(1..=max).contains(&args.message_size) {
         return Err(CliError::usage(format!(
@@ -321,7 +412,7 @@ pub fn send(args: SendArgs) -> CmdResult {
             args.message_size
         )));
     }
-    let mut ch = open(&args.channel, &p)?;
+    let (mut ch, _listener) = open(&args.channel, &p)?;
     let start = Instant::now();
     let mut msg = vec![0u8; 1 + args.message_size];
     msg[0] = DATA;
@@ -388,8 +479,9 @@ pub fn send(args: SendArgs) -> CmdResult {
 
 /// Runs `natm recv`.
 pub fn recv(args: RecvArgs) -> CmdResult {
-    let p = plan(&args.channel)?;
-    let mut ch = open(&args.channel, &p)?;
+    let listen = args.listen.then_some(args.selector);
+    let p = plan(&args.channel, None, listen)?;
+    let (mut ch, _listener) = open(&args.channel, &p)?;
     let mut out = BufWriter::with_capacity(1 << 20, io::stdout().lock());
     let mut start = None;
     let (mut bytes, mut messages, mut lost) = (0u64, 0u64, 0u64);
@@ -496,10 +588,49 @@ mod tests {
     }
 
     #[test]
+    fn the_vc_is_a_pvc_a_call_or_a_listen_and_exactly_one() {
+        let args = |vc: Option<&str>| ChannelArgs {
+            host: "h1".into(),
+            vc: vc.map(Into::into),
+            service: "reliable".into(),
+            qos: None,
+            path: "auto".into(),
+            tpdu_size: 8192,
+            timeout: 1.0,
+            dir: DirArgs { dir: None },
+        };
+        const ADDR: &str = "47.0005.80ffe1000000f21a3599.0020481a3599.00";
+        let target = |vc, to, listen| plan(&args(vc), to, listen).map(|p| p.target);
+        assert_eq!(
+            target(Some("0.100"), None, None).unwrap(),
+            Target::Pvc("0.100".parse().unwrap())
+        );
+        assert_eq!(
+            target(None, Some(ADDR), None).unwrap(),
+            Target::Call(ADDR.parse().unwrap())
+        );
+        assert_eq!(
+            target(None, None, Some(Some(9))).unwrap(),
+            Target::Listen(Some(9))
+        );
+        for (vc, to, listen) in [
+            (None, None, None),
+            (Some("0.100"), Some(ADDR), None),
+            (Some("0.100"), None, Some(None)),
+        ] {
+            let e = target(vc, to, listen).expect_err("refused");
+            assert_eq!(e.code, 2);
+            assert!(e.message.starts_with("give "), "{}", e.message);
+        }
+        let e = target(None, Some("47.x"), None).expect_err("a bad address");
+        assert_eq!(e.code, 2);
+    }
+
+    #[test]
     fn bad_options_are_exit_2_naming_them() {
         let args = |vc: &str, service: &str, tpdu: usize| ChannelArgs {
             host: "h1".into(),
-            vc: vc.into(),
+            vc: Some(vc.into()),
             service: service.into(),
             qos: None,
             path: "auto".into(),
@@ -507,8 +638,8 @@ mod tests {
             timeout: 1.0,
             dir: DirArgs { dir: None },
         };
-        assert!(plan(&args("0.100", "reliable", 8192)).is_ok());
-        let p = plan(&args("0.100", "guaranteed:500", 8192)).unwrap();
+        assert!(plan(&args("0.100", "reliable", 8192), None, None).is_ok());
+        let p = plan(&args("0.100", "guaranteed:500", 8192), None, None).unwrap();
         assert_eq!(
             p.qos.to_string(),
             parse_qos("cbr:pcr=500", "").unwrap().to_string()
@@ -519,7 +650,7 @@ mod tests {
             (args("0.100", "reliable", 0), "--tpdu-size"),
             (args("0.100", "reliable", 70_000), "--tpdu-size"),
         ] {
-            let e = plan(&a).err().expect(what);
+            let e = plan(&a, None, None).err().expect(what);
             assert_eq!(e.code, 2, "{what}");
             assert!(e.message.starts_with(what), "{}", e.message);
         }
