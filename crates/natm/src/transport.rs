@@ -6,10 +6,10 @@
 //!
 //! * **One bidirectional VC.** The seed papers build a channel from two simplex VCs; a natm
 //!   VC carries both directions (a PVC is cross-connected both ways, a call is
-//!   bidirectional), so one VC serves: data and acks of both directions share it, and its
-//!   QoS ([`VcOptions::qos`], [`crate::CallOptions::qos`]) is the channel's traffic contract. A
-//!   guaranteed service's rate should fit in it; the channel does not check that (the
-//!   host's admission control holds the VC to its QoS).
+//!   bidirectional), so one VC serves: data and acks of both directions share it, and
+//!   its QoS ([`VcOptions::qos`], [`crate::CallOptions::qos`]) is the channel's traffic
+//!   contract. A guaranteed service's rate should fit in it; the channel does not check
+//!   that (the host's admission control holds the VC to its QoS).
 //! * **Every data path.** The channel only uses [`Vc`]'s own calls, so it runs on the
 //!   daemon, direct, lane and auto paths alike, and over a PVC ([`Channel::open`]) or any
 //!   open VC, a switched one included ([`Channel::over`]).
@@ -44,10 +44,10 @@
 //! (version 1, kind 15: natm-transport refuses it as a TPDU):
 //!
 //! ```text
-//!  0      1        2      3      4        8        12          16          20      24       28      32
-//! +------+--------+------+------+--------+--------+-----------+-----------+-------+--------+-------+
-//! | 0x1F |service |flags |  0   |isn.seq |isn.msg |echo.seq   |echo.msg   | tpdu  |max msg | rate  |
-//! +------+--------+------+------+--------+--------+-----------+-----------+-------+--------+-------+
+//!  0     1       2     3   4       8       12       16       20     24       28     32
+//! +-----+-------+-----+---+-------+-------+--------+--------+------+--------+------+
+//! |0x1F |service|flags| 0 |isn.seq|isn.msg|echo.seq|echo.msg| tpdu |max msg | rate |
+//! +-----+-------+-----+---+-------+-------+--------+--------+------+--------+------+
 //!   flags: 0x80 ECHO (echo is the peer's ISN as heard), 0x40 OPEN (the sender has both ISNs)
 //! ```
 //!
