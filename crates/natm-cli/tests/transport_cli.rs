@@ -17,9 +17,9 @@ use std::process::{Command, Output, Stdio};
 use common::{natm, stderr};
 use lab::{Lab, sdu};
 
-/// A file of `len` deterministic bytes beside the lab; its path.
+/// A file of `len` deterministic bytes in the lab's directory (removed with it); its path.
 fn input(lab: &Lab, len: usize) -> PathBuf {
-    let p = lab.0.with_extension("in");
+    let p = lab.0.join("transfer.in");
     std::fs::write(&p, sdu(len, 0x5a)).expect("write the input");
     p
 }
@@ -42,9 +42,7 @@ fn transfer(
     extra: &[&str],
     file: &Path,
 ) -> (Output, Output, PathBuf) {
-    let out = lab
-        .0
-        .with_extension(format!("{}.out", vc.replace('.', "_")));
+    let out = lab.0.join(format!("transfer-{vc}.out"));
     let args = |host: &str, cmd: &str| {
         let mut a = vec![
             cmd.to_string(),
@@ -132,7 +130,6 @@ fn a_stream_through_the_default_lab_arrives_whole_and_errors_are_clear() {
             assert!(recv.status.success(), "{service} {path}: recv: {re}");
             assert_eq!(sha256(&out), sha256(&file), "{service} {path}");
         }
-        let _ = std::fs::remove_file(&out);
     }
 
     // No receiver: the sender says so within its timeout.
@@ -218,8 +215,6 @@ fn a_stream_through_the_default_lab_arrives_whole_and_errors_are_clear() {
             stderr(&o)
         );
     }
-    let _ = std::fs::remove_file(&file);
-    let _ = std::fs::remove_file(&out);
 }
 
 #[test]
@@ -252,8 +247,6 @@ fn a_reliable_stream_over_links_that_lose_cells_is_byte_exact() {
     let re = stderr(&recv);
     assert!(figure(&re, "messages lost") > 0, "{re}");
     assert!(re.contains("natm: the stream is incomplete: "), "{re}");
-    let _ = std::fs::remove_file(&file);
-    let _ = std::fs::remove_file(&out);
 }
 
 #[test]
@@ -267,7 +260,7 @@ fn a_stream_on_a_switched_vc_arrives_whole() {
         }
     }
     let file = input(&lab, LEN);
-    let out = lab.0.with_extension("svc.out");
+    let out = lab.0.join("transfer-svc.out");
     let mut recv = Command::new(env!("CARGO_BIN_EXE_natm"))
         .args([
             "recv",
@@ -316,6 +309,4 @@ fn a_stream_on_a_switched_vc_arrives_whole() {
         "{rest}"
     );
     assert_eq!(sha256(&out), sha256(&file));
-    let _ = std::fs::remove_file(&file);
-    let _ = std::fs::remove_file(&out);
 }
