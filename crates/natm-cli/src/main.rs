@@ -79,6 +79,10 @@ enum Command {
     Call(cmd::call::CallArgs),
     /// Accept calls to a host's address and print each call and SDU (optionally echo).
     Listen(cmd::listen::ListenArgs),
+    /// Send standard input over a transport channel on a PVC or a call (a netcat for natm).
+    Send(cmd::transfer::SendArgs),
+    /// Receive a `natm send` stream on a PVC or a call and write it to standard output.
+    Recv(cmd::transfer::RecvArgs),
     /// OAM F5 loopback on a PVC, like ping.
     Ping(cmd::ping::PingArgs),
     /// Ports, VCs, channels, queues and counters of every daemon of the lab.
@@ -123,6 +127,8 @@ fn main() -> ExitCode {
         Command::Ping(a) => cmd::ping::run(a),
         Command::Call(a) => cmd::call::run(a),
         Command::Listen(a) => cmd::listen::run(a),
+        Command::Send(a) => cmd::transfer::send(a),
+        Command::Recv(a) => cmd::transfer::recv(a),
         Command::Stat(a) => cmd::stat::run(a),
         Command::Capture(a) => cmd::capture::run(a),
         Command::Switchd(a) => cmd::daemon::switchd(a),

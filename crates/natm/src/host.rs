@@ -533,6 +533,7 @@ pub(crate) fn attach(
     };
     let vc_id = call.as_ref().map(|c| c.vc).or(pvc);
     let mut vc = Vc {
+        daemon_sent: 0,
         conn: conn.clone(),
         handle,
         cookie,

@@ -44,6 +44,11 @@
 //! end or the network releases a call, the VC's next operation is [`Error::Released`] with
 //! the cause; dropping the [`Vc`] releases the call (normal clearing).
 //!
+//! **Transport channels.** [`transport::Channel`] runs natm-transport's endpoint over a VC:
+//! whole messages with a service (reliable, best effort, guaranteed), initial sequence
+//! numbers exchanged by a hello, timers run inside the channel's own calls, on any data
+//! path ([`transport`] says how).
+//!
 //! Errors say what failed ([`Error`]): no daemon at the socket, a refusal with hostd's
 //! reason (VC in use, reserved VCI, admission control), the link being down, the channel
 //! being revoked (closed, or hostd gone), nothing ready, a timeout, an SDU too long.
@@ -239,6 +244,10 @@ pub enum Error {
     /// with the link); the VC is closed.
     #[error("call released: {0}")]
     Released(CauseInfo),
+    /// A transport channel's far end does not match this one (service, TPDU size or
+    /// largest message), in words ([`transport::Channel::over`]).
+    #[error("transport handshake: {0}")]
+    Handshake(String),
     /// The socket or a system call failed, or hostd broke the protocol.
     #[error(transparent)]
     Io(#[from] io::Error),
@@ -408,6 +417,7 @@ mod direct;
 mod host;
 mod lane;
 mod listen;
+pub mod transport;
 mod vc;
 
 use direct::*;

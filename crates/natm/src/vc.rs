@@ -15,6 +15,9 @@ pub struct Vc {
     pub(crate) direct: Option<Direct>,
     /// A switched VC's call ([`Host::call`], [`Listener::accept`]).
     pub(crate) call: Option<CallInfo>,
+    /// Daemon path: SDUs written to hostd ([`Vc::flush`] waits until its adapter sent
+    /// them).
+    pub(crate) daemon_sent: u64,
 }
 
 /// How long a switched VC found revoked waits for hostd's notice of why (the release's
@@ -115,7 +118,10 @@ impl Vc {
                         return Err(Error::WouldBlock);
                     }
                 }
-                c.write(&proto::data_frame(handle, sdu))
+                c.write(&proto::data_frame(handle, sdu))?;
+                drop(c);
+                self.daemon_sent += 1;
+                Ok(())
             }
         }
     }
@@ -229,6 +235,32 @@ impl Vc {
         r.map_err(|e| self.explain(e))
     }
 
+    /// [`Vc::flush`], and on the daemon path also until hostd's adapter has sent what the
+    /// VC wrote (hostd holds it until then, and drops it if the VC closes first): asks
+    /// hostd for the VC's counters every millisecond until they show every SDU sent or
+    /// failed (the link down). For the transport's channel, whose last frames must not
+    /// die with an exiting process.
+    pub(crate) fn flush_sent(&mut self, timeout: Duration) -> Result<(), Error> {
+        let deadline = Instant::now() + timeout;
+        if self.direct.is_some() {
+            return self.flush(timeout);
+        }
+        self.daemon_flush(deadline).map_err(|e| self.explain(e))
+    }
+
+    fn daemon_flush(&self, deadline: Instant) -> Result<(), Error> {
+        loop {
+            let c = self.counters()?;
+            if c.sdus_sent + c.tx_failed >= self.daemon_sent {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::Timeout);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     /// Receives one SDU into `buf`, waiting for it; its length. An SDU longer than `buf`
     /// is [`Error::TooLong`] and stays queued.
     pub fn recv(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
@@ -243,6 +275,42 @@ impl Vc {
     /// Receives one SDU, waiting at most `timeout` ([`Error::Timeout`]).
     pub fn recv_timeout(&mut self, buf: &mut [u8], timeout: Duration) -> Result<usize, Error> {
         self.recv_within(buf, Some(timeout), false)
+    }
+
+    /// For a driver of this VC (the transport's channel): waits until `deadline` for a
+    /// received SDU, or with `tx_blocked` also for a transmit buffer coming free, and takes
+    /// the SDU into `buf` if one came (`Ok(None)`: none, the time ran out or a buffer came
+    /// free). On the daemon path a blocked send is the socket's, which this does not watch:
+    /// it waits at most a millisecond then.
+    pub(crate) fn wait_sdu(
+        &mut self,
+        buf: &mut [u8],
+        deadline: Instant,
+        tx_blocked: bool,
+    ) -> Result<Option<usize>, Error> {
+        let now = Instant::now();
+        let mut left = deadline.saturating_duration_since(now);
+        match (&mut self.direct, tx_blocked) {
+            (Some(d), true) => {
+                let waited = (|| {
+                    d.drain()?;
+                    if d.ready.is_empty() && d.free_tx.is_empty() {
+                        d.state()?;
+                        d.wait(Some(deadline))?;
+                    }
+                    Ok(())
+                })();
+                waited.map_err(|e| self.explain(e))?;
+                left = Duration::ZERO;
+            }
+            (None, true) => left = left.min(Duration::from_millis(1)),
+            _ => {}
+        }
+        match self.recv_within(buf, Some(left), left.is_zero()) {
+            Ok(n) => Ok(Some(n)),
+            Err(Error::Timeout | Error::WouldBlock) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     pub(crate) fn direct(&mut self) -> Result<&mut Direct, Error> {

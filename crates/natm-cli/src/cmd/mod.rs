@@ -18,3 +18,4 @@ pub mod qos_check;
 pub mod sim;
 pub mod sim_eventbuilder;
 pub mod stat;
+pub mod transfer;
