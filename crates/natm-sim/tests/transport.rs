@@ -48,3 +48,14 @@ fn without_faults_nothing_is_lost_and_the_rate_is_checked() {
         assert!(r.rate_windows >= 12, "seed {seed}: {}", r.rate_windows);
     }
 }
+
+#[test]
+#[ignore]
+fn swarm_200() {
+    let rep = transport::swarm(0, 200, 0, false);
+    for o in rep.failures() {
+        eprintln!("{}", o.failure_text().unwrap());
+    }
+    eprintln!("{:?}", rep.wall);
+    assert_eq!(rep.failures().count(), 0);
+}
