@@ -205,7 +205,7 @@ impl TransportPlan {
                     }
                 }
                 _ => {
-                    let rate = rng.range(20_000, 60_000) as u32;
+                    let rate = rng.range(10_000, 30_000) as u32;
                     config.service = Service::Guaranteed { rate };
                     config.tpdu_size = [512, 1024, 1500][rng.below(3) as usize];
                     config.reassembly_timeout = ns(rng.range(5_000_000, 100_000_000));

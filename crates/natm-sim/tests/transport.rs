@@ -59,3 +59,20 @@ fn swarm_200() {
     eprintln!("{:?}", rep.wall);
     assert_eq!(rep.failures().count(), 0);
 }
+
+#[test]
+fn a_failure_names_the_seed_the_invariant_and_the_replay_command() {
+    let o = transport::TransportOutcome {
+        seed: 42,
+        result: Err(natm_sim::Violation {
+            at: natm_core::Instant::from_nanos(5),
+            seq: 0,
+            invariant: "every TPDU acked naming it",
+            detail: "channel 0".into(),
+        }),
+    };
+    assert_eq!(
+        o.failure_text().unwrap(),
+        "seed 42: every TPDU acked naming it at 5 ns: channel 0 — replay: natm sim run --transport --seed 42"
+    );
+}
