@@ -330,6 +330,8 @@ struct Ledger {
     flows: Vec<[Flow; 2]>,
     /// Per channel, per host: the endpoint's last figures.
     stats: Vec<[Stats; 2]>,
+    /// Per channel, per host: whether its sender holds nothing (`send_idle`).
+    send_idle: Vec<[bool; 2]>,
     refused: u64,
     sends_failed: u64,
 }
@@ -453,7 +455,11 @@ impl TransportApp {
         }
         self.events(ci, io);
         let c = &mut self.chans[ci];
-        self.ledger.borrow_mut().stats[ci][c.dir] = c.ep.stats();
+        {
+            let mut l = self.ledger.borrow_mut();
+            l.stats[ci][c.dir] = c.ep.stats();
+            l.send_idle[ci][c.dir] = c.ep.send_idle();
+        }
         if let Some(t) = c.ep.poll_timeout()
             && c.armed.is_none_or(|a| t < a || a <= now)
         {
@@ -920,8 +926,7 @@ fn check_rates(plan: &TransportPlan, ledger: &Ledger) -> Result<(u64, f64), Stri
 }
 
 /// Whether every message is accounted for: `None`, or what is not.
-fn unsettled(w: &World, ledger: &Ledger, plan: &TransportPlan) -> Option<String> {
-    let _ = w;
+fn unsettled(ledger: &Ledger, plan: &TransportPlan) -> Option<String> {
     for (ci, flows) in ledger.flows.iter().enumerate() {
         for (dir, f) in flows.iter().enumerate() {
             let want = plan.channels[ci].messages[dir].len()
@@ -939,9 +944,32 @@ fn unsettled(w: &World, ledger: &Ledger, plan: &TransportPlan) -> Option<String>
                     f.sent.len()
                 ));
             }
+            if f.service == Some(Service::Reliable) && !ledger.send_idle[ci][dir] {
+                return Some(format!(
+                    "channel {ci} direction {dir}: the sender still holds unacknowledged data"
+                ));
+            }
         }
     }
     None
+}
+
+/// The oracles' ledger of `plan`, empty.
+fn new_ledger(plan: &TransportPlan) -> Shared {
+    let ledger: Shared = Rc::default();
+    {
+        let mut l = ledger.borrow_mut();
+        for ch in &plan.channels {
+            l.stats.push([Stats::default(); 2]);
+            l.send_idle.push([false; 2]);
+            l.flows.push([0, 1].map(|d| Flow {
+                service: Some(ch.config.service),
+                msg0: ch.isn[d].msg,
+                ..Flow::default()
+            }));
+        }
+    }
+    ledger
 }
 
 fn run_inner(
@@ -950,18 +978,7 @@ fn run_inner(
     trace: Option<Box<dyn Write>>,
 ) -> Result<TransportReport, Violation> {
     let wall = std::time::Instant::now();
-    let ledger: Shared = Rc::default();
-    {
-        let mut l = ledger.borrow_mut();
-        for ch in &plan.channels {
-            l.stats.push([Stats::default(); 2]);
-            l.flows.push([0, 1].map(|d| Flow {
-                service: Some(ch.config.service),
-                msg0: ch.isn[d].msg,
-                ..Flow::default()
-            }));
-        }
-    }
+    let ledger = new_ledger(&plan);
     // Every best effort and guaranteed direction sends one message after the phase: it
     // arrives (no fault then), so whatever was lost before it is reported.
     let mut plan_run = plan.clone();
@@ -1014,7 +1031,7 @@ fn run_inner(
     let settled = loop {
         t = (t + SETTLE_STEP.as_nanos()).min(bound);
         world.run_until(at(t))?;
-        let what = unsettled(&world, &ledger.borrow(), &plan);
+        let what = unsettled(&ledger.borrow(), &plan);
         match what {
             None => break t,
             Some(what) if t >= bound => {
@@ -1132,4 +1149,183 @@ pub fn swarm(from: u64, n: u64, threads: usize, stop_at_failure: bool) -> Transp
         stop_at_failure,
         |seed| run(seed, None),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one_channel(service: Service) -> TransportPlan {
+        let mut config = Config {
+            service,
+            tpdu_size: 1500,
+            ..Config::default()
+        };
+        config.recv_buffer = config.tpdus_of(config.max_message) as u32;
+        TransportPlan {
+            channels: vec![ChannelPlan {
+                config,
+                isn: [Isn { seq: 5, msg: 9 }, Isn { seq: 70, msg: 3 }],
+                messages: [Vec::new(), Vec::new()],
+            }],
+            faults: Vec::new(),
+        }
+    }
+
+    /// Host h2's app takes `messages` from an h1 endpoint (acks carried back), the ledger
+    /// saying `sent` were sent: the first failure its oracles report, and the ledger.
+    fn deliver(
+        service: Service,
+        sent: &[usize],
+        messages: &[Vec<u8>],
+    ) -> (Option<(&'static str, String)>, Shared) {
+        let plan = one_channel(service);
+        let ledger = new_ledger(&plan);
+        ledger.borrow_mut().flows[0][0].sent = sent.to_vec();
+        let mut app = TransportApp::new(1, &plan, ledger.clone());
+        let ch = &plan.channels[0];
+        let mut tx = Endpoint::new(ch.config, ch.isn[0], ch.isn[1]).unwrap();
+        let now = Instant::ZERO;
+        for m in messages {
+            tx.send_message(now, m).unwrap();
+        }
+        let (mut io, mut buf) = (AppIo::new(), vec![0; ch.config.max_frame_len()]);
+        let vc = app.chans[0].vc;
+        loop {
+            let mut moved = false;
+            while let Some(n) = tx.poll_transmit(now, &mut buf) {
+                app.on_sdu(now, vc, &buf[..n], &mut io);
+                if let Some(f) = io.take_failure() {
+                    return (Some(f), ledger);
+                }
+                moved = true;
+            }
+            let back: Vec<Vec<u8>> = io.sends().map(|(_, b)| b.to_vec()).collect();
+            io.clear();
+            for b in back {
+                tx.handle_tpdu(now, &b).unwrap();
+                moved = true;
+            }
+            if !moved {
+                return (None, ledger);
+            }
+        }
+    }
+
+    fn message(key: u64, i: u64, len: usize) -> Vec<u8> {
+        let mut m = vec![0; len];
+        fill_message(key, i, &mut m);
+        m
+    }
+
+    #[test]
+    fn messages_as_sent_pass_the_oracles() {
+        let key = flow_key(0, 0);
+        for service in [Service::Reliable, Service::BestEffort] {
+            let lens = [1, 4000, 20_000];
+            let msgs: Vec<_> = (0..3).map(|i| message(key, i, lens[i as usize])).collect();
+            let (fail, ledger) = deliver(service, &lens, &msgs);
+            assert_eq!(fail, None, "{service:?}");
+            let l = ledger.borrow();
+            assert_eq!((l.flows[0][0].delivered, l.flows[0][0].next), (3, 3));
+            assert_eq!(l.flows[0][0].bytes, 24_001);
+        }
+    }
+
+    #[test]
+    fn a_changed_byte_is_caught_on_every_service() {
+        let key = flow_key(0, 0);
+        for (service, inv) in [
+            (Service::Reliable, "reliable in order, exactly once"),
+            (Service::BestEffort, "best effort intact, losses reported"),
+            (
+                Service::Guaranteed { rate: 100_000 },
+                "best effort intact, losses reported",
+            ),
+        ] {
+            let mut m = message(key, 0, 3000);
+            m[2000] ^= 4;
+            let (fail, _) = deliver(service, &[3000], &[m]);
+            let (got, detail) = fail.expect("caught");
+            assert_eq!(got, inv);
+            assert!(detail.contains("first difference at byte 2000"), "{detail}");
+        }
+    }
+
+    #[test]
+    fn a_message_never_sent_or_another_messages_bytes_are_caught() {
+        let key = flow_key(0, 0);
+        // The ledger knows of one message; the endpoint hands up two.
+        let msgs = vec![message(key, 0, 10), message(key, 1, 10)];
+        let (fail, _) = deliver(Service::BestEffort, &[10], &msgs);
+        assert!(fail.expect("caught").1.contains("never sent"));
+        // Message 1's bytes as message 0.
+        let (fail, _) = deliver(Service::Reliable, &[10], &[message(key, 1, 10)]);
+        assert_eq!(fail.expect("caught").0, "reliable in order, exactly once");
+    }
+
+    fn rate_ledger(plan: &TransportPlan, cells: u64) -> Ledger {
+        let mut l = Ledger::default();
+        let windows = (PHASE.as_nanos() / RATE_WINDOW.as_nanos()) as usize;
+        l.flows = plan
+            .channels
+            .iter()
+            .map(|_| {
+                [0, 1].map(|_| Flow {
+                    rx_cells: vec![cells; windows],
+                    ..Flow::default()
+                })
+            })
+            .collect();
+        l
+    }
+
+    #[test]
+    fn the_rate_check_holds_within_the_bucket_and_skips_faults_and_idle_senders() {
+        let plan = one_channel(Service::Guaranteed { rate: 25_000 });
+        // 1,000 cells per 40 ms window; the tolerance is 7 TPDUs of 32 cells and 2 %.
+        let want = 1_000;
+        // Windows 40–80 ms … 240–280 ms: after RATE_SKIP, within the phase.
+        let all = 6;
+        let (n, worst) = check_rates(&plan, &rate_ledger(&plan, want)).unwrap();
+        assert_eq!((n, worst), (2 * all, 0.0));
+        assert!(check_rates(&plan, &rate_ledger(&plan, want + 240)).is_ok());
+        let e = check_rates(&plan, &rate_ledger(&plan, want - 250)).unwrap_err();
+        assert!(e.contains("750 cells in 40 ms"), "{e}");
+        // A fault over the whole phase: nothing is checked.
+        let mut faulty = plan.clone();
+        faulty.faults.push(FaultWindow {
+            link: 1,
+            at: Duration::ZERO,
+            length: PHASE,
+            impair: None,
+        });
+        assert_eq!(check_rates(&faulty, &rate_ledger(&plan, 0)).unwrap().0, 0);
+        // A sender idle at 100 ms: its window (80–120 ms) is not checked.
+        let mut l = rate_ledger(&plan, want);
+        l.flows[0][0].idle.push(100_000_000);
+        l.flows[0][0].rx_cells[2] = 0;
+        let (n, _) = check_rates(&plan, &l).unwrap();
+        assert_eq!(n, 2 * all - 1);
+    }
+
+    #[test]
+    fn plans_are_valid_and_the_seed_decides_them() {
+        for seed in 0..100 {
+            let p = TransportPlan::draw(seed);
+            assert_eq!(p, TransportPlan::draw(seed));
+            for c in &p.channels {
+                assert_eq!(c.config.validate(), Ok(()));
+                for list in &c.messages {
+                    assert!(
+                        list.iter()
+                            .all(|m| m.1 <= MAX_MESSAGE && m.0.as_nanos() < PHASE.as_nanos())
+                    );
+                }
+            }
+            for f in &p.faults {
+                assert!(f.at.as_nanos() + f.length.as_nanos() <= PHASE.as_nanos());
+            }
+        }
+    }
 }
