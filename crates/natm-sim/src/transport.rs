@@ -27,7 +27,7 @@
 //! TPDU size, initial sequence numbers and (best effort and guaranteed) reassembly timeout;
 //! on every direction of every channel a list of messages (1 byte to 1 MiB: reliable
 //! directions carry one 1 MiB message in a third of the channels; guaranteed ones offer
-//! about 1.5 times their rate so that the bucket always has work) sent during the load
+//! about twice their rate so that the bucket always has work) sent during the load
 //! phase ([`PHASE`]); and the faults: per link, impairments (random and burst cell loss,
 //! header errors, payload bit errors, delay with jitter) over the whole phase or a window
 //! of it, and link outages. At the end of the phase every fault is cleared, every best
@@ -209,7 +209,7 @@ impl TransportPlan {
                     config.service = Service::Guaranteed { rate };
                     config.tpdu_size = [512, 1024, 1500][rng.below(3) as usize];
                     config.reassembly_timeout = ns(rng.range(5_000_000, 100_000_000));
-                    // Offered at about 1.5 times the rate: the bucket always has work.
+                    // Offered at about twice the rate: the bucket always has work.
                     for list in messages.iter_mut() {
                         let mut t = 0u64;
                         while t < phase {
@@ -217,7 +217,7 @@ impl TransportPlan {
                             list.push((at(t), len));
                             let cells = len.div_ceil(config.tpdu_size) as u64
                                 * u64::from(tpdu_cells(config.tpdu_size));
-                            t += cells * 1_000_000_000 / (u64::from(rate) * 3 / 2);
+                            t += cells * 1_000_000_000 / (u64::from(rate) * 2);
                         }
                     }
                 }
