@@ -173,8 +173,23 @@ fn the_calls_scenario_runs_replays_and_swarms() {
 
 #[test]
 fn the_transport_campaign_runs_replays_and_swarms() {
-    let a = sim(&["run", "--transport", "--seed", "6"]);
-    let b = sim(&["run", "--transport", "--seed", "6"]);
+    let (t1, t2) = (temp("transport1"), temp("transport2"));
+    let a = sim(&[
+        "run",
+        "--transport",
+        "--seed",
+        "6",
+        "--trace",
+        t1.to_str().unwrap(),
+    ]);
+    let b = sim(&[
+        "run",
+        "--transport",
+        "--seed",
+        "6",
+        "--trace",
+        t2.to_str().unwrap(),
+    ]);
     let c = sim(&["run", "--transport", "--seed", "7"]);
     assert!(a.status.success(), "{}{}", stdout(&a), stderr(&a));
     let out = stdout(&a);
@@ -192,6 +207,12 @@ fn the_transport_campaign_runs_replays_and_swarms() {
     }
     assert_eq!(digest(&a), digest(&b));
     assert_ne!(digest(&a), digest(&c));
+    let (x, y) = (std::fs::read(&t1).unwrap(), std::fs::read(&t2).unwrap());
+    assert!(
+        x.len() > 1000 && x == y,
+        "the same seed writes the same trace"
+    );
+    let _ = (std::fs::remove_file(t1), std::fs::remove_file(t2));
     let j = sim(&["run", "--transport", "--seed", "6", "--json"]);
     let v: serde_json::Value = serde_json::from_str(stdout(&j).trim()).unwrap();
     assert_eq!(v["ok"], true, "{v}");
