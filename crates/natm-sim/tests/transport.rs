@@ -50,17 +50,6 @@ fn without_faults_nothing_is_lost_and_the_rate_is_checked() {
 }
 
 #[test]
-#[ignore]
-fn swarm_200() {
-    let rep = transport::swarm(0, 200, 0, false);
-    for o in rep.failures() {
-        eprintln!("{}", o.failure_text().unwrap());
-    }
-    eprintln!("{:?}", rep.wall);
-    assert_eq!(rep.failures().count(), 0);
-}
-
-#[test]
 fn a_failure_names_the_seed_the_invariant_and_the_replay_command() {
     let o = transport::TransportOutcome {
         seed: 42,
