@@ -49,7 +49,11 @@
 //!    data TPDUs arriving at the receiver in each [`RATE_WINDOW`] that lies in the load
 //!    phase, after [`RATE_SKIP`], at least [`RATE_MARGIN`] clear of every fault, and while
 //!    the sender was backlogged, are the rate times the window within the token bucket's
-//!    depth (`X_MAX` full TPDUs) plus one TPDU and [`RATE_SLACK`] of the expected count.
+//!    depth (`X_MAX` full TPDUs) plus one TPDU and [`RATE_SLACK`] of the expected count;
+//!    and so is each run of consecutive such windows as a whole (the bucket bounds any
+//!    interval, so over a long run the tolerance is a small fraction of the count). The
+//!    guaranteed channel's PVC is CBR at 1.25 times its rate (the host shapes the bucket's
+//!    batches), the others UBR.
 //! 4. **Every TPDU acked naming it** (SMART): on a reliable channel every data TPDU a
 //!    receiver takes within its window is answered at once by an ack whose trigger is that
 //!    TPDU's sequence number and whose echo is its transmission count.
@@ -57,7 +61,10 @@
 //!    direction with no timeout yet, the ack through which SMART first finds a loss
 //!    brings the congestion window or its threshold down.
 //!
-//! The cell network's own invariants ([`crate::check`]) hold throughout as in every run.
+//! The cell network's own invariants ([`crate::check`]) hold throughout as in every run
+//! (CAC books, conservation, nothing leaked, policing); its per-cell order and per-SDU
+//! byte checks follow the load's tags, which TPDUs do not carry: here order and integrity
+//! are the transport oracles' (1, 2).
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -353,7 +360,8 @@ struct Chan {
     pending: VecDeque<usize>,
     accepted: u64,
     armed: Option<Instant>,
-    /// The last stats the window oracle saw.
+    /// Reliable: SMART has found a loss of this end's TPDUs (the window oracle looks
+    /// at the first only).
     seen_loss: bool,
 }
 
@@ -590,7 +598,7 @@ impl App for TransportApp {
             Ok(Repr::Data { header, .. }) => Some(header),
             _ => None,
         };
-        if let (Some(h), Service::Guaranteed { .. }) = (data, c.service)
+        if let (Some(_), Service::Guaranteed { .. }) = (data, c.service)
             && now < self.phase_end
         {
             let w = (now.as_nanos() / RATE_WINDOW.as_nanos()) as usize;
@@ -599,7 +607,6 @@ impl App for TransportApp {
             if cells.len() <= w {
                 cells.resize(w + 1, 0);
             }
-            let _ = h;
             cells[w] += u64::from(frame_cells(sdu.len()));
         }
         let s0 = c.ep.stats();
@@ -895,30 +902,47 @@ fn check_rates(plan: &TransportPlan, ledger: &Ledger) -> Result<(u64, f64), Stri
         let Service::Guaranteed { rate } = ch.config.service else {
             continue;
         };
-        let tolerance_cells = f64::from((X_MAX + 1) * tpdu_cells(ch.config.tpdu_size));
+        let burst = f64::from((X_MAX + 1) * tpdu_cells(ch.config.tpdu_size));
+        let want = f64::from(rate) * w as f64 / 1e9;
         for dir in 0..2 {
             // The receiver of direction `dir` keeps its cells in its own flow entry.
             let f = &ledger.flows[ci][dir];
-            for (k, &got) in f.rx_cells.iter().enumerate() {
-                let (a, b) = (k as u64 * w, (k as u64 + 1) * w);
-                if a < RATE_SKIP.as_nanos() || b > PHASE.as_nanos() || !clear(a, b) {
-                    continue;
-                }
-                if f.idle.iter().any(|&t| t + margin > a && t < b) {
-                    continue;
-                }
-                let want = f64::from(rate) * w as f64 / 1e9;
-                let off = (got as f64 - want).abs();
-                n += 1;
-                worst = worst.max(off / want);
-                if off > tolerance_cells + RATE_SLACK * want {
+            // A run of consecutive checked windows: (first window's start, windows, cells).
+            let mut run: Option<(u64, u64, u64)> = None;
+            let check = |from: u64, k: u64, got: u64| -> Result<(), String> {
+                let want = want * k as f64;
+                let tolerance = burst + RATE_SLACK * want;
+                if (got as f64 - want).abs() > tolerance {
                     return Err(format!(
-                        "channel {ci} direction {dir}: {got} cells in {} ms from {} ms, the rate {rate} cells/s gives {want:.0} (tolerance {:.0})",
-                        w / 1_000_000,
-                        a / 1_000_000,
-                        tolerance_cells + RATE_SLACK * want
+                        "channel {ci} direction {dir}: {got} cells in {} ms from {} ms, the rate \
+                         {rate} cells/s gives {want:.0} (tolerance {tolerance:.0})",
+                        k * w / 1_000_000,
+                        from / 1_000_000,
                     ));
                 }
+                Ok(())
+            };
+            for k in 0..PHASE.as_nanos() / w {
+                let (a, b) = (k * w, (k + 1) * w);
+                let got = f.rx_cells.get(k as usize).copied().unwrap_or(0);
+                let checked = a >= RATE_SKIP.as_nanos()
+                    && clear(a, b)
+                    && !f.idle.iter().any(|&t| t + margin > a && t < b);
+                if !checked {
+                    if let Some((from, k, got)) = run.take() {
+                        check(from, k, got)?;
+                    }
+                    continue;
+                }
+                n += 1;
+                worst = worst.max((got as f64 - want).abs() / want);
+                check(a, 1, got)?;
+                let r = run.get_or_insert((a, 0, 0));
+                r.1 += 1;
+                r.2 += got;
+            }
+            if let Some((from, k, got)) = run {
+                check(from, k, got)?;
             }
         }
     }
@@ -1289,9 +1313,23 @@ mod tests {
         let all = 6;
         let (n, worst) = check_rates(&plan, &rate_ledger(&plan, want)).unwrap();
         assert_eq!((n, worst), (2 * all, 0.0));
-        assert!(check_rates(&plan, &rate_ledger(&plan, want + 240)).is_ok());
+        // A window off by a bucket's burst passes if its neighbours make up for it.
+        let mut l = rate_ledger(&plan, want);
+        for (k, c) in l.flows[0][1].rx_cells.iter_mut().enumerate() {
+            *c = if k % 2 == 0 { want + 240 } else { want - 240 };
+        }
+        let (_, worst) = check_rates(&plan, &l).unwrap();
+        assert!((worst - 0.24).abs() < 1e-9, "{worst}");
         let e = check_rates(&plan, &rate_ledger(&plan, want - 250)).unwrap_err();
-        assert!(e.contains("750 cells in 40 ms"), "{e}");
+        assert!(e.contains("750 cells in 40 ms from 40 ms"), "{e}");
+        // 10 % over in every window: each passes, their run (6,600 cells) does not.
+        let e = check_rates(&plan, &rate_ledger(&plan, want + 100)).unwrap_err();
+        assert!(e.contains("6600 cells in 240 ms from 40 ms"), "{e}");
+        // A sender that stops sending is seen: windows with nothing received count.
+        let mut l = rate_ledger(&plan, want);
+        l.flows[0][0].rx_cells.truncate(4);
+        let e = check_rates(&plan, &l).unwrap_err();
+        assert!(e.contains("0 cells in 40 ms from 160 ms"), "{e}");
         // A fault over the whole phase: nothing is checked.
         let mut faulty = plan.clone();
         faulty.faults.push(FaultWindow {
