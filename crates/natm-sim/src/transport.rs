@@ -16,8 +16,8 @@
 //!
 //! What it is not: no second copy of the transport (the oracles read the events the
 //! endpoints hand up, the TPDU headers on the wire through `natm_transport::header`, and
-//! the endpoints' public [`Stats`](natm_transport::Stats)), no host crash or switch crash
-//! (a crash loses the endpoint, which no transport survives), no admission (the PVCs are
+//! the endpoints' public [`Stats`](natm_transport::Stats)), no host crash (it loses the
+//! endpoints, which no transport survives) and no PVC churn, no admission (the PVCs are
 //! configured).
 //!
 //! # A run
@@ -30,7 +30,8 @@
 //! about twice their rate so that the bucket always has work) sent during the load
 //! phase ([`PHASE`]); and the faults: per link, impairments (random and burst cell loss,
 //! header errors, payload bit errors, delay with jitter) over the whole phase or a window
-//! of it, and link outages. At the end of the phase every fault is cleared, every best
+//! of it, link outages, a switch crash (its PVCs come back from its configuration) and a
+//! clogged switch port. At the end of the phase every fault is cleared, every best
 //! effort and guaranteed direction sends one more message, and the run goes on until
 //! every message is accounted for (at most [`SETTLE_BOUND`]).
 //!
@@ -81,10 +82,11 @@ use natm_transport::{
 };
 
 use crate::app::{App, AppIo};
+use crate::faults::{Fault, FaultKind};
 use crate::seed::{Rng, splitmix64};
 use crate::swarm::{SeedOutcome, SwarmReport};
 use crate::world::{
-    Action, DEFAULT_CDVT, Dirs, End, HostConfig, LinkConfig, LinkId, Violation, World,
+    Action, DEFAULT_CDVT, Dirs, End, HostConfig, LinkConfig, LinkId, SwitchId, Violation, World,
 };
 
 /// The load and fault phase.
@@ -124,26 +126,15 @@ pub struct ChannelPlan {
     pub messages: [Vec<(Instant, usize)>; 2],
 }
 
-/// A fault window: a link impaired or down from `at` for `length`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct FaultWindow {
-    /// The link (0: h1–s1, 1: h2–s1).
-    pub link: usize,
-    /// From.
-    pub at: Duration,
-    /// For.
-    pub length: Duration,
-    /// `None`: the link is down.
-    pub impair: Option<Impairments>,
-}
-
 /// What a seed draws.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TransportPlan {
     /// The channels, in VCI order.
     pub channels: Vec<ChannelPlan>,
-    /// The faults.
-    pub faults: Vec<FaultWindow>,
+    /// The faults, in the simulator's vocabulary: `Impair` and `LinkDown` on link 0
+    /// (h1–s1) or 1 (h2–s1), `SwitchCrash` and `Clog` (port 1 towards h1, 2 towards h2)
+    /// of switch 0; never a host crash (it would lose the endpoints) nor PVC churn.
+    pub faults: Vec<Fault>,
 }
 
 fn prob(p: f64) -> Probability {
@@ -280,23 +271,43 @@ impl TransportPlan {
                     } else {
                         window(&mut rng, 0.5)
                     };
-                    faults.push(FaultWindow {
-                        link,
+                    faults.push(Fault {
                         at: a,
                         length,
-                        impair: Some(imp),
+                        kind: FaultKind::Impair {
+                            link,
+                            impairments: imp,
+                        },
                     });
                 }
             }
             if rng.chance(0.3) {
                 let (a, length) = window(&mut rng, 0.1);
-                faults.push(FaultWindow {
-                    link,
+                faults.push(Fault {
                     at: a,
                     length,
-                    impair: None,
+                    kind: FaultKind::LinkDown { link },
                 });
             }
+        }
+        // The switch: a crash (every cell in it lost, the PVCs back from its
+        // configuration on restart), and a clogged port (its queues fill and drop).
+        if rng.chance(0.15) {
+            let (a, length) = window(&mut rng, 0.1);
+            faults.push(Fault {
+                at: a,
+                length,
+                kind: FaultKind::SwitchCrash { switch: 0 },
+            });
+        }
+        if rng.chance(0.25) {
+            let port = rng.range(1, 2) as u16;
+            let (a, length) = window(&mut rng, 0.05);
+            faults.push(Fault {
+                at: a,
+                length,
+                kind: FaultKind::Clog { switch: 0, port },
+            });
         }
         TransportPlan { channels, faults }
     }
@@ -825,7 +836,11 @@ impl TransportReport {
 }
 
 /// The world of a plan: the two hosts, the switch, the links and the PVCs.
-fn build(seed: u64, plan: &TransportPlan, ledger: &Shared) -> Result<(World, [LinkId; 2]), String> {
+fn build(
+    seed: u64,
+    plan: &TransportPlan,
+    ledger: &Shared,
+) -> Result<(World, [LinkId; 2], SwitchId), String> {
     let mut world = World::new(seed);
     let s = world.add_switch("s1", SwitchConfig::default());
     let max_frame = plan
@@ -884,7 +899,7 @@ fn build(seed: u64, plan: &TransportPlan, ledger: &Shared) -> Result<(World, [Li
                 .map_err(|e| format!("channel {c}: {e}"))?;
         }
     }
-    Ok((world, [links[0], links[1]]))
+    Ok((world, [links[0], links[1]], s))
 }
 
 /// The guaranteed rate windows (invariant 3): (windows checked, worst deviation).
@@ -1013,7 +1028,7 @@ fn run_inner(
             }
         }
     }
-    let (mut world, links) = build(seed, &plan_run, &ledger).map_err(|e| Violation {
+    let (mut world, links, switch) = build(seed, &plan_run, &ledger).map_err(|e| Violation {
         at: Instant::ZERO,
         seq: 0,
         invariant: "scenario builds",
@@ -1023,28 +1038,45 @@ fn run_inner(
         world.set_trace(t);
     }
     for f in &plan.faults {
-        let l = links[f.link];
         let (a, b) = (
             at(f.at.as_nanos()),
             at(f.at.as_nanos() + f.length.as_nanos()),
         );
-        match f.impair {
-            Some(imp) => {
-                world.schedule(a, Action::Impairments(l, Dirs::Both, imp));
-                world.schedule(
-                    b,
-                    Action::Impairments(l, Dirs::Both, Impairments::default()),
-                );
+        let (start, end) = match &f.kind {
+            FaultKind::Impair { link, impairments } => (
+                Action::Impairments(links[*link], Dirs::Both, *impairments),
+                Action::Impairments(links[*link], Dirs::Both, Impairments::default()),
+            ),
+            FaultKind::LinkDown { link } => (
+                Action::LinkUp(links[*link], false),
+                Action::LinkUp(links[*link], true),
+            ),
+            FaultKind::SwitchCrash { .. } => {
+                (Action::CrashSwitch(switch), Action::RestartSwitch(switch))
             }
-            None => {
-                world.schedule(a, Action::LinkUp(l, false));
-                world.schedule(b, Action::LinkUp(l, true));
+            FaultKind::Clog { port, .. } => (
+                Action::Clog(switch, PortId(*port), true),
+                Action::Clog(switch, PortId(*port), false),
+            ),
+            other => {
+                return Err(Violation {
+                    at: Instant::ZERO,
+                    seq: 0,
+                    invariant: "scenario builds",
+                    detail: format!("{other}: not a fault of the transport campaign"),
+                });
             }
-        }
+        };
+        world.schedule(a, start);
+        world.schedule(b, end);
     }
     world.start();
     let phase_end = at(PHASE.as_nanos());
     world.run_until(phase_end)?;
+    let _ = world.apply(Action::RestartSwitch(switch));
+    for port in [1, 2] {
+        let _ = world.apply(Action::Clog(switch, PortId(port), false));
+    }
     for l in links {
         let _ = world.apply(Action::LinkUp(l, true));
         let _ = world.apply(Action::Impairments(l, Dirs::Both, Impairments::default()));
@@ -1332,11 +1364,10 @@ mod tests {
         assert!(e.contains("0 cells in 40 ms from 160 ms"), "{e}");
         // A fault over the whole phase: nothing is checked.
         let mut faulty = plan.clone();
-        faulty.faults.push(FaultWindow {
-            link: 1,
+        faulty.faults.push(Fault {
             at: Duration::ZERO,
             length: PHASE,
-            impair: None,
+            kind: FaultKind::LinkDown { link: 1 },
         });
         assert_eq!(check_rates(&faulty, &rate_ledger(&plan, 0)).unwrap().0, 0);
         // A sender idle at 100 ms: its window (80–120 ms) is not checked.
