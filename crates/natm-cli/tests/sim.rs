@@ -170,3 +170,68 @@ fn the_calls_scenario_runs_replays_and_swarms() {
     let bad = sim(&["run", "--calls", "--signalling"]);
     assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
 }
+
+#[test]
+fn the_transport_campaign_runs_replays_and_swarms() {
+    let (t1, t2) = (temp("transport1"), temp("transport2"));
+    let a = sim(&[
+        "run",
+        "--transport",
+        "--seed",
+        "6",
+        "--trace",
+        t1.to_str().unwrap(),
+    ]);
+    let b = sim(&[
+        "run",
+        "--transport",
+        "--seed",
+        "6",
+        "--trace",
+        t2.to_str().unwrap(),
+    ]);
+    let c = sim(&["run", "--transport", "--seed", "7"]);
+    assert!(a.status.success(), "{}{}", stdout(&a), stderr(&a));
+    let out = stdout(&a);
+    assert!(
+        out.starts_with("natm sim: seed 6, transport campaign\nok: every transport invariant held"),
+        "{out}"
+    );
+    for line in [
+        "\nreliable ",
+        "\nbest effort ",
+        "\nguaranteed ",
+        "rate windows checked",
+    ] {
+        assert!(out.contains(line), "{line}: {out}");
+    }
+    assert_eq!(digest(&a), digest(&b));
+    assert_ne!(digest(&a), digest(&c));
+    let (x, y) = (std::fs::read(&t1).unwrap(), std::fs::read(&t2).unwrap());
+    assert!(
+        x.len() > 1000 && x == y,
+        "the same seed writes the same trace"
+    );
+    let _ = (std::fs::remove_file(t1), std::fs::remove_file(t2));
+    let j = sim(&["run", "--transport", "--seed", "6", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(stdout(&j).trim()).unwrap();
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(v["digest"].as_str().unwrap(), digest(&a));
+    let r = &v["reliable"];
+    assert!(r["delivered"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(r["delivered"], r["sent"], "{v}");
+    let s = sim(&["swarm", "--transport", "--seeds", "6", "--from", "3"]);
+    assert!(s.status.success(), "{}{}", stdout(&s), stderr(&s));
+    assert!(
+        stdout(&s).contains("6 seeds from 3 (transport campaign), 0 failed, 6 passed"),
+        "{}",
+        stdout(&s)
+    );
+    for bad in [
+        sim(&["run", "--transport", "--calls"]),
+        sim(&["swarm", "--transport", "--signalling"]),
+        sim(&["run", "--transport", "/some/scenario.toml"]),
+    ] {
+        assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    }
+}

@@ -21,6 +21,10 @@
 //! every switch, driven by the world as hostd and switchd drive them, with hosts churning
 //! calls ([`calls`]) and the end checks of [`scenario`]'s "Calls".
 //!
+//! A third campaign, [`transport`], runs natm-transport's endpoints as the applications
+//! of two hosts, their TPDUs as AAL5 frames over PVCs through a switch under seeded link
+//! faults, with the transport's invariants (`natm sim run|swarm --transport`).
+//!
 //! What it is not: no real time, threads, sockets or OS randomness on the path of a run;
 //! no model of the daemons' own scheduling beyond a per-host CPU cost
 //! ([`app::HostCosts`]).
@@ -63,6 +67,7 @@ pub mod scenario;
 pub mod seed;
 pub mod signalling;
 pub mod swarm;
+pub mod transport;
 pub mod units;
 pub mod world;
 

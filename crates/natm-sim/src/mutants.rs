@@ -20,6 +20,10 @@ pub enum Mutant {
     NoReleaseAfterT308,
     /// natm-calls: a released call leg keeps its VCI allocated on its port.
     KeepVciOnRelease,
+    /// natm-transport: the receiver's acks name no trigger (SMART finds no loss).
+    AckWithoutTrigger,
+    /// natm-transport: a loss found by SMART leaves the window as it is.
+    WindowNeverHalves,
 }
 
 /// Which campaign a mutant is for.
@@ -31,10 +35,12 @@ pub enum Campaign {
     Signalling,
     /// The calls scenario ([`crate::CALLS_SCENARIO`] under [`crate::swarm()`]).
     Calls,
+    /// The transport campaign ([`crate::transport::swarm`]).
+    Transport,
 }
 
 /// Every mutant.
-pub const ALL: [Mutant; 7] = [
+pub const ALL: [Mutant; 9] = [
     Mutant::IgnoreCrc,
     Mutant::NeverTag,
     Mutant::ForgetRelease,
@@ -42,6 +48,8 @@ pub const ALL: [Mutant; 7] = [
     Mutant::IgnoreUstat,
     Mutant::NoReleaseAfterT308,
     Mutant::KeepVciOnRelease,
+    Mutant::AckWithoutTrigger,
+    Mutant::WindowNeverHalves,
 ];
 
 impl Mutant {
@@ -55,6 +63,8 @@ impl Mutant {
             Mutant::IgnoreUstat => "SSCOP answers USTAT",
             Mutant::NoReleaseAfterT308 => "call clearing bounded by T308",
             Mutant::KeepVciOnRelease => "no VCI or bandwidth leaked",
+            Mutant::AckWithoutTrigger => "every TPDU acked naming it",
+            Mutant::WindowNeverHalves => "window halves on the first loss",
         }
     }
 
@@ -63,6 +73,7 @@ impl Mutant {
         match self {
             Mutant::IgnoreUstat | Mutant::NoReleaseAfterT308 => Campaign::Signalling,
             Mutant::KeepVciOnRelease => Campaign::Calls,
+            Mutant::AckWithoutTrigger | Mutant::WindowNeverHalves => Campaign::Transport,
             _ => Campaign::Cells,
         }
     }
@@ -78,5 +89,7 @@ pub fn set(m: Mutant, on: bool) {
         Mutant::IgnoreUstat => natm_sscop::mutants::set_ignore_ustat(on),
         Mutant::NoReleaseAfterT308 => natm_sig::mutants::set_no_release_complete_after_t308(on),
         Mutant::KeepVciOnRelease => natm_calls::mutants::set_keep_vci_on_release(on),
+        Mutant::AckWithoutTrigger => natm_transport::mutants::set_ack_without_trigger(on),
+        Mutant::WindowNeverHalves => natm_transport::mutants::set_window_never_halves(on),
     }
 }

@@ -13,7 +13,8 @@ use crate::scenario::{RunReport, Scenario, run};
 use crate::world::Violation;
 
 /// What one seed did: `R` is the campaign's report (a scenario's [`RunReport`] by default;
-/// the signalling campaign's is `signalling::SigReport`).
+/// the signalling campaign's is `signalling::SigReport`, the transport campaign's
+/// `transport::TransportReport`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SeedOutcome<R = RunReport> {
     /// The seed.

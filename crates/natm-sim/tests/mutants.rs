@@ -1,12 +1,13 @@
 //! The meta-test: each planted bug of the cores is found within 200 seeds by the swarm of
 //! its campaign (the default scenario's for the cell network's cores, the signalling
-//! campaign's for SSCOP and call control, the calls scenario's for switch call control),
+//! campaign's for SSCOP and call control, the calls scenario's for switch call control, the
+//! transport campaign's for natm-transport),
 //! by the invariant it breaks. One test function,
 //! because the mutant flags are process-global.
 #![cfg(feature = "mutants")]
 
 use natm_sim::mutants::{self, ALL, Campaign};
-use natm_sim::{Scenario, signalling, swarm};
+use natm_sim::{Scenario, signalling, swarm, transport};
 
 /// (failures caught by `want`, every failure) of `m`'s campaign over seeds 0..200.
 fn hunt(sc: &Scenario, m: mutants::Mutant, want: &str) -> (Vec<String>, Vec<String>) {
@@ -45,6 +46,20 @@ fn hunt(sc: &Scenario, m: mutants::Mutant, want: &str) -> (Vec<String>, Vec<Stri
                 rep.failures().filter_map(|o| o.failure_text()).collect(),
             )
         }
+        Campaign::Transport => {
+            let rep = transport::swarm(0, 200, 0, true);
+            eprintln!("{m:?}: {} seeds run, {:?}", rep.outcomes.len(), rep.wall);
+            let caught = rep
+                .outcomes
+                .iter()
+                .filter(|o| o.result.as_ref().is_err_and(|v| v.invariant == want))
+                .filter_map(|o| o.failure_text())
+                .collect();
+            (
+                caught,
+                rep.failures().filter_map(|o| o.failure_text()).collect(),
+            )
+        }
     }
 }
 
@@ -61,6 +76,7 @@ fn every_mutant_is_caught_by_its_swarm_within_200_seeds() {
             Campaign::Cells => "replay: natm sim run --seed",
             Campaign::Calls => "replay: natm sim run --calls --seed",
             Campaign::Signalling => "replay: natm sim run --signalling --seed",
+            Campaign::Transport => "replay: natm sim run --transport --seed",
         };
         assert!(caught.iter().all(|t| t.contains(replay)), "{caught:?}");
         assert!(
@@ -74,5 +90,7 @@ fn every_mutant_is_caught_by_its_swarm_within_200_seeds() {
     let rep = signalling::swarm(0, 8, 0, false);
     assert_eq!(rep.failures().count(), 0);
     let rep = swarm(&Scenario::calls_scenario(), 0, 8, 0, false);
+    assert_eq!(rep.failures().count(), 0);
+    let rep = transport::swarm(0, 8, 0, false);
     assert_eq!(rep.failures().count(), 0);
 }

@@ -15,6 +15,10 @@
 //!   calls through natm-calls' call control and the host core's signalling, faults from
 //!   the seed. Any scenario file with `calls = true` in its `[sim]` table does the same
 //!   on its own topology.
+//! * `--transport` (on `run` and `swarm`, instead of a scenario file): natm-sim's
+//!   transport campaign (`natm_sim::transport`): natm-transport's reliable, best-effort
+//!   and guaranteed channels between two hosts, their TPDUs as AAL5 frames on PVCs
+//!   through a switch, under link faults drawn from the seed.
 //! * `natm sim eventbuilder …`: the ATLAS event builder (see `sim_eventbuilder`).
 //!
 //! Scenario files are `natm lab` topology files with an optional `[sim]` table. This module
@@ -65,6 +69,10 @@ pub struct RunArgs {
     /// of a scenario file.
     #[arg(long, conflicts_with_all = ["scenario", "signalling"])]
     pub calls: bool,
+    /// Run the transport campaign (natm-transport's channels between two hosts over
+    /// impaired links) instead of a scenario.
+    #[arg(long, conflicts_with_all = ["scenario", "signalling", "calls"])]
+    pub transport: bool,
 }
 
 /// `natm sim swarm`
@@ -90,6 +98,9 @@ pub struct SwarmArgs {
     /// Swarm the calls scenario instead of a scenario file.
     #[arg(long, conflicts_with_all = ["scenario", "signalling"])]
     pub calls: bool,
+    /// Swarm the transport campaign instead of a scenario.
+    #[arg(long, conflicts_with_all = ["scenario", "signalling", "calls"])]
+    pub transport: bool,
 }
 
 /// Runs a `natm sim` subcommand.
@@ -125,6 +136,9 @@ fn clock_seed() -> u64 {
 fn run_one(args: RunArgs) -> CmdResult {
     if args.signalling {
         return run_signalling(args);
+    }
+    if args.transport {
+        return run_transport(args);
     }
     let scenario = load(args.scenario.as_ref(), args.calls)?;
     let seed = args.seed.unwrap_or_else(clock_seed);
@@ -190,6 +204,72 @@ fn run_signalling(args: RunArgs) -> CmdResult {
     }
 }
 
+fn run_transport(args: RunArgs) -> CmdResult {
+    let seed = args.seed.unwrap_or_else(clock_seed);
+    if !args.json {
+        println!("natm sim: seed {seed}, transport campaign");
+    }
+    let trace = open_trace(args.trace.as_ref())?;
+    match natm_sim::transport::run(seed, trace) {
+        Ok(r) => {
+            if args.json {
+                println!("{}", r.json());
+            } else {
+                print!("{}", r.table());
+            }
+            Ok(())
+        }
+        Err(v) => Err(CliError::failure(format!(
+            "seed {seed}: {v}\nreplay: {}",
+            natm_sim::transport::replay(seed)
+        ))),
+    }
+}
+
+fn swarm_transport(args: SwarmArgs) -> CmdResult {
+    let report = natm_sim::transport::swarm(args.from, args.seeds, args.threads, args.stop);
+    let mut out = std::io::stdout().lock();
+    let mut failed = 0u64;
+    for o in report.failures() {
+        failed += 1;
+        if let Some(t) = o.failure_text() {
+            let _ = writeln!(out, "{t}");
+        }
+    }
+    let ran = report.outcomes.len() as u64;
+    let ok: Vec<_> = report
+        .outcomes
+        .iter()
+        .filter_map(|o| o.result.as_ref().ok())
+        .collect();
+    let sum = |k: usize, f: fn(&natm_sim::transport::ServiceCounts) -> u64| -> u64 {
+        ok.iter().map(|r| f(&r.services[k])).sum()
+    };
+    let bytes: u64 = (0..3).map(|k| sum(k, |s| s.bytes)).sum();
+    let events: u64 = ok.iter().map(|r| r.cell_events).sum();
+    let windows: u64 = ok.iter().map(|r| r.rate_windows).sum();
+    let worst = ok.iter().map(|r| r.worst_rate).fold(0.0, f64::max);
+    let _ = writeln!(
+        out,
+        "swarm: {ran} seeds from {} (transport campaign), {failed} failed, {} passed; {:.1} s wall, {:.1} M cell events; messages delivered: {} reliable, {} best effort ({} reported lost), {} guaranteed ({} reported lost); {:.1} MB; {windows} guaranteed rate windows, worst {:.2} % off",
+        args.from,
+        ran - failed,
+        report.wall.as_secs_f64(),
+        events as f64 / 1e6,
+        sum(0, |s| s.delivered),
+        sum(1, |s| s.delivered),
+        sum(1, |s| s.lost),
+        sum(2, |s| s.delivered),
+        sum(2, |s| s.lost),
+        bytes as f64 / 1e6,
+        worst * 100.0
+    );
+    if failed > 0 {
+        return Err(CliError::failure(format!("{failed} of {ran} seeds failed")));
+    }
+    Ok(())
+}
+
 fn swarm_signalling(args: SwarmArgs) -> CmdResult {
     let report = natm_sim::signalling::swarm(args.from, args.seeds, args.threads, args.stop);
     let mut out = std::io::stdout().lock();
@@ -229,6 +309,9 @@ fn swarm(args: SwarmArgs) -> CmdResult {
     }
     if args.signalling {
         return swarm_signalling(args);
+    }
+    if args.transport {
+        return swarm_transport(args);
     }
     let scenario = load(args.scenario.as_ref(), args.calls)?;
     let report = natm_sim::swarm(&scenario, args.from, args.seeds, args.threads, args.stop);
