@@ -170,13 +170,22 @@ pub struct SizeResult {
     pub ratio: Option<f64>,
 }
 
-/// The half-power points of a sweep ([`half_power`]); `null` where not defined.
+/// A half-power point ([`half_power`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct HalfPoint {
+    /// The message size in bytes, interpolated.
+    pub bytes: f64,
+    /// The smallest size measured already reaches half: the point is at or below `bytes`.
+    pub at_smallest: bool,
+}
+
+/// The half-power points of a sweep; `null` where not defined.
 #[derive(Debug, Serialize)]
 pub struct HalfPower {
-    /// natm's, in bytes.
-    pub natm: Option<f64>,
+    /// natm's.
+    pub natm: Option<HalfPoint>,
     /// TCP's.
-    pub tcp: Option<f64>,
+    pub tcp: Option<HalfPoint>,
 }
 
 /// What a run reports (`natm perf transport --json`).
@@ -214,9 +223,9 @@ pub fn service_name(s: Service) -> String {
 /// The half-power point of `(size, goodput)` points: the smallest size whose goodput
 /// reaches half of the largest size's, interpolated linearly in size between it and the
 /// size below it. `None` with fewer than two points or no goodput at the largest size. If
-/// the smallest size already reaches half, that size (nothing below it to interpolate
-/// with).
-pub fn half_power(points: &[(usize, f64)]) -> Option<f64> {
+/// the smallest size already reaches half, that size, marked
+/// [`at_smallest`](HalfPoint::at_smallest) (nothing below it to interpolate with).
+pub fn half_power(points: &[(usize, f64)]) -> Option<HalfPoint> {
     let mut p: Vec<(f64, f64)> = points.iter().map(|&(s, g)| (s as f64, g)).collect();
     p.sort_by(|a, b| a.0.total_cmp(&b.0));
     if p.len() < 2 {
@@ -229,11 +238,17 @@ pub fn half_power(points: &[(usize, f64)]) -> Option<f64> {
     let half = top / 2.0;
     let i = p.iter().position(|&(_, g)| g >= half)?;
     if i == 0 {
-        return Some(p[0].0);
+        return Some(HalfPoint {
+            bytes: p[0].0,
+            at_smallest: true,
+        });
     }
     let ((s0, g0), (s1, g1)) = (p[i - 1], p[i]);
     // g0 < half <= g1, so g1 > g0.
-    Some(s0 + (s1 - s0) * (half - g0) / (g1 - g0))
+    Some(HalfPoint {
+        bytes: s0 + (s1 - s0) * (half - g0) / (g1 - g0),
+        at_smallest: false,
+    })
 }
 
 /// Runs the measurement of `plan` and returns its report (prints nothing).
@@ -537,19 +552,26 @@ fn tcp_run(plan: &Plan, size: usize) -> io::Result<TcpMoved> {
 mod tests {
     use super::*;
 
+    fn at(bytes: f64) -> Option<HalfPoint> {
+        Some(HalfPoint {
+            bytes,
+            at_smallest: false,
+        })
+    }
+
     #[test]
     fn half_power_interpolates_between_the_sizes_around_half() {
         let p = [(64, 10.0), (1024, 40.0), (2048, 60.0), (8192, 100.0)];
         // Half of 100 is 50: between 1024 (40) and 2048 (60), half way.
-        assert_eq!(half_power(&p), Some(1536.0));
+        assert_eq!(half_power(&p), at(1536.0));
         // Order does not matter.
         let mut q = p;
         q.reverse();
-        assert_eq!(half_power(&q), Some(1536.0));
+        assert_eq!(half_power(&q), at(1536.0));
         // Exactly half at a size: that size.
         assert_eq!(
             half_power(&[(64, 10.0), (512, 50.0), (4096, 100.0)]),
-            Some(512.0)
+            at(512.0)
         );
     }
 
@@ -558,11 +580,17 @@ mod tests {
         assert_eq!(half_power(&[]), None);
         assert_eq!(half_power(&[(64, 10.0)]), None);
         assert_eq!(half_power(&[(64, 10.0), (128, 0.0)]), None);
-        assert_eq!(half_power(&[(64, 60.0), (128, 100.0)]), Some(64.0));
+        assert_eq!(
+            half_power(&[(64, 60.0), (128, 100.0)]),
+            Some(HalfPoint {
+                bytes: 64.0,
+                at_smallest: true
+            })
+        );
         // The largest size is not the best one: half of the largest size's goodput.
         assert_eq!(
             half_power(&[(64, 10.0), (128, 200.0), (256, 40.0)]),
-            Some(64.0 + 64.0 * 10.0 / 190.0)
+            at(64.0 + 64.0 * 10.0 / 190.0)
         );
     }
 

@@ -141,6 +141,38 @@ fn a_short_run_over_the_default_lab_reports_goodput_and_bad_options_exit_2() {
         "{text}"
     );
 
+    // The sweep's JSON: the seed's sizes, each accounted for, and natm's half-power point
+    // within them.
+    let v = run_json(
+        &lab,
+        &[
+            "--service",
+            "reliable",
+            "--vc",
+            "0.104",
+            "--sweep",
+            "--count",
+            "20",
+            "--no-baseline",
+        ],
+    );
+    let sizes: Vec<u64> = v["sizes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let size = s["size"].as_u64().unwrap();
+            check_natm(&s["natm"], size, true);
+            size
+        })
+        .collect();
+    assert_eq!(sizes, [64, 256, 1024, 2048, 4096, 8192, 32_768, 81_920]);
+    let h = &v["half_power"]["natm"];
+    let bytes = h["bytes"].as_f64().unwrap();
+    assert!((64.0..=81_920.0).contains(&bytes), "{h}");
+    assert_eq!(h["at_smallest"].as_bool().unwrap(), bytes == 64.0, "{h}");
+    assert!(v["half_power"]["tcp"].is_null());
+
     // Bad options: exit 2, naming the option.
     for (args, what) in [
         (vec!["--service", "fast"], "--service"),

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Budget, Report};
+use super::{Budget, HalfPoint, Report};
 
 impl Report {
     /// The report as the table `natm perf transport` prints (one line per row, each ending
@@ -71,7 +71,11 @@ impl Report {
             let _ = writeln!(t, "{line}");
         }
         if let Some(h) = &r.half_power {
-            let b = |x: Option<f64>| x.map_or("undefined".to_string(), |x| format!("{x:.0} B"));
+            let b = |x: Option<HalfPoint>| match x {
+                None => "undefined".to_string(),
+                Some(p) if p.at_smallest => format!("≤ {:.0} B (the smallest size)", p.bytes),
+                Some(p) => format!("{:.0} B", p.bytes),
+            };
             let mut line = format!(
                 "half-power point (half the largest size's goodput): natm {}",
                 b(h.natm)
