@@ -63,7 +63,7 @@ impl Report {
                         " {:>12.1} {:>12.0} {:>8}",
                         b.bits_per_sec / 1e6,
                         b.messages_per_sec,
-                        s.ratio.map_or("-".to_string(), |x| format!("{x:.2}×"))
+                        s.ratio.map_or("-".to_string(), ratio)
                     )),
                     None => line.push_str(&format!(" {:>12} {:>12} {:>8}", "-", "-", "-")),
                 }
@@ -86,5 +86,15 @@ impl Report {
             let _ = writeln!(t, "{line}");
         }
         t
+    }
+}
+
+/// A ratio with two significant digits down to 0.001 (natm beside loopback TCP is often
+/// below 0.1).
+fn ratio(x: f64) -> String {
+    if x >= 0.1 || x == 0.0 {
+        format!("{x:.2}×")
+    } else {
+        format!("{x:.3}×")
     }
 }
