@@ -3,7 +3,7 @@
 //!
 //! # What it is
 //!
-//! One module per experiment ([`rr`], [`stream`], …). Each has a `Plan` (what to measure,
+//! One module per experiment ([`rr`], [`stream`], [`channel`] for `natm perf transport`, …). Each has a `Plan` (what to measure,
 //! already checked: sizes, durations, CPUs, transports), a serde-serialisable `Report`
 //! (what was measured, the shape of `natm perf … --json`), and
 //! `run(&Plan) -> Result<Report, Error>`. The engines own the threads, the CPU pinning, the
@@ -35,6 +35,7 @@
 pub mod baseline;
 pub mod calibrate;
 pub mod calls;
+pub mod channel;
 pub mod crowding;
 pub mod demo;
 pub mod forwarding;

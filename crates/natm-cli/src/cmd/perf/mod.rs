@@ -22,6 +22,9 @@
 //! * `natm perf calls`: switched VCs' set-up latency and set-up + release rate between two
 //!   hosts of the lab, beside TCP connect + accept + close on loopback ([`calls`]); `natm perf rr
 //!   --svc` and `natm perf stream --svc` measure a switched VC instead of the PVC.
+//! * `natm perf transport`: goodput of natm's transport channel (`natm::transport`) per
+//!   service and message size between two hosts of the lab, beside kernel TCP
+//!   ([`tchannel`]).
 
 use clap::{Args, Subcommand};
 
@@ -36,6 +39,7 @@ pub mod paths;
 pub mod rr;
 pub mod stream;
 pub mod switch;
+pub mod tchannel;
 pub mod transport;
 pub mod wakeup;
 
@@ -67,6 +71,10 @@ pub enum PerfCommand {
     /// of the lab (two of one switch, or --farthest), several calls outstanding, beside TCP
     /// connect + accept + close on loopback measured in the same run.
     Calls(calls::CallsArgs),
+    /// Goodput of natm's transport channel (issue 25) between two hosts of the lab on a
+    /// PVC, for one service, at one message size or over the seed's sweep (64 B to 80 KiB,
+    /// with the half-power point), beside kernel TCP on loopback measured in the same run.
+    Transport(tchannel::TransportArgs),
     /// A kernel loopback baseline alone: udp, tcp or unix, then rr or stream.
     Baseline(BaselineArgs),
     /// Policing isolation through the switch: a conforming CBR connection alone, then beside
@@ -96,6 +104,7 @@ pub fn run(command: PerfCommand) -> CmdResult {
         PerfCommand::Isolation(args) => isolation::run(args),
         PerfCommand::Calibrate(args) => calibrate::run(args),
         PerfCommand::Calls(args) => calls::run(args),
+        PerfCommand::Transport(args) => tchannel::run(args),
     }
 }
 
