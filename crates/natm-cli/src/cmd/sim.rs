@@ -182,60 +182,88 @@ fn open_trace(path: Option<&PathBuf>) -> Result<Option<Box<dyn Write>>, CliError
     })
 }
 
-fn run_signalling(args: RunArgs) -> CmdResult {
+/// One seed of a campaign that is not a scenario file (signalling, transport): the seed
+/// line, the run, its report as a table or JSON, or the violation with its replay command.
+fn run_campaign<R, V: std::fmt::Display>(
+    args: RunArgs,
+    name: &str,
+    run: impl FnOnce(u64, Option<Box<dyn Write>>) -> Result<R, V>,
+    replay: fn(u64) -> String,
+    show: impl FnOnce(&R, bool) -> String,
+) -> CmdResult {
     let seed = args.seed.unwrap_or_else(clock_seed);
     if !args.json {
-        println!("natm sim: seed {seed}, signalling campaign");
+        println!("natm sim: seed {seed}, {name}");
     }
     let trace = open_trace(args.trace.as_ref())?;
-    match natm_sim::signalling::run(seed, trace) {
+    match run(seed, trace) {
         Ok(r) => {
-            if args.json {
-                println!("{}", r.json());
-            } else {
-                print!("{}", r.table());
-            }
+            print!("{}", show(&r, args.json));
             Ok(())
         }
         Err(v) => Err(CliError::failure(format!(
             "seed {seed}: {v}\nreplay: {}",
-            natm_sim::signalling::replay(seed)
+            replay(seed)
         ))),
     }
 }
 
-fn run_transport(args: RunArgs) -> CmdResult {
-    let seed = args.seed.unwrap_or_else(clock_seed);
-    if !args.json {
-        println!("natm sim: seed {seed}, transport campaign");
-    }
-    let trace = open_trace(args.trace.as_ref())?;
-    match natm_sim::transport::run(seed, trace) {
-        Ok(r) => {
-            if args.json {
-                println!("{}", r.json());
+fn run_signalling(args: RunArgs) -> CmdResult {
+    run_campaign(
+        args,
+        "signalling campaign",
+        natm_sim::signalling::run,
+        natm_sim::signalling::replay,
+        |r, json| {
+            if json {
+                format!("{}\n", r.json())
             } else {
-                print!("{}", r.table());
+                r.table()
             }
-            Ok(())
+        },
+    )
+}
+
+fn run_transport(args: RunArgs) -> CmdResult {
+    run_campaign(
+        args,
+        "transport campaign",
+        natm_sim::transport::run,
+        natm_sim::transport::replay,
+        |r, json| {
+            if json {
+                format!("{}\n", r.json())
+            } else {
+                r.table()
+            }
+        },
+    )
+}
+
+/// Prints each failed seed's text (replay command included); how many failed.
+fn print_failures(out: &mut impl Write, texts: impl Iterator<Item = Option<String>>) -> u64 {
+    let mut failed = 0;
+    for t in texts {
+        failed += 1;
+        if let Some(t) = t {
+            let _ = writeln!(out, "{t}");
         }
-        Err(v) => Err(CliError::failure(format!(
-            "seed {seed}: {v}\nreplay: {}",
-            natm_sim::transport::replay(seed)
-        ))),
     }
+    failed
+}
+
+/// A swarm's exit: a failure naming how many seeds failed.
+fn swarm_end(failed: u64, ran: u64) -> CmdResult {
+    if failed > 0 {
+        return Err(CliError::failure(format!("{failed} of {ran} seeds failed")));
+    }
+    Ok(())
 }
 
 fn swarm_transport(args: SwarmArgs) -> CmdResult {
     let report = natm_sim::transport::swarm(args.from, args.seeds, args.threads, args.stop);
     let mut out = std::io::stdout().lock();
-    let mut failed = 0u64;
-    for o in report.failures() {
-        failed += 1;
-        if let Some(t) = o.failure_text() {
-            let _ = writeln!(out, "{t}");
-        }
-    }
+    let failed = print_failures(&mut out, report.failures().map(|o| o.failure_text()));
     let ran = report.outcomes.len() as u64;
     let ok: Vec<_> = report
         .outcomes
@@ -264,22 +292,13 @@ fn swarm_transport(args: SwarmArgs) -> CmdResult {
         bytes as f64 / 1e6,
         worst * 100.0
     );
-    if failed > 0 {
-        return Err(CliError::failure(format!("{failed} of {ran} seeds failed")));
-    }
-    Ok(())
+    swarm_end(failed, ran)
 }
 
 fn swarm_signalling(args: SwarmArgs) -> CmdResult {
     let report = natm_sim::signalling::swarm(args.from, args.seeds, args.threads, args.stop);
     let mut out = std::io::stdout().lock();
-    let mut failed = 0u64;
-    for o in report.failures() {
-        failed += 1;
-        if let Some(t) = o.failure_text() {
-            let _ = writeln!(out, "{t}");
-        }
-    }
+    let failed = print_failures(&mut out, report.failures().map(|o| o.failure_text()));
     let ran = report.outcomes.len() as u64;
     let ok = || {
         report
@@ -297,10 +316,7 @@ fn swarm_signalling(args: SwarmArgs) -> CmdResult {
         report.wall.as_secs_f64(),
         virt
     );
-    if failed > 0 {
-        return Err(CliError::failure(format!("{failed} of {ran} seeds failed")));
-    }
-    Ok(())
+    swarm_end(failed, ran)
 }
 
 fn swarm(args: SwarmArgs) -> CmdResult {
@@ -315,14 +331,11 @@ fn swarm(args: SwarmArgs) -> CmdResult {
     }
     let scenario = load(args.scenario.as_ref(), args.calls)?;
     let report = natm_sim::swarm(&scenario, args.from, args.seeds, args.threads, args.stop);
-    let mut failed = 0u64;
     let mut out = std::io::stdout().lock();
-    for o in report.failures() {
-        failed += 1;
-        if let Some(t) = o.failure_text(&scenario) {
-            let _ = writeln!(out, "{t}");
-        }
-    }
+    let failed = print_failures(
+        &mut out,
+        report.failures().map(|o| o.failure_text(&scenario)),
+    );
     let ran = report.outcomes.len() as u64;
     let events: u64 = report
         .outcomes
@@ -356,8 +369,5 @@ fn swarm(args: SwarmArgs) -> CmdResult {
         report.wall.as_secs_f64(),
         events as f64 / 1e6
     );
-    if failed > 0 {
-        return Err(CliError::failure(format!("{failed} of {ran} seeds failed")));
-    }
-    Ok(())
+    swarm_end(failed, ran)
 }
