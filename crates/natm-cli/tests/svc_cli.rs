@@ -38,18 +38,13 @@ fn signalling_up(lab: &Lab, hosts: &[&str]) {
     }
 }
 
-#[test]
-fn listen_and_call_through_one_switch_and_the_api_carries_sdus_byte_exact() {
-    let lab = Lab::up("svc-one", "oc3", None);
-    signalling_up(&lab, &["h1", "h2"]);
-    let h2 = address(&lab, "h2");
-
-    // natm listen on h2, natm call from h1.
-    let listen = Command::new(env!("CARGO_BIN_EXE_natm"))
+/// `natm listen --host HOST --count 1 --json` on `lab`, its output piped.
+fn listen_once(lab: &Lab, host: &str) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_natm"))
         .args([
             "listen",
             "--host",
-            "h2",
+            host,
             "--count",
             "1",
             "--json",
@@ -59,7 +54,17 @@ fn listen_and_call_through_one_switch_and_the_api_carries_sdus_byte_exact() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("natm listen runs");
+        .expect("natm listen runs")
+}
+
+#[test]
+fn listen_and_call_through_one_switch_and_the_api_carries_sdus_byte_exact() {
+    let lab = Lab::up("svc-one", "oc3", None);
+    signalling_up(&lab, &["h1", "h2"]);
+    let h2 = address(&lab, "h2");
+
+    // natm listen on h2, natm call from h1.
+    let listen = listen_once(&lab, "h2");
     // natm listen registers its listener some time after it starts; until then h2 refuses
     // calls (cause 1, no listener), so the call is tried until one is set up.
     let h2_text = h2.to_string();
@@ -336,21 +341,7 @@ fn natm_call_streams_standard_input_over_the_call_as_it_comes() {
     let lab = Lab::up("svc-stream", "oc3", None);
     signalling_up(&lab, &["h1", "h2"]);
     let h2 = address(&lab, "h2").to_string();
-    let mut listen = Command::new(env!("CARGO_BIN_EXE_natm"))
-        .args([
-            "listen",
-            "--host",
-            "h2",
-            "--count",
-            "1",
-            "--json",
-            "--dir",
-            lab.arg(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("natm listen runs");
+    let mut listen = listen_once(&lab, "h2");
     // natm listen's lines, each waited for at most 10 s (a call that read its input to
     // the end first would leave the test waiting for the call until then).
     let (tx, rx) = std::sync::mpsc::channel();
