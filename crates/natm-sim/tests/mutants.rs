@@ -7,60 +7,42 @@
 #![cfg(feature = "mutants")]
 
 use natm_sim::mutants::{self, ALL, Campaign};
-use natm_sim::{Scenario, signalling, swarm, transport};
+use natm_sim::{Scenario, SeedOutcome, SwarmReport, signalling, swarm, transport};
 
 /// (failures caught by `want`, every failure) of `m`'s campaign over seeds 0..200.
 fn hunt(sc: &Scenario, m: mutants::Mutant, want: &str) -> (Vec<String>, Vec<String>) {
-    let calls = Scenario::calls_scenario();
     match m.campaign() {
-        Campaign::Cells | Campaign::Calls => {
-            let sc = if m.campaign() == Campaign::Calls {
-                &calls
-            } else {
-                sc
-            };
-            let rep = swarm(sc, 0, 200, 0, true);
-            eprintln!("{m:?}: {} seeds run, {:?}", rep.outcomes.len(), rep.wall);
-            let caught = rep
-                .outcomes
-                .iter()
-                .filter(|o| o.result.as_ref().is_err_and(|v| v.invariant == want))
-                .filter_map(|o| o.failure_text(sc))
-                .collect();
-            (
-                caught,
-                rep.failures().filter_map(|o| o.failure_text(sc)).collect(),
-            )
+        Campaign::Cells => sort_out(m, &swarm(sc, 0, 200, 0, true), want, |o| o.failure_text(sc)),
+        Campaign::Calls => {
+            let calls = Scenario::calls_scenario();
+            sort_out(m, &swarm(&calls, 0, 200, 0, true), want, |o| {
+                o.failure_text(&calls)
+            })
         }
-        Campaign::Signalling => {
-            let rep = signalling::swarm(0, 200, 0, true);
-            eprintln!("{m:?}: {} seeds run, {:?}", rep.outcomes.len(), rep.wall);
-            let caught = rep
-                .outcomes
-                .iter()
-                .filter(|o| o.result.as_ref().is_err_and(|v| v.invariant == want))
-                .filter_map(|o| o.failure_text())
-                .collect();
-            (
-                caught,
-                rep.failures().filter_map(|o| o.failure_text()).collect(),
-            )
-        }
-        Campaign::Transport => {
-            let rep = transport::swarm(0, 200, 0, true);
-            eprintln!("{m:?}: {} seeds run, {:?}", rep.outcomes.len(), rep.wall);
-            let caught = rep
-                .outcomes
-                .iter()
-                .filter(|o| o.result.as_ref().is_err_and(|v| v.invariant == want))
-                .filter_map(|o| o.failure_text())
-                .collect();
-            (
-                caught,
-                rep.failures().filter_map(|o| o.failure_text()).collect(),
-            )
-        }
+        Campaign::Signalling => sort_out(m, &signalling::swarm(0, 200, 0, true), want, |o| {
+            o.failure_text()
+        }),
+        Campaign::Transport => sort_out(m, &transport::swarm(0, 200, 0, true), want, |o| {
+            o.failure_text()
+        }),
     }
+}
+
+/// A swarm's failures by `want`, and all of them, as `text` writes each.
+fn sort_out<R>(
+    m: mutants::Mutant,
+    rep: &SwarmReport<R>,
+    want: &str,
+    text: impl Fn(&SeedOutcome<R>) -> Option<String>,
+) -> (Vec<String>, Vec<String>) {
+    eprintln!("{m:?}: {} seeds run, {:?}", rep.outcomes.len(), rep.wall);
+    let caught = rep
+        .outcomes
+        .iter()
+        .filter(|o| o.result.as_ref().is_err_and(|v| v.invariant == want))
+        .filter_map(&text)
+        .collect();
+    (caught, rep.failures().filter_map(&text).collect())
 }
 
 #[test]
