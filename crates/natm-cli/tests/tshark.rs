@@ -34,7 +34,7 @@ use natm_capture::{
 use natm_core::{Instant, VcId};
 use natm_wire::aal5::{self, Segmenter};
 use natm_wire::oam::{Defect, Loopback, OamFlow, OamRepr};
-use pdml::{PI_ERROR, attr, tshark};
+use pdml::{PI_ERROR, attr, pdml, tshark};
 
 // ---------------------------------------------------------------------------------------
 // Tools
@@ -1477,19 +1477,7 @@ impl SigPacket {
 }
 
 fn tshark_sig(file: &Path) -> Vec<SigPacket> {
-    let out = Command::new("tshark")
-        .arg("-r")
-        .arg(file)
-        .args(["-T", "pdml"])
-        .output()
-        .expect("tshark runs");
-    assert!(
-        out.status.success(),
-        "tshark failed on {}: {}",
-        file.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).expect("PDML is UTF-8");
+    let text = pdml(file, &[]);
     let mut packets = Vec::new();
     let mut current: Option<SigPacket> = None;
     for line in text.lines() {

@@ -83,11 +83,13 @@ pub fn attr(line: &str, name: &str) -> Option<String> {
     )
 }
 
-pub fn tshark(file: &Path) -> Vec<Packet> {
+/// tshark's PDML of `file`, read with `options` (`-o` preferences) before `-T pdml`.
+pub fn pdml(file: &Path, options: &[&str]) -> String {
     let out = Command::new("tshark")
         .arg("-r")
         .arg(file)
-        .args(["-o", "erf.aal5_type:unspecified", "-T", "pdml"])
+        .args(options)
+        .args(["-T", "pdml"])
         .output()
         .expect("tshark runs");
     assert!(
@@ -96,7 +98,11 @@ pub fn tshark(file: &Path) -> Vec<Packet> {
         file.display(),
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = String::from_utf8(out.stdout).expect("PDML is UTF-8");
+    String::from_utf8(out.stdout).expect("PDML is UTF-8")
+}
+
+pub fn tshark(file: &Path) -> Vec<Packet> {
+    let text = pdml(file, &["-o", "erf.aal5_type:unspecified"]);
     let mut packets = Vec::new();
     let mut current: Option<Packet> = None;
     for line in text.lines() {
