@@ -23,7 +23,7 @@ fn free_port(udp: bool) -> Result<u16, Error> {
 
 /// Starts the daemons of `topo` (parsed from `text`, with the `rate` override) in the
 /// runtime directory `dir`, each daemon run by the executable `natm`, and waits until each
-/// answers; `natm lab up` without the printing. A lab already running in `dir` is an
+/// answers and every host's link is up; `natm lab up` without the printing. A lab already running in `dir` is an
 /// error; when a daemon does not come up, the ones started so far are stopped again and
 /// the directory removed.
 pub fn start(
@@ -111,7 +111,37 @@ pub fn start(
             return Err(e);
         }
     }
+    if let Err(e) = wait_links_up(&state, Duration::from_secs(10)) {
+        let _ = down(&dir);
+        return Err(e);
+    }
     Ok(state)
+}
+
+/// Waits until every host reports its link to the switch up, so that a command run right
+/// after `natm lab up` finds the lab ready (on a loaded machine a host's link can take a
+/// few hundred milliseconds to connect after its socket answers).
+fn wait_links_up(state: &LabState, timeout: Duration) -> Result<(), Error> {
+    let deadline = Instant::now() + timeout;
+    for d in state.daemons.iter().filter(|d| d.role == "host") {
+        loop {
+            let what = match natm::Host::connect_path(&d.socket).and_then(|h| h.status()) {
+                Ok(s) if s.link.up => break,
+                Ok(s) => format!("{}: down", s.link.description),
+                Err(e) => e.to_string(),
+            };
+            if Instant::now() >= deadline {
+                return Err(Error::LinkNotUp {
+                    name: d.name.clone(),
+                    timeout,
+                    what,
+                    log: log_tail(&d.log),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    Ok(())
 }
 
 /// A lab this process started with [`start`] (its daemons are this process's children),

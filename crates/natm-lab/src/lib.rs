@@ -146,6 +146,18 @@ pub enum Error {
         /// The last lines of its log.
         log: String,
     },
+    /// A host's link to its switch did not come up in time after the lab started.
+    #[error("{name}'s link did not come up within {timeout:?} ({what}): {log}")]
+    LinkNotUp {
+        /// The host.
+        name: String,
+        /// How long it was given.
+        timeout: Duration,
+        /// The link as the host last reported it, or why it could not be asked.
+        what: String,
+        /// The last lines of its log.
+        log: String,
+    },
     /// A daemon did not open its socket in time.
     #[error("{name} ({role}) did not open {} within {timeout:?}: {log}", socket.display())]
     NotReady {
