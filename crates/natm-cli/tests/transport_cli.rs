@@ -249,6 +249,32 @@ fn a_reliable_stream_over_links_that_lose_cells_is_byte_exact() {
     assert!(re.contains("natm: the stream is incomplete: "), "{re}");
 }
 
+/// Burst loss, header and payload bit errors and jitter on both links: a reliable stream
+/// still arrives byte-exact (the AAL5 CRC turns a payload bit error into a lost TPDU,
+/// the HEC receiver corrects one header bit and discards two).
+#[test]
+fn a_reliable_stream_over_links_with_burst_loss_and_bit_errors_is_byte_exact() {
+    const IMPAIR: &str = "burst=0.1%/8,ber=1e-6,hec=1e-4,hec2=1e-5,delay=50us,jitter=20us";
+    let lab = Lab::up(
+        "transport-bursty",
+        "oc3",
+        Some(&format!(
+            "switch = [{{ name = \"s1\" }}]\nhost = [{{ name = \"h1\" }}, {{ name = \"h2\" }}]\n\
+             link = [{{ a = \"h1\", b = \"s1\", impair = \"{IMPAIR},seed=1\" }}, \
+                     {{ a = \"h2\", b = \"s1\", impair = \"{IMPAIR},seed=2\" }}]\n\
+             pvc = [{{ a = \"h1\", b = \"h2\", vc = \"0.100\" }}]\n"
+        )),
+    );
+    let file = input(&lab, LEN);
+    let (send, recv, out) = transfer(&lab, "0.100", "reliable", &[], &file);
+    let (se, re) = (stderr(&send), stderr(&recv));
+    assert!(send.status.success(), "send: {se}");
+    assert!(recv.status.success(), "recv: {re}");
+    assert_eq!(sha256(&out), sha256(&file), "send: {se} recv: {re}");
+    eprintln!("{se}{re}");
+    assert!(figure(&se, "resent") > 0, "{se}");
+}
+
 #[test]
 fn a_stream_on_a_switched_vc_arrives_whole() {
     let lab = Lab::up("transport-svc", "oc3", None);
