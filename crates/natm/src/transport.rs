@@ -390,7 +390,7 @@ impl Channel {
                     if let Some(why) = h.mismatch(&ours) {
                         // The peer's VC is open (its hello came): ours tells it too.
                         let _ = vc.send(&Hello::ours(&config, local, Some(h.isn), false).emit());
-                        let _ = vc.flush_sent(Duration::from_millis(200));
+                        let _ = vc.flush(Duration::from_millis(200));
                         return Err(handshake_error(why));
                     }
                     remote = Some(h.isn);
@@ -670,7 +670,7 @@ impl Channel {
             ch.pending.is_none() && ch.ep.send_idle()
         })?;
         self.vc
-            .flush_sent(deadline.saturating_duration_since(StdInstant::now()))
+            .flush(deadline.saturating_duration_since(StdInstant::now()))
     }
 
     /// Keeps answering the peer (acks of its retransmissions, hellos) until nothing came
@@ -687,7 +687,7 @@ impl Channel {
             Err(Error::Released(_)) => return Ok(()),
             Err(e) => return Err(e),
         }
-        let _ = self.vc.flush_sent(Duration::from_millis(500));
+        let _ = self.vc.flush(Duration::from_millis(500));
         Ok(())
     }
 

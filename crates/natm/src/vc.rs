@@ -223,29 +223,20 @@ impl Vc {
     }
 
     /// Waits at most `timeout` until every SDU sent so far has been handed to the link
-    /// ([`Error::Timeout`] if not). On the lane path the application itself moves its
-    /// cells, in its calls into this crate: an application that sends and then stops
-    /// calling (or exits) should flush first. Dropping a lane-path [`Vc`] flushes for up
-    /// to a second. On the daemon path the SDU was handed over when `send` returned.
+    /// ([`Error::Timeout`] if not), so that an application may exit without losing its
+    /// tail. On the lane path the application itself moves its cells, in its calls into
+    /// this crate: an application that sends and then stops calling (or exits) should
+    /// flush first; dropping a lane-path [`Vc`] flushes for up to a second. On the daemon
+    /// path hostd holds what `send` handed it until its adapter has sent it (and drops it
+    /// if the VC closes first): this asks hostd for the VC's counters every millisecond
+    /// until they show every SDU sent or failed (the link down).
     pub fn flush(&mut self, timeout: Duration) -> Result<(), Error> {
+        let deadline = Instant::now() + timeout;
         let r = match &mut self.direct {
-            Some(d) => d.flush(Instant::now() + timeout),
-            None => Ok(()),
+            Some(d) => d.flush(deadline),
+            None => self.daemon_flush(deadline),
         };
         r.map_err(|e| self.explain(e))
-    }
-
-    /// [`Vc::flush`], and on the daemon path also until hostd's adapter has sent what the
-    /// VC wrote (hostd holds it until then, and drops it if the VC closes first): asks
-    /// hostd for the VC's counters every millisecond until they show every SDU sent or
-    /// failed (the link down). For the transport's channel, whose last frames must not
-    /// die with an exiting process.
-    pub(crate) fn flush_sent(&mut self, timeout: Duration) -> Result<(), Error> {
-        let deadline = Instant::now() + timeout;
-        if self.direct.is_some() {
-            return self.flush(timeout);
-        }
-        self.daemon_flush(deadline).map_err(|e| self.explain(e))
     }
 
     fn daemon_flush(&self, deadline: Instant) -> Result<(), Error> {
