@@ -445,6 +445,15 @@ fn admission_refuses_a_rate_the_vc_or_the_host_cannot_honour() {
             Ok(_) => panic!("admitted with {qos}"),
         }
     };
+    // What admission reads: the QoS the PVC was opened with (UBR when none is given).
+    let vc = host
+        .open(VcOptions::new("0.105".parse().unwrap()).qos("cbr:pcr=10000".parse().unwrap()))
+        .unwrap();
+    assert_eq!(vc.qos(), &"cbr:pcr=10000".parse().unwrap());
+    drop(vc);
+    let vc = host.open(VcOptions::new("0.105".parse().unwrap())).unwrap();
+    assert_eq!(vc.qos(), &"ubr".parse().unwrap());
+    drop(vc);
     let why = open("cbr:pcr=10000", opts);
     assert_eq!(why.constraint(), "link");
     assert_eq!(
