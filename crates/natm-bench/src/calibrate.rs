@@ -27,12 +27,18 @@
 //! asleep on natm-nic's eventfd waiter, from the cell's publish until it holds the cell),
 //! measured by running the plan's `natm` executable's `perf wakeup` with `--json`.
 //!
+//! The **transport** costs ([`transport`]) are natm-transport's own work per TPDU frame of
+//! the same sizes, measured on the sending thread after the data path, and written as
+//! the file's `[transport]` table: the `natm` API admits a guaranteed channel against the
+//! data path's cost of its frame plus these.
+//!
 //! The sizes are measured in rounds, one batch of each per round in a rotating order, so
 //! that a change in the machine's load touches every size alike. `--seconds` bounds the
-//! whole run: a fifth for the wake-ups, the rest for the rounds (at least [`MIN_BATCHES`]
-//! after two thrown away).
+//! whole run: a fifth for the wake-ups, a tenth for the transport, the rest for the
+//! rounds (at least [`MIN_BATCHES`] after two thrown away).
 
 mod render;
+pub mod transport;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -67,6 +73,8 @@ const WARMUP_BATCHES: usize = 2;
 const BATCH_TIMEOUT: Duration = Duration::from_secs(5);
 /// Share of `--seconds` given to the wake-up measurement.
 const WAKEUP_SHARE: f64 = 0.2;
+/// Share of `--seconds` given to the transport's per-TPDU costs.
+const TRANSPORT_SHARE: f64 = 0.1;
 /// Wake-up samples at the least and at the most.
 const WAKEUP_SAMPLES: (u64, u64) = (50, 2000);
 
@@ -98,6 +106,10 @@ pub struct Row {
     pub send_residual_ns: f64,
     /// `recv_ns` less the fitted line.
     pub recv_residual_ns: f64,
+    /// Median CPU time of natm-transport's work to send one TPDU frame of `size` bytes.
+    pub tpdu_send_ns: f64,
+    /// Median CPU time of its work to receive one.
+    pub tpdu_recv_ns: f64,
 }
 
 /// What a calibration run reports (`natm perf calibrate --json`).
@@ -129,6 +141,14 @@ pub struct Report {
     pub send_rms_residual_ns: f64,
     /// Root mean square of the receive residuals.
     pub recv_rms_residual_ns: f64,
+    /// Fitted fixed cost of natm-transport's work to send a TPDU.
+    pub tpdu_send_fixed_ns: u64,
+    /// Its cost per frame byte.
+    pub tpdu_send_per_byte_ps: u64,
+    /// Fitted fixed cost of natm-transport's work to receive a TPDU.
+    pub tpdu_recv_fixed_ns: u64,
+    /// Its cost per frame byte.
+    pub tpdu_recv_per_byte_ps: u64,
     /// One per size.
     pub rows: Vec<Row>,
     /// Where the calibration file was written, if the caller wrote it (the engine leaves it
@@ -145,13 +165,17 @@ pub fn run(plan: &Plan) -> Result<Report, Error> {
     // Read before any pinning: a pinned thread's affinity is one CPU.
     let measured_on = machine();
     let cpus = placement();
-    let budget = Duration::from_secs_f64(plan.seconds * (1.0 - WAKEUP_SHARE));
+    let budget = Duration::from_secs_f64(plan.seconds * (1.0 - WAKEUP_SHARE - TRANSPORT_SHARE));
+    let transport_budget = Duration::from_secs_f64(plan.seconds * TRANSPORT_SHARE);
     // The sender is a thread of its own, so that this one stays unpinned and the wake-up
     // measurement it starts may use every CPU.
-    let (measured, clock_overhead) = thread::spawn(move || {
+    let (measured, clock_overhead, (tpdu, transport)) = thread::spawn(move || {
         let clock_overhead = clock_overhead_ns();
         let measured = measure_sizes(&SIZES, budget, cpus, clock_overhead)?;
-        Ok::<_, io::Error>((measured, clock_overhead))
+        // Still pinned to the sender's CPU.
+        let tpdu = transport::measure(&SIZES, transport_budget, clock_overhead)
+            .map_err(|e| io::Error::other(format!("the transport's per-TPDU costs: {e}")))?;
+        Ok::<_, io::Error>((measured, clock_overhead, tpdu))
     })
     .join()
     .map_err(|_| Error::Panicked("the sending thread".into()))?
@@ -191,6 +215,7 @@ pub fn run(plan: &Plan) -> Result<Report, Error> {
                 recv_ns: tenths(m.recv_ns),
             })
             .collect(),
+        transport: Some(transport),
     };
     let text = calibration.to_toml();
     // What is written must be what the simulator reads back.
@@ -201,7 +226,8 @@ pub fn run(plan: &Plan) -> Result<Report, Error> {
     let rows: Vec<Row> = measured
         .iter()
         .zip(&calibration.fits)
-        .map(|(m, p)| Row {
+        .zip(&tpdu)
+        .map(|((m, p), t)| Row {
             size: m.size,
             batch: m.batch,
             batches: m.batches,
@@ -209,6 +235,8 @@ pub fn run(plan: &Plan) -> Result<Report, Error> {
             recv_ns: p.recv_ns,
             send_residual_ns: tenths(p.send_residual_ns(&costs)),
             recv_residual_ns: tenths(p.recv_residual_ns(&costs)),
+            tpdu_send_ns: tenths(t.send_ns),
+            tpdu_recv_ns: tenths(t.recv_ns),
         })
         .collect();
     let rms = |f: fn(&Row) -> f64| {
@@ -229,6 +257,10 @@ pub fn run(plan: &Plan) -> Result<Report, Error> {
         wakeup_samples,
         send_rms_residual_ns: rms(|r| r.send_residual_ns),
         recv_rms_residual_ns: rms(|r| r.recv_residual_ns),
+        tpdu_send_fixed_ns: transport.send_fixed_ns,
+        tpdu_send_per_byte_ps: transport.send_per_byte_ps,
+        tpdu_recv_fixed_ns: transport.recv_fixed_ns,
+        tpdu_recv_per_byte_ps: transport.recv_per_byte_ps,
         rows,
         out: None,
         toml: text,

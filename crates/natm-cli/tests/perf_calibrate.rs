@@ -1,6 +1,6 @@
-//! `natm perf calibrate` run as a user runs it: the file it writes is one the simulator
-//! accepts, with positive costs, a point per size and the machine and command recorded;
-//! a damaged file is refused naming the field. No figure is asserted beyond being
+//! `natm perf calibrate` run as a user runs it: the file it writes (with natm-transport's
+//! per-TPDU costs) is one the simulator accepts, with positive costs, a point per size and
+//! the machine and command recorded; a damaged file is refused naming the field. No figure is asserted beyond being
 //! positive: the machine is shared and noisy.
 
 mod common;
@@ -35,6 +35,11 @@ fn calibrate_writes_a_file_the_simulator_loads() {
     assert_eq!(sizes.first(), Some(&40));
     assert_eq!(sizes.last(), Some(&16_384));
     assert!(c.fits.iter().all(|p| p.send_ns > 0.0 && p.recv_ns > 0.0));
+    // natm-transport's own per-TPDU costs: copying a 16 KiB TPDU costs something.
+    let t = c.transport.expect("the [transport] table");
+    assert!(t.send_fixed_ns + t.send_per_byte_ps > 0, "{t:?}");
+    assert!(t.recv_fixed_ns + t.recv_per_byte_ps > 0, "{t:?}");
+    assert!(stdout(&o).contains("transport per TPDU frame: send "));
     assert!(
         c.command.contains("perf calibrate --seconds 0.3 --out"),
         "{}",

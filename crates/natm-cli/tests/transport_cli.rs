@@ -3,7 +3,7 @@
 //! over links that drop 0.1 % of their cells, and on a switched VC (`natm recv --listen`,
 //! `natm send --to`), checked by sha256; best effort saying its stream is incomplete on
 //! the lossy links; the errors a user meets (no receiver, a receiver of another service,
-//! bad options).
+//! a guaranteed rate the VC or the host cannot take, bad options).
 
 mod common;
 #[path = "support/lab.rs"]
@@ -200,6 +200,15 @@ fn a_stream_through_the_default_lab_arrives_whole_and_errors_are_clear() {
     for (args, what) in [
         (vec!["--service", "fast"], "--service"),
         (
+            vec![
+                "--service",
+                "guaranteed:1000",
+                "--calibration",
+                "/nonexistent/calibration.toml",
+            ],
+            "--calibration",
+        ),
+        (
             vec!["--service", "reliable", "--message-size", "0"],
             "--message-size",
         ),
@@ -335,4 +344,71 @@ fn a_stream_on_a_switched_vc_arrives_whole() {
         "{rest}"
     );
     assert_eq!(sha256(&out), sha256(&file));
+}
+
+/// Admission: a guaranteed rate more than the VC's QoS reserves, or than the host's
+/// calibrated per-TPDU costs take, is refused at once (no wait for a receiver) in one line
+/// naming the constraint and both figures.
+#[test]
+fn a_guaranteed_rate_the_vc_or_the_host_cannot_take_is_refused_in_one_line() {
+    let lab = Lab::up("admission", "oc3", None);
+    let slow_host = lab.0.join("slow-host.toml");
+    let builtin = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../natm-sim/calibration/default.toml"
+    ))
+    .expect("natm-sim's builtin calibration");
+    // 10 ms to send a frame: 581 TPDUs/s of 8 KiB at 100,000 cells/s take 5.8 s of CPU
+    // per second.
+    let slow: String = builtin
+        .lines()
+        .map(|l| {
+            if l.starts_with("send_fixed_ns") {
+                "send_fixed_ns = 10000000"
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&slow_host, slow).unwrap();
+    let slow_host = slow_host.to_str().unwrap();
+    for (extra, line) in [
+        (
+            vec!["--qos", "cbr:pcr=1000"],
+            "natm: VC 0.107 on h1: not admitted: link: the VC's cbr pcr 1000 cells/s < 100000 \
+             cells/s needed for guaranteed:100000\n",
+        ),
+        (
+            vec!["--qos", "ubr"],
+            "natm: VC 0.107 on h1: not admitted: link: the VC is ubr, which reserves no rate, \
+             and guaranteed:100000 needs 100000 cells/s (open it cbr:pcr=100000 or more)\n",
+        ),
+        (
+            vec!["--calibration", slow_host],
+            "natm: VC 0.107 on h1: not admitted: host: guaranteed:100000 in 8192-byte TPDUs",
+        ),
+    ] {
+        let mut a = vec![
+            "send",
+            "--host",
+            "h1",
+            "--vc",
+            "0.107",
+            "--service",
+            "guaranteed:100000",
+            "--timeout",
+            "30",
+            "--dir",
+            lab.arg(),
+        ];
+        a.extend(extra);
+        let t0 = std::time::Instant::now();
+        let o = natm(&a);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{a:?}: {e}");
+        assert!(e.starts_with(line), "{a:?}: {e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(t0.elapsed() < std::time::Duration::from_secs(10), "{e}");
+    }
 }

@@ -27,6 +27,17 @@
 //!   cell published to an idle receiver sleeping on natm-nic's eventfd waiter until that
 //!   receiver holds the cell.
 //!
+//! * **transport** (optional `[transport]`: `send_fixed_ns`, `send_per_byte_ps`,
+//!   `recv_fixed_ns`, `recv_per_byte_ps`): natm-transport's own CPU cost per TPDU on top of
+//!   the data path's, fitted the same way over TPDU frames of the same sizes: sending is
+//!   queueing a one-TPDU message and taking its frame (`send_message` + `poll_transmit`),
+//!   receiving is handing the frame in and taking the message (`handle_tpdu` +
+//!   `poll_event`), on a best-effort endpoint pair in one thread (no acks, no timers: the
+//!   work a guaranteed channel does per TPDU). The `natm` API's admission of a guaranteed
+//!   channel holds its rate to the host's per-TPDU budget: the data path's cost of the
+//!   frame plus this. Files written before it was measured have no `[transport]` and read
+//!   as before.
+//!
 //! The simulator charges these as [`HostCosts`] documents: one server per host, a send's
 //! cost before the SDU reaches the adapter, a receive's after its last cell, the wake-up
 //! once when the host was idle.
@@ -46,13 +57,19 @@
 //! recv_per_byte_ps = 150
 //! wakeup_ns = 30000
 //!
+//! [transport]      # optional: natm-transport's own cost per TPDU frame
+//! send_fixed_ns = 300
+//! send_per_byte_ps = 40
+//! recv_fixed_ns = 250
+//! recv_per_byte_ps = 45
+//!
 //! [[fit]]          # one per SDU size measured: the medians the costs were fitted to
 //! size = 40
 //! send_ns = 905.5
 //! recv_ns = 1110.0
 //! ```
 //!
-//! Every key is required and no other is accepted; integers must be non-negative and at
+//! Every key is required (but the `[transport]` table) and no other is accepted; integers must be non-negative and at
 //! most the bounds below (a figure beyond them is a broken measurement, not a slow host);
 //! `[[fit]]` sizes are 1 to 65,535 and increasing. Errors name the field.
 //!
@@ -96,6 +113,22 @@ pub struct Calibration {
     pub date: String,
     /// The per-size medians the costs were fitted to, by increasing size.
     pub fits: Vec<FitPoint>,
+    /// natm-transport's own per-TPDU costs, when they were measured.
+    pub transport: Option<TransportCosts>,
+}
+
+/// natm-transport's CPU cost per TPDU frame, beside the data path's (the `[transport]`
+/// table).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TransportCosts {
+    /// Fixed cost of sending one TPDU, ns.
+    pub send_fixed_ns: u64,
+    /// Its cost per frame byte, ps.
+    pub send_per_byte_ps: u64,
+    /// Fixed cost of receiving one TPDU, ns.
+    pub recv_fixed_ns: u64,
+    /// Its cost per frame byte, ps.
+    pub recv_per_byte_ps: u64,
 }
 
 /// One SDU size's measured medians.
@@ -290,6 +323,12 @@ impl<'a> Fields<'a> {
         format!("{}{key}", self.prefix)
     }
 
+    /// A key that may be absent.
+    fn optional(&mut self, key: &'static str) -> Option<&'a Value> {
+        self.seen.push(key);
+        self.table.get(key)
+    }
+
     fn get(&mut self, key: &'static str) -> Result<&'a Value, CalibError> {
         self.seen.push(key);
         self.table.get(key).ok_or_else(|| CalibError::Missing {
@@ -408,6 +447,27 @@ impl Calibration {
         };
         c.done()?;
 
+        let transport = match f.optional("transport") {
+            None => None,
+            Some(Value::Table(t)) => {
+                let mut t = Fields::new(t, "transport.");
+                let costs = TransportCosts {
+                    send_fixed_ns: t.uint("send_fixed_ns", MAX_FIXED_NS)?,
+                    send_per_byte_ps: t.uint("send_per_byte_ps", MAX_PER_BYTE_PS)?,
+                    recv_fixed_ns: t.uint("recv_fixed_ns", MAX_FIXED_NS)?,
+                    recv_per_byte_ps: t.uint("recv_per_byte_ps", MAX_PER_BYTE_PS)?,
+                };
+                t.done()?;
+                Some(costs)
+            }
+            Some(_) => {
+                return Err(CalibError::Type {
+                    field: "transport".into(),
+                    expected: "a table",
+                });
+            }
+        };
+
         let points = match f.get("fit")? {
             Value::Array(a) => a,
             _ => {
@@ -455,6 +515,7 @@ impl Calibration {
             command,
             date,
             fits,
+            transport,
         })
     }
 
@@ -500,6 +561,13 @@ impl Calibration {
         let _ = writeln!(out, "recv_fixed_ns = {}", c.recv_fixed.as_nanos());
         let _ = writeln!(out, "recv_per_byte_ps = {}", c.recv_per_byte_ps);
         let _ = writeln!(out, "wakeup_ns = {}", c.wakeup.as_nanos());
+        if let Some(t) = &self.transport {
+            let _ = writeln!(out, "\n[transport]");
+            let _ = writeln!(out, "send_fixed_ns = {}", t.send_fixed_ns);
+            let _ = writeln!(out, "send_per_byte_ps = {}", t.send_per_byte_ps);
+            let _ = writeln!(out, "recv_fixed_ns = {}", t.recv_fixed_ns);
+            let _ = writeln!(out, "recv_per_byte_ps = {}", t.recv_per_byte_ps);
+        }
         for p in &self.fits {
             let _ = writeln!(out, "\n[[fit]]");
             let _ = writeln!(out, "size = {}", p.size);
@@ -549,6 +617,12 @@ mod tests {
                     recv_ns: 3330.0 + 1.0 / 3.0,
                 },
             ],
+            transport: Some(TransportCosts {
+                send_fixed_ns: 301,
+                send_per_byte_ps: 41,
+                recv_fixed_ns: 252,
+                recv_per_byte_ps: 43,
+            }),
         }
     }
 
@@ -558,9 +632,26 @@ mod tests {
         assert_eq!(Calibration::parse(&c.to_toml()), Ok(c.clone()));
         let empty = Calibration {
             fits: Vec::new(),
+            transport: None,
             ..c
         };
         assert_eq!(Calibration::parse(&empty.to_toml()), Ok(empty));
+    }
+
+    #[test]
+    fn a_file_without_transport_costs_still_reads() {
+        let c = Calibration {
+            transport: None,
+            ..sample()
+        };
+        let text = c.to_toml();
+        assert!(!text.contains("[transport]"));
+        assert_eq!(Calibration::parse(&text), Ok(c));
+        assert_eq!(
+            Calibration::builtin().transport,
+            None,
+            "written before it was measured"
+        );
     }
 
     #[test]
@@ -627,6 +718,17 @@ mod tests {
             ("size = 40", "size = 0", "fit[0].size"),
             ("size = 16384", "size = 40", "fit[1].size"),
             ("send_ns = 815.25", "send_ns = -1.0", "fit[0].send_ns"),
+            (
+                "recv_per_byte_ps = 43",
+                "recv_per_byte_ps = -43",
+                "transport.recv_per_byte_ps",
+            ),
+            ("send_fixed_ns = 301", "", "transport.send_fixed_ns"),
+            (
+                "recv_fixed_ns = 252",
+                "recv_fixed_ns = 252\nwake = 1",
+                "transport.wake",
+            ),
             ("recv_ns = 1040.0", "recv_ns = nan", "fit[0].recv_ns"),
             ("recv_ns = 1040.0", "recv_ns = 2e9", "fit[0].recv_ns"),
         ];
@@ -712,6 +814,12 @@ mod tests {
                     .zip(&ns)
                     .map(|(&size, &(send_ns, recv_ns))| FitPoint { size, send_ns, recv_ns })
                     .collect(),
+                transport: (costs.0 % 2 == 0).then_some(TransportCosts {
+                    send_fixed_ns: costs.2,
+                    send_per_byte_ps: costs.1,
+                    recv_fixed_ns: costs.0,
+                    recv_per_byte_ps: costs.3,
+                }),
             };
             proptest::prop_assert_eq!(Calibration::parse(&c.to_toml()), Ok(c));
         }

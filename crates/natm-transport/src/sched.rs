@@ -16,12 +16,42 @@
 //! in the units it sends. With TPDUs of `c_g` cells beside a bulk channel's of `c_b` at
 //! weight 1, it gets `w·c_g / (w·c_g + c_b)` of a line the bulk channel keeps busy; a rate
 //! of 20 % in 32-cell TPDUs beside 172-cell bulk TPDUs needs `w ≥ 2` (1 gives 15.7 %).
+//! [`weight_for`] is that rule, and one more: a guaranteed channel's bucket releases a
+//! batch of up to [`X_MAX`](crate::X_MAX) TPDUs at once (its spacing factor), and a batch
+//! served in one round waits for at most one unit of each other channel; a weight below
+//! the batch leaves its tail a round behind (with weight 2 and batches of 4, a TPDU
+//! waited 2.04 ms for the line where one bulk TPDU takes 1.72 ms). It is the weight a
+//! driver gives a guaranteed channel when it admits it.
 //!
 //! Pure: no clock; the driver decides what a unit costs in time (the host's per-TPDU
 //! budget from `natm perf calibrate`).
 
 use alloc::vec::Vec;
 use core::fmt;
+
+/// The weight of a channel of `rate` cells/s that sends units of `unit_cells` cells in
+/// batches of up to `batch` units at once, on a line of `line` cells/s that the other
+/// channels keep busy with `others` cells per round (the sum over them of weight × cells
+/// per unit): the least `w` with `w·c / (w·c + others) ≥ rate / line`, i.e.
+/// `⌈rate·others / (c·(line − rate))⌉`, so it keeps its rate; and at least `batch`, so a
+/// batch goes in one round. `None` when no weight keeps the rate (the rate is the whole
+/// line or more, beside other work) or a unit has no cells.
+pub fn weight_for(rate: u32, unit_cells: u32, batch: u32, others: u64, line: u32) -> Option<u32> {
+    if unit_cells == 0 {
+        return None;
+    }
+    let for_rate = if others == 0 {
+        1
+    } else {
+        let spare = u64::from(line)
+            .checked_sub(u64::from(rate))
+            .filter(|s| *s > 0)?;
+        let need = u128::from(rate) * u128::from(others);
+        let per = u128::from(unit_cells) * u128::from(spare);
+        u32::try_from(need.div_ceil(per)).ok()?
+    };
+    Some(for_rate.max(batch).max(1))
+}
 
 /// A channel's handle in one [`Wrr`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -184,6 +214,23 @@ mod tests {
     }
 
     #[test]
+    fn test_weight_for_covers_the_rate() {
+        // The module docs' case: 20 % of the line in 32-cell units beside 172-cell bulk.
+        assert_eq!(weight_for(20_000, 32, 1, 172, 100_000), Some(2));
+        let share = |w: u32| f64::from(w * 32) / f64::from(w * 32 + 172);
+        assert!(share(2) >= 0.2 && share(1) < 0.2);
+        // Batches of 6 go in one round.
+        assert_eq!(weight_for(20_000, 32, 6, 172, 100_000), Some(6));
+        // Alone on the line: only the batch counts.
+        assert_eq!(weight_for(99_000, 32, 1, 0, 100_000), Some(1));
+        assert_eq!(weight_for(99_000, 32, 0, 0, 100_000), Some(1));
+        assert_eq!(weight_for(100_000, 32, 1, 172, 100_000), None);
+        assert_eq!(weight_for(1, 0, 1, 172, 100_000), None);
+        // Big units need no more than 1.
+        assert_eq!(weight_for(10_000, 172, 1, 172, 100_000), Some(1));
+    }
+
+    #[test]
     fn test_idle_channels_skipped_and_removed() {
         let mut w = Wrr::new();
         assert_eq!(w.next(), None);
@@ -203,6 +250,22 @@ mod tests {
     }
 
     proptest! {
+        /// The weight given covers the rate, and one less would not (unless it is 1).
+        #[test]
+        fn weight_for_is_the_least_that_covers(
+            rate in 1u32..100_000,
+            cells in 1u32..400,
+            others in 1u64..10_000,
+        ) {
+            let line = 100_000u32;
+            let w = weight_for(rate, cells, 1, others, line).unwrap();
+            let share = |w: u32| (w as f64 * f64::from(cells)) / (w as f64 * f64::from(cells) + others as f64);
+            prop_assert!(share(w) * f64::from(line) >= f64::from(rate) * (1.0 - 1e-12));
+            if w > 1 {
+                prop_assert!(share(w - 1) * f64::from(line) < f64::from(rate));
+            }
+        }
+
         /// Channels that always have work share the units by weight, to within one round.
         #[test]
         fn backlogged_channels_share_by_weight(

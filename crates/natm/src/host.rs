@@ -505,11 +505,18 @@ pub(crate) fn open_on(
         }
         (answer, fds)
     };
-    attach(conn, answer, fds, ch, receiver, pvc)
+    // A PVC's QoS is the one asked for (hostd admitted it as asked); a call's comes in
+    // its answer.
+    let asked = match req {
+        Request::Open { qos, .. } => Some(*qos),
+        _ => None,
+    };
+    attach(conn, answer, fds, ch, receiver, pvc, asked)
 }
 
 /// Makes the [`Vc`] of hostd's `Opened` answer `answer` (or an arrival's), attached to the
-/// path hostd took with the descriptors `fds` that came with it.
+/// path hostd took with the descriptors `fds` that came with it. `pvc` is a PVC's VC,
+/// `asked` the QoS a PVC was opened with.
 pub(crate) fn attach(
     conn: &Arc<Mutex<Conn>>,
     answer: Response,
@@ -517,6 +524,7 @@ pub(crate) fn attach(
     ch: &ChannelOptions,
     receiver: Option<signal::Receiver>,
     pvc: Option<VcId>,
+    asked: Option<Qos>,
 ) -> Result<Vc, Error> {
     let Response::Opened {
         handle,
@@ -532,6 +540,11 @@ pub(crate) fn attach(
         return Err(protocol(format!("hostd opened no VC: it said {answer:?}")));
     };
     let vc_id = call.as_ref().map(|c| c.vc).or(pvc);
+    let qos = call
+        .as_ref()
+        .map(|c| c.qos)
+        .or(asked)
+        .unwrap_or_else(default_qos);
     let mut vc = Vc {
         daemon_sent: 0,
         conn: conn.clone(),
@@ -540,6 +553,7 @@ pub(crate) fn attach(
         max_sdu: max_sdu as usize,
         direct: None,
         call,
+        qos,
     };
     // The path hostd took: the one asked for, or for `Auto` the lane or the direct path.
     // Anything else would leave this side waiting on the wrong path (`vc` closes again).

@@ -248,6 +248,11 @@ pub enum Error {
     /// largest message), in words ([`transport::Channel::over`]).
     #[error("transport handshake: {0}")]
     Handshake(String),
+    /// A guaranteed transport channel's rate is more than the VC's QoS reserves or the
+    /// host's per-TPDU budget takes; the refusal names which and both figures
+    /// ([`transport::admission`]).
+    #[error("not admitted: {0}")]
+    NotAdmitted(transport::Refusal),
     /// The socket or a system call failed, or hostd broke the protocol.
     #[error(transparent)]
     Io(#[from] io::Error),

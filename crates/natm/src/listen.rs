@@ -157,7 +157,15 @@ impl Listener {
                 return Err(Error::Timeout);
             }
         };
-        let vc = attach(&self.conn, arrival.opened, arrival.fds, ch, None, None)?;
+        let vc = attach(
+            &self.conn,
+            arrival.opened,
+            arrival.fds,
+            ch,
+            None,
+            None,
+            None,
+        )?;
         let (calling, qos) = vc
             .call()
             .map(|c| (c.remote, c.qos))

@@ -8,8 +8,9 @@
 //!   VC carries both directions (a PVC is cross-connected both ways, a call is
 //!   bidirectional), so one VC serves: data and acks of both directions share it, and
 //!   its QoS ([`VcOptions::qos`], [`crate::CallOptions::qos`]) is the channel's traffic
-//!   contract. A guaranteed service's rate should fit in it; the channel does not check
-//!   that (the host's admission control holds the VC to its QoS).
+//!   contract. A guaranteed channel is admitted only if that QoS reserves its rate and,
+//!   with a [`HostBudget`] from `natm perf calibrate`, if the host's per-TPDU costs fit
+//!   ([`admission`] has the rules; [`Error::NotAdmitted`] names which failed).
 //! * **Every data path.** The channel only uses [`Vc`]'s own calls, so it runs on the
 //!   daemon, direct, lane and auto paths alike, and over a PVC ([`Channel::open`]) or any
 //!   open VC, a switched one included ([`Channel::over`]).
@@ -61,8 +62,8 @@
 //! does not restart.
 //!
 //! What it is not: no multiplexing of channels on one VC, no re-handshake after a peer
-//! restarts (close both ends and open again), no admission of its own (the VC's QoS is
-//! the host's business), no async API.
+//! restarts (close both ends and open again), no host-wide admission (each channel is
+//! checked on its own: [`admission`]), no async API.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -74,6 +75,9 @@ pub use natm_transport::{Config, Event, Isn, MsgSeq, Service, Stats as EndpointS
 use natm_transport::{Endpoint, SendError};
 
 use crate::{Error, ErrorKind, Host, Vc, VcOptions};
+
+pub mod admission;
+pub use admission::{CostLine, HostBudget, Refusal};
 
 /// The first byte of a hello: version 1, kind 15.
 const HELLO: u8 = 0x1F;
@@ -102,6 +106,9 @@ pub struct TransportOptions {
     pub config: Config,
     /// How long [`Channel::open`] waits for the peer's hello (default 10 s).
     pub handshake_timeout: Duration,
+    /// The host's per-TPDU budget a guaranteed channel is admitted against (default
+    /// none: no host check; [`admission`]).
+    pub budget: Option<HostBudget>,
 }
 
 impl TransportOptions {
@@ -113,6 +120,7 @@ impl TransportOptions {
                 ..Config::default()
             },
             handshake_timeout: Duration::from_secs(10),
+            budget: None,
         }
     }
 
@@ -125,6 +133,12 @@ impl TransportOptions {
     /// How long to wait for the peer.
     pub fn handshake_timeout(mut self, t: Duration) -> TransportOptions {
         self.handshake_timeout = t;
+        self
+    }
+
+    /// The host's per-TPDU budget to admit a guaranteed channel against.
+    pub fn budget(mut self, budget: HostBudget) -> TransportOptions {
+        self.budget = Some(budget);
         self
     }
 
@@ -340,13 +354,17 @@ impl Channel {
     /// [`crate::Listener::accept`]): exchanges hellos with the far end, waiting at most
     /// `opts.handshake_timeout` ([`Error::Timeout`]). [`Error::Handshake`] when the far end's
     /// service, TPDU size or largest message differ; [`Error::TooLong`] when the VC cannot
-    /// carry a TPDU; [`Error::Refused`] for settings natm-transport refuses.
+    /// carry a TPDU; [`Error::Refused`] for settings natm-transport refuses;
+    /// [`Error::NotAdmitted`] for a guaranteed rate the VC's QoS or the host's budget
+    /// cannot honour ([`admission`]: checked before any hello, so the far end waits for
+    /// its own timeout).
     pub fn over(mut vc: Vc, opts: TransportOptions) -> Result<Channel, Error> {
         let config = opts.config;
         config.validate().map_err(|e| Error::Refused {
             kind: ErrorKind::BadRequest,
             message: format!("transport settings: {e}"),
         })?;
+        admission::admit(&config, vc.qos(), opts.budget.as_ref()).map_err(Error::NotAdmitted)?;
         let frame = config.max_frame_len();
         if frame > vc.max_sdu() {
             return Err(Error::TooLong {

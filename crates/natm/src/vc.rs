@@ -15,6 +15,8 @@ pub struct Vc {
     pub(crate) direct: Option<Direct>,
     /// A switched VC's call ([`Host::call`], [`Listener::accept`]).
     pub(crate) call: Option<CallInfo>,
+    /// The QoS it was opened with (a call's as this end sees it).
+    pub(crate) qos: Qos,
     /// Daemon path: SDUs written to hostd ([`Vc::flush`] waits until its adapter sent
     /// them).
     pub(crate) daemon_sent: u64,
@@ -38,6 +40,13 @@ impl Vc {
     /// The largest SDU it carries.
     pub fn max_sdu(&self) -> usize {
         self.max_sdu
+    }
+
+    /// The QoS the VC was opened with: a PVC's as [`VcOptions::qos`] asked (UBR if none;
+    /// hostd admitted it as asked), a switched VC's as this end sees the call's (`tx` is
+    /// this end's sending direction).
+    pub fn qos(&self) -> &Qos {
+        &self.qos
     }
 
     /// A switched VC's call: the VC the network gave, this end's and the far end's

@@ -48,6 +48,7 @@ fn a_call_opens_a_vc_that_carries_data_and_tells_its_call() {
     assert_eq!(call.remote, Some(called));
     assert_eq!(call.local, addr(ADDRESS));
     assert_eq!(call.qos, qos);
+    assert_eq!(vc.qos(), &qos, "a call's VC has the call's QoS");
     assert_eq!(call.setup_ns, 1_500_000);
     vc.send(b"over a switched VC").unwrap();
     let mut buf = [0u8; 64];

@@ -3,7 +3,8 @@
 //! way: a multi-megabyte reliable stream byte-exact on the daemon and the direct path (and
 //! over the lossy link, with SMART's resends counted), best effort reporting exactly the
 //! messages it lost, guaranteed keeping to its rate, the hello refusing a peer of another
-//! service, the non-blocking calls.
+//! service, admission refusing a guaranteed rate the VC or the host cannot honour, the
+//! non-blocking calls.
 //! Through the lab's switch and its lanes these are natm-cli's `transport_cli` tests.
 
 mod common;
@@ -15,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{TempDir, pattern};
-use natm::transport::{Channel, Event, MsgSeq, Service, TransportOptions};
+use natm::transport::{Channel, CostLine, Event, HostBudget, MsgSeq, Service, TransportOptions};
 use natm::{DataPath, Error, Host, NotifyMode, VcOptions};
 use natm_host::hostd::{HostdOptions, HostdThread, IdleWait};
 use natm_link::endpoint::EndpointLink;
@@ -125,11 +126,16 @@ impl Hosts {
         }
     }
 
-    /// A channel at each end of VC 0.100, both opened at once (each waits for the other).
+    /// A channel at each end of VC 0.100, both opened at once (each waits for the other);
+    /// UBR, or CBR at the rate of a guaranteed channel (admission wants it reserved).
     fn pair(&self, path: DataPath, a: TransportOptions, b: TransportOptions) -> (Channel, Channel) {
         let vc = |o: &TransportOptions| {
+            let qos = match o.config.service {
+                Service::Guaranteed { rate } => format!("cbr:pcr={rate}"),
+                _ => "ubr".into(),
+            };
             VcOptions::new("0.100".parse().unwrap())
-                .qos("ubr".parse().unwrap())
+                .qos(qos.parse().unwrap())
                 .notify(NotifyMode::Adaptive)
                 .path(path)
                 .buffers(128)
@@ -415,4 +421,58 @@ fn guaranteed_keeps_to_its_rate_and_delivers_in_order() {
     assert!(elapsed >= ideal.mul_f64(0.9), "{elapsed:?} for {ideal:?}");
     assert!(elapsed <= ideal * 3, "{elapsed:?} for {ideal:?}");
     assert!(s.activations > 0);
+}
+
+/// A guaranteed channel over a VC whose QoS does not reserve its rate, or on a host whose
+/// per-TPDU budget cannot take it, is refused at once (no hello, no wait for a peer),
+/// naming the constraint; the VC is closed again with the channel, so it can be reopened.
+#[test]
+fn admission_refuses_a_rate_the_vc_or_the_host_cannot_honour() {
+    let hosts = Hosts::new(0);
+    let host = Host::connect_path(hosts.a.socket()).unwrap();
+    let opts = TransportOptions::new(Service::Guaranteed { rate: 20_000 })
+        .handshake_timeout(Duration::from_secs(30));
+    let open = |qos: &str, opts: TransportOptions| {
+        let vc = VcOptions::new("0.105".parse().unwrap())
+            .qos(qos.parse().unwrap())
+            .buffer_size(opts.buffer_size());
+        let t0 = Instant::now();
+        let r = Channel::open(&host, vc, opts);
+        assert!(t0.elapsed() < Duration::from_secs(5), "admission waited");
+        match r {
+            Err(Error::NotAdmitted(why)) => why,
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("admitted with {qos}"),
+        }
+    };
+    // What admission reads: the QoS the PVC was opened with (UBR when none is given).
+    let vc = host
+        .open(VcOptions::new("0.105".parse().unwrap()).qos("cbr:pcr=10000".parse().unwrap()))
+        .unwrap();
+    assert_eq!(vc.qos(), &"cbr:pcr=10000".parse().unwrap());
+    drop(vc);
+    let vc = host.open(VcOptions::new("0.105".parse().unwrap())).unwrap();
+    assert_eq!(vc.qos(), &"ubr".parse().unwrap());
+    drop(vc);
+    let why = open("cbr:pcr=10000", opts);
+    assert_eq!(why.constraint(), "link");
+    assert_eq!(
+        Error::NotAdmitted(why).to_string(),
+        "not admitted: link: the VC's cbr pcr 10000 cells/s < 20000 cells/s needed for \
+         guaranteed:20000"
+    );
+    assert_eq!(open("ubr", opts).constraint(), "link");
+    // 1 ms to send a TPDU and 1 ms to receive one: 116 TPDUs/s of 172 cells take 233 ms
+    // of CPU per second, more than a tenth of a CPU.
+    let slow = CostLine {
+        fixed_ns: 1_000_000,
+        per_byte_ps: 0,
+    };
+    let budget = HostBudget {
+        share_permille: 100,
+        ..HostBudget::new(slow, slow)
+    };
+    let why = open("cbr:pcr=20000", opts.budget(budget));
+    assert_eq!(why.constraint(), "host");
+    assert!(why.to_string().contains("> the budget's 100 ms"), "{why}");
 }

@@ -17,20 +17,30 @@ impl Report {
         );
         let _ = writeln!(
             s,
-            "{:>6} {:>6} {:>8} {:>10} {:>10} {:>12} {:>12}",
-            "size", "batch", "batches", "send ns", "recv ns", "send resid", "recv resid"
+            "{:>6} {:>6} {:>8} {:>10} {:>10} {:>12} {:>12} {:>10} {:>10}",
+            "size",
+            "batch",
+            "batches",
+            "send ns",
+            "recv ns",
+            "send resid",
+            "recv resid",
+            "tpdu tx",
+            "tpdu rx"
         );
         for row in &r.rows {
             let _ = writeln!(
                 s,
-                "{:>6} {:>6} {:>8} {:>10.1} {:>10.1} {:>12.1} {:>12.1}",
+                "{:>6} {:>6} {:>8} {:>10.1} {:>10.1} {:>12.1} {:>12.1} {:>10.1} {:>10.1}",
                 row.size,
                 row.batch,
                 row.batches,
                 row.send_ns,
                 row.recv_ns,
                 row.send_residual_ns,
-                row.recv_residual_ns
+                row.recv_residual_ns,
+                row.tpdu_send_ns,
+                row.tpdu_recv_ns
             );
         }
         let _ = writeln!(
@@ -42,6 +52,15 @@ impl Report {
             s,
             "receive = {} ns + {} ps/byte (rms residual {:.1} ns)",
             r.recv_fixed_ns, r.recv_per_byte_ps, r.recv_rms_residual_ns
+        );
+        let _ = writeln!(
+            s,
+            "transport per TPDU frame: send {} ns + {} ps/byte, receive {} ns + {} ps/byte \
+             (natm-transport's own work, beside the above)",
+            r.tpdu_send_fixed_ns,
+            r.tpdu_send_per_byte_ps,
+            r.tpdu_recv_fixed_ns,
+            r.tpdu_recv_per_byte_ps
         );
         let _ = writeln!(
             s,

@@ -35,6 +35,20 @@
 //! ms, window 24` and `natm recv: 4194304 bytes in 64 messages, 0.515 s, 65.2 Mbit/s, 0
 //! messages lost` (printed also when the end of stream never came).
 //!
+//! # Admission of a guaranteed channel
+//!
+//! `--service guaranteed:RATE` is admitted (`natm::transport::admission`) only when the
+//! VC's QoS reserves RATE cells/s in this end's sending direction (the default QoS,
+//! `cbr:pcr=RATE`, does; `ubr` never does) and, with a calibration, when the host's
+//! per-TPDU costs at RATE fit half a CPU. The calibration is `--calibration FILE`, else
+//! [`default_calibration`] when that file exists (`$NATM_CALIBRATION`, else
+//! `$XDG_CONFIG_HOME/natm/calibration.toml`, else `~/.config/natm/calibration.toml`:
+//! write it with `natm perf calibrate --out` that path); without one, or with
+//! `--calibration none`, there is no host check. The per-TPDU cost is the data path's
+//! send (receive) cost of the TPDU's frame plus natm-transport's own (the file's
+//! `[transport]` table, when it was measured). A refusal exits 1 with one line naming
+//! `link` or `host` and both figures.
+//!
 //! Exit status: 0 when the whole stream was sent (send: and acknowledged on a reliable
 //! channel) or arrived (recv); 1 when it did not (a best-effort message lost, no end of
 //! stream within `--timeout` of the last message, the other end gone, its channel of
@@ -44,9 +58,14 @@
 use std::io::{self, BufWriter, Read, Write};
 use std::time::{Duration, Instant};
 
+use std::path::PathBuf;
+
 use clap::Args;
-use natm::transport::{Channel, ChannelStats, Event, Service, TransportOptions};
+use natm::transport::{
+    Channel, ChannelStats, CostLine, Event, HostBudget, Service, TransportOptions,
+};
 use natm::{Aesa, CallOptions, ChannelOptions, Listener, PvcAddr, Qos, VcOptions};
+use natm_sim::calib::Calibration;
 
 use super::call::{call_error, parse_aesa, parse_path, parse_qos};
 use super::lab::DirArgs;
@@ -92,6 +111,12 @@ pub struct ChannelArgs {
     /// Seconds to wait for the other end, and for the stream to move.
     #[arg(long, default_value_t = 10.0)]
     pub timeout: f64,
+    /// The host's calibration (`natm perf calibrate`) a guaranteed channel is admitted
+    /// against, or `none` for no host check (default: $NATM_CALIBRATION,
+    /// $XDG_CONFIG_HOME/natm/calibration.toml or ~/.config/natm/calibration.toml, if it
+    /// exists).
+    #[arg(long)]
+    pub calibration: Option<String>,
     #[command(flatten)]
     pub dir: DirArgs,
 }
@@ -217,6 +242,12 @@ fn plan(a: &ChannelArgs, to: Option<&str>, listen: Option<Option<u8>>) -> Result
     opts.config
         .validate()
         .map_err(|e| CliError::usage(format!("--tpdu-size {}: {e}", a.tpdu_size)))?;
+    // Only a guaranteed channel is held to the host's budget.
+    if matches!(service, Service::Guaranteed { .. })
+        && let Some(budget) = host_budget(a.calibration.as_deref(), default_calibration())?
+    {
+        opts = opts.budget(budget);
+    }
     Ok(Plan {
         target,
         qos,
@@ -224,6 +255,63 @@ fn plan(a: &ChannelArgs, to: Option<&str>, listen: Option<Option<u8>>) -> Result
         path,
         timeout,
     })
+}
+
+/// The default calibration file: `$NATM_CALIBRATION`, else
+/// `$XDG_CONFIG_HOME/natm/calibration.toml`, else `$HOME/.config/natm/calibration.toml`
+/// (`None` when none of those variables is set).
+pub fn default_calibration() -> Option<PathBuf> {
+    let var = |k| std::env::var_os(k).filter(|v| !v.is_empty());
+    if let Some(p) = var("NATM_CALIBRATION") {
+        return Some(PathBuf::from(p));
+    }
+    let config = var("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(config.join("natm").join("calibration.toml"))
+}
+
+/// The host budget of a calibration: the data path's per-SDU cost of a TPDU's frame plus
+/// natm-transport's own per TPDU, each way.
+pub fn budget_of(cal: &Calibration) -> HostBudget {
+    let c = &cal.costs;
+    let t = cal.transport.unwrap_or_default();
+    HostBudget::new(
+        CostLine {
+            fixed_ns: c.send_fixed.as_nanos().saturating_add(t.send_fixed_ns),
+            per_byte_ps: c.send_per_byte_ps.saturating_add(t.send_per_byte_ps),
+        },
+        CostLine {
+            fixed_ns: c.recv_fixed.as_nanos().saturating_add(t.recv_fixed_ns),
+            per_byte_ps: c.recv_per_byte_ps.saturating_add(t.recv_per_byte_ps),
+        },
+    )
+}
+
+/// The budget `--calibration` asks for: its file (exit 2 if it cannot be read), none
+/// (`none`), or the default file when it exists (exit 1 if it is broken: it is not
+/// this command's input, and `--calibration none` gets past it).
+fn host_budget(
+    arg: Option<&str>,
+    default: Option<PathBuf>,
+) -> Result<Option<HostBudget>, CliError> {
+    match arg {
+        Some("none") => Ok(None),
+        Some(file) => Calibration::load(file)
+            .map(|c| Some(budget_of(&c)))
+            .map_err(|e| CliError::usage(format!("--calibration {file}: {e}"))),
+        None => match default.filter(|p| p.exists()) {
+            None => Ok(None),
+            Some(p) => Calibration::load(&p)
+                .map(|c| Some(budget_of(&c)))
+                .map_err(|e| {
+                    CliError::failure(format!(
+                        "the default calibration {}: {e} (--calibration none skips the host check)",
+                        p.display()
+                    ))
+                }),
+        },
+    }
 }
 
 /// Opens the channel: the PVC on the host (or the call, placed or taken), the hello with
@@ -597,6 +685,7 @@ mod tests {
             path: "auto".into(),
             tpdu_size: 8192,
             timeout: 1.0,
+            calibration: Some("none".into()),
             dir: DirArgs { dir: None },
         };
         const ADDR: &str = "47.0005.80ffe1000000f21a3599.0020481a3599.00";
@@ -636,6 +725,7 @@ mod tests {
             path: "auto".into(),
             tpdu_size: tpdu,
             timeout: 1.0,
+            calibration: Some("none".into()),
             dir: DirArgs { dir: None },
         };
         assert!(plan(&args("0.100", "reliable", 8192), None, None).is_ok());
@@ -649,10 +739,64 @@ mod tests {
             (args("0.100", "fast", 8192), "--service"),
             (args("0.100", "reliable", 0), "--tpdu-size"),
             (args("0.100", "reliable", 70_000), "--tpdu-size"),
+            (
+                ChannelArgs {
+                    calibration: Some("/nonexistent/natm-calibration.toml".into()),
+                    ..args("0.100", "guaranteed:500", 8192)
+                },
+                "--calibration",
+            ),
         ] {
             let e = plan(&a, None, None).err().expect(what);
             assert_eq!(e.code, 2, "{what}");
             assert!(e.message.starts_with(what), "{}", e.message);
         }
+    }
+
+    #[test]
+    fn the_host_budget_comes_from_the_calibration_or_not_at_all() {
+        let mut cal = Calibration::builtin();
+        cal.transport = None;
+        let b = budget_of(&cal);
+        assert_eq!(b.send.fixed_ns, cal.costs.send_fixed.as_nanos());
+        assert_eq!(b.recv.per_byte_ps, cal.costs.recv_per_byte_ps);
+        assert_eq!(b.share_permille, HostBudget::DEFAULT_SHARE_PERMILLE);
+        // The transport's own costs are added to the data path's.
+        cal.transport = Some(natm_sim::calib::TransportCosts {
+            send_fixed_ns: 100,
+            send_per_byte_ps: 7,
+            recv_fixed_ns: 200,
+            recv_per_byte_ps: 9,
+        });
+        let t = budget_of(&cal);
+        assert_eq!(t.send.fixed_ns, b.send.fixed_ns + 100);
+        assert_eq!(t.recv.per_byte_ps, b.recv.per_byte_ps + 9);
+
+        let dir = std::env::temp_dir().join(format!("natm-transfer-cal-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("good.toml");
+        std::fs::write(&good, cal.to_toml()).unwrap();
+        let bad = dir.join("bad.toml");
+        std::fs::write(&bad, "format = 3").unwrap();
+        let missing = dir.join("missing.toml");
+        let path = |p: &PathBuf| p.to_str().unwrap().to_string();
+        assert_eq!(host_budget(Some(&path(&good)), None).unwrap(), Some(t));
+        assert_eq!(host_budget(Some("none"), Some(good.clone())).unwrap(), None);
+        assert_eq!(host_budget(None, Some(good.clone())).unwrap(), Some(t));
+        assert_eq!(
+            host_budget(None, Some(missing.clone())).unwrap(),
+            None,
+            "no file"
+        );
+        assert_eq!(host_budget(None, None).unwrap(), None);
+        let e = host_budget(Some(&path(&bad)), None).unwrap_err();
+        assert_eq!(e.code, 2);
+        assert!(e.message.starts_with("--calibration "), "{}", e.message);
+        let e = host_budget(None, Some(bad.clone())).unwrap_err();
+        assert_eq!(e.code, 1);
+        assert!(e.message.contains("--calibration none"), "{}", e.message);
+        let e = host_budget(Some(&path(&missing)), None).unwrap_err();
+        assert_eq!(e.code, 2);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -120,14 +120,19 @@ fn test_spacing_factor_thresholds() {
 }
 
 /// One line shared by a guaranteed channel and a bulk reliable one, the driver serving
-/// them by weighted round robin (`sched::Wrr`, a TPDU a work unit): with a weight that
-/// covers its rate the guaranteed channel keeps it within 1 % over 10 s and waits at most
-/// one bulk TPDU for the line, while the bulk transfer takes what is left. With equal
-/// weights it gets a TPDU of 32 cells per bulk TPDU of 172: 15.7 % of the line, below its
-/// 20 %.
+/// them by weighted round robin (`sched::Wrr`, a TPDU a work unit): with the weight
+/// admission gives it (`sched::weight_for`: 2 keeps 20 % of the line in 32-cell TPDUs
+/// beside 172-cell ones, and batches of up to `X_MAX` = 6 TPDUs make it 6) the
+/// guaranteed channel keeps its rate within 1 % over 10 s and waits at most one bulk
+/// TPDU for the line, while the bulk transfer takes what is left. With the rate's weight
+/// alone its rate holds but the tail of a batch waits a round. With equal weights it gets
+/// a TPDU of 32 cells per bulk TPDU of 172: 15.7 % of the line, below its 20 %.
 #[test]
 fn test_rate_kept_beside_a_bulk_reliable_transfer() {
-    let (achieved, longest_wait, bulk) = shared_line(4);
+    use crate::sched::weight_for;
+    let weight = weight_for(20_000, 32, crate::X_MAX, 172, 100_000).unwrap();
+    assert_eq!(weight, 6);
+    let (achieved, longest_wait, bulk) = shared_line(weight);
     assert!(
         (achieved / 20_000.0 - 1.0).abs() <= 0.01,
         "{achieved} cells/s for 20,000"
@@ -136,6 +141,13 @@ fn test_rate_kept_beside_a_bulk_reliable_transfer() {
     assert!(longest_wait <= us(1_730), "waited {longest_wait}");
     let left = 80_000.0 * 8_192.0 / 172.0;
     assert!(bulk >= 0.9 * left, "bulk {bulk} B/s of {left}");
+    let rate_only = weight_for(20_000, 32, 1, 172, 100_000).unwrap();
+    let (achieved, longest_wait, _) = shared_line(rate_only);
+    assert!(
+        (achieved / 20_000.0 - 1.0).abs() <= 0.01,
+        "{achieved} cells/s for 20,000 at weight {rate_only}"
+    );
+    assert!(longest_wait > us(1_730), "waited {longest_wait}");
     let (equal, _, _) = shared_line(1);
     assert!((equal - 100_000.0 * 32.0 / 204.0).abs() < 200.0, "{equal}");
 }

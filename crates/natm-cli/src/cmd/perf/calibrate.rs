@@ -12,7 +12,9 @@ use crate::{CliError, CmdResult};
 #[derive(Args, Debug)]
 pub struct CalibrateArgs {
     /// Write the calibration file here (else it is printed on stdout and the table on
-    /// stderr).
+    /// stderr). `natm send|recv` admit a guaranteed channel against the file at
+    /// $NATM_CALIBRATION, else $XDG_CONFIG_HOME/natm/calibration.toml or
+    /// ~/.config/natm/calibration.toml.
     #[arg(long)]
     out: Option<std::path::PathBuf>,
     /// Seconds for the whole measurement (0.1–600).
