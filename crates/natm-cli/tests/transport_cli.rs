@@ -258,6 +258,67 @@ fn a_reliable_stream_over_links_that_lose_cells_is_byte_exact() {
     assert!(re.contains("natm: the stream is incomplete: "), "{re}");
 }
 
+/// The seed's channel from two simplex VCs: the stream on 0.102, its acks back on 0.103;
+/// each VC carries one direction only, as hostd's counters show.
+#[test]
+fn a_stream_on_two_pvcs_goes_one_way_on_each() {
+    let lab = Lab::up("transport-pair", "oc3", None);
+    let file = input(&lab, 1_000_000);
+    let pair = ["--return-vc", "0.103"];
+    let (send, recv, out) = transfer(&lab, "0.102", "reliable", &pair, &file);
+    let (se, re) = (stderr(&send), stderr(&recv));
+    assert!(send.status.success(), "send: {se}");
+    assert!(recv.status.success(), "recv: {re}");
+    assert_eq!(sha256(&out), sha256(&file), "send: {se} recv: {re}");
+    // The switch forwarded the stream on 0.102 from h1 (port 1) to h2 and nothing back;
+    // on 0.103 only the acknowledgements, from h2 to h1.
+    let stat = lab.stat();
+    let xcs = stat["switches"][0]["status"]["connections"]
+        .as_array()
+        .expect("connections");
+    let cells = |vc: &str, dir: &str| -> u64 {
+        let x = xcs
+            .iter()
+            .find(|x| x["a"] == format!("1:{vc}"))
+            .unwrap_or_else(|| panic!("no cross-connect of {vc} in {stat}"));
+        x[dir]["cells_out"].as_u64().expect("cells_out")
+    };
+    let (fwd, back) = (cells("0.102", "a_to_b"), cells("0.103", "b_to_a"));
+    assert!(fwd > 20_000, "the stream's VC carried {fwd} cells");
+    assert!(
+        back > 0 && back < fwd / 20,
+        "the acks' VC carried {back} cells"
+    );
+    assert_eq!(
+        cells("0.102", "b_to_a"),
+        0,
+        "the stream's VC carried cells back"
+    );
+    assert_eq!(
+        cells("0.103", "a_to_b"),
+        0,
+        "the acks' VC carried cells forth"
+    );
+
+    let o = natm(&[
+        "send",
+        "--vc",
+        "0.102",
+        "--return-vc",
+        "0.102",
+        "--service",
+        "reliable",
+        "--dir",
+        lab.arg(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--return-vc 0.102: must differ from --vc"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// Burst loss, header and payload bit errors and jitter on both links: a reliable stream
 /// still arrives byte-exact (the AAL5 CRC turns a payload bit error into a lost TPDU,
 /// the HEC receiver corrects one header bit and discards two).

@@ -1,13 +1,17 @@
 //! Transport channels: natm-transport's [`Endpoint`] driven over a VC, so that an
 //! application sends and receives whole messages with a [`Service`] (issue 25).
 //!
-//! A [`Channel`] is one end of a duplex transport channel. It owns one [`Vc`] and one
-//! [`Endpoint`]: every TPDU is one AAL5 SDU of that VC.
+//! A [`Channel`] is one end of a duplex transport channel. It owns one [`Vc`] (or two) and
+//! one [`Endpoint`]: every TPDU is one AAL5 SDU.
 //!
-//! * **One bidirectional VC.** The seed papers build a channel from two simplex VCs; a natm
-//!   VC carries both directions (a PVC is cross-connected both ways, a call is
-//!   bidirectional), so one VC serves: data and acks of both directions share it, and
-//!   its QoS ([`VcOptions::qos`], [`crate::CallOptions::qos`]) is the channel's traffic
+//! * **A VC's two directions, or two VCs.** The seed papers build a duplex channel from
+//!   two simplex VCs. A natm VC is a pair of simplex connections already (a PVC is
+//!   cross-connected both ways, a call is bidirectional), so by default one VC serves
+//!   ([`Channel::over`]): each end sends its data and acks on it and receives the peer's
+//!   on it. [`Channel::over_pair`] builds the seed's form from two VCs: each end sends
+//!   everything on one and receives everything on the other, and the far end uses the
+//!   same two crossed (so a bulk direction can have a CBR VC and the acks a UBR one). The
+//!   sending VC's QoS ([`VcOptions::qos`], [`crate::CallOptions::qos`]) is the channel's traffic
 //!   contract. A guaranteed channel is admitted only if that QoS reserves its rate and,
 //!   with a [`HostBudget`] from `natm perf calibrate`, if the host's per-TPDU costs fit
 //!   ([`admission`] has the rules; [`Error::NotAdmitted`] names which failed).
@@ -81,6 +85,8 @@ pub use admission::{CostLine, HostBudget, Refusal};
 
 /// The first byte of a hello: version 1, kind 15.
 const HELLO: u8 = 0x1F;
+/// How soon a channel built from two VCs looks again for room on its sending VC.
+const PAIR_RETRY: Duration = Duration::from_micros(200);
 /// A hello's length.
 const HELLO_LEN: usize = 32;
 /// Hello flag: `echo` holds the peer's ISN.
@@ -203,7 +209,10 @@ pub struct ChannelStats {
 /// # }
 /// ```
 pub struct Channel {
+    /// The VC the channel receives on, and sends on unless `out` is set.
     vc: Vc,
+    /// The VC the channel sends on, when it is built from two ([`Channel::over_pair`]).
+    out: Option<Vc>,
     ep: Endpoint,
     epoch: Epoch,
     stats: ChannelStats,
@@ -358,19 +367,50 @@ impl Channel {
     /// [`Error::NotAdmitted`] for a guaranteed rate the VC's QoS or the host's budget
     /// cannot honour ([`admission`]: checked before any hello, so the far end waits for
     /// its own timeout).
-    pub fn over(mut vc: Vc, opts: TransportOptions) -> Result<Channel, Error> {
+    pub fn over(vc: Vc, opts: TransportOptions) -> Result<Channel, Error> {
+        Channel::handshake(vc, None, opts)
+    }
+
+    /// Opens the PVCs `send` and `recv` on `host` and makes a channel from the two
+    /// ([`Channel::over_pair`]).
+    pub fn open_pair(
+        host: &Host,
+        send: VcOptions,
+        recv: VcOptions,
+        opts: TransportOptions,
+    ) -> Result<Channel, Error> {
+        let send = host.open(send)?;
+        Channel::over_pair(send, host.open(recv)?, opts)
+    }
+
+    /// A duplex channel from two VCs, as the seed papers build one: this end sends every
+    /// frame (its data, its acks, its hellos) on `send` and takes the peer's from `recv`;
+    /// the far end opens the same two VCs crossed (its `send` is this end's `recv`). A
+    /// guaranteed rate is admitted against `send`'s QoS. Otherwise as [`Channel::over`];
+    /// frames that come on `send` are left there unread.
+    pub fn over_pair(send: Vc, recv: Vc, opts: TransportOptions) -> Result<Channel, Error> {
+        Channel::handshake(recv, Some(send), opts)
+    }
+
+    /// [`Channel::over`] and [`Channel::over_pair`]: receives on `vc`, sends on `out` when
+    /// given, else on `vc`.
+    fn handshake(
+        mut vc: Vc,
+        mut out: Option<Vc>,
+        opts: TransportOptions,
+    ) -> Result<Channel, Error> {
         let config = opts.config;
         config.validate().map_err(|e| Error::Refused {
             kind: ErrorKind::BadRequest,
             message: format!("transport settings: {e}"),
         })?;
-        admission::admit(&config, vc.qos(), opts.budget.as_ref()).map_err(Error::NotAdmitted)?;
+        let sender = out.as_ref().unwrap_or(&vc);
+        admission::admit(&config, sender.qos(), opts.budget.as_ref())
+            .map_err(Error::NotAdmitted)?;
         let frame = config.max_frame_len();
-        if frame > vc.max_sdu() {
-            return Err(Error::TooLong {
-                len: frame,
-                max: vc.max_sdu(),
-            });
+        let max = sender.max_sdu().min(vc.max_sdu());
+        if frame > max {
+            return Err(Error::TooLong { len: frame, max });
         }
         let local = random_isn();
         let mut stats = ChannelStats {
@@ -390,7 +430,7 @@ impl Channel {
             let now = StdInstant::now();
             if now >= next_hello {
                 let h = Hello::ours(&config, local, remote, false);
-                vc.send(&h.emit())?;
+                out_of(&mut vc, &mut out).send(&h.emit())?;
                 stats.hellos_sent += 1;
                 next_hello = now + interval;
                 interval = (interval * 2).min(HELLO_MAX);
@@ -407,15 +447,16 @@ impl Channel {
                     let ours = Hello::ours(&config, local, None, false);
                     if let Some(why) = h.mismatch(&ours) {
                         // The peer's VC is open (its hello came): ours tells it too.
-                        let _ = vc.send(&Hello::ours(&config, local, Some(h.isn), false).emit());
-                        let _ = vc.flush(Duration::from_millis(200));
+                        let tx = out_of(&mut vc, &mut out);
+                        let _ = tx.send(&Hello::ours(&config, local, Some(h.isn), false).emit());
+                        let _ = tx.flush(Duration::from_millis(200));
                         return Err(handshake_error(why));
                     }
                     remote = Some(h.isn);
                     echoed |= h.echoes(local);
                     if h.flags & OPEN == 0 {
                         let answer = Hello::ours(&config, local, remote, echoed);
-                        vc.send(&answer.emit())?;
+                        out_of(&mut vc, &mut out).send(&answer.emit())?;
                         stats.hellos_sent += 1;
                     }
                 }
@@ -433,6 +474,7 @@ impl Channel {
                 })?;
                 let mut ch = Channel {
                     vc,
+                    out,
                     ep,
                     epoch: Epoch::now(),
                     stats,
@@ -457,9 +499,14 @@ impl Channel {
         self.epoch.elapsed()
     }
 
-    /// The VC under the channel.
+    /// The VC the channel receives on (and sends on, unless it was built from two).
     pub fn vc(&self) -> &Vc {
         &self.vc
+    }
+
+    /// The VC the channel sends on: [`Channel::vc`], or the pair's sending VC.
+    pub fn send_vc(&self) -> &Vc {
+        self.out.as_ref().unwrap_or(&self.vc)
     }
 
     /// The service.
@@ -509,10 +556,10 @@ impl Channel {
     fn send_frame_now(&mut self, frame: &[u8]) -> Result<(), Error> {
         if let Some(n) = self.pending.take() {
             let pending = self.tx[..n].to_vec();
-            self.vc.send(&pending)?;
+            out_of(&mut self.vc, &mut self.out).send(&pending)?;
             self.stats.frames_sent += 1;
         }
-        self.vc.send(frame)?;
+        out_of(&mut self.vc, &mut self.out).send(frame)?;
         self.stats.hellos_sent += 1;
         self.stats.frames_sent += 1;
         Ok(())
@@ -540,7 +587,7 @@ impl Channel {
                     None => return Ok(()),
                 },
             };
-            match self.vc.try_send(&self.tx[..n]) {
+            match out_of(&mut self.vc, &mut self.out).try_send(&self.tx[..n]) {
                 Ok(()) => {
                     self.pending = None;
                     self.stats.frames_sent += 1;
@@ -567,9 +614,15 @@ impl Channel {
         if let Some(t) = self.ep.poll_timeout() {
             wake = wake.min(self.epoch.to_std(t));
         }
+        // A frame waiting for room on the pair's sending VC: the receiving VC cannot say
+        // when that room comes, so look again soon.
+        let room = self.pending.is_some();
+        if room && self.out.is_some() {
+            wake = wake.min(now + PAIR_RETRY);
+        }
         if let Some(n) = self
             .vc
-            .wait_sdu(&mut self.rx, wake, self.pending.is_some())?
+            .wait_sdu(&mut self.rx, wake, room && self.out.is_none())?
         {
             self.take(n)?;
         }
@@ -687,7 +740,7 @@ impl Channel {
         self.drive(Some(deadline), |ch| {
             ch.pending.is_none() && ch.ep.send_idle()
         })?;
-        self.vc
+        out_of(&mut self.vc, &mut self.out)
             .flush(deadline.saturating_duration_since(StdInstant::now()))
     }
 
@@ -705,14 +758,20 @@ impl Channel {
             Err(Error::Released(_)) => return Ok(()),
             Err(e) => return Err(e),
         }
-        let _ = self.vc.flush(Duration::from_millis(500));
+        let _ = out_of(&mut self.vc, &mut self.out).flush(Duration::from_millis(500));
         Ok(())
     }
 
-    /// The VC, back (the channel's state is dropped; the peer is not told).
+    /// The VC, back (the channel's state is dropped; the peer is not told); of a pair, the
+    /// receiving VC (the sending one closes).
     pub fn into_vc(self) -> Vc {
         self.vc
     }
+}
+
+/// The VC a channel sends on: `out` when it is built from two VCs, else `vc`.
+fn out_of<'a>(vc: &'a mut Vc, out: &'a mut Option<Vc>) -> &'a mut Vc {
+    out.as_mut().unwrap_or(vc)
 }
 
 #[cfg(test)]

@@ -476,3 +476,60 @@ fn admission_refuses_a_rate_the_vc_or_the_host_cannot_honour() {
     assert_eq!(why.constraint(), "host");
     assert!(why.to_string().contains("> the budget's 100 ms"), "{why}");
 }
+
+/// The seed's duplex channel from two simplex VCs: a sends on 0.100 and receives on
+/// 0.101, b the same two crossed; over a link that drops a's cells, on both paths. Each
+/// VC carries one direction only: the data one way, the acks the other.
+#[test]
+fn a_channel_from_two_vcs_sends_on_one_and_receives_on_the_other() {
+    let hosts = Hosts::new(997);
+    for path in [DataPath::Direct, DataPath::Daemon] {
+        let opts = TransportOptions::new(Service::Reliable);
+        let vc = |v: &str| {
+            VcOptions::new(v.parse().unwrap())
+                .path(path)
+                .buffers(128)
+                .buffer_size(opts.buffer_size())
+        };
+        let hb = Host::connect_path(hosts.b.socket()).unwrap();
+        let (sb, rb) = (vc("0.101"), vc("0.100"));
+        let tb = std::thread::spawn(move || Channel::open_pair(&hb, sb, rb, opts));
+        let ha = Host::connect_path(hosts.a.socket()).unwrap();
+        let mut a = Channel::open_pair(&ha, vc("0.100"), vc("0.101"), opts).expect("a's pair");
+        let mut b = tb.join().unwrap().expect("b's pair");
+        assert_eq!(a.send_vc().qos(), b.vc().qos());
+
+        let total = 2 << 20;
+        let data = pattern(total, 0x5e);
+        let reader = std::thread::spawn(move || {
+            let mut got = Vec::with_capacity(total);
+            while got.len() < total {
+                match b.recv_timeout(T).expect("a message") {
+                    Event::Message { data, .. } => got.extend_from_slice(&data),
+                    Event::Lost { .. } => panic!("a reliable channel lost messages"),
+                }
+            }
+            b.linger(Duration::from_millis(300), Duration::from_secs(5))
+                .unwrap();
+            (got, b)
+        });
+        for m in data.chunks(20_000) {
+            a.send(m).expect("send");
+        }
+        a.flush(T).expect("everything acknowledged");
+        let (got, b) = reader.join().unwrap();
+        assert!(got == data, "{path:?}: the stream differs");
+        let s = a.stats().endpoint;
+        assert!(
+            s.smart_resends > 0,
+            "{path:?}: a's lost cells were resent: {s:?}"
+        );
+
+        // a's sending VC carried a's frames only; its receiving VC only b's.
+        let (a_out, a_in) = (a.send_vc().counters().unwrap(), a.vc().counters().unwrap());
+        assert!(a_out.sdus_sent > 0 && a_out.sdus_received == 0, "{a_out:?}");
+        assert!(a_in.sdus_received > 0 && a_in.sdus_sent == 0, "{a_in:?}");
+        let b_out = b.send_vc().counters().unwrap();
+        assert!(b_out.sdus_sent > 0 && b_out.sdus_received == 0, "{b_out:?}");
+    }
+}

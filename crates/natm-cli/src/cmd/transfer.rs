@@ -1,6 +1,8 @@
-//! `natm send [--host H] (--vc V | --to ADDR) --service S [--qos Q] < FILE` and `natm recv
-//! [--host H] (--vc V | --listen [--selector N]) --service S > FILE`: a netcat for natm, a
-//! byte stream over a transport channel (`natm::transport::Channel`) on a PVC or a
+//! `natm send [--host H] (--vc V [--return-vc W] | --to ADDR) --service S [--qos Q] < FILE`
+//! and `natm recv [--host H] (--vc V [--return-vc W] | --listen [--selector N]) --service S >
+//! FILE`: a netcat for natm, a byte stream over a transport channel
+//! (`natm::transport::Channel`) on a PVC, on two PVCs (the stream on V, its
+//! acknowledgements back on W: the seed's duplex channel from two simplex VCs) or on a
 //! switched VC.
 //!
 //! Both ends open the PVC V on their host (or `natm recv --listen` takes one call to its
@@ -96,6 +98,11 @@ pub struct ChannelArgs {
     /// `natm recv --listen`.
     #[arg(long)]
     pub vc: Option<String>,
+    /// With `--vc`: build the channel from two PVCs, as the seed papers do: the stream
+    /// goes on `--vc` and the acknowledgements come back on this one (both ends give the
+    /// same two; both VCs get `--qos`).
+    #[arg(long, requires = "vc")]
+    pub return_vc: Option<String>,
     /// The service: reliable, best-effort or guaranteed:RATE (cells/s). Both ends alike.
     #[arg(long)]
     pub service: String,
@@ -183,6 +190,8 @@ pub fn service_name(s: Service) -> String {
 enum Target {
     /// A PVC.
     Pvc(PvcAddr),
+    /// Two PVCs: the stream's and the acknowledgements'.
+    Pair(PvcAddr, PvcAddr),
     /// A call to an address.
     Call(Aesa),
     /// One call accepted (to this selector).
@@ -199,11 +208,23 @@ struct Plan {
 }
 
 fn plan(a: &ChannelArgs, to: Option<&str>, listen: Option<Option<u8>>) -> Result<Plan, CliError> {
+    let pvc = |flag: &str, text: &str| -> Result<PvcAddr, CliError> {
+        text.parse()
+            .map_err(|e| CliError::usage(format!("{flag} {text:?}: {e}")))
+    };
     let target = match (&a.vc, to, listen) {
-        (Some(vc), None, None) => Target::Pvc(
-            vc.parse()
-                .map_err(|e| CliError::usage(format!("--vc {vc:?}: {e}")))?,
-        ),
+        (Some(vc), None, None) => match &a.return_vc {
+            None => Target::Pvc(pvc("--vc", vc)?),
+            Some(text) => {
+                let (vc, back) = (pvc("--vc", vc)?, pvc("--return-vc", text)?);
+                if vc == back {
+                    return Err(CliError::usage(format!(
+                        "--return-vc {text}: must differ from --vc"
+                    )));
+                }
+                Target::Pair(vc, back)
+            }
+        },
         (None, Some(to), None) => Target::Call(parse_aesa(to)?),
         (None, None, Some(sel)) => Target::Listen(sel),
         (None, None, None) => {
@@ -316,28 +337,42 @@ fn host_budget(
 
 /// Opens the channel: the PVC on the host (or the call, placed or taken), the hello with
 /// the other end. A listener is kept while the channel lives.
-fn open(a: &ChannelArgs, p: &Plan) -> Result<(Channel, Option<Listener>), CliError> {
+/// `sender`: this end sends the stream (on a pair, it sends on the stream's VC).
+fn open(a: &ChannelArgs, p: &Plan, sender: bool) -> Result<(Channel, Option<Listener>), CliError> {
     let host = connect_host(&a.dir, &a.host)?;
     let channel = ChannelOptions::default()
         .path(p.path)
         .buffers(256)
         .buffer_size(p.opts.buffer_size());
+    // Each PVC named as the user wrote it.
+    let open_pvc = |addr: PvcAddr, text: Option<&String>| {
+        let vc = VcOptions::new(addr)
+            .qos(p.qos)
+            .path(p.path)
+            .buffers(256)
+            .buffer_size(p.opts.buffer_size());
+        let what = format!("VC {}", text.map_or("", String::as_str));
+        host.open(vc)
+            .map_err(|e| CliError::failure(format!("{what} on {}: {e}", a.host)))
+            .map(|vc| (vc, what))
+    };
     let (vc, listener, what) = match p.target {
         Target::Pvc(addr) => {
-            let vc = VcOptions::new(addr)
-                .qos(p.qos)
-                .path(p.path)
-                .buffers(256)
-                .buffer_size(p.opts.buffer_size());
-            let vc = host.open(vc).map_err(|e| {
-                let vc = a.vc.as_deref().unwrap_or_default();
-                CliError::failure(format!("VC {vc} on {}: {e}", a.host))
-            })?;
-            (
-                vc,
-                None,
-                format!("VC {}", a.vc.as_deref().unwrap_or_default()),
-            )
+            let (vc, what) = open_pvc(addr, a.vc.as_ref())?;
+            (vc, None, what)
+        }
+        Target::Pair(stream, back) => {
+            let (stream, what) = open_pvc(stream, a.vc.as_ref())?;
+            let (back, back_what) = open_pvc(back, a.return_vc.as_ref())?;
+            let what = format!("{what} (the stream) and {back_what} (its acknowledgements)");
+            let (out, inn) = if sender {
+                (stream, back)
+            } else {
+                (back, stream)
+            };
+            let ch =
+                Channel::over_pair(out, inn, p.opts).map_err(|e| channel_error(a, p, &what, e))?;
+            return Ok((ch, None));
         }
         Target::Call(to) => {
             let opts = CallOptions::new()
@@ -376,15 +411,20 @@ fn open(a: &ChannelArgs, p: &Plan) -> Result<(Channel, Option<Listener>), CliErr
             (vc, Some(listener), what)
         }
     };
-    let ch = Channel::over(vc, p.opts).map_err(|e| match e {
+    let ch = Channel::over(vc, p.opts).map_err(|e| channel_error(a, p, &what, e))?;
+    Ok((ch, listener))
+}
+
+/// Why the channel's hello failed, in one line.
+fn channel_error(a: &ChannelArgs, p: &Plan, what: &str, e: natm::Error) -> CliError {
+    match e {
         natm::Error::Timeout => CliError::failure(format!(
             "no {} channel answered on {what} within {:.1} s (is the other end running?)",
             service_name(p.opts.config.service),
             p.timeout.as_secs_f64()
         )),
         e => CliError::failure(format!("{what} on {}: {e}", a.host)),
-    })?;
-    Ok((ch, listener))
+    }
 }
 
 /// The end of stream message.
@@ -500,7 +540,7 @@ pub fn send(args: SendArgs) -> CmdResult {
             args.message_size
         )));
     }
-    let (mut ch, _listener) = open(&args.channel, &p)?;
+    let (mut ch, _listener) = open(&args.channel, &p, true)?;
     let start = Instant::now();
     let mut msg = vec![0u8; 1 + args.message_size];
     msg[0] = DATA;
@@ -569,7 +609,7 @@ pub fn send(args: SendArgs) -> CmdResult {
 pub fn recv(args: RecvArgs) -> CmdResult {
     let listen = args.listen.then_some(args.selector);
     let p = plan(&args.channel, None, listen)?;
-    let (mut ch, _listener) = open(&args.channel, &p)?;
+    let (mut ch, _listener) = open(&args.channel, &p, false)?;
     let mut out = BufWriter::with_capacity(1 << 20, io::stdout().lock());
     let mut start = None;
     let (mut bytes, mut messages, mut lost) = (0u64, 0u64, 0u64);
@@ -680,6 +720,7 @@ mod tests {
         let args = |vc: Option<&str>| ChannelArgs {
             host: "h1".into(),
             vc: vc.map(Into::into),
+            return_vc: None,
             service: "reliable".into(),
             qos: None,
             path: "auto".into(),
@@ -720,6 +761,7 @@ mod tests {
         let args = |vc: &str, service: &str, tpdu: usize| ChannelArgs {
             host: "h1".into(),
             vc: Some(vc.into()),
+            return_vc: None,
             service: service.into(),
             qos: None,
             path: "auto".into(),
