@@ -11,7 +11,8 @@
 //!   * [`Service::Reliable`]: SMART acknowledgements (Keshav & Morgan: every ack carries the
 //!     cumulative ack, the sequence number of the TPDU that caused it, and a bitmap), so the
 //!     sender resends exactly what is missing at once; a window like TCP Reno's;
-//!     Jacobson/Karels round-trip estimation with Karn's rule and a floor on the timeout
+//!     Jacobson/Karels round-trip estimation with Karn's rule (the ack's echo of the
+//!     transmission that arrived makes resends measurable too) and a floor on the timeout
 //!     (the seed's 50 ms lesson); receive-window flow control with a persist timer.
 //!     `send.rs` and `recv.rs` say what is done and why.
 //!   * [`Service::BestEffort`]: no acks, no retransmission; every lost message is reported

@@ -3,8 +3,10 @@
 //! `srtt ← 7/8·srtt + 1/8·r`, `rttvar ← 3/4·rttvar + 1/4·|srtt − r|` (the first sample sets
 //! `srtt = r`, `rttvar = r/2`), `RTO = srtt + 4·rttvar` clamped to `[min_rto, max_rto]`, in
 //! integer nanoseconds. Each timeout doubles the RTO (back-off, up to `max_rto`) until a
-//! sample from a TPDU sent only once arrives (Karn: a retransmitted TPDU's ack is ambiguous,
-//! so it gives no sample, and the backed-off RTO stays).
+//! sample arrives. Karn's rule, sharpened by the ack's echo: an ack gives a sample only if
+//! it names the transmission it came from — a TPDU sent once, or the latest transmission
+//! of a resent one (the echo says which arrived, as TCP's timestamps do); an ack of an
+//! earlier transmission is ambiguous and gives none.
 
 use natm_core::Duration;
 

@@ -523,15 +523,19 @@ impl Sender {
             let dt = dist(self.una, t) as usize;
             if dt < self.sent as usize {
                 let tp = &self.buf[dt];
-                if tp.state != TxState::Received && tp.sends == 1 {
-                    // Karn: only a TPDU sent once gives an unambiguous round trip.
-                    ctl.rtt.sample(now - tp.sent_at);
-                }
                 // The echo names the transmission that got through; if it is not the
                 // latest (or cannot be told), the first is the safe guess: fewer TPDUs
                 // are then taken as sent before it.
                 let latest = tp.sends.wrapping_sub(1) as u8;
-                trigger_stamp = Some(if tp.sends > 0 && ack.echo == latest {
+                let of_latest = tp.sends > 0 && tp.sends <= 256 && ack.echo == latest;
+                if tp.state != TxState::Received && of_latest {
+                    // Karn's ambiguity is gone when the echo names the latest transmission
+                    // (as TCP's timestamps do): its round trip is measured, and the
+                    // timeout's back-off ends. Without this, at high loss a backed-off
+                    // timeout only grows (every resend's ack is ambiguous) up to max_rto.
+                    ctl.rtt.sample(now - tp.sent_at);
+                }
+                trigger_stamp = Some(if of_latest {
                     tp.last_stamp
                 } else {
                     tp.first_stamp

@@ -237,11 +237,18 @@ fn test_sender_timeout_window_to_one() {
     assert_eq!(st.rto, ms(100), "backed off");
     let t = at(us(100)) + rto;
     assert_eq!(sent(&mut e, t), [(7, 1)], "one TPDU: the window is 1");
-    ack(&mut e, t, 8, Some((7, 1)), 0);
+    // 7's first transmission arrived late (echo 0), not its resend: Karn's rule, no
+    // sample, the back-off stays.
+    ack(&mut e, t, 8, Some((7, 0)), 0);
+    assert_eq!(e.stats().rto, ms(100));
     assert_eq!(sent(&mut e, t), [(8, 1), (9, 1)], "slow start again");
     assert_eq!(e.stats().timeout_resends, 3);
-    // Karn: 7 was resent, so its ack gave no round trip; the back-off stays.
-    assert_eq!(e.stats().rto, ms(100));
+    // The echo names 8's resend, its latest transmission: its round trip is measured and
+    // the back-off ends (without the echo, at high loss it would only grow).
+    ack(&mut e, t + us(30), 9, Some((8, 1)), 0);
+    // 7/8 of the round trips of 0 measured before, 1/8 of this one's 30 µs.
+    assert_eq!(e.stats().srtt, Some(Duration::from_nanos(3_750)));
+    assert_eq!(e.stats().rto, ms(50));
 }
 
 /// The timeout never goes below `min_rto`, whatever the round trips; a loss probe does,
