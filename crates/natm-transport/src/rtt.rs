@@ -50,6 +50,14 @@ impl Rtt {
         self.backoff = 0;
     }
 
+    /// A round trip measured before any TPDU (the driver's handshake): the first sample,
+    /// if none came yet.
+    pub(crate) fn hint(&mut self, r: Duration) {
+        if self.srtt.is_none() {
+            self.sample(r);
+        }
+    }
+
     pub(crate) fn back_off(&mut self) {
         self.backoff = (self.backoff + 1).min(32);
     }

@@ -251,6 +251,13 @@ impl Sender {
         }
     }
 
+    /// A round trip the driver measured before the channel carried TPDUs.
+    pub(crate) fn rtt_hint(&mut self, rtt: Duration) {
+        if let Some(ctl) = self.ctl.as_mut() {
+            ctl.rtt.hint(rtt);
+        }
+    }
+
     /// Segments messages queued from now on into TPDUs of `size` payload bytes.
     pub(crate) fn set_tpdu_size(&mut self, size: usize) {
         self.tpdu_size = size;

@@ -229,8 +229,8 @@ fn test_sender_timeout_window_to_one() {
     let rto = e.stats().rto;
     assert_eq!(rto, ms(50), "the floor: the round trips measured are 0");
     let due = e.poll_timeout().unwrap();
-    // The loss probe comes first (max(2·srtt, 1 ms)).
-    assert_eq!(due, at(us(100)) + ms(1));
+    // The loss probe comes first (max(2·srtt, min_probe 100 µs)).
+    assert_eq!(due, at(us(100)) + us(100));
     e.handle_timeout(at(us(100)) + rto);
     let st = e.stats();
     assert_eq!((st.timeouts, st.cwnd, st.ssthresh, st.flight), (1, 1, 4, 0));
