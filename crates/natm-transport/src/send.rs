@@ -28,7 +28,8 @@
 //!   got through and those SMART found lost, with their cells; every 256 outcomes it
 //!   estimates the cell loss from them and segments the messages queued from then on with
 //!   [`best_tpdu_size`] of it (never so small that the longest message would not fit the
-//!   receive buffer). Messages already queued keep their TPDUs.
+//!   receive buffer). Messages queued of which nothing was sent are segmented again; a
+//!   message partly sent keeps its TPDUs.
 //! * Best effort: TPDUs go as soon as asked for, once; nothing is kept.
 //! * Guaranteed: as best effort, but released by a [`Smoother`] (a leaky bucket at the
 //!   rate). Adaptive smoothing (the seed's spacing factor X): the head of the queue is
@@ -291,6 +292,16 @@ impl Sender {
         }
         let msg = self.next_msg;
         self.next_msg = msg.wrapping_add(1);
+        self.segment(msg, data);
+        self.queued_bytes += data.len();
+        stats.msgs_sent += 1;
+        stats.bytes_sent += data.len() as u64;
+        Ok(msg)
+    }
+
+    /// Queues message `msg` in TPDUs of the current size.
+    fn segment(&mut self, msg: u32, data: &[u8]) {
+        let n = data.len().div_ceil(self.tpdu_size).max(1);
         for k in 0..n {
             let part = &data[k * self.tpdu_size..data.len().min((k + 1) * self.tpdu_size)];
             self.buf.push_back(TxTpdu {
@@ -305,10 +316,34 @@ impl Sender {
                 sends: 0,
             });
         }
-        self.queued_bytes += data.len();
-        stats.msgs_sent += 1;
-        stats.bytes_sent += data.len() as u64;
-        Ok(msg)
+    }
+
+    /// Segments again, at the current TPDU size, the queued messages of which nothing was
+    /// sent (a message partly sent keeps its TPDUs: their sequence numbers are taken).
+    /// With a deep queue the new size would otherwise reach the line only after megabytes
+    /// of TPDUs of the old one: 4 MiB of 8 KiB TPDUs at 1 % cell loss, 82 % of them lost.
+    fn resegment(&mut self) {
+        let sent = self.sent as usize;
+        let Some(from) = (sent..self.buf.len()).find(|&i| self.buf[i].first) else {
+            return;
+        };
+        let tail = self.buf.range(from..);
+        let bytes: usize = tail.clone().map(|t| t.payload.len()).sum();
+        let msgs = tail.filter(|t| t.first).count();
+        // As in send_message: far below half the sequence space.
+        if from + bytes / self.tpdu_size + msgs > (HALF / 2) as usize {
+            return;
+        }
+        let mut data = Vec::new();
+        for t in self.buf.drain(from..).collect::<Vec<_>>() {
+            if t.first {
+                data.clear();
+            }
+            data.extend_from_slice(&t.payload);
+            if t.last {
+                self.segment(t.msg, &data);
+            }
+        }
     }
 
     /// Writes TPDU `i` of the buffer into `out`; returns its length.
@@ -632,16 +667,18 @@ impl Sender {
                 self.rebuild_rto_q();
             }
         }
-        let Some(ctl) = self.ctl.as_mut() else {
-            return Ok(());
-        };
         // A change of one cell is noise in the estimate, not worth a new segmentation.
-        if let Some(size) = ctl.adapt.as_mut().and_then(Adapt::estimate)
+        let estimate = self.ctl.as_mut().and_then(|c| c.adapt.as_mut()?.estimate());
+        if let Some(size) = estimate
             && size.abs_diff(self.tpdu_size) > 48
         {
             self.tpdu_size = size;
+            self.resegment();
             stats.tpdu_size_changes += 1;
         }
+        let Some(ctl) = self.ctl.as_mut() else {
+            return Ok(());
+        };
         if newly > 0 {
             if ctl.cwnd < ctl.ssthresh {
                 ctl.cwnd += 1;
