@@ -9,7 +9,11 @@
 //!   again only when an ack for something sent *after* the resend shows it missing: at most
 //!   once per round trip, as SMART asks.
 //! * The window is Reno's, in TPDUs: 1 at the start; +1 per ack of new data below the
-//!   slow-start threshold (doubling per round trip), +1 per window of acks above it; on a
+//!   slow-start threshold (doubling per round trip), +1 per window of acks above it — one
+//!   TPDU of the configured size per round trip: when the TPDUs in use are smaller (the
+//!   adaptive size, or `set_tpdu_size`), +k of them, k the ratio of their cells, as TCP
+//!   counts bytes and not segments (else a smaller TPDU would slow the growth and, under
+//!   random loss, Reno's window in bytes would shrink with the TPDU); on a
 //!   loss found by SMART, window and threshold halve (never below 2), at most once per
 //!   window of data (the recovery point: a loss of a TPDU sent before the last halving does
 //!   not halve again); on a timeout the threshold becomes half the flight and the window 1.
@@ -129,6 +133,9 @@ struct Control {
     probe_pending: bool,
     persist_pending: bool,
     adapt: Option<Adapt>,
+    /// Cells of a TPDU of the configured size: the window's growth in congestion
+    /// avoidance, one such TPDU per round trip whatever the size in use.
+    full_cells: u32,
 }
 
 /// The loss the reliable sender sees, for a TPDU size that follows it.
@@ -218,6 +225,7 @@ impl Sender {
                 max: c.tpdu_size,
                 min: c.max_message.div_ceil(c.recv_buffer as usize).max(1),
             }),
+            full_cells: frame_cells(DATA_HEADER_LEN + c.tpdu_size),
         });
         let gate = match c.service {
             Service::Guaranteed { rate } => {
@@ -685,7 +693,10 @@ impl Sender {
             } else {
                 ctl.acc += 1;
                 if ctl.acc >= ctl.cwnd {
-                    ctl.cwnd += 1;
+                    // One TPDU of the configured size per round trip, counted in TPDUs of
+                    // the size in use (as TCP counts bytes: smaller segments, more of them).
+                    let used = frame_cells(DATA_HEADER_LEN + self.tpdu_size);
+                    ctl.cwnd += (ctl.full_cells / used).max(1);
                     ctl.acc = 0;
                 }
             }

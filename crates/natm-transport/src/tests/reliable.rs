@@ -622,3 +622,33 @@ proptest::proptest! {
         }
     }
 }
+
+/// Congestion avoidance grows the window by one TPDU of the configured size per window of
+/// acks: counted in TPDUs of a smaller size in use, by the ratio of their cells (100-byte
+/// TPDUs take 3 cells, 28-byte ones 1).
+#[test]
+fn test_sender_growth_counts_full_size_tpdus() {
+    for (size, step) in [(100, 1), (28, 3)] {
+        // Largest window 6: threshold 3, reached after two acks of slow start.
+        let mut e = sender(6);
+        e.set_tpdu_size(size).unwrap();
+        queue(&mut e, 20);
+        let t = at(us(100));
+        let mut acked = 0;
+        while acked < 5 {
+            let out = sent(&mut e, t);
+            assert!(!out.is_empty());
+            for _ in out {
+                if acked < 5 {
+                    ack_each(&mut e, t, acked, acked + 1);
+                    acked += 1;
+                }
+                if acked == 2 {
+                    assert_eq!((e.stats().cwnd, e.stats().ssthresh), (3, 3), "{size}");
+                }
+            }
+        }
+        // Three acks of avoidance: one window of them.
+        assert_eq!(e.stats().cwnd, 3 + step, "{size}");
+    }
+}
