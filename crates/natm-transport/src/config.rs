@@ -73,10 +73,13 @@ pub struct Config {
     pub min_rto: Duration,
     /// The ceiling of the retransmission timeout, back-off included (default 60 s).
     pub max_rto: Duration,
-    /// The floor of the loss-probe timeout (default 1 ms; never zero): with TPDUs
+    /// The floor of the loss-probe timeout (default 100 µs; never zero): with TPDUs
     /// outstanding and no ack for max(2·srtt, this), one TPDU is sent again as a probe so
     /// that a whole lost flight is found by SMART instead of by the timeout. A probe does
-    /// not touch the window, so a coarse clock costs one TPDU, not the window.
+    /// not touch the window, so a coarse clock costs one TPDU, not the window; a driver
+    /// whose timers are coarser only probes later. On a LAN, where 2·srtt is a few hundred
+    /// µs, a floor of 1 ms (the old default) left the line idle for most of the probe time:
+    /// 1,500-byte messages at 1 % cell loss got 75 % of the ideal instead of 86 %.
     pub min_probe: Duration,
     /// Best effort and guaranteed: how long a partly received message may wait for its next
     /// TPDU before it is reported lost (default 1 s).
@@ -98,7 +101,7 @@ impl Default for Config {
             initial_rto: Duration::from_millis(200),
             min_rto: Duration::from_millis(50),
             max_rto: Duration::from_secs(60),
-            min_probe: Duration::from_millis(1),
+            min_probe: Duration::from_micros(100),
             reassembly_timeout: Duration::from_secs(1),
             adaptive_tpdu_size: false,
         }

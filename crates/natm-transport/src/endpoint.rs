@@ -402,6 +402,16 @@ impl Endpoint {
         Ok(())
     }
 
+    /// Reliable: a round trip the driver measured on this channel's path before it
+    /// carried TPDUs (its handshake's), taken as the first round-trip sample if none was
+    /// measured yet (ignored after, and on other services). Without it the sender knows
+    /// no round trip until an ack of a TPDU comes back: a first TPDU that is lost waits
+    /// for the timeout (`initial_rto`, doubling while the loss repeats), where with it the
+    /// loss probe finds the loss after max(2 round trips, `min_probe`).
+    pub fn set_rtt_hint(&mut self, rtt: Duration) {
+        self.tx.rtt_hint(rtt);
+    }
+
     /// Message bytes the sender holds (queued, or not yet acknowledged on a reliable
     /// channel).
     pub fn queued_bytes(&self) -> usize {

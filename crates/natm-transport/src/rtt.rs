@@ -3,8 +3,10 @@
 //! `srtt ← 7/8·srtt + 1/8·r`, `rttvar ← 3/4·rttvar + 1/4·|srtt − r|` (the first sample sets
 //! `srtt = r`, `rttvar = r/2`), `RTO = srtt + 4·rttvar` clamped to `[min_rto, max_rto]`, in
 //! integer nanoseconds. Each timeout doubles the RTO (back-off, up to `max_rto`) until a
-//! sample from a TPDU sent only once arrives (Karn: a retransmitted TPDU's ack is ambiguous,
-//! so it gives no sample, and the backed-off RTO stays).
+//! sample arrives. Karn's rule, sharpened by the ack's echo: an ack gives a sample only if
+//! it names the transmission it came from — a TPDU sent once, or the latest transmission
+//! of a resent one (the echo says which arrived, as TCP's timestamps do); an ack of an
+//! earlier transmission is ambiguous and gives none.
 
 use natm_core::Duration;
 
@@ -46,6 +48,14 @@ impl Rtt {
             }
         }
         self.backoff = 0;
+    }
+
+    /// A round trip measured before any TPDU (the driver's handshake): the first sample,
+    /// if none came yet.
+    pub(crate) fn hint(&mut self, r: Duration) {
+        if self.srtt.is_none() {
+            self.sample(r);
+        }
     }
 
     pub(crate) fn back_off(&mut self) {

@@ -229,19 +229,26 @@ fn test_sender_timeout_window_to_one() {
     let rto = e.stats().rto;
     assert_eq!(rto, ms(50), "the floor: the round trips measured are 0");
     let due = e.poll_timeout().unwrap();
-    // The loss probe comes first (max(2·srtt, 1 ms)).
-    assert_eq!(due, at(us(100)) + ms(1));
+    // The loss probe comes first (max(2·srtt, min_probe 100 µs)).
+    assert_eq!(due, at(us(100)) + us(100));
     e.handle_timeout(at(us(100)) + rto);
     let st = e.stats();
     assert_eq!((st.timeouts, st.cwnd, st.ssthresh, st.flight), (1, 1, 4, 0));
     assert_eq!(st.rto, ms(100), "backed off");
     let t = at(us(100)) + rto;
     assert_eq!(sent(&mut e, t), [(7, 1)], "one TPDU: the window is 1");
-    ack(&mut e, t, 8, Some((7, 1)), 0);
+    // 7's first transmission arrived late (echo 0), not its resend: Karn's rule, no
+    // sample, the back-off stays.
+    ack(&mut e, t, 8, Some((7, 0)), 0);
+    assert_eq!(e.stats().rto, ms(100));
     assert_eq!(sent(&mut e, t), [(8, 1), (9, 1)], "slow start again");
     assert_eq!(e.stats().timeout_resends, 3);
-    // Karn: 7 was resent, so its ack gave no round trip; the back-off stays.
-    assert_eq!(e.stats().rto, ms(100));
+    // The echo names 8's resend, its latest transmission: its round trip is measured and
+    // the back-off ends (without the echo, at high loss it would only grow).
+    ack(&mut e, t + us(30), 9, Some((8, 1)), 0);
+    // 7/8 of the round trips of 0 measured before, 1/8 of this one's 30 µs.
+    assert_eq!(e.stats().srtt, Some(Duration::from_nanos(3_750)));
+    assert_eq!(e.stats().rto, ms(50));
 }
 
 /// The timeout never goes below `min_rto`, whatever the round trips; a loss probe does,
@@ -613,5 +620,35 @@ proptest::proptest! {
                 proptest::prop_assert!(t >= now);
             }
         }
+    }
+}
+
+/// Congestion avoidance grows the window by one TPDU of the configured size per window of
+/// acks: counted in TPDUs of a smaller size in use, by the ratio of their cells (100-byte
+/// TPDUs take 3 cells, 28-byte ones 1).
+#[test]
+fn test_sender_growth_counts_full_size_tpdus() {
+    for (size, step) in [(100, 1), (28, 3)] {
+        // Largest window 6: threshold 3, reached after two acks of slow start.
+        let mut e = sender(6);
+        e.set_tpdu_size(size).unwrap();
+        queue(&mut e, 20);
+        let t = at(us(100));
+        let mut acked = 0;
+        while acked < 5 {
+            let out = sent(&mut e, t);
+            assert!(!out.is_empty());
+            for _ in out {
+                if acked < 5 {
+                    ack_each(&mut e, t, acked, acked + 1);
+                    acked += 1;
+                }
+                if acked == 2 {
+                    assert_eq!((e.stats().cwnd, e.stats().ssthresh), (3, 3), "{size}");
+                }
+            }
+        }
+        // Three acks of avoidance: one window of them.
+        assert_eq!(e.stats().cwnd, 3 + step, "{size}");
     }
 }
