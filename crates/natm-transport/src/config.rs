@@ -85,7 +85,10 @@ pub struct Config {
     /// TPDU before it is reported lost (default 1 s).
     pub reassembly_timeout: Duration,
     /// Reliable: the sender sizes its TPDUs after the cell loss it measures
-    /// ([`tpdu_size`](crate::tpdu_size)), up to `tpdu_size` (default off).
+    /// ([`tpdu_size`](crate::tpdu_size)), up to `tpdu_size` (default on: on a clean path
+    /// it stays at `tpdu_size`; at 1 % cell loss it keeps 1,500-byte and 8 KiB messages
+    /// above 90 % of the fixed size's ideal where the fixed size gets 15–86 %; it costs
+    /// 1–2 points for 1,500 bytes at 0.1 %: `tests::efficiency`).
     pub adaptive_tpdu_size: bool,
 }
 
@@ -103,7 +106,7 @@ impl Default for Config {
             max_rto: Duration::from_secs(60),
             min_probe: Duration::from_micros(100),
             reassembly_timeout: Duration::from_secs(1),
-            adaptive_tpdu_size: false,
+            adaptive_tpdu_size: true,
         }
     }
 }

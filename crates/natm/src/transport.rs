@@ -426,6 +426,10 @@ impl Channel {
         let mut next_hello = start;
         // Frames of the peer's TPDUs that came once its ISN was known: the peer is open.
         let mut first_tpdu: Option<Vec<u8>> = None;
+        // The hello's round trip, when it is unambiguous (one hello sent, its echo back):
+        // the endpoint's first round-trip sample, so that a lost first TPDU is found by
+        // the loss probe rather than the initial timeout.
+        let mut rtt_hint: Option<Duration> = None;
         loop {
             let now = StdInstant::now();
             if now >= next_hello {
@@ -453,6 +457,9 @@ impl Channel {
                         return Err(handshake_error(why));
                     }
                     remote = Some(h.isn);
+                    if !echoed && h.echoes(local) && stats.hellos_sent == 1 {
+                        rtt_hint = Some(start.elapsed());
+                    }
                     echoed |= h.echoes(local);
                     if h.flags & OPEN == 0 {
                         let answer = Hello::ours(&config, local, remote, echoed);
@@ -468,10 +475,15 @@ impl Channel {
             }
             if let (Some(remote), true) = (remote, echoed) {
                 stats.remote = remote;
-                let ep = Endpoint::new(config, local, remote).map_err(|e| Error::Refused {
+                let mut ep = Endpoint::new(config, local, remote).map_err(|e| Error::Refused {
                     kind: ErrorKind::BadRequest,
                     message: format!("transport settings: {e}"),
                 })?;
+                if let Some(rtt) = rtt_hint {
+                    ep.set_rtt_hint(natm_core::Duration::from_nanos(
+                        u64::try_from(rtt.as_nanos()).unwrap_or(u64::MAX),
+                    ));
+                }
                 let mut ch = Channel {
                     vc,
                     out,

@@ -131,7 +131,7 @@ impl TransportPlan {
             if rng.chance(0.7) {
                 let mut imp = Impairments::default();
                 if rng.chance(0.6) {
-                    imp.loss = prob(rng.log_uniform(1e-5, 1e-2));
+                    imp.loss = prob(rng.log_uniform(1e-5, 0.2));
                 }
                 if rng.chance(0.3) {
                     imp.burst =
