@@ -286,7 +286,7 @@ pub fn goodput(path: &Path, series: &[Series]) -> io::Result<()> {
             }
         })
         .collect();
-    log_sizes(path, &curves)
+    log_sizes(path, &curves, None)
 }
 
 /// One named curve of a goodput plot with a log₂ size axis ([`log_sizes`]).
@@ -307,8 +307,10 @@ pub struct Curve<'a> {
 }
 
 /// Draws goodput against message size (log₂ x axis, linear y from 0) for every curve into
-/// a PNG at `path`: `natm perf transport --plot`'s picture, and [`goodput`]'s.
-pub fn log_sizes(path: &Path, curves: &[Curve<'_>]) -> io::Result<()> {
+/// a PNG at `path`: `natm perf transport --plot`'s picture, and [`goodput`]'s. With
+/// `y_max` the y axis ends there (rounded up to a gridline) and what is above is drawn at
+/// the frame's top edge.
+pub fn log_sizes(path: &Path, curves: &[Curve<'_>], y_max: Option<f64>) -> io::Result<()> {
     let (mut lo, mut hi, mut top) = (f64::MAX, f64::MIN, 0f64);
     for c in curves {
         let bar_tops = c.bars.iter().map(|b| (b.0, b.2));
@@ -324,6 +326,9 @@ pub fn log_sizes(path: &Path, curves: &[Curve<'_>]) -> io::Result<()> {
     if lo > hi {
         return Err(io::Error::other("nothing to plot"));
     }
+    if let Some(cap) = y_max.filter(|c| c.is_finite() && *c > 0.0) {
+        top = top.min(cap);
+    }
     // Whole powers of two at both ends, at least one apart.
     let (lo, hi) = (lo.floor(), hi.ceil().max(lo.floor() + 1.0));
     let step = step(top.max(1.0));
@@ -334,7 +339,7 @@ pub fn log_sizes(path: &Path, curves: &[Curve<'_>]) -> io::Result<()> {
     let px = |size: f64| {
         x0 + ((size.max(1.0).log2() - lo) / (hi - lo) * (x1 - x0) as f64).round() as i32
     };
-    let py = |mbit: f64| y1 - (mbit / top * (y1 - y0) as f64).round() as i32;
+    let py = |mbit: f64| y1 - (mbit.min(top) / top * (y1 - y0) as f64).round() as i32;
 
     // Gridlines and tick labels.
     let mut e = lo as i32;
@@ -512,6 +517,7 @@ mod tests {
             "aal5 ceiling",
             "seed fit",
             "seed points",
+            "tcp cut at top",
         ] {
             assert!(s.chars().all(|c| glyph(c).is_some()), "{s}");
         }
@@ -531,7 +537,7 @@ mod tests {
             line: true,
             marks: true,
         };
-        log_sizes(&path, &[curve]).unwrap();
+        log_sizes(&path, &[curve], None).unwrap();
         let png = std::fs::read(&path).unwrap();
         let _ = std::fs::remove_file(&path);
         assert!(png.starts_with(b"\x89PNG"));
@@ -540,10 +546,10 @@ mod tests {
             bars: &[],
             ..curve
         };
-        assert!(log_sizes(&path, &[empty]).is_err());
+        assert!(log_sizes(&path, &[empty], None).is_err());
         // A name the font cannot write is an error, not a panic.
         let bad = Curve { name: "Q", ..curve };
-        assert!(log_sizes(&path, &[bad]).is_err());
+        assert!(log_sizes(&path, &[bad], Some(50.0)).is_err());
         let _ = std::fs::remove_file(&path);
     }
 
