@@ -484,11 +484,13 @@ pub fn rate_figure(requested: u32, size: usize, tpdu: usize, runs: &[NatmMoved])
 pub const PLOT_LEGEND: &str = "x: message size in bytes (log scale), y: goodput in Mbit/s; \
                                natm median with min-max bars red, tcp green (cut at the top \
                                when above 1.2× the AAL5 ceiling), AAL5 ceiling grey, seed \
-                               fit orange, the seed's quoted points purple";
+                               fit orange, the seed's quoted points purple, a guaranteed \
+                               channel's requested rate blue";
 
 /// Draws `report`'s goodput against message size into a PNG at `path`
 /// ([`plot::log_sizes`]): natm's medians with the runs' spread, TCP's medians, the AAL5
-/// ceiling, the seed's fit over the measured range and the seed's quoted points.
+/// ceiling, the seed's fit over the measured range and the seed's quoted points, and a
+/// guaranteed channel's requested rate as goodput.
 pub fn plot(report: &Report, path: &std::path::Path) -> io::Result<()> {
     let mbit = |b: f64| b / 1e6;
     let natm: Vec<(f64, f64)> = report
@@ -526,6 +528,19 @@ pub fn plot(report: &Report, path: &std::path::Path) -> io::Result<()> {
         Vec::new()
     };
     let points: Vec<(f64, f64)> = seed::POINTS.iter().map(|&(n, b)| (n, mbit(b))).collect();
+    // A guaranteed channel's requested rate as message goodput at each size.
+    let asked: Vec<(f64, f64)> = report
+        .sizes
+        .iter()
+        .filter_map(|s| {
+            let r = s.rate.as_ref()?;
+            let cells = seed::message_cells(s.size, report.tpdu_size) as f64;
+            Some((
+                s.size as f64,
+                mbit(f64::from(r.requested) * s.size as f64 * 8.0 / cells),
+            ))
+        })
+        .collect();
     let curve = |name, rgb, points, line, marks| plot::Curve {
         name,
         rgb,
@@ -550,6 +565,9 @@ pub fn plot(report: &Report, path: &std::path::Path) -> io::Result<()> {
     if !tcp.is_empty() {
         let name = if clipped { "tcp cut at top" } else { "tcp" };
         curves.push(curve(name, [20, 150, 40], &tcp, true, true));
+    }
+    if !asked.is_empty() {
+        curves.push(curve("asked", [30, 60, 220], &asked, true, false));
     }
     curves.push(curve(
         "aal5 ceiling",

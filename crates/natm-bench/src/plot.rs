@@ -518,6 +518,7 @@ mod tests {
             "seed fit",
             "seed points",
             "tcp cut at top",
+            "asked",
         ] {
             assert!(s.chars().all(|c| glyph(c).is_some()), "{s}");
         }
