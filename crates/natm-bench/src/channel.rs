@@ -27,16 +27,37 @@
 //! message behind a 4-byte length, `TCP_NODELAY`), the same sizes and budget, the same
 //! CPUs. Sizes are measured one after another, natm then TCP at each.
 //!
-//! For a sweep, [`half_power`] gives each transport's half-power point: the smallest
-//! message size that reaches half the goodput of the largest size measured.
+//! Each size is measured [`Plan::runs`] times, natm and TCP alternating; the report gives
+//! the median and the least and greatest of the runs. For a sweep, [`half_power`] gives
+//! each transport's half-power point from the medians: the smallest message size that
+//! reaches half the goodput of the largest size measured.
+//!
+//! Beside natm's goodput each size gets the AAL5 ceiling at the link's line rate
+//! ([`seed::aal5_ceiling`]: every cell slot carrying the messages' TPDU frames) and the
+//! seed's fitted goodput ([`seed::fit`]; the seed's figures are those quoted in issue 25,
+//! see [`seed`]).
+//!
+//! A guaranteed channel's figure is its rate: the cells of the messages that arrived after
+//! the first one ÷ the time from the first arrival to the last, against the requested
+//! rate (its deviation in %; lost messages count as not delivered). With
+//! [`Plan::bulk`], a reliable channel on a second PVC between the same two hosts sends
+//! [`BULK_SIZE`]-byte messages back to back during each natm run, sharing the link; its
+//! goodput is counted over the measured channel's run (first send to last arrival).
+//!
+//! The 8-byte round trip of a reliable channel beside the raw AAL5 one is [`rr`].
 //!
 //! # What it is not
 //!
-//! No plot and none of the seed's fitted lines (issue 25 asks for both; not built), no
-//! impairment of its own (impair the lab's links in its topology), no round-trip figure,
-//! no switched VC: a PVC both hosts open.
+//! No impairment of its own (impair the lab's links in its topology), no switched VC (a
+//! PVC both hosts open), no shared scheduler between the measured channel and the bulk one
+//! (each is its own channel in its own threads: their TPDUs meet in hostd and the switch,
+//! not in natm-transport's `sched::Wrr`). The seed's curve is drawn from the issue's
+//! quoted numbers, not the paper's data. The line rate is what the plan says (the default
+//! lab's OC-3c), not read from the lab.
 
 mod render;
+pub mod rr;
+pub mod seed;
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,11 +67,14 @@ use std::time::{Duration, Instant};
 
 use natm::transport::{Channel, Event, Service, TransportOptions};
 use natm::{DataPath, VcOptions};
+use natm_core::PhyRate;
 use natm_core::addr::PvcAddr;
 use natm_core::qos::Qos;
 use serde::Serialize;
 
+use crate::plot;
 use crate::progress::Progress;
+use crate::stats::Spread;
 use crate::transport::{self, Kind, Placement};
 use crate::{Error, pin};
 
@@ -68,6 +92,10 @@ const HANDSHAKE: Duration = Duration::from_secs(10);
 const END_COPIES_MS: [u64; 4] = [0, 50, 150, 350];
 /// Messages sent between two looks at the clock.
 const CLOCK_EVERY: u64 = 16;
+/// The bulk flow's message size ([`Plan::bulk`]): one full TPDU.
+pub const BULK_SIZE: usize = 8192;
+/// The most runs per size a plan may ask for.
+pub const MAX_RUNS: u32 = 100;
 /// A data message's type byte.
 const DATA: u8 = 0x00;
 /// The end message's type byte.
@@ -113,6 +141,12 @@ pub struct Plan {
     pub target: Target,
     /// Whether kernel TCP is measured beside.
     pub baseline: bool,
+    /// Runs per size (1 to [`MAX_RUNS`]), natm and TCP alternating.
+    pub runs: u32,
+    /// The link's line rate, for the AAL5 ceiling.
+    pub line: PhyRate,
+    /// A reliable bulk flow beside every natm run, on this PVC and QoS.
+    pub bulk: Option<(PvcAddr, Qos)>,
 }
 
 /// What natm's channel moved at one size.
@@ -140,6 +174,33 @@ pub struct NatmMoved {
     pub timeout_resends: u64,
     /// The sender's smoothed round trip at the end, in milliseconds (reliable).
     pub srtt_ms: Option<f64>,
+    /// From the first arrival to the last.
+    pub arrival_seconds: f64,
+    /// The reliable bulk flow beside it ([`Plan::bulk`]).
+    pub bulk: Option<BulkMoved>,
+}
+
+/// What the bulk flow moved during one natm run.
+#[derive(Clone, Debug, Serialize)]
+pub struct BulkMoved {
+    /// Goodput over the natm run's time.
+    pub bits_per_sec: f64,
+    /// Its messages that arrived in that time.
+    pub messages: u64,
+    /// The natm run's time: its first send to its last arrival.
+    pub seconds: f64,
+}
+
+/// A guaranteed channel's rate at one size, over the runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct RateFigure {
+    /// The requested rate, cells/s.
+    pub requested: u32,
+    /// The rate that arrived, cells/s (see the module doc); `null` when no run had two
+    /// arrivals.
+    pub achieved: Option<Spread>,
+    /// (achieved ÷ requested − 1) × 100 of each run.
+    pub deviation_percent: Option<Spread>,
 }
 
 /// What kernel TCP moved at one size.
@@ -162,12 +223,39 @@ pub struct TcpMoved {
 pub struct SizeResult {
     /// The message size in bytes.
     pub size: usize,
-    /// natm's channel.
-    pub natm: NatmMoved,
-    /// Kernel TCP (`null` with no baseline).
-    pub tcp: Option<TcpMoved>,
-    /// natm's goodput ÷ TCP's (`null` with no baseline).
+    /// natm's goodput over the runs, bit/s.
+    pub natm: Spread,
+    /// Kernel TCP's (`null` with no baseline).
+    pub tcp: Option<Spread>,
+    /// natm's median goodput ÷ TCP's (`null` with no baseline).
     pub ratio: Option<f64>,
+    /// The AAL5 ceiling at this size, bit/s ([`seed::aal5_ceiling`]).
+    pub ceiling_bits_per_sec: f64,
+    /// natm's median ÷ the ceiling.
+    pub of_ceiling: f64,
+    /// The seed's fitted goodput at this size, bit/s ([`seed::fit`]).
+    pub seed_fit_bits_per_sec: f64,
+    /// A guaranteed channel's rate (`null` for the other services).
+    pub rate: Option<RateFigure>,
+    /// The bulk flow's goodput over the runs, bit/s (`null` without one).
+    pub bulk: Option<Spread>,
+    /// natm's runs, in the order measured.
+    pub natm_runs: Vec<NatmMoved>,
+    /// TCP's runs.
+    pub tcp_runs: Vec<TcpMoved>,
+}
+
+/// The seed's figures a report carries ([`seed`]).
+#[derive(Debug, Serialize)]
+pub struct SeedFigures {
+    /// Where they come from.
+    pub source: &'static str,
+    /// r∞ of the fit, bit/s.
+    pub peak_bits_per_sec: f64,
+    /// n½ of the fit, bytes.
+    pub half_power_bytes: f64,
+    /// The quoted points: (bytes, bit/s).
+    pub points: Vec<(f64, f64)>,
 }
 
 /// A half-power point ([`half_power`]).
@@ -201,12 +289,24 @@ pub struct Report {
     pub path: String,
     /// What each size sent.
     pub budget: Budget,
+    /// Runs per size.
+    pub runs: u32,
+    /// The line rate of the AAL5 ceiling.
+    pub line_rate: String,
+    /// The TPDU payload size the ceiling counts, bytes.
+    pub tpdu_size: usize,
+    /// The bulk flow's PVC (`null` without one).
+    pub bulk_vc: Option<String>,
     /// Where the threads ran.
     pub placement: Placement,
     /// One per size, in the plan's order.
     pub sizes: Vec<SizeResult>,
-    /// The half-power points (with two sizes or more).
+    /// The half-power points of the medians (with two sizes or more).
     pub half_power: Option<HalfPower>,
+    /// The seed's.
+    pub seed: SeedFigures,
+    /// The PNG written (`--plot`), set by the caller.
+    pub plot: Option<String>,
     /// Why the placement may not give a meaningful figure.
     pub warnings: Vec<String>,
 }
@@ -255,42 +355,36 @@ pub fn half_power(points: &[(usize, f64)]) -> Option<HalfPoint> {
 pub fn run(plan: &Plan) -> Result<Report, Error> {
     let warnings = crate::crowding::for_run(&plan.placement, None);
     let per = if plan.baseline { 2 } else { 1 };
-    let mut progress = Progress::new((plan.sizes.len() * per) as u64, "transport");
+    let runs = plan.runs.max(1);
+    let total = plan.sizes.len() as u64 * u64::from(runs) * per;
+    let mut progress = Progress::new(total, "transport");
+    let tpdu = TransportOptions::new(plan.service).config.tpdu_size;
     let mut sizes = Vec::new();
     for &size in &plan.sizes {
-        progress.set_message(format!("transport natm {size} B"));
-        let natm = natm_run(plan, size)
-            .map_err(|e| Error::io(format!("natm transport, {size}-byte messages"), e))?;
-        progress.inc(1);
-        let tcp = if plan.baseline {
-            progress.set_message(format!("transport tcp {size} B"));
-            let t = tcp_run(plan, size)
-                .map_err(|e| Error::io(format!("tcp, {size}-byte messages"), e))?;
+        let mut natm_runs = Vec::new();
+        let mut tcp_runs = Vec::new();
+        for i in 1..=runs {
+            progress.set_message(format!("transport natm {size} B, run {i}"));
+            let natm = natm_run(plan, size)
+                .map_err(|e| Error::io(format!("natm transport, {size}-byte messages"), e))?;
+            natm_runs.push(natm);
             progress.inc(1);
-            Some(t)
-        } else {
-            None
-        };
-        let ratio = tcp
-            .as_ref()
-            .filter(|t| t.bits_per_sec > 0.0)
-            .map(|t| natm.bits_per_sec / t.bits_per_sec);
-        sizes.push(SizeResult {
-            size,
-            natm,
-            tcp,
-            ratio,
-        });
+            if plan.baseline {
+                progress.set_message(format!("transport tcp {size} B, run {i}"));
+                let t = tcp_run(plan, size)
+                    .map_err(|e| Error::io(format!("tcp, {size}-byte messages"), e))?;
+                tcp_runs.push(t);
+                progress.inc(1);
+            }
+        }
+        sizes.push(summarize(plan, size, tpdu, natm_runs, tcp_runs));
     }
     drop(progress);
     let half = (sizes.len() >= 2).then(|| {
-        let natm: Vec<(usize, f64)> = sizes
-            .iter()
-            .map(|s| (s.size, s.natm.bits_per_sec))
-            .collect();
+        let natm: Vec<(usize, f64)> = sizes.iter().map(|s| (s.size, s.natm.median)).collect();
         let tcp: Vec<(usize, f64)> = sizes
             .iter()
-            .filter_map(|s| s.tcp.as_ref().map(|t| (s.size, t.bits_per_sec)))
+            .filter_map(|s| s.tcp.map(|t| (s.size, t.median)))
             .collect();
         HalfPower {
             natm: half_power(&natm),
@@ -303,11 +397,188 @@ pub fn run(plan: &Plan) -> Result<Report, Error> {
         qos: plan.target.qos.to_string(),
         path: plan.target.path.name().to_string(),
         budget: plan.budget,
+        runs,
+        line_rate: plan.line.name().to_string(),
+        tpdu_size: tpdu,
+        bulk_vc: plan.bulk.map(|(vc, _)| vc.to_string()),
         placement: plan.placement,
         sizes,
         half_power: half,
+        seed: SeedFigures {
+            source: "quoted in issue 25 from Ahuja, Keshav & Saran 1996; the paper's own \
+                     data points are not in this repository",
+            peak_bits_per_sec: seed::PEAK_BPS,
+            half_power_bytes: seed::HALF_POWER_BYTES,
+            points: seed::POINTS.to_vec(),
+        },
+        plot: None,
         warnings,
     })
+}
+
+/// One size's figures from its runs.
+fn summarize(
+    plan: &Plan,
+    size: usize,
+    tpdu: usize,
+    natm_runs: Vec<NatmMoved>,
+    tcp_runs: Vec<TcpMoved>,
+) -> SizeResult {
+    let natm = Spread::of(natm_runs.iter().map(|m| m.bits_per_sec));
+    let tcp = (!tcp_runs.is_empty()).then(|| Spread::of(tcp_runs.iter().map(|t| t.bits_per_sec)));
+    let ratio = tcp
+        .filter(|t| t.median > 0.0)
+        .map(|t| natm.median / t.median);
+    let ceiling = seed::aal5_ceiling(size, tpdu, plan.line);
+    let rate = match plan.service {
+        Service::Guaranteed { rate } => Some(rate_figure(rate, size, tpdu, &natm_runs)),
+        _ => None,
+    };
+    let bulk = plan.bulk.map(|_| {
+        Spread::of(
+            natm_runs
+                .iter()
+                .filter_map(|m| m.bulk.as_ref().map(|b| b.bits_per_sec)),
+        )
+    });
+    SizeResult {
+        size,
+        natm,
+        tcp,
+        ratio,
+        ceiling_bits_per_sec: ceiling,
+        of_ceiling: natm.median / ceiling,
+        seed_fit_bits_per_sec: seed::fit(size as f64),
+        rate,
+        bulk,
+        natm_runs,
+        tcp_runs,
+    }
+}
+
+/// The rate a guaranteed channel delivered in each run against `requested` (cells/s).
+pub fn rate_figure(requested: u32, size: usize, tpdu: usize, runs: &[NatmMoved]) -> RateFigure {
+    let cells = seed::message_cells(size, tpdu) as f64;
+    let achieved: Vec<f64> = runs
+        .iter()
+        .map(|m| {
+            if m.received_messages >= 2 && m.arrival_seconds > 0.0 {
+                (m.received_messages - 1) as f64 * cells / m.arrival_seconds
+            } else {
+                f64::NAN
+            }
+        })
+        .collect();
+    let deviation: Vec<f64> = achieved
+        .iter()
+        .map(|a| (a / f64::from(requested) - 1.0) * 100.0)
+        .collect();
+    RateFigure {
+        requested,
+        achieved: Spread::of_finite(&achieved),
+        deviation_percent: Spread::of_finite(&deviation),
+    }
+}
+
+/// What the table prints beside the plot's file name.
+pub const PLOT_LEGEND: &str = "x: message size in bytes (log scale), y: goodput in Mbit/s; \
+                               natm median with min-max bars red, tcp green (cut at the top \
+                               when above 1.2× the AAL5 ceiling), AAL5 ceiling grey, seed \
+                               fit orange, the seed's quoted points purple, a guaranteed \
+                               channel's requested rate blue";
+
+/// Draws `report`'s goodput against message size into a PNG at `path`
+/// ([`plot::log_sizes`]): natm's medians with the runs' spread, TCP's medians, the AAL5
+/// ceiling, the seed's fit over the measured range and the seed's quoted points, and a
+/// guaranteed channel's requested rate as goodput.
+pub fn plot(report: &Report, path: &std::path::Path) -> io::Result<()> {
+    let mbit = |b: f64| b / 1e6;
+    let natm: Vec<(f64, f64)> = report
+        .sizes
+        .iter()
+        .map(|s| (s.size as f64, mbit(s.natm.median)))
+        .collect();
+    let bars: Vec<(f64, f64, f64)> = report
+        .sizes
+        .iter()
+        .map(|s| (s.size as f64, mbit(s.natm.min), mbit(s.natm.max)))
+        .collect();
+    let tcp: Vec<(f64, f64)> = report
+        .sizes
+        .iter()
+        .filter_map(|s| s.tcp.map(|t| (s.size as f64, mbit(t.median))))
+        .collect();
+    let ceiling: Vec<(f64, f64)> = report
+        .sizes
+        .iter()
+        .map(|s| (s.size as f64, mbit(s.ceiling_bits_per_sec)))
+        .collect();
+    let (lo, hi) = report.sizes.iter().fold((f64::MAX, 0f64), |(lo, hi), s| {
+        (lo.min(s.size as f64), hi.max(s.size as f64))
+    });
+    // The fit as a smooth curve: 48 points evenly spaced on the log axis.
+    let fit: Vec<(f64, f64)> = if lo <= hi {
+        (0..48)
+            .map(|i| {
+                let n = lo * (hi / lo).powf(f64::from(i) / 47.0);
+                (n, mbit(seed::fit(n)))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let points: Vec<(f64, f64)> = seed::POINTS.iter().map(|&(n, b)| (n, mbit(b))).collect();
+    // A guaranteed channel's requested rate as message goodput at each size.
+    let asked: Vec<(f64, f64)> = report
+        .sizes
+        .iter()
+        .filter_map(|s| {
+            let r = s.rate.as_ref()?;
+            let cells = seed::message_cells(s.size, report.tpdu_size) as f64;
+            Some((
+                s.size as f64,
+                mbit(f64::from(r.requested) * s.size as f64 * 8.0 / cells),
+            ))
+        })
+        .collect();
+    let curve = |name, rgb, points, line, marks| plot::Curve {
+        name,
+        rgb,
+        points,
+        bars: &[],
+        line,
+        marks,
+    };
+    let mut curves = vec![plot::Curve {
+        bars: &bars,
+        ..curve("natm median", [220, 30, 30], &natm, true, true)
+    }];
+    // Loopback TCP runs at memory speed: the y axis stops a little above the link's
+    // ceiling so that natm and the seed stay readable; TCP's line is cut at the top.
+    let cap = 1.2
+        * ceiling
+            .iter()
+            .chain(&natm)
+            .map(|p| p.1)
+            .fold(mbit(seed::PEAK_BPS), f64::max);
+    let clipped = tcp.iter().any(|p| p.1 > cap);
+    if !tcp.is_empty() {
+        let name = if clipped { "tcp cut at top" } else { "tcp" };
+        curves.push(curve(name, [20, 150, 40], &tcp, true, true));
+    }
+    if !asked.is_empty() {
+        curves.push(curve("asked", [30, 60, 220], &asked, true, false));
+    }
+    curves.push(curve(
+        "aal5 ceiling",
+        [110, 110, 110],
+        &ceiling,
+        true,
+        false,
+    ));
+    curves.push(curve("seed fit", [240, 140, 0], &fit, true, false));
+    curves.push(curve("seed points", [130, 40, 180], &points, false, true));
+    plot::log_sizes(path, &curves, Some(cap))
 }
 
 /// Whether the budget still lets the sender go on, `sent` messages after `start`.
@@ -323,30 +594,41 @@ fn natm_error(what: &str, e: natm::Error) -> io::Error {
     io::Error::other(format!("{what}: {e}"))
 }
 
-/// Opens `target`'s PVC on `host` and a channel over it.
+/// Opens `target`'s PVC on `host` and a channel of the plan's service over it.
 fn open(host: &str, plan: &Plan) -> io::Result<Channel> {
+    let t = &plan.target;
+    open_channel(host, plan.service, t.vc, t.qos, t.path)
+}
+
+/// Opens PVC `vc` with `qos` on `host` and a `service` channel over it.
+fn open_channel(
+    host: &str,
+    service: Service,
+    vc: PvcAddr,
+    qos: Qos,
+    path: DataPath,
+) -> io::Result<Channel> {
     let h = if host.contains('/') {
         natm::Host::connect_path(host)
     } else {
         natm::Host::connect(host)
     }
     .map_err(|e| natm_error(&format!("host {host}"), e))?;
-    let opts = TransportOptions::new(plan.service).handshake_timeout(HANDSHAKE);
-    let vc = VcOptions::new(plan.target.vc)
-        .qos(plan.target.qos)
-        .path(plan.target.path)
+    let opts = TransportOptions::new(service).handshake_timeout(HANDSHAKE);
+    let options = VcOptions::new(vc)
+        .qos(qos)
+        .path(path)
         .buffers(256)
         .buffer_size(opts.buffer_size());
-    Channel::open(&h, vc, opts).map_err(|e| match e {
+    Channel::open(&h, options, opts).map_err(|e| match e {
         natm::Error::Timeout => io::Error::new(
             io::ErrorKind::TimedOut,
             format!(
-                "VC {} on {host}: the other end's channel did not answer within {} s",
-                plan.target.vc,
+                "VC {vc} on {host}: the other end's channel did not answer within {} s",
                 HANDSHAKE.as_secs()
             ),
         ),
-        e => natm_error(&format!("VC {} on {host}", plan.target.vc), e),
+        e => natm_error(&format!("VC {vc} on {host}"), e),
     })
 }
 
@@ -355,24 +637,35 @@ struct Received {
     messages: u64,
     bytes: u64,
     lost: u64,
+    first: Option<Instant>,
     last: Option<Instant>,
+    /// Every data message's arrival, when asked for (the bulk flow's).
+    arrivals: Vec<Instant>,
 }
 
-/// The receiver's loop: until the end message, or the sender is done and it is quiet.
-fn receive(ch: &mut Channel, done: &AtomicBool) -> io::Result<Received> {
+/// The receiver's loop: until the end message, or the sender is done and it is quiet;
+/// `keep` keeps every arrival's time.
+fn receive(ch: &mut Channel, done: &AtomicBool, keep: bool) -> io::Result<Received> {
     let mut r = Received {
         messages: 0,
         bytes: 0,
         lost: 0,
+        first: None,
         last: None,
+        arrivals: Vec::new(),
     };
     loop {
         match ch.recv_timeout(QUIET) {
             Ok(Event::Message { data, .. }) => match data.first() {
                 Some(&DATA) => {
+                    let now = Instant::now();
                     r.messages += 1;
                     r.bytes += data.len() as u64;
-                    r.last = Some(Instant::now());
+                    r.first.get_or_insert(now);
+                    r.last = Some(now);
+                    if keep {
+                        r.arrivals.push(now);
+                    }
                 }
                 Some(&END) => break,
                 _ => return Err(io::Error::other("a message that is not the run's")),
@@ -394,8 +687,36 @@ fn receive(ch: &mut Channel, done: &AtomicBool) -> io::Result<Received> {
     Ok(r)
 }
 
-/// One run of natm's channel at `size`.
+/// One run of natm's channel at `size`, with the bulk flow beside it when the plan has
+/// one.
 fn natm_run(plan: &Plan, size: usize) -> io::Result<NatmMoved> {
+    let bulk = match plan.bulk {
+        Some((vc, qos)) => Some(Bulk::start(plan, vc, qos)?),
+        None => None,
+    };
+    let measured = measured_run(plan, size);
+    let bulk = bulk.map(Bulk::finish).transpose();
+    let (mut moved, start) = measured?;
+    if let Some(arrivals) = bulk? {
+        // The bulk flow's messages that arrived during the measured run.
+        let seconds = moved.seconds;
+        let end = start + Duration::from_secs_f64(seconds);
+        let messages = arrivals.iter().filter(|&&t| t >= start && t <= end).count() as u64;
+        moved.bulk = Some(BulkMoved {
+            bits_per_sec: if seconds > 0.0 {
+                (messages * BULK_SIZE as u64) as f64 * 8.0 / seconds
+            } else {
+                0.0
+            },
+            messages,
+            seconds,
+        });
+    }
+    Ok(moved)
+}
+
+/// One run of the measured channel: its figures and when its sender started.
+fn measured_run(plan: &Plan, size: usize) -> io::Result<(NatmMoved, Instant)> {
     let done = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = mpsc::sync_channel::<()>(1);
     let rx = {
@@ -406,7 +727,7 @@ fn natm_run(plan: &Plan, size: usize) -> io::Result<NatmMoved> {
                 pin(plan.placement.server);
                 let _ = ready_tx.send(());
                 let mut ch = open(&plan.target.receiver_host, &plan)?;
-                receive(&mut ch, &done)
+                receive(&mut ch, &done, false)
             },
         )?
     };
@@ -468,7 +789,11 @@ fn natm_run(plan: &Plan, size: usize) -> io::Result<NatmMoved> {
             r.messages
         )));
     }
-    Ok(NatmMoved {
+    let arrival_seconds = match (r.first, r.last) {
+        (Some(f), Some(l)) => l.duration_since(f).as_secs_f64(),
+        _ => 0.0,
+    };
+    let moved = NatmMoved {
         bits_per_sec: per_sec(r.bytes as f64 * 8.0),
         messages_per_sec: per_sec(r.messages as f64),
         sent_messages: sent,
@@ -480,7 +805,99 @@ fn natm_run(plan: &Plan, size: usize) -> io::Result<NatmMoved> {
         resends: stats.smart_resends + stats.timeout_resends,
         timeout_resends: stats.timeout_resends,
         srtt_ms: stats.srtt.map(|d| d.as_nanos() as f64 / 1e6),
-    })
+        arrival_seconds,
+        bulk: None,
+    };
+    Ok((moved, start))
+}
+
+/// The reliable bulk flow beside a measured run: a sender and a receiver thread on their
+/// own channel.
+struct Bulk {
+    stop: Arc<AtomicBool>,
+    sender_done: Arc<AtomicBool>,
+    tx: thread::JoinHandle<io::Result<()>>,
+    rx: thread::JoinHandle<io::Result<Received>>,
+}
+
+impl Bulk {
+    /// Opens the bulk channel on `vc` and returns once its first message has been sent.
+    fn start(plan: &Plan, vc: PvcAddr, qos: Qos) -> io::Result<Bulk> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let sender_done = Arc::new(AtomicBool::new(false));
+        let path = plan.target.path;
+        let rx = {
+            let done = sender_done.clone();
+            let host = plan.target.receiver_host.clone();
+            thread::Builder::new().name("bulk-rx".into()).spawn(
+                move || -> io::Result<Received> {
+                    let mut ch = open_channel(&host, Service::Reliable, vc, qos, path)?;
+                    receive(&mut ch, &done, true)
+                },
+            )?
+        };
+        let (going_tx, going_rx) = mpsc::sync_channel::<()>(1);
+        let tx = {
+            let stop = stop.clone();
+            let done = sender_done.clone();
+            let host = plan.target.sender_host.clone();
+            thread::Builder::new()
+                .name("bulk-tx".into())
+                .spawn(move || -> io::Result<()> {
+                    let sent = (|| {
+                        let mut ch = open_channel(&host, Service::Reliable, vc, qos, path)?;
+                        let mut msg: Vec<u8> = (0..BULK_SIZE).map(|i| (i % 251) as u8).collect();
+                        msg[0] = DATA;
+                        let mut sent = 0u64;
+                        while !stop.load(Ordering::Acquire) {
+                            ch.send(&msg).map_err(|e| natm_error("bulk: sending", e))?;
+                            if sent == 0 {
+                                let _ = going_tx.send(());
+                            }
+                            sent += 1;
+                        }
+                        let mut end = [0u8; 9];
+                        end[0] = END;
+                        end[1..].copy_from_slice(&sent.to_be_bytes());
+                        ch.send(&end)
+                            .map_err(|e| natm_error("bulk: sending the end", e))?;
+                        ch.flush(FLUSH).map_err(|e| natm_error("bulk: flushing", e))
+                    })();
+                    done.store(true, Ordering::Release);
+                    sent
+                })?
+        };
+        let bulk = Bulk {
+            stop,
+            sender_done,
+            tx,
+            rx,
+        };
+        // The sender drops its end of `going` when it fails before its first message.
+        if going_rx.recv_timeout(HANDSHAKE + FLUSH).is_err() {
+            return Err(match bulk.finish() {
+                Err(e) => e,
+                Ok(_) => io::Error::other(format!("bulk flow on VC {vc}: nothing sent")),
+            });
+        }
+        Ok(bulk)
+    }
+
+    /// Stops the flow and returns its data messages' arrival times.
+    fn finish(self) -> io::Result<Vec<Instant>> {
+        self.stop.store(true, Ordering::Release);
+        let sent = self
+            .tx
+            .join()
+            .map_err(|_| io::Error::other("the bulk sender thread panicked"));
+        self.sender_done.store(true, Ordering::Release);
+        let received = self
+            .rx
+            .join()
+            .map_err(|_| io::Error::other("the bulk receiver thread panicked"))?;
+        sent??;
+        Ok(received?.arrivals)
+    }
 }
 
 /// One run of kernel TCP at `size`, with the plan's budget.
@@ -591,6 +1008,43 @@ mod tests {
         assert_eq!(
             half_power(&[(64, 10.0), (128, 200.0), (256, 40.0)]),
             at(64.0 + 64.0 * 10.0 / 190.0)
+        );
+    }
+
+    fn moved(received: u64, arrival_seconds: f64) -> NatmMoved {
+        NatmMoved {
+            bits_per_sec: 0.0,
+            messages_per_sec: 0.0,
+            sent_messages: received,
+            received_messages: received,
+            received_bytes: 0,
+            lost_messages: 0,
+            seconds: arrival_seconds,
+            tpdus_sent: received,
+            resends: 0,
+            timeout_resends: 0,
+            srtt_ms: None,
+            arrival_seconds,
+            bulk: None,
+        }
+    }
+
+    #[test]
+    fn a_guaranteed_rate_counts_the_cells_after_the_first_arrival() {
+        // 1,500-byte messages: 32 cells each. 1,001 arrivals over 0.32 s: 100,000 cells/s.
+        let runs = [moved(1001, 0.32), moved(1001, 0.32 * 1.02), moved(1, 0.0)];
+        let f = rate_figure(100_000, 1500, 8192, &runs);
+        assert_eq!(f.requested, 100_000);
+        let a = f.achieved.unwrap();
+        assert!((a.max - 100_000.0).abs() < 1e-6, "{a:?}");
+        assert!((a.min - 100_000.0 / 1.02).abs() < 1e-6, "{a:?}");
+        // The run with one arrival has no rate and is left out.
+        let d = f.deviation_percent.unwrap();
+        assert!(d.max.abs() < 1e-9 && (d.min - (1.0 / 1.02 - 1.0) * 100.0).abs() < 1e-9);
+        assert!(
+            rate_figure(10, 64, 8192, &[moved(0, 0.0)])
+                .achieved
+                .is_none()
         );
     }
 

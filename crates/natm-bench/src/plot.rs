@@ -1,6 +1,7 @@
 //! The PNG plots of natm's measurements, drawn with plotters' bitmap backend: goodput
 //! against message size for `natm perf stream --plot` and `natm perf paths --plot`
-//! ([`goodput`]), and the event builder's latency histogram and queue occupancy over time
+//! ([`goodput`]) and for `natm perf transport --plot` ([`log_sizes`]: named curves with
+//! min–max bars, lines or marks only), and the event builder's latency histogram and queue occupancy over time
 //! for `natm sim eventbuilder --plot-dir` ([`bars`], [`lines`], which take the
 //! simulator's figures as plain numbers, so natm-sim needs no plotters).
 //!
@@ -91,6 +92,9 @@ pub fn glyph(c: char) -> Option<[u8; 5]> {
         'c' => [0b000, 0b011, 0b100, 0b100, 0b011],
         'd' => [0b001, 0b011, 0b101, 0b101, 0b011],
         'e' => [0b010, 0b101, 0b111, 0b100, 0b011],
+        'f' => [0b011, 0b100, 0b110, 0b100, 0b100],
+        'g' => [0b011, 0b101, 0b011, 0b001, 0b110],
+        'h' => [0b100, 0b100, 0b110, 0b101, 0b101],
         'i' => [0b010, 0b000, 0b010, 0b010, 0b010],
         'k' => [0b100, 0b101, 0b110, 0b101, 0b101],
         'l' => [0b110, 0b010, 0b010, 0b010, 0b111],
@@ -103,6 +107,7 @@ pub fn glyph(c: char) -> Option<[u8; 5]> {
         't' => [0b010, 0b111, 0b010, 0b010, 0b001],
         'u' => [0b000, 0b101, 0b101, 0b101, 0b011],
         'v' => [0b000, 0b101, 0b101, 0b101, 0b010],
+        'w' => [0b000, 0b101, 0b101, 0b111, 0b101],
         'x' => [0b000, 0b101, 0b010, 0b010, 0b101],
         'y' => [0b000, 0b101, 0b011, 0b001, 0b110],
         '/' => [0b001, 0b001, 0b010, 0b100, 0b100],
@@ -262,18 +267,67 @@ pub fn step(max: f64) -> f64 {
 
 /// Draws goodput against size for every series into a PNG at `path`.
 pub fn goodput(path: &Path, series: &[Series]) -> io::Result<()> {
-    let points = series.iter().flat_map(|s| s.points.iter());
+    let points: Vec<Vec<(f64, f64)>> = series
+        .iter()
+        .map(|s| s.points.iter().map(|&(n, g)| (n as f64, g)).collect())
+        .collect();
+    let curves: Vec<Curve<'_>> = series
+        .iter()
+        .zip(&points)
+        .map(|(s, p)| {
+            let RGBColor(r, g, b) = color(s.kind);
+            Curve {
+                name: s.kind.name(),
+                rgb: [r, g, b],
+                points: p,
+                bars: &[],
+                line: true,
+                marks: true,
+            }
+        })
+        .collect();
+    log_sizes(path, &curves, None)
+}
+
+/// One named curve of a goodput plot with a log₂ size axis ([`log_sizes`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Curve<'a> {
+    /// Its legend (characters of [`glyph`]'s font).
+    pub name: &'a str,
+    /// Its colour, red, green and blue.
+    pub rgb: [u8; 3],
+    /// Its points: (message size in bytes, Mbit/s), in the order drawn.
+    pub points: &'a [(f64, f64)],
+    /// Vertical bars: (size, least, greatest Mbit/s), e.g. the spread of repeated runs.
+    pub bars: &'a [(f64, f64, f64)],
+    /// Whether the points are joined by a line.
+    pub line: bool,
+    /// Whether each point is marked with a square.
+    pub marks: bool,
+}
+
+/// Draws goodput against message size (log₂ x axis, linear y from 0) for every curve into
+/// a PNG at `path`: `natm perf transport --plot`'s picture, and [`goodput`]'s. With
+/// `y_max` the y axis ends there (rounded up to a gridline) and what is above is drawn at
+/// the frame's top edge.
+pub fn log_sizes(path: &Path, curves: &[Curve<'_>], y_max: Option<f64>) -> io::Result<()> {
     let (mut lo, mut hi, mut top) = (f64::MAX, f64::MIN, 0f64);
-    for &(size, mbit) in points {
-        let x = (size.max(1) as f64).log2();
-        lo = lo.min(x);
-        hi = hi.max(x);
-        if mbit.is_finite() {
-            top = top.max(mbit);
+    for c in curves {
+        let bar_tops = c.bars.iter().map(|b| (b.0, b.2));
+        for (size, mbit) in c.points.iter().copied().chain(bar_tops) {
+            let x = size.max(1.0).log2();
+            lo = lo.min(x);
+            hi = hi.max(x);
+            if mbit.is_finite() {
+                top = top.max(mbit);
+            }
         }
     }
     if lo > hi {
         return Err(io::Error::other("nothing to plot"));
+    }
+    if let Some(cap) = y_max.filter(|c| c.is_finite() && *c > 0.0) {
+        top = top.min(cap);
     }
     // Whole powers of two at both ends, at least one apart.
     let (lo, hi) = (lo.floor(), hi.ceil().max(lo.floor() + 1.0));
@@ -282,8 +336,10 @@ pub fn goodput(path: &Path, series: &[Series]) -> io::Result<()> {
 
     let frame = Frame::new(path, GOODPUT_LEFT)?;
     let (x0, x1, y0, y1) = frame.edges();
-    let px = |size: f64| x0 + ((size.log2() - lo) / (hi - lo) * (x1 - x0) as f64).round() as i32;
-    let py = |mbit: f64| y1 - (mbit / top * (y1 - y0) as f64).round() as i32;
+    let px = |size: f64| {
+        x0 + ((size.max(1.0).log2() - lo) / (hi - lo) * (x1 - x0) as f64).round() as i32
+    };
+    let py = |mbit: f64| y1 - (mbit.min(top) / top * (y1 - y0) as f64).round() as i32;
 
     // Gridlines and tick labels.
     let mut e = lo as i32;
@@ -300,23 +356,42 @@ pub fn goodput(path: &Path, series: &[Series]) -> io::Result<()> {
     }
     frame.border("bytes", "Mbit/s")?;
 
-    // The lines, each point marked, then the legend.
-    for (i, s) in series.iter().enumerate() {
-        let c = color(s.kind);
-        let pts: Vec<(i32, i32)> = s
+    // The curves, their bars and marks, then the legend.
+    for (i, cv) in curves.iter().enumerate() {
+        let [r, g, b] = cv.rgb;
+        let c = RGBColor(r, g, b);
+        let pts: Vec<(i32, i32)> = cv
             .points
             .iter()
             .filter(|p| p.1.is_finite())
-            .map(|&(size, mbit)| (px(size.max(1) as f64), py(mbit)))
+            .map(|&(size, mbit)| (px(size), py(mbit)))
             .collect();
-        frame.draw(&PathElement::new(pts.clone(), c.stroke_width(2)))?;
-        for (x, y) in pts {
-            frame.draw(&Rectangle::new(
-                [(x - 3, y - 3), (x + 3, y + 3)],
-                c.filled(),
-            ))?;
+        if cv.line {
+            frame.draw(&PathElement::new(pts.clone(), c.stroke_width(2)))?;
         }
-        frame.legend(i, c, s.kind.name())?;
+        for &(size, least, most) in cv
+            .bars
+            .iter()
+            .filter(|b| b.1.is_finite() && b.2.is_finite())
+        {
+            let (x, a, b) = (px(size), py(least), py(most));
+            frame.draw(&PathElement::new(vec![(x, a), (x, b)], c.stroke_width(2)))?;
+            for y in [a, b] {
+                frame.draw(&PathElement::new(
+                    vec![(x - 5, y), (x + 5, y)],
+                    c.stroke_width(2),
+                ))?;
+            }
+        }
+        if cv.marks {
+            for (x, y) in pts {
+                frame.draw(&Rectangle::new(
+                    [(x - 3, y - 3), (x + 3, y + 3)],
+                    c.filled(),
+                ))?;
+            }
+        }
+        frame.legend(i, c, cv.name)?;
     }
     frame.present()
 }
@@ -438,10 +513,45 @@ mod tests {
             "cells",
             "max port",
             "mean",
+            "natm median",
+            "aal5 ceiling",
+            "seed fit",
+            "seed points",
+            "tcp cut at top",
+            "asked",
         ] {
             assert!(s.chars().all(|c| glyph(c).is_some()), "{s}");
         }
         assert!(glyph('Q').is_none());
+    }
+
+    #[test]
+    fn log_sizes_draws_curves_with_bars_and_refuses_nothing() {
+        let path = std::env::temp_dir().join(format!("natm-plot-{}.png", std::process::id()));
+        let pts = [(64.0, 10.0), (8192.0, 120.0)];
+        let bars = [(64.0, 8.0, 12.0), (8192.0, 110.0, 130.0)];
+        let curve = Curve {
+            name: "natm median",
+            rgb: [220, 30, 30],
+            points: &pts,
+            bars: &bars,
+            line: true,
+            marks: true,
+        };
+        log_sizes(&path, &[curve], None).unwrap();
+        let png = std::fs::read(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert!(png.starts_with(b"\x89PNG"));
+        let empty = Curve {
+            points: &[],
+            bars: &[],
+            ..curve
+        };
+        assert!(log_sizes(&path, &[empty], None).is_err());
+        // A name the font cannot write is an error, not a panic.
+        let bad = Curve { name: "Q", ..curve };
+        assert!(log_sizes(&path, &[bad], Some(50.0)).is_err());
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]

@@ -73,7 +73,10 @@ pub enum PerfCommand {
     Calls(calls::CallsArgs),
     /// Goodput of natm's transport channel (issue 25) between two hosts of the lab on a
     /// PVC, for one service, at one message size or over the seed's sweep (64 B to 80 KiB,
-    /// with the half-power point), beside kernel TCP on loopback measured in the same run.
+    /// with the half-power point), several runs each, beside kernel TCP on loopback, the
+    /// AAL5 ceiling and the seed's quoted figures; a guaranteed channel's rate against the
+    /// requested one (--with-bulk: beside a reliable bulk flow); --rr: the 8-byte round
+    /// trip of a reliable channel beside the raw AAL5 one.
     Transport(tchannel::TransportArgs),
     /// A kernel loopback baseline alone: udp, tcp or unix, then rr or stream.
     Baseline(BaselineArgs),

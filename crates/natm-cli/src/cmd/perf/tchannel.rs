@@ -1,9 +1,13 @@
 //! `natm perf transport`: the options of natm-bench's transport-channel goodput engine
-//! ([`channel::run`]); the report prints its own table ([`Report::table`]).
+//! ([`channel::run`], its plot [`channel::plot`]) and of its round-trip mode
+//! ([`channel::rr::run`], `--rr`); the reports print their own tables.
+
+use std::path::PathBuf;
 
 use clap::Args;
 use natm::transport::Service;
-use natm_bench::channel::{self, Budget, DEFAULT_SWEEP, MAX_SIZE, Report, Target};
+use natm_bench::channel::{self, Budget, DEFAULT_SWEEP, MAX_RUNS, MAX_SIZE, Report, Target};
+use natm_core::PhyRate;
 use natm_core::addr::{AddrSyntax, PvcAddr};
 
 use super::transport::CpuArgs;
@@ -14,9 +18,34 @@ use crate::{CliError, CmdResult};
 /// Arguments of `natm perf transport`.
 #[derive(Args, Debug)]
 pub struct TransportArgs {
-    /// The channel's service: reliable, best-effort or guaranteed:RATE (cells/s).
+    /// The channel's service: reliable, best-effort or guaranteed:RATE (cells/s of the
+    /// TPDUs' frames). Not with --rr (always reliable).
+    #[arg(long, required_unless_present = "rr", conflicts_with = "rr")]
+    service: Option<String>,
+    /// Measure the 8-byte round trip of a reliable channel beside the raw AAL5 one on the
+    /// same PVC and path instead of goodput; --count is then the round trips recorded per
+    /// run and kind (default 10000).
+    #[arg(long, conflicts_with_all = ["size", "sweep", "seconds", "no_baseline", "plot", "with_bulk"])]
+    rr: bool,
+    /// Runs per size (natm and TCP alternating; the table gives the median and min-max),
+    /// or per kind with --rr.
+    #[arg(long, default_value_t = 3)]
+    runs: u32,
+    /// Write a PNG of goodput against message size: natm's medians with the runs' spread,
+    /// TCP's, the AAL5 ceiling and the seed's quoted points and fitted curve.
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
+    /// The link's line rate for the AAL5 ceiling: oc3, oc12, 25m or ds3 (the default lab's
+    /// links are oc3).
+    #[arg(long, default_value = "oc3")]
+    line_rate: String,
+    /// During every run a reliable bulk transfer between the same two hosts on a second
+    /// PVC (--bulk-vc) shares the link; the table adds its goodput.
     #[arg(long)]
-    service: String,
+    with_bulk: bool,
+    /// The bulk transfer's PVC (default: --vc's VCI + 1), UBR.
+    #[arg(long, requires = "with_bulk")]
+    bulk_vc: Option<String>,
     /// One message size in bytes (instead of the sweep).
     #[arg(long, conflicts_with = "sweep")]
     size: Option<usize>,
@@ -27,7 +56,7 @@ pub struct TransportArgs {
     /// Messages sent per size and transport (instead of --seconds).
     #[arg(long, conflicts_with = "seconds")]
     count: Option<u64>,
-    /// Seconds of sending per size and transport (default 2).
+    /// Seconds of sending per run of a size and transport (default 2).
     #[arg(long)]
     seconds: Option<f64>,
     /// Measure no kernel TCP baseline.
@@ -55,9 +84,21 @@ pub struct TransportArgs {
     json: bool,
 }
 
+/// Checks --runs (exit 2 naming it).
+fn runs(a: &TransportArgs) -> Result<u32, CliError> {
+    if (1..=MAX_RUNS).contains(&a.runs) {
+        Ok(a.runs)
+    } else {
+        Err(CliError::usage(format!(
+            "--runs {}: expected 1 to {MAX_RUNS}",
+            a.runs
+        )))
+    }
+}
+
 /// Checks the options (exit 2 naming the one that is wrong).
 fn plan(a: &TransportArgs) -> Result<channel::Plan, CliError> {
-    let service = parse_service(&a.service)?;
+    let service = parse_service(a.service.as_deref().unwrap_or_default())?;
     let sizes = match a.size {
         Some(n) if n == 0 || n > MAX_SIZE => {
             return Err(CliError::usage(format!(
@@ -86,6 +127,27 @@ fn plan(a: &TransportArgs) -> Result<channel::Plan, CliError> {
         (None, _) => parse_qos("ubr", "--qos")?,
     };
     let path = parse_path(&a.path)?;
+    let line = PhyRate::by_name(&a.line_rate).ok_or_else(|| {
+        CliError::usage(format!(
+            "--line-rate {:?}: expected oc3, oc12, 25m or ds3",
+            a.line_rate
+        ))
+    })?;
+    let bulk = if a.with_bulk {
+        let bulk_vc = match &a.bulk_vc {
+            Some(b) => PvcAddr::parse_with(b, AddrSyntax::EXACT)
+                .map_err(|e| CliError::usage(format!("--bulk-vc {b:?}: {e}")))?,
+            None => next_vc(vc)?,
+        };
+        if bulk_vc == vc {
+            return Err(CliError::usage(format!(
+                "--bulk-vc {bulk_vc}: the bulk flow needs a PVC of its own, not --vc's"
+            )));
+        }
+        Some((bulk_vc, parse_qos("ubr", "--bulk-vc")?))
+    } else {
+        None
+    };
     Ok(channel::Plan {
         service,
         sizes,
@@ -99,13 +161,74 @@ fn plan(a: &TransportArgs) -> Result<channel::Plan, CliError> {
             receiver_host: a.receiver_host.clone(),
         },
         baseline: !a.no_baseline,
+        runs: runs(a)?,
+        line,
+        bulk,
+    })
+}
+
+/// The PVC after `vc`: its VCI + 1.
+fn next_vc(vc: PvcAddr) -> Result<PvcAddr, CliError> {
+    let text = vc.to_string();
+    let (head, vci) = text.rsplit_once('.').unwrap_or(("", &text));
+    let next = vci
+        .parse::<u32>()
+        .ok()
+        .and_then(|v| v.checked_add(1))
+        .map(|v| format!("{head}.{v}"))
+        .and_then(|t| PvcAddr::parse_with(&t, AddrSyntax::EXACT).ok());
+    next.ok_or_else(|| {
+        CliError::usage(format!(
+            "--with-bulk: VC {vc} has no next VCI; give --bulk-vc"
+        ))
+    })
+}
+
+/// The round-trip mode's plan (`--rr`).
+fn rr_plan(a: &TransportArgs) -> Result<channel::rr::Plan, CliError> {
+    let count = match a.count {
+        Some(0) => return Err(CliError::usage("--count 0: expected 1 or more round trips")),
+        Some(n) if n > 10_000_000 => {
+            return Err(CliError::usage(format!(
+                "--count {n}: expected at most 10000000 round trips"
+            )));
+        }
+        Some(n) => n,
+        None => 10_000,
+    };
+    let vc = PvcAddr::parse_with(&a.vc, AddrSyntax::EXACT)
+        .map_err(|e| CliError::usage(format!("--vc {:?}: {e}", a.vc)))?;
+    let qos = parse_qos(a.qos.as_deref().unwrap_or("ubr"), "--qos")?;
+    Ok(channel::rr::Plan {
+        target: Target {
+            vc,
+            qos,
+            path: parse_path(&a.path)?,
+            sender_host: a.sender_host.clone(),
+            receiver_host: a.receiver_host.clone(),
+        },
+        count,
+        warmup: (count / 10).clamp(1, 1000),
+        runs: runs(a)?,
+        placement: a.cpus.placement()?,
     })
 }
 
 /// Runs `natm perf transport`.
 pub fn run(args: TransportArgs) -> CmdResult {
+    if args.rr {
+        let plan = rr_plan(&args)?;
+        let report = channel::rr::run(&plan).map_err(super::failure)?;
+        super::warn(&report.warnings);
+        return super::print_report(args.json, &report, channel::rr::Report::table);
+    }
     let plan = plan(&args)?;
-    let report = channel::run(&plan).map_err(super::failure)?;
+    let mut report = channel::run(&plan).map_err(super::failure)?;
+    if let Some(path) = &args.plot {
+        channel::plot(&report, path)
+            .map_err(|e| CliError::failure(format!("--plot {}: {e}", path.display())))?;
+        report.plot = Some(path.display().to_string());
+    }
     super::warn(&report.warnings);
     super::print_report(args.json, &report, Report::table)
 }
