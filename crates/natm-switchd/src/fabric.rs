@@ -745,6 +745,17 @@ impl Fabric {
                 p.input_blocked = true;
                 break;
             }
+            // The line's allowance is shared among the lanes still to be read this step, so
+            // that a bulk lane read first cannot take it all, step after step (a second
+            // channel's hello on a later lane then never got in); what a lane leaves goes
+            // to the ones after it.
+            let lanes_left = p.lanes.len() - l;
+            let allowed = if p.input.is_some() {
+                allowed.div_ceil(lanes_left)
+            } else {
+                allowed
+            };
+            let lane = &mut p.lanes[l];
             let n = match lane.link.recv_cells(&mut self.buf[..allowed]) {
                 Ok(n) => n,
                 Err(_) => {
