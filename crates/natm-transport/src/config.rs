@@ -28,6 +28,19 @@ pub enum Service {
 }
 
 impl Service {
+    /// The peak cell rate a guaranteed channel's VC should be opened with: the rate and a
+    /// quarter more. The channel's leaky bucket holds the rate; the headroom lets it catch
+    /// up after a late release (a VC shaped at exactly the rate, in series with the
+    /// bucket, never does: beside a bulk flow `natm perf transport` measured 8–22 % short
+    /// with `pcr = rate`, within ±1 % with 1.5 × rate). `None` for the other services,
+    /// which reserve nothing.
+    pub const fn vc_pcr(self) -> Option<u64> {
+        match self {
+            Service::Guaranteed { rate } => Some(rate as u64 + rate as u64 / 4),
+            _ => None,
+        }
+    }
+
     /// The code carried in the TPDU header.
     pub const fn kind(self) -> ServiceKind {
         match self {

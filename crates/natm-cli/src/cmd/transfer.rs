@@ -41,7 +41,7 @@
 //!
 //! `--service guaranteed:RATE` is admitted (`natm::transport::admission`) only when the
 //! VC's QoS reserves RATE cells/s in this end's sending direction (the default QoS,
-//! `cbr:pcr=RATE`, does; `ubr` never does) and, with a calibration, when the host's
+//! `cbr:pcr=RATE×1.25`, does; `ubr` never does) and, with a calibration, when the host's
 //! per-TPDU costs at RATE fit half a CPU. The calibration is `--calibration FILE`, else
 //! [`default_calibration`] when that file exists (`$NATM_CALIBRATION`, else
 //! `$XDG_CONFIG_HOME/natm/calibration.toml`, else `~/.config/natm/calibration.toml`:
@@ -106,7 +106,8 @@ pub struct ChannelArgs {
     /// The service: reliable, best-effort or guaranteed:RATE (cells/s). Both ends alike.
     #[arg(long)]
     pub service: String,
-    /// The VC's QoS in qos(7) form (default ubr; cbr:pcr=RATE for guaranteed:RATE).
+    /// The VC's QoS in qos(7) form (default ubr; for guaranteed:RATE cbr:pcr=RATE×1.25, the
+    /// headroom the channel's bucket needs to keep its rate).
     #[arg(long)]
     pub qos: Option<String>,
     /// The data path: auto, direct, daemon or lane.
@@ -237,7 +238,9 @@ fn plan(a: &ChannelArgs, to: Option<&str>, listen: Option<Option<u8>>) -> Result
     let service = parse_service(&a.service)?;
     let qos = match (&a.qos, service) {
         (Some(q), _) => parse_qos(q, "--qos")?,
-        (None, Service::Guaranteed { rate }) => parse_qos(&format!("cbr:pcr={rate}"), "--qos")?,
+        (None, s @ Service::Guaranteed { .. }) => {
+            parse_qos(&format!("cbr:pcr={}", s.vc_pcr().unwrap_or(0)), "--qos")?
+        }
         (None, _) => parse_qos("ubr", "--qos")?,
     };
     let path = parse_path(&a.path)?;

@@ -170,9 +170,9 @@ fn build(
     }
     for (c, ch) in plan.channels.iter().enumerate() {
         let vci = FIRST_VCI + c as u16;
-        let qos: Qos = match ch.config.service {
-            Service::Guaranteed { rate } => format!("cbr:pcr={}", u64::from(rate) * 5 / 4),
-            _ => "ubr".to_string(),
+        let qos: Qos = match ch.config.service.vc_pcr() {
+            Some(pcr) => format!("cbr:pcr={pcr}"),
+            None => "ubr".to_string(),
         }
         .parse()
         .map_err(|e| format!("channel {c}: {e:?}"))?;

@@ -65,7 +65,8 @@ pub struct TransportArgs {
     /// The PVC both hosts open, `[itf.]vpi.vci`.
     #[arg(long, default_value = "0.100")]
     vc: String,
-    /// The VC's QoS in qos(7) form (default ubr; cbr:pcr=RATE for guaranteed:RATE).
+    /// The VC's QoS in qos(7) form (default ubr; for guaranteed:RATE cbr:pcr=RATE×1.25, the
+    /// headroom the channel's bucket needs to keep its rate).
     #[arg(long)]
     qos: Option<String>,
     /// The data path: auto, direct, daemon or lane.
@@ -123,7 +124,9 @@ fn plan(a: &TransportArgs) -> Result<channel::Plan, CliError> {
         .map_err(|e| CliError::usage(format!("--vc {:?}: {e}", a.vc)))?;
     let qos = match (&a.qos, service) {
         (Some(q), _) => parse_qos(q, "--qos")?,
-        (None, Service::Guaranteed { rate }) => parse_qos(&format!("cbr:pcr={rate}"), "--qos")?,
+        (None, s @ Service::Guaranteed { .. }) => {
+            parse_qos(&format!("cbr:pcr={}", s.vc_pcr().unwrap_or(0)), "--qos")?
+        }
         (None, _) => parse_qos("ubr", "--qos")?,
     };
     let path = parse_path(&a.path)?;
