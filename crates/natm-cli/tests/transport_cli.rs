@@ -75,6 +75,18 @@ fn transfer(
     (send, recv, out)
 }
 
+/// A reliable stream of `file` from h1 to h2 on `vc` (with `extra` options): both ends
+/// exit 0 and the copy is byte-exact; the sender's summary.
+fn reliable_byte_exact(lab: &Lab, vc: &str, extra: &[&str], file: &Path) -> String {
+    let (send, recv, out) = transfer(lab, vc, "reliable", extra, file);
+    let (se, re) = (stderr(&send), stderr(&recv));
+    assert!(send.status.success(), "send: {se}");
+    assert!(recv.status.success(), "recv: {re}");
+    assert_eq!(sha256(&out), sha256(file), "send: {se} recv: {re}");
+    eprintln!("{se}{re}");
+    se
+}
+
 /// The number before `what` in a summary line (`… 3 resent …`).
 fn figure(line: &str, what: &str) -> u64 {
     let at = line
@@ -239,12 +251,7 @@ fn a_reliable_stream_over_links_that_lose_cells_is_byte_exact() {
         ),
     );
     let file = input(&lab, LEN);
-    let (send, recv, out) = transfer(&lab, "0.100", "reliable", &[], &file);
-    let (se, re) = (stderr(&send), stderr(&recv));
-    assert!(send.status.success(), "send: {se}");
-    assert!(recv.status.success(), "recv: {re}");
-    assert_eq!(sha256(&out), sha256(&file), "send: {se} recv: {re}");
-    eprintln!("{se}{re}");
+    let se = reliable_byte_exact(&lab, "0.100", &[], &file);
     // About 85,000 cells cross each link: SMART found and resent what they dropped.
     assert!(figure(&se, "resent") > 0, "{se}");
     assert!(figure(&se, "SMART losses") > 0, "{se}");
@@ -265,11 +272,7 @@ fn a_stream_on_two_pvcs_goes_one_way_on_each() {
     let lab = Lab::up("transport-pair", "oc3", None);
     let file = input(&lab, 1_000_000);
     let pair = ["--return-vc", "0.103"];
-    let (send, recv, out) = transfer(&lab, "0.102", "reliable", &pair, &file);
-    let (se, re) = (stderr(&send), stderr(&recv));
-    assert!(send.status.success(), "send: {se}");
-    assert!(recv.status.success(), "recv: {re}");
-    assert_eq!(sha256(&out), sha256(&file), "send: {se} recv: {re}");
+    reliable_byte_exact(&lab, "0.102", &pair, &file);
     // The switch forwarded the stream on 0.102 from h1 (port 1) to h2 and nothing back;
     // on 0.103 only the acknowledgements, from h2 to h1.
     let stat = lab.stat();
@@ -336,12 +339,7 @@ fn a_reliable_stream_over_links_with_burst_loss_and_bit_errors_is_byte_exact() {
         )),
     );
     let file = input(&lab, LEN);
-    let (send, recv, out) = transfer(&lab, "0.100", "reliable", &[], &file);
-    let (se, re) = (stderr(&send), stderr(&recv));
-    assert!(send.status.success(), "send: {se}");
-    assert!(recv.status.success(), "recv: {re}");
-    assert_eq!(sha256(&out), sha256(&file), "send: {se} recv: {re}");
-    eprintln!("{se}{re}");
+    let se = reliable_byte_exact(&lab, "0.100", &[], &file);
     assert!(figure(&se, "resent") > 0, "{se}");
 }
 
