@@ -774,10 +774,11 @@ mod tests {
             dir: DirArgs { dir: None },
         };
         assert!(plan(&args("0.100", "reliable", 8192), None, None).is_ok());
+        // A guaranteed channel's VC gets a quarter more than its rate (Service::vc_pcr).
         let p = plan(&args("0.100", "guaranteed:500", 8192), None, None).unwrap();
         assert_eq!(
             p.qos.to_string(),
-            parse_qos("cbr:pcr=500", "").unwrap().to_string()
+            parse_qos("cbr:pcr=625", "").unwrap().to_string()
         );
         for (a, what) in [
             (args("0.1x", "reliable", 8192), "--vc"),
