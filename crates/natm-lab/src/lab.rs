@@ -23,9 +23,9 @@ fn free_port(udp: bool) -> Result<u16, Error> {
 
 /// Starts the daemons of `topo` (parsed from `text`, with the `rate` override) in the
 /// runtime directory `dir`, each daemon run by the executable `natm`, and waits until each
-/// answers and every host's link is up; `natm lab up` without the printing. A lab already running in `dir` is an
-/// error; when a daemon does not come up, the ones started so far are stopped again and
-/// the directory removed.
+/// answers and every host's link is up; `natm lab up` without the printing. A lab already
+/// running in `dir` is an error; when a daemon or a host's link does not come up, the
+/// daemons started so far are stopped again and the directory removed.
 pub fn start(
     dir: &Path,
     topo: &Topology,
