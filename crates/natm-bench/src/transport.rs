@@ -160,6 +160,11 @@ pub struct Placement {
 }
 
 impl Placement {
+    /// A CPU as the reports print it: its number, or `any` when none was chosen.
+    pub fn cpu_text(c: Option<usize>) -> String {
+        c.map_or("any".to_string(), |c| c.to_string())
+    }
+
     /// The CPUs asked for, checked against the ones this process may use, with the
     /// defaults filled in: the client on the first allowed CPU, the server on the first
     /// other one (the client's with `same_core`). An [`Error::Plan`] names the option

@@ -427,19 +427,9 @@ mod tests {
     #[test]
     fn the_lab_json_and_status_name_each_hosts_address_and_each_switchs_prefix() {
         let t = Topology::parse(crate::topology::DEFAULT_TOPOLOGY, None).unwrap();
-        let daemon = |name: &str, role: &str| Daemon {
-            name: name.into(),
-            role: role.into(),
-            pid: 0,
-            socket: format!("/x/{name}.sock").into(),
-            config: format!("/x/{name}.toml").into(),
-            log: format!("/x/{name}.log").into(),
-            address: t.address_of(name),
-            prefix: t.prefix_of(name),
-        };
         let state = LabState {
             dir: "/x".into(),
-            daemons: vec![daemon("s1", "switch"), daemon("h1", "host")],
+            daemons: vec![daemon(&t, "s1", "switch"), daemon(&t, "h1", "host")],
             topology: String::new(),
             rate: None,
         };
@@ -464,8 +454,9 @@ mod tests {
         );
     }
 
-    fn state_of(t: &Topology) -> LabState {
-        let daemon = |name: &str, role: &str| Daemon {
+    /// Daemon `name` of `t` as a lab in `/x` would record it.
+    fn daemon(t: &Topology, name: &str, role: &str) -> Daemon {
+        Daemon {
             name: name.into(),
             role: role.into(),
             pid: 0,
@@ -474,9 +465,12 @@ mod tests {
             log: format!("/x/{name}.log").into(),
             address: t.address_of(name),
             prefix: t.prefix_of(name),
-        };
-        let mut daemons: Vec<Daemon> = t.switches.iter().map(|s| daemon(s, "switch")).collect();
-        daemons.extend(t.hosts.iter().map(|h| daemon(h, "host")));
+        }
+    }
+
+    fn state_of(t: &Topology) -> LabState {
+        let mut daemons: Vec<Daemon> = t.switches.iter().map(|s| daemon(t, s, "switch")).collect();
+        daemons.extend(t.hosts.iter().map(|h| daemon(t, h, "host")));
         LabState {
             dir: "/x".into(),
             daemons,

@@ -69,8 +69,8 @@
 //! recv_ns = 1110.0
 //! ```
 //!
-//! Every key is required (but the `[transport]` table) and no other is accepted; integers must be non-negative and at
-//! most the bounds below (a figure beyond them is a broken measurement, not a slow host);
+//! Every key is required (but the `[transport]` table) and no other is accepted; integers
+//! must be non-negative and at most the bounds below (a figure beyond them is a broken measurement, not a slow host);
 //! `[[fit]]` sizes are 1 to 65,535 and increasing. Errors name the field.
 //!
 //! This module reads, checks and writes the file and fits the line; it does not measure

@@ -1018,19 +1018,13 @@ pub fn run(
         run_inner(scenario, seed, trace, false, true)
     }))
     .unwrap_or_else(|p| {
-        let msg = p
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "a panic".into());
-        Err(Violation {
-            at: Instant::ZERO,
-            seq: 0,
-            invariant: "no panic",
-            detail: format!(
-                "a core or the driver panicked: {msg} (the trace's last line is where)"
-            ),
-        })
+        Err(Violation::panicked(
+            p.as_ref(),
+            Instant::ZERO,
+            0,
+            "a core or the driver",
+            " (the trace's last line is where)",
+        ))
     })
 }
 

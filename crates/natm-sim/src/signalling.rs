@@ -1456,18 +1456,14 @@ pub fn run(seed: u64, trace: Option<Box<dyn Write>>) -> Result<SigReport, Violat
         }
         Ok((_, Err(v))) => Err(v),
         Err(p) => {
-            let msg = p
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "a panic".into());
             let (at, seq) = LAST_STEP.with(|c| c.get());
-            Err(Violation {
-                at: Instant::from_nanos(at),
+            Err(Violation::panicked(
+                p.as_ref(),
+                Instant::from_nanos(at),
                 seq,
-                invariant: "no panic",
-                detail: format!("a core panicked: {msg} (the trace's last line is where)"),
-            })
+                "a core",
+                " (the trace's last line is where)",
+            ))
         }
     }
 }

@@ -11,7 +11,7 @@ impl Report {
     pub fn table(&self) -> String {
         let r = self;
         let mut t = String::new();
-        let cpu = |c: Option<usize>| c.map_or("any".to_string(), |c| c.to_string());
+        let cpu = crate::transport::Placement::cpu_text;
         let budget = match r.budget {
             Budget::Count(n) => format!("{n} messages"),
             Budget::Seconds(s) => format!("{s:.1} s"),

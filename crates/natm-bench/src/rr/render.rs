@@ -16,7 +16,7 @@ impl Report {
             (None, Some(s)) => format!("{s} s"),
             _ => String::new(),
         };
-        let cpu = |c: Option<usize>| c.map_or("any".to_string(), |c| c.to_string());
+        let cpu = crate::transport::Placement::cpu_text;
         let _ = writeln!(
             t,
             "natm perf rr: {}-byte requests, {}-byte responses, depth {}, {how} per transport \

@@ -12,7 +12,7 @@ impl Report {
         let r = self;
 
         let mut t = String::new();
-        let cpu = |c: Option<usize>| c.map_or("any".to_string(), |c| c.to_string());
+        let cpu = crate::transport::Placement::cpu_text;
         let _ = writeln!(
             t,
             "natm perf stream: {:.1} s per size and transport; sender CPU {}, receiver CPU {}",

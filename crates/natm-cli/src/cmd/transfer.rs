@@ -177,6 +177,17 @@ pub fn parse_service(text: &str) -> Result<Service, CliError> {
     }
 }
 
+/// The VC's QoS for a channel of `service`: `--qos` when given (exit 2 naming it if it does
+/// not parse), else UBR, or CBR at the guaranteed rate and its headroom
+/// ([`Service::vc_pcr`]).
+pub fn channel_qos(given: Option<&str>, service: Service) -> Result<Qos, CliError> {
+    match (given, service.vc_pcr()) {
+        (Some(q), _) => parse_qos(q, "--qos"),
+        (None, Some(pcr)) => parse_qos(&format!("cbr:pcr={pcr}"), "--qos"),
+        (None, None) => parse_qos("ubr", "--qos"),
+    }
+}
+
 /// The service's name as `--service` takes it.
 pub fn service_name(s: Service) -> String {
     match s {
@@ -236,13 +247,7 @@ fn plan(a: &ChannelArgs, to: Option<&str>, listen: Option<Option<u8>>) -> Result
         _ => return Err(CliError::usage("give one VC: --vc, --to or --listen")),
     };
     let service = parse_service(&a.service)?;
-    let qos = match (&a.qos, service) {
-        (Some(q), _) => parse_qos(q, "--qos")?,
-        (None, s @ Service::Guaranteed { .. }) => {
-            parse_qos(&format!("cbr:pcr={}", s.vc_pcr().unwrap_or(0)), "--qos")?
-        }
-        (None, _) => parse_qos("ubr", "--qos")?,
-    };
+    let qos = channel_qos(a.qos.as_deref(), service)?;
     let path = parse_path(&a.path)?;
     if !(a.timeout.is_finite() && a.timeout > 0.0 && a.timeout <= 3600.0) {
         return Err(CliError::usage(format!(

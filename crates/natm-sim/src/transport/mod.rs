@@ -460,17 +460,13 @@ pub fn run_plan(
         run_inner(seed, plan, trace)
     }))
     .unwrap_or_else(|p| {
-        let msg = p
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "a panic".into());
-        Err(Violation {
-            at: Instant::ZERO,
-            seq: 0,
-            invariant: "no panic",
-            detail: format!("a core or the driver panicked: {msg}"),
-        })
+        Err(Violation::panicked(
+            p.as_ref(),
+            Instant::ZERO,
+            0,
+            "a core or the driver",
+            "",
+        ))
     })
 }
 

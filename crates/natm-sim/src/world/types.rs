@@ -215,6 +215,30 @@ impl fmt::Display for Violation {
 
 impl std::error::Error for Violation {}
 
+impl Violation {
+    /// The invariant "no panic": `who` panicked with `payload` (what `catch_unwind`
+    /// caught) at (`at`, `seq`); `hint` follows the message (where to look).
+    pub fn panicked(
+        payload: &(dyn std::any::Any + Send),
+        at: Instant,
+        seq: u64,
+        who: &str,
+        hint: &str,
+    ) -> Violation {
+        let msg = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "a panic".into());
+        Violation {
+            at,
+            seq,
+            invariant: "no panic",
+            detail: format!("{who} panicked: {msg}{hint}"),
+        }
+    }
+}
+
 /// What the run has done so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {

@@ -5,14 +5,13 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use natm::transport::Service;
 use natm_bench::channel::{self, Budget, DEFAULT_SWEEP, MAX_RUNS, MAX_SIZE, Report, Target};
 use natm_core::PhyRate;
 use natm_core::addr::{AddrSyntax, PvcAddr};
 
 use super::transport::CpuArgs;
 use crate::cmd::call::{parse_path, parse_qos};
-use crate::cmd::transfer::parse_service;
+use crate::cmd::transfer::{channel_qos, parse_service};
 use crate::{CliError, CmdResult};
 
 /// Arguments of `natm perf transport`.
@@ -122,13 +121,7 @@ fn plan(a: &TransportArgs) -> Result<channel::Plan, CliError> {
     };
     let vc = PvcAddr::parse_with(&a.vc, AddrSyntax::EXACT)
         .map_err(|e| CliError::usage(format!("--vc {:?}: {e}", a.vc)))?;
-    let qos = match (&a.qos, service) {
-        (Some(q), _) => parse_qos(q, "--qos")?,
-        (None, s @ Service::Guaranteed { .. }) => {
-            parse_qos(&format!("cbr:pcr={}", s.vc_pcr().unwrap_or(0)), "--qos")?
-        }
-        (None, _) => parse_qos("ubr", "--qos")?,
-    };
+    let qos = channel_qos(a.qos.as_deref(), service)?;
     let path = parse_path(&a.path)?;
     let line = PhyRate::by_name(&a.line_rate).ok_or_else(|| {
         CliError::usage(format!(
