@@ -184,6 +184,9 @@ pub struct PortLink {
     /// The last read of the lanes stopped at the input line's allowance: the lanes are
     /// not waited on until [`InputLine::due`].
     input_blocked: bool,
+    /// The lane read first in the next step: the read order turns by one each step, so
+    /// the slot an allowance leaves over does not always go to the same lane.
+    lane_turn: usize,
 }
 
 /// The host-to-switch direction of a rated port as its lanes see it. hostd's main link
@@ -506,6 +509,7 @@ impl Fabric {
             lane_of: Vec::new(),
             input: config.rate.cells_per_s().map(InputLine::new),
             input_blocked: false,
+            lane_turn: 0,
         });
         Ok(())
     }
@@ -724,18 +728,24 @@ impl Fabric {
         let (id, format) = (p.id, p.format);
         let (mut total, mut sent) = (0, 0);
         p.input_blocked = false;
-        let mut l = 0;
-        while l < self.ports[i].lanes.len() {
+        let count = p.lanes.len();
+        // Read from a turning start, so that a step's allowance of one slot (a switch
+        // stepping often) does not always go to the first lane: a bulk lane read first
+        // took every slot and a guaranteed channel's lane got a third of its rate.
+        let first = p.lane_turn % count.max(1);
+        p.lane_turn = first + 1;
+        // Lanes that failed are removed after the pass, so the indices stay put in it.
+        let mut gone = Vec::new();
+        for k in 0..count {
+            let l = (first + k) % count;
             let p = &mut self.ports[i];
             let lane = &mut p.lanes[l];
             if lane.paused {
                 lane.stats.paused += 1;
                 // Not read while paused, so its application's death must be looked for.
                 if lane.link.check_peer().is_err() {
-                    p.remove_lane(l);
-                    continue;
+                    gone.push(l);
                 }
-                l += 1;
                 continue;
             }
             let allowed = p.input.map_or(self.buf.len(), |line| {
@@ -749,7 +759,7 @@ impl Fabric {
             // that a bulk lane read first cannot take it all, step after step (a second
             // channel's hello on a later lane then never got in); what a lane leaves goes
             // to the ones after it.
-            let lanes_left = p.lanes.len() - l;
+            let lanes_left = count - k;
             let allowed = if p.input.is_some() {
                 allowed.div_ceil(lanes_left)
             } else {
@@ -759,11 +769,10 @@ impl Fabric {
             let n = match lane.link.recv_cells(&mut self.buf[..allowed]) {
                 Ok(n) => n,
                 Err(_) => {
-                    p.remove_lane(l);
+                    gone.push(l);
                     continue;
                 }
             };
-            l += 1;
             if n == 0 {
                 continue;
             }
@@ -803,6 +812,10 @@ impl Fabric {
                 }
                 sent += self.forward_lane_cells(id, now, kept);
             }
+        }
+        gone.sort_unstable();
+        for l in gone.into_iter().rev() {
+            self.ports[i].remove_lane(l);
         }
         (total, sent)
     }
