@@ -80,8 +80,17 @@ impl LaneEngine {
         if !self.idle && self.pump(start)? {
             return Ok(true);
         }
+        // A shaped VC's next departure is known: sleep until it rather than spin. A spinning
+        // thread yields, and a yield can hand a busy neighbour on this CPU its whole slice
+        // (EEVDF), so the departures came late and a guaranteed channel lost its rate.
+        let departure_soon = self
+            .adapter
+            .poll_timeout()
+            .map(|t| self.epoch.to_std(t))
+            .is_some_and(|t| t > start && t < start + LANE_SPIN);
         let spin = match self.notify {
             NotifyMode::Poll => left,
+            NotifyMode::Adaptive if departure_soon => Duration::ZERO,
             NotifyMode::Adaptive => LANE_SPIN.min(left),
             _ => Duration::ZERO,
         };
