@@ -117,7 +117,7 @@ mod tests;
 
 pub use config::{AAL5_MAX_SDU, Config, ConfigError, Service, frame_cells};
 pub use endpoint::{Endpoint, Event, Isn, MsgSeq, RxError, SendError, Stats};
-pub use send::{X_MAX, spacing_factor};
+pub use send::{BUCKET_TPDUS, X_MAX, spacing_factor};
 
 #[cfg(feature = "mutants")]
 use mutants::{ack_without_trigger, window_never_halves};

@@ -16,9 +16,11 @@
 //! in the units it sends. With TPDUs of `c_g` cells beside a bulk channel's of `c_b` at
 //! weight 1, it gets `w·c_g / (w·c_g + c_b)` of a line the bulk channel keeps busy; a rate
 //! of 20 % in 32-cell TPDUs beside 172-cell bulk TPDUs needs `w ≥ 2` (1 gives 15.7 %).
-//! [`weight_for`] is that rule, and one more: a guaranteed channel's bucket releases a
-//! batch of up to [`X_MAX`](crate::X_MAX) TPDUs at once (its spacing factor), and a batch
-//! served in one round waits for at most one unit of each other channel; a weight below
+//! [`weight_for`] is that rule, and one more: a guaranteed channel's bucket releases up
+//! to [`BUCKET_TPDUS`](crate::BUCKET_TPDUS) TPDUs at once (a batch of its spacing factor,
+//! up to [`X_MAX`](crate::X_MAX), and the TPDU of tolerance for a late activation) and one
+//! more at its rate while they are served, and a burst served in one round waits for at
+//! most one unit of each other channel (so `batch` = `BUCKET_TPDUS + 1`); a weight below
 //! the batch leaves its tail a round behind (with weight 2 and batches of 4, a TPDU
 //! waited 2.04 ms for the line where one bulk TPDU takes 1.72 ms). It is the weight a
 //! driver gives a guaranteed channel when it admits it.

@@ -50,7 +50,7 @@
 //!    data TPDUs arriving at the receiver in each [`RATE_WINDOW`] that lies in the load
 //!    phase, after [`RATE_SKIP`], at least [`RATE_MARGIN`] clear of every fault, and while
 //!    the sender was backlogged, are the rate times the window within the token bucket's
-//!    depth (`X_MAX` full TPDUs) plus one TPDU and [`RATE_SLACK`] of the expected count;
+//!    depth (`BUCKET_TPDUS` full TPDUs) plus one TPDU and [`RATE_SLACK`] of the expected count;
 //!    and so is each run of consecutive such windows as a whole (the bucket bounds any
 //!    interval, so over a long run the tolerance is a small fraction of the count). The
 //!    guaranteed channel's PVC is CBR at 1.25 times its rate (the host shapes the bucket's
@@ -78,7 +78,7 @@ use natm_netem::{BurstLoss, Impairments, Jitter, Probability};
 use natm_switch::{CrossConnect, Endpoint as XcEnd, PortConfig, PortId, SwitchConfig};
 use natm_transport::header::Repr;
 use natm_transport::{
-    Config, Endpoint, Event, Isn, MsgSeq, SendError, Service, Stats, X_MAX, frame_cells,
+    BUCKET_TPDUS, Config, Endpoint, Event, Isn, MsgSeq, SendError, Service, Stats, frame_cells,
 };
 
 use crate::app::{App, AppIo};
@@ -209,7 +209,7 @@ fn check_rates(plan: &TransportPlan, ledger: &Ledger) -> Result<(u64, f64), Stri
         let Service::Guaranteed { rate } = ch.config.service else {
             continue;
         };
-        let burst = f64::from((X_MAX + 1) * tpdu_cells(ch.config.tpdu_size));
+        let burst = f64::from((BUCKET_TPDUS + 1) * tpdu_cells(ch.config.tpdu_size));
         let want = f64::from(rate) * w as f64 / 1e9;
         for dir in 0..2 {
             // The receiver of direction `dir` keeps its cells in its own flow entry.

@@ -131,7 +131,7 @@ fn rate_ledger(plan: &TransportPlan, cells: u64) -> Ledger {
 #[test]
 fn the_rate_check_holds_within_the_bucket_and_skips_faults_and_idle_senders() {
     let plan = one_channel(Service::Guaranteed { rate: 25_000 });
-    // 1,000 cells per 40 ms window; the tolerance is 7 TPDUs of 32 cells and 2 %.
+    // 1,000 cells per 40 ms window; the tolerance is 8 TPDUs of 32 cells and 2 %.
     let want = 1_000;
     // Windows 40–80 ms … 240–280 ms: after RATE_SKIP, within the phase.
     let all = 6;
@@ -144,8 +144,8 @@ fn the_rate_check_holds_within_the_bucket_and_skips_faults_and_idle_senders() {
     }
     let (_, worst) = check_rates(&plan, &l).unwrap();
     assert!((worst - 0.24).abs() < 1e-9, "{worst}");
-    let e = check_rates(&plan, &rate_ledger(&plan, want - 250)).unwrap_err();
-    assert!(e.contains("750 cells in 40 ms from 40 ms"), "{e}");
+    let e = check_rates(&plan, &rate_ledger(&plan, want - 290)).unwrap_err();
+    assert!(e.contains("710 cells in 40 ms from 40 ms"), "{e}");
     // 10 % over in every window: each passes, their run (6,600 cells) does not.
     let e = check_rates(&plan, &rate_ledger(&plan, want + 100)).unwrap_err();
     assert!(e.contains("6600 cells in 240 ms from 40 ms"), "{e}");
