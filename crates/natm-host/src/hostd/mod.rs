@@ -100,12 +100,13 @@ use natm_adapter::{
     Adapter, AdapterConfig, BufferId, BufferMemory, Completion, Direction, MemoryError, Status,
     VecBuffers,
 };
-use natm_core::{Qos, VcId};
+use natm_core::{LineRate, Qos, VcId};
 use natm_host_core::{
     ChannelId, ChannelMemory as HostChannelMemory, Event, Host, HostConfig, OpenError, PingId,
 };
 use natm_link::clock::Epoch;
-use natm_link::endpoint::{EndpointLink, LinkConfig, LinkKind, WaitConfig};
+use natm_link::endpoint::{EndpointLink, LinkConfig, LinkKind, WaitConfig, with_impairments};
+use natm_netem::Impairments;
 use natm_nic::channel::{self as nic, AdapterEnd, Channel, ChannelConfig, ChannelState};
 use natm_nic::memfd::MemfdMem;
 use natm_nic::notify::{Waiter, Waker};
@@ -160,6 +161,9 @@ pub struct Hostd {
     opts: HostdOptions,
     connector: Connector,
     link: Option<Box<dyn EndpointLink>>,
+    /// The impairments of the cells sent set at run time ([`Request::Impair`]), put in
+    /// front of every link made.
+    impair: Impairments,
     next_reconnect: Instant,
     next_health: Instant,
     listener: UnixListener,
@@ -251,6 +255,11 @@ impl Hostd {
         }
         let stats = LinkStatus {
             description: opts.link_description.clone(),
+            rate: opts
+                .link_rate
+                .and_then(LineRate::cells)
+                .unwrap_or(LineRate::Unlimited)
+                .to_string(),
             up: link.is_some(),
             ..LinkStatus::default()
         };
@@ -258,6 +267,7 @@ impl Hostd {
             opts,
             connector,
             link,
+            impair: Impairments::default(),
             next_reconnect: now + RECONNECT,
             next_health: now,
             listener,
@@ -373,7 +383,11 @@ impl Hostd {
                 if now >= self.next_reconnect {
                     self.next_reconnect = now + RECONNECT;
                     if let Ok(l) = (self.connector)() {
-                        self.link = Some(l);
+                        self.link = Some(if self.impair.is_none() {
+                            l
+                        } else {
+                            with_impairments(l, &self.impair)
+                        });
                         self.stats.reconnects += 1;
                         self.link_up();
                     }
