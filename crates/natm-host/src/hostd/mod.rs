@@ -100,7 +100,7 @@ use natm_adapter::{
     Adapter, AdapterConfig, BufferId, BufferMemory, Completion, Direction, MemoryError, Status,
     VecBuffers,
 };
-use natm_core::{LineRate, Qos, VcId};
+use natm_core::{LineRate, PhyRate, Qos, VcId};
 use natm_host_core::{
     ChannelId, ChannelMemory as HostChannelMemory, Event, Host, HostConfig, OpenError, PingId,
 };
@@ -200,6 +200,20 @@ pub struct Hostd {
     next_socket_check: Instant,
 }
 
+/// The line rate of `cells` per second as the configuration named it: a named layer's
+/// whole cells/s is that layer (its exact rate), `None` is unlimited.
+fn line_rate(cells: Option<u32>) -> LineRate {
+    let Some(n) = cells else {
+        return LineRate::Unlimited;
+    };
+    PhyRate::ALL
+        .into_iter()
+        .find(|p| p.cells_per_s() == n)
+        .map(LineRate::Phy)
+        .or(LineRate::cells(n))
+        .unwrap_or(LineRate::Unlimited)
+}
+
 /// VCs' cookies: 128 bits no other application can guess, from SipHash (a keyed
 /// pseudo-random function) of a counter under two keys the process drew from the OS once,
 /// instead of a `getrandom(2)` per VC.
@@ -255,11 +269,7 @@ impl Hostd {
         }
         let stats = LinkStatus {
             description: opts.link_description.clone(),
-            rate: opts
-                .link_rate
-                .and_then(LineRate::cells)
-                .unwrap_or(LineRate::Unlimited)
-                .to_string(),
+            rate: line_rate(opts.link_rate).to_string(),
             up: link.is_some(),
             ..LinkStatus::default()
         };
