@@ -1204,6 +1204,15 @@ mod tests {
     }
 
     #[test]
+    fn an_impaired_run_takes_the_direct_path_never_a_lane() {
+        assert_eq!(impaired_path(DataPath::Auto).unwrap(), DataPath::Direct);
+        assert_eq!(impaired_path(DataPath::Direct).unwrap(), DataPath::Direct);
+        assert_eq!(impaired_path(DataPath::Daemon).unwrap(), DataPath::Daemon);
+        let e = impaired_path(DataPath::Lane).unwrap_err().to_string();
+        assert!(e.contains("--path lane"), "{e}");
+    }
+
+    #[test]
     fn a_count_budget_stops_at_the_count() {
         let t = Instant::now();
         assert!(more(Budget::Count(2), 1, t));

@@ -31,7 +31,7 @@ impl Report {
         if let Some(i) = &r.impair {
             let _ = writeln!(
                 t,
-                "impaired: both hosts' links lose and damage the cells they send as {i:?} \
+                "impaired: both hosts' links impair the cells they send as {i:?} \
                  (the data crosses the sender's, the acks the receiver's), cleared after \
                  the run; the lane path bypasses the impairment, so the run used the {} path",
                 r.path
@@ -51,7 +51,8 @@ impl Report {
             t,
             "goodput of whole messages, median (min-max) of the runs; {ceiling}; seed fit = \
              54·n/(2200+n) Mbit/s (issue 25's quote of the seed); resends and lost summed \
-             over the runs; tpdu = the TPDU size the sender had reached at the end{}",
+             over the runs; tpdu = the TPDU size limit the sender had reached at the end \
+             (least-greatest of the runs; a smaller message is one TPDU){}",
             if tcp {
                 "; ratio = natm ÷ kernel TCP on loopback, same size, same run"
             } else {

@@ -1,6 +1,8 @@
 //! `natm perf transport`: the options of natm-bench's transport-channel goodput engine
 //! ([`channel::run`], its plot [`channel::plot`]) and of its round-trip mode
-//! ([`channel::rr::run`], `--rr`); the reports print their own tables.
+//! ([`channel::rr::run`], `--rr`); the reports print their own tables. `--impair` and the
+//! line rate read from the lab are the engine's ([`channel::Plan::impair`],
+//! [`channel::Plan::line`]); this module only checks their text (exit 2).
 
 use std::path::PathBuf;
 
