@@ -389,6 +389,7 @@ fn an_impair_request_loses_the_cells_sent_until_it_is_cleared() {
     match ask(&s, &Request::Status) {
         Response::Status(st) => {
             assert_eq!(st.link.impair, "loss=1");
+            assert_eq!(st.link.description, "loopback, impaired at run time loss=1");
             assert_eq!(st.link.rate, "unlimited");
         }
         r => panic!("{r:?}"),
@@ -404,6 +405,15 @@ fn an_impair_request_loses_the_cells_sent_until_it_is_cleared() {
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let r = ask(&s, &Request::Impair { impair: "".into() });
     assert_eq!(r, Response::Impaired { impair: "".into() });
+    match ask(&s, &Request::Status) {
+        Response::Status(st) => {
+            assert_eq!(
+                (st.link.impair.as_str(), st.link.description.as_str()),
+                ("", "loopback")
+            );
+        }
+        r => panic!("{r:?}"),
+    }
     proto::write_frame(&s, &proto::data_frame(handle, b"echo")).unwrap();
     match proto::read_frame::<Response>(&s).unwrap().0 {
         Frame::Data { sdu, .. } => assert_eq!(sdu, b"echo"),

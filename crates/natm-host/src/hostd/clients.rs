@@ -569,6 +569,16 @@ impl Hostd {
         } else {
             impair.to_string()
         };
+        // Said where `natm stat` and `natm lab status` show the link, so that a run that
+        // was killed before it cleared its impairment is seen.
+        self.stats.description = if shown.is_empty() {
+            self.opts.link_description.clone()
+        } else {
+            format!(
+                "{}, impaired at run time {shown}",
+                self.opts.link_description
+            )
+        };
         self.stats.impair = shown.clone();
         Ok(shown)
     }
