@@ -33,9 +33,21 @@
 //! reaches half the goodput of the largest size measured.
 //!
 //! Beside natm's goodput each size gets the AAL5 ceiling at the link's line rate
-//! ([`seed::aal5_ceiling`]: every cell slot carrying the messages' TPDU frames) and the
-//! seed's fitted goodput ([`seed::fit`]; the seed's figures are those quoted in issue 25,
-//! see [`seed`]).
+//! ([`seed::aal5_ceiling`]: every cell slot carrying the messages' TPDU frames; none on
+//! an unlimited link) and the seed's fitted goodput ([`seed::fit`]; the seed's figures are
+//! those quoted in issue 25, see [`seed`]). The line rate is the sender's host link's, as
+//! its hostd reports it ([`Plan::line`] overrides it).
+//!
+//! # Impairment
+//!
+//! With [`Plan::impair`] (natm-netem's impairments, the grammar of the lab topology's
+//! `impair`), both hosts' hostd impair the cells they send on their links for the whole
+//! run ([`natm::Host::set_impairments`]): the data crosses one impaired line (the sender's
+//! link), the acks another (the receiver's). The impairment is cleared when the run ends,
+//! failed or not ([`Impaired`]). A lane bypasses hostd's link, so an impaired run uses the
+//! direct path (`auto` becomes `direct`; `lane` is refused). Per run the report keeps the
+//! TPDUs resent and the TPDU size the sender had reached at the end
+//! ([`NatmMoved::tpdu_size`]; it shrinks under loss with the adaptive size).
 //!
 //! A guaranteed channel's figure is its rate: the cells of the messages that arrived after
 //! the first one ÷ the time from the first arrival to the last, against the requested
@@ -48,12 +60,13 @@
 //!
 //! # What it is not
 //!
-//! No impairment of its own (impair the lab's links in its topology), no switched VC (a
-//! PVC both hosts open), no shared scheduler between the measured channel and the bulk one
-//! (each is its own channel in its own threads: their TPDUs meet in hostd and the switch,
-//! not in natm-transport's `sched::Wrr`). The seed's curve is drawn from the issue's
-//! quoted numbers, not the paper's data. The line rate is what the plan says (the default
-//! lab's OC-3c), not read from the lab.
+//! No impairment code of its own (hostd runs natm-netem, as for a topology's `impair`),
+//! none between the switch and the hosts (switchd's lines stay as the topology has them),
+//! no switched VC (a PVC both hosts open), no shared scheduler between the measured channel
+//! and the bulk one (each is its own channel in its own threads: their TPDUs meet in hostd
+//! and the switch, not in natm-transport's `sched::Wrr`). The seed's curve is drawn from
+//! the issue's quoted numbers, not the paper's data. The line rate read from the lab is
+//! the sender's link's only (a slower link further on is not seen).
 
 mod render;
 pub mod rr;
@@ -67,9 +80,10 @@ use std::time::{Duration, Instant};
 
 use natm::transport::{Channel, Event, Service, TransportOptions};
 use natm::{DataPath, VcOptions};
-use natm_core::PhyRate;
+use natm_core::LineRate;
 use natm_core::addr::PvcAddr;
 use natm_core::qos::Qos;
+use natm_netem::Impairments;
 use serde::Serialize;
 
 use crate::plot;
@@ -143,8 +157,12 @@ pub struct Plan {
     pub baseline: bool,
     /// Runs per size (1 to [`MAX_RUNS`]), natm and TCP alternating.
     pub runs: u32,
-    /// The link's line rate, for the AAL5 ceiling.
-    pub line: PhyRate,
+    /// The link's line rate for the AAL5 ceiling; `None`: the sender's host link's, read
+    /// from its hostd.
+    pub line: Option<LineRate>,
+    /// Impairments both hosts put on the cells they send during the run (see the module
+    /// doc); `None`: the links as they are.
+    pub impair: Option<Impairments>,
     /// A reliable bulk flow beside every natm run, on this PVC and QoS.
     pub bulk: Option<(PvcAddr, Qos)>,
 }
@@ -172,6 +190,9 @@ pub struct NatmMoved {
     pub resends: u64,
     /// Of which after a timeout.
     pub timeout_resends: u64,
+    /// The TPDU payload size the sender segmented with at the end (adaptive: shrinks
+    /// under loss).
+    pub tpdu_size: usize,
     /// The sender's smoothed round trip at the end, in milliseconds (reliable).
     pub srtt_ms: Option<f64>,
     /// From the first arrival to the last.
@@ -229,10 +250,15 @@ pub struct SizeResult {
     pub tcp: Option<Spread>,
     /// natm's median goodput ÷ TCP's (`null` with no baseline).
     pub ratio: Option<f64>,
-    /// The AAL5 ceiling at this size, bit/s ([`seed::aal5_ceiling`]).
-    pub ceiling_bits_per_sec: f64,
-    /// natm's median ÷ the ceiling.
-    pub of_ceiling: f64,
+    /// The AAL5 ceiling at this size, bit/s ([`seed::aal5_ceiling`]); `null` on an
+    /// unlimited link.
+    pub ceiling_bits_per_sec: Option<f64>,
+    /// natm's median ÷ the ceiling (`null` without one).
+    pub of_ceiling: Option<f64>,
+    /// TPDUs resent, summed over the runs.
+    pub resends: u64,
+    /// The TPDU size the sender had reached at the end, least and greatest of the runs.
+    pub tpdu_size_reached: (usize, usize),
     /// The seed's fitted goodput at this size, bit/s ([`seed::fit`]).
     pub seed_fit_bits_per_sec: f64,
     /// A guaranteed channel's rate (`null` for the other services).
@@ -291,8 +317,13 @@ pub struct Report {
     pub budget: Budget,
     /// Runs per size.
     pub runs: u32,
-    /// The line rate of the AAL5 ceiling.
+    /// The line rate of the AAL5 ceiling (`unlimited`: no ceiling).
     pub line_rate: String,
+    /// Where it comes from: `lab` (the sender's hostd) or `--line-rate`.
+    pub line_rate_from: &'static str,
+    /// The impairments both hosts put on their sent cells during the run (natm-netem's
+    /// text), `null` without.
+    pub impair: Option<String>,
     /// The TPDU payload size the ceiling counts, bytes.
     pub tpdu_size: usize,
     /// The bulk flow's PVC (`null` without one).
@@ -351,8 +382,115 @@ pub fn half_power(points: &[(usize, f64)]) -> Option<HalfPoint> {
     })
 }
 
-/// Runs the measurement of `plan` and returns its report (prints nothing).
+/// The impairments of an impaired run in force on the hosts' links ([`Plan::impair`]):
+/// dropping it clears them ([`Impaired::clear`] says whether that worked).
+struct Impaired {
+    /// Each host impaired so far, by name, and the connection that did it.
+    hosts: Vec<(String, natm::Host)>,
+}
+
+impl Impaired {
+    /// Impairs the cells each of `hosts` sends; on a failure the ones already impaired are
+    /// cleared again.
+    fn set(hosts: &[&str], impair: &Impairments) -> Result<Impaired, Error> {
+        let mut done = Impaired { hosts: Vec::new() };
+        let text = impair.to_string();
+        for &name in hosts {
+            let host = connect(name).map_err(|e| Error::Natm {
+                what: format!("host {name}"),
+                source: e,
+            })?;
+            host.set_impairments(&text).map_err(|e| Error::Natm {
+                what: format!("impairing host {name}'s link with {text:?}"),
+                source: e,
+            })?;
+            done.hosts.push((name.to_string(), host));
+        }
+        Ok(done)
+    }
+
+    /// Clears every host's impairments; the first failure, after trying them all.
+    fn clear(mut self) -> Result<(), Error> {
+        let mut first = None;
+        for (name, host) in self.hosts.drain(..) {
+            if let Err(e) = host.set_impairments("") {
+                first.get_or_insert(Error::Natm {
+                    what: format!("clearing host {name}'s impairments"),
+                    source: e,
+                });
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for Impaired {
+    fn drop(&mut self) {
+        // A run that failed on the way: clear what can be cleared; its own error is the
+        // one reported.
+        for (_, host) in self.hosts.drain(..) {
+            let _ = host.set_impairments("");
+        }
+    }
+}
+
+/// The line rate of host `name`'s link, as its hostd reports it.
+fn lab_line_rate(name: &str) -> Result<LineRate, Error> {
+    let status = connect(name)
+        .and_then(|h| h.status())
+        .map_err(|e| Error::Natm {
+            what: format!("host {name}'s status"),
+            source: e,
+        })?;
+    let rate = &status.link.rate;
+    rate.parse().map_err(|_| {
+        Error::Daemon(format!(
+            "host {name}'s hostd reports its link's rate as {rate:?}, not a line rate; \
+             give --line-rate"
+        ))
+    })
+}
+
+/// The data path of an impaired run: not a lane (it bypasses hostd's impaired link).
+fn impaired_path(path: DataPath) -> Result<DataPath, Error> {
+    match path {
+        DataPath::Auto => Ok(DataPath::Direct),
+        DataPath::Lane => Err(Error::Plan(
+            "--path lane with --impair: a lane bypasses hostd's link, where the impairment \
+             is; use direct or daemon"
+                .into(),
+        )),
+        p => Ok(p),
+    }
+}
+
+/// Runs the measurement of `plan` and returns its report (prints nothing). With
+/// [`Plan::impair`] the hosts' links are impaired for the run and cleared after it, also
+/// when it fails.
 pub fn run(plan: &Plan) -> Result<Report, Error> {
+    let (line, line_rate_from) = match plan.line {
+        Some(l) => (l, "--line-rate"),
+        None => (lab_line_rate(&plan.target.sender_host)?, "lab"),
+    };
+    let Some(impair) = plan.impair else {
+        return measure(plan, line, line_rate_from);
+    };
+    let mut plan = plan.clone();
+    plan.target.path = impaired_path(plan.target.path)?;
+    let impaired = Impaired::set(
+        &[&plan.target.sender_host, &plan.target.receiver_host],
+        &impair,
+    )?;
+    let report = measure(&plan, line, line_rate_from);
+    let cleared = impaired.clear();
+    let mut report = report?;
+    cleared?;
+    report.impair = Some(impair.to_string());
+    Ok(report)
+}
+
+/// [`run`]'s measurement on the links as they are.
+fn measure(plan: &Plan, line: LineRate, line_rate_from: &'static str) -> Result<Report, Error> {
     let warnings = crate::crowding::for_run(&plan.placement, None);
     let per = if plan.baseline { 2 } else { 1 };
     let runs = plan.runs.max(1);
@@ -377,7 +515,7 @@ pub fn run(plan: &Plan) -> Result<Report, Error> {
                 progress.inc(1);
             }
         }
-        sizes.push(summarize(plan, size, tpdu, natm_runs, tcp_runs));
+        sizes.push(summarize(plan, line, size, tpdu, natm_runs, tcp_runs));
     }
     drop(progress);
     let half = (sizes.len() >= 2).then(|| {
@@ -398,7 +536,9 @@ pub fn run(plan: &Plan) -> Result<Report, Error> {
         path: plan.target.path.name().to_string(),
         budget: plan.budget,
         runs,
-        line_rate: plan.line.name().to_string(),
+        line_rate: line.to_string(),
+        line_rate_from,
+        impair: None,
         tpdu_size: tpdu,
         bulk_vc: plan.bulk.map(|(vc, _)| vc.to_string()),
         placement: plan.placement,
@@ -419,6 +559,7 @@ pub fn run(plan: &Plan) -> Result<Report, Error> {
 /// One size's figures from its runs.
 fn summarize(
     plan: &Plan,
+    line: LineRate,
     size: usize,
     tpdu: usize,
     natm_runs: Vec<NatmMoved>,
@@ -429,7 +570,8 @@ fn summarize(
     let ratio = tcp
         .filter(|t| t.median > 0.0)
         .map(|t| natm.median / t.median);
-    let ceiling = seed::aal5_ceiling(size, tpdu, plan.line);
+    let ceiling = seed::aal5_ceiling(size, tpdu, line);
+    let tpdu_sizes = natm_runs.iter().map(|m| m.tpdu_size);
     let rate = match plan.service {
         Service::Guaranteed { rate } => Some(rate_figure(rate, size, tpdu, &natm_runs)),
         _ => None,
@@ -447,7 +589,12 @@ fn summarize(
         tcp,
         ratio,
         ceiling_bits_per_sec: ceiling,
-        of_ceiling: natm.median / ceiling,
+        of_ceiling: ceiling.map(|c| natm.median / c),
+        resends: natm_runs.iter().map(|m| m.resends).sum(),
+        tpdu_size_reached: (
+            tpdu_sizes.clone().min().unwrap_or(0),
+            tpdu_sizes.max().unwrap_or(0),
+        ),
         seed_fit_bits_per_sec: seed::fit(size as f64),
         rate,
         bulk,
@@ -511,7 +658,7 @@ pub fn plot(report: &Report, path: &std::path::Path) -> io::Result<()> {
     let ceiling: Vec<(f64, f64)> = report
         .sizes
         .iter()
-        .map(|s| (s.size as f64, mbit(s.ceiling_bits_per_sec)))
+        .filter_map(|s| Some((s.size as f64, mbit(s.ceiling_bits_per_sec?))))
         .collect();
     let (lo, hi) = report.sizes.iter().fold((f64::MAX, 0f64), |(lo, hi), s| {
         (lo.min(s.size as f64), hi.max(s.size as f64))
@@ -569,13 +716,15 @@ pub fn plot(report: &Report, path: &std::path::Path) -> io::Result<()> {
     if !asked.is_empty() {
         curves.push(curve("asked", [30, 60, 220], &asked, true, false));
     }
-    curves.push(curve(
-        "aal5 ceiling",
-        [110, 110, 110],
-        &ceiling,
-        true,
-        false,
-    ));
+    if !ceiling.is_empty() {
+        curves.push(curve(
+            "aal5 ceiling",
+            [110, 110, 110],
+            &ceiling,
+            true,
+            false,
+        ));
+    }
     curves.push(curve("seed fit", [240, 140, 0], &fit, true, false));
     curves.push(curve("seed points", [130, 40, 180], &points, false, true));
     plot::log_sizes(path, &curves, Some(cap))
@@ -600,6 +749,15 @@ fn open(host: &str, plan: &Plan) -> io::Result<Channel> {
     open_channel(host, plan.service, t.vc, t.qos, t.path)
 }
 
+/// Connects to `host`'s hostd: a host name, or a socket path when it holds a `/`.
+fn connect(host: &str) -> Result<natm::Host, natm::Error> {
+    if host.contains('/') {
+        natm::Host::connect_path(host)
+    } else {
+        natm::Host::connect(host)
+    }
+}
+
 /// Opens PVC `vc` with `qos` on `host` and a `service` channel over it.
 fn open_channel(
     host: &str,
@@ -608,12 +766,7 @@ fn open_channel(
     qos: Qos,
     path: DataPath,
 ) -> io::Result<Channel> {
-    let h = if host.contains('/') {
-        natm::Host::connect_path(host)
-    } else {
-        natm::Host::connect(host)
-    }
-    .map_err(|e| natm_error(&format!("host {host}"), e))?;
+    let h = connect(host).map_err(|e| natm_error(&format!("host {host}"), e))?;
     let opts = TransportOptions::new(service).handshake_timeout(HANDSHAKE);
     let options = VcOptions::new(vc)
         .qos(qos)
@@ -804,6 +957,7 @@ fn measured_run(plan: &Plan, size: usize) -> io::Result<(NatmMoved, Instant)> {
         tpdus_sent: stats.tpdus_sent,
         resends: stats.smart_resends + stats.timeout_resends,
         timeout_resends: stats.timeout_resends,
+        tpdu_size: stats.tpdu_size,
         srtt_ms: stats.srtt.map(|d| d.as_nanos() as f64 / 1e6),
         arrival_seconds,
         bulk: None,
@@ -1023,6 +1177,7 @@ mod tests {
             tpdus_sent: received,
             resends: 0,
             timeout_resends: 0,
+            tpdu_size: 8192,
             srtt_ms: None,
             arrival_seconds,
             bulk: None,
@@ -1046,6 +1201,15 @@ mod tests {
                 .achieved
                 .is_none()
         );
+    }
+
+    #[test]
+    fn an_impaired_run_takes_the_direct_path_never_a_lane() {
+        assert_eq!(impaired_path(DataPath::Auto).unwrap(), DataPath::Direct);
+        assert_eq!(impaired_path(DataPath::Direct).unwrap(), DataPath::Direct);
+        assert_eq!(impaired_path(DataPath::Daemon).unwrap(), DataPath::Daemon);
+        let e = impaired_path(DataPath::Lane).unwrap_err().to_string();
+        assert!(e.contains("--path lane"), "{e}");
     }
 
     #[test]

@@ -327,6 +327,43 @@ fn a_link_with_impairments_has_no_lanes_and_the_default_is_direct() {
 }
 
 #[test]
+fn a_host_impaired_at_run_time_opens_no_lane_and_an_open_lane_refuses_the_impairment() {
+    let lab = Lab::up("lane-run-time-impair", "unlimited", None);
+    let h1 = lab.host("h1");
+    let default_path = |vc: &str| {
+        VcOptions::new(vc.parse().unwrap())
+            .qos("ubr".parse().unwrap())
+            .notify(NotifyMode::EventFd)
+    };
+    // A lane open: its cells would bypass the impairment, so hostd refuses it.
+    let lane = h1
+        .open(lane_options("0.100", NotifyMode::EventFd))
+        .expect("a lane");
+    match h1.set_impairments("loss=1%") {
+        Err(Error::Refused { message, .. }) => {
+            assert!(message.contains("1 lane-path VC(s) open"), "{message}")
+        }
+        r => panic!("impaired beside an open lane: {r:?}"),
+    }
+    drop(lane);
+    // Closed: impaired now, and no lane until cleared; the default is the direct path.
+    assert_eq!(h1.set_impairments("loss=1%").expect("impair"), "loss=0.01");
+    match h1.open(lane_options("0.101", NotifyMode::EventFd)) {
+        Err(e) => assert!(e.to_string().contains("impaired (loss=0.01)"), "{e}"),
+        Ok(_) => panic!("a lane that bypasses the run-time impairment"),
+    }
+    let vc = h1.open(default_path("0.102")).expect("the default path");
+    let status = h1.status().expect("status");
+    assert_eq!(status.channels[0].path, DataPath::Direct, "{status:?}");
+    assert_eq!(status.link.impair, "loss=0.01");
+    drop(vc);
+    assert_eq!(h1.set_impairments("").expect("clear"), "");
+    let _lane = h1.open(default_path("0.103")).expect("the default path");
+    let status = h1.status().expect("status");
+    assert_eq!(status.channels[0].path, DataPath::Lane, "{status:?}");
+}
+
+#[test]
 fn lanes_come_back_after_a_switch_restart() {
     let lab = Lab::up("lane-restart", "unlimited", None);
     let (h1, h2) = (lab.host("h1"), lab.host("h2"));

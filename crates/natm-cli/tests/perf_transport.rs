@@ -94,7 +94,9 @@ fn a_short_run_over_the_default_lab_reports_goodput_and_bad_options_exit_2() {
     assert_eq!(v["vc"], "0.0.100");
     assert_eq!(v["budget"], serde_json::json!({ "count": 200 }));
     assert_eq!(v["runs"], 2);
-    assert_eq!(v["line_rate"], "oc3");
+    assert_eq!(v["line_rate"], "oc3", "read from the lab's hostd");
+    assert_eq!(v["line_rate_from"], "lab");
+    assert!(v["impair"].is_null());
     assert!(
         v["half_power"].is_null(),
         "one size has no half-power point"
@@ -283,6 +285,105 @@ fn a_short_run_over_the_default_lab_reports_goodput_and_bad_options_exit_2() {
         / v["raw"]["p50_us"]["median"].as_f64().unwrap();
     assert!((ratio - expect).abs() < 1e-9, "{v}");
 
+    // Impaired: 1 % cell loss on both hosts' links for one reliable run, on the direct
+    // path (the lab's default is the lane, which bypasses hostd's link); everything still
+    // arrives, some TPDUs were resent, and the links are clear again afterwards. The line
+    // rate given overrides the lab's.
+    let v = run_json(
+        &lab,
+        &[
+            "--service",
+            "reliable",
+            "--vc",
+            "0.106",
+            "--size",
+            "1500",
+            "--count",
+            "200",
+            "--runs",
+            "1",
+            "--no-baseline",
+            "--impair",
+            "loss=1%,seed=5",
+            "--line-rate",
+            "100000",
+        ],
+    );
+    assert_eq!(v["impair"], "loss=0.01,seed=5", "{v}");
+    assert_eq!(v["path"], "direct");
+    assert_eq!(
+        (&v["line_rate"], &v["line_rate_from"]),
+        (&"100000".into(), &"--line-rate".into())
+    );
+    let s = &v["sizes"][0];
+    let m = &s["natm_runs"][0];
+    check_natm(m, 1500, true);
+    assert!(m["resends"].as_u64().unwrap() > 0, "1 % cell loss: {m}");
+    assert_eq!(s["resends"], m["resends"]);
+    let tpdu = m["tpdu_size"].as_u64().unwrap();
+    assert!(tpdu > 0 && tpdu <= 8192, "{m}");
+    assert_eq!(s["tpdu_size_reached"], serde_json::json!([tpdu, tpdu]));
+    // 1,500 B in one TPDU: 32 cells at 100,000 cells/s.
+    let ceiling = s["ceiling_bits_per_sec"].as_f64().unwrap();
+    assert!(
+        (ceiling - 1500.0 * 8.0 * 100_000.0 / 32.0).abs() < 1e-6,
+        "{ceiling}"
+    );
+    for h in ["h1", "h2"] {
+        let st = lab.host(h).status().unwrap();
+        assert_eq!(st.link.impair, "", "{h}'s impairment cleared after the run");
+        assert_eq!(st.link.rate, "oc3");
+    }
+    // A run that fails (the VC's QoS above the link's rate) clears the impairment too.
+    let out = perf(
+        &lab,
+        &[
+            "--service",
+            "reliable",
+            "--vc",
+            "0.107",
+            "--qos",
+            "cbr:pcr=1000000",
+            "--size",
+            "1500",
+            "--count",
+            "10",
+            "--runs",
+            "1",
+            "--no-baseline",
+            "--impair",
+            "loss=1%",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    for h in ["h1", "h2"] {
+        assert_eq!(lab.host(h).status().unwrap().link.impair, "", "{h}");
+    }
+    // The table names the impairment and the TPDU size column.
+    let out = perf(
+        &lab,
+        &[
+            "--service",
+            "best-effort",
+            "--vc",
+            "0.108",
+            "--size",
+            "1500",
+            "--count",
+            "50",
+            "--runs",
+            "1",
+            "--no-baseline",
+            "--impair",
+            "burst=1%/4",
+        ],
+    );
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(text.contains("impaired: both hosts' links"), "{text}");
+    assert!(text.contains("burst="), "{text}");
+    assert!(text.contains("tpdu"), "{text}");
+
     // Bad options: exit 2, naming the option.
     for (args, what) in [
         (vec!["--service", "fast"], "--service"),
@@ -311,6 +412,26 @@ fn a_short_run_over_the_default_lab_reports_goodput_and_bad_options_exit_2() {
             "--line-rate",
         ),
         (
+            vec!["--service", "reliable", "--impair", "los=1%"],
+            "--impair",
+        ),
+        (
+            vec!["--service", "reliable", "--impair", "loss=200%"],
+            "--impair",
+        ),
+        (
+            vec![
+                "--service",
+                "reliable",
+                "--impair",
+                "loss=1%",
+                "--path",
+                "lane",
+            ],
+            "--path lane",
+        ),
+        (vec!["--rr", "--impair", "loss=1%"], "--impair"),
+        (
             vec!["--service", "reliable", "--bulk-vc", "0.101"],
             "--with-bulk",
         ),
@@ -331,4 +452,74 @@ fn a_short_run_over_the_default_lab_reports_goodput_and_bad_options_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         assert!(stderr(&out).contains(what), "{args:?}: {}", stderr(&out));
     }
+}
+
+#[test]
+fn the_ceiling_follows_the_labs_line_rate() {
+    let lab = Lab::up("perf-transport-unlimited", "unlimited", None);
+    let v = run_json(
+        &lab,
+        &[
+            "--service",
+            "reliable",
+            "--size",
+            "4096",
+            "--count",
+            "50",
+            "--runs",
+            "1",
+            "--no-baseline",
+        ],
+    );
+    assert_eq!(v["line_rate"], "unlimited", "{v}");
+    assert_eq!(v["line_rate_from"], "lab");
+    let s = &v["sizes"][0];
+    check_natm(&s["natm_runs"][0], 4096, true);
+    assert!(
+        s["ceiling_bits_per_sec"].is_null() && s["of_ceiling"].is_null(),
+        "{s}"
+    );
+    let out = perf(
+        &lab,
+        &[
+            "--service",
+            "reliable",
+            "--vc",
+            "0.101",
+            "--size",
+            "4096",
+            "--count",
+            "20",
+            "--runs",
+            "1",
+            "--no-baseline",
+        ],
+    );
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        text.contains("no AAL5 ceiling: the link's line rate is unlimited"),
+        "{text}"
+    );
+    // The override still gives one.
+    let v = run_json(
+        &lab,
+        &[
+            "--service",
+            "reliable",
+            "--vc",
+            "0.102",
+            "--size",
+            "4096",
+            "--count",
+            "20",
+            "--runs",
+            "1",
+            "--no-baseline",
+            "--line-rate",
+            "oc12",
+        ],
+    );
+    assert_eq!(v["line_rate"], "oc12");
+    assert!(v["sizes"][0]["of_ceiling"].as_f64().unwrap() > 0.0);
 }

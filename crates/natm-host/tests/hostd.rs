@@ -356,3 +356,67 @@ fn configuration_is_checked_and_run_serves_a_configured_udp_link() {
     }
     assert!(!sock.exists(), "the socket is removed at stop");
 }
+
+#[test]
+fn an_impair_request_loses_the_cells_sent_until_it_is_cleared() {
+    let (_dir, d) = daemon("impair");
+    let s = connect(&d);
+    // A text natm-netem refuses, named.
+    let (kind, m) = error(ask(
+        &s,
+        &Request::Impair {
+            impair: "los=1%".into(),
+        },
+    ));
+    assert_eq!(kind, ErrorKind::BadRequest);
+    assert!(m.contains("los=1%"), "{m}");
+    let Response::Opened { handle, .. } = ask(&s, &open("0.100", "ubr")) else {
+        panic!("open refused");
+    };
+    // Every cell lost: the looped-back SDU never comes.
+    let r = ask(
+        &s,
+        &Request::Impair {
+            impair: "loss=100%".into(),
+        },
+    );
+    assert_eq!(
+        r,
+        Response::Impaired {
+            impair: "loss=1".into()
+        }
+    );
+    match ask(&s, &Request::Status) {
+        Response::Status(st) => {
+            assert_eq!(st.link.impair, "loss=1");
+            assert_eq!(st.link.description, "loopback, impaired at run time loss=1");
+            assert_eq!(st.link.rate, "unlimited");
+        }
+        r => panic!("{r:?}"),
+    }
+    proto::write_frame(&s, &proto::data_frame(handle, b"lost")).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    assert!(
+        proto::read_frame::<Response>(&s).is_err(),
+        "an SDU came through a link that loses every cell"
+    );
+    // Cleared: SDUs come back again.
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let r = ask(&s, &Request::Impair { impair: "".into() });
+    assert_eq!(r, Response::Impaired { impair: "".into() });
+    match ask(&s, &Request::Status) {
+        Response::Status(st) => {
+            assert_eq!(
+                (st.link.impair.as_str(), st.link.description.as_str()),
+                ("", "loopback")
+            );
+        }
+        r => panic!("{r:?}"),
+    }
+    proto::write_frame(&s, &proto::data_frame(handle, b"echo")).unwrap();
+    match proto::read_frame::<Response>(&s).unwrap().0 {
+        Frame::Data { sdu, .. } => assert_eq!(sdu, b"echo"),
+        f => panic!("{f:?}"),
+    }
+}

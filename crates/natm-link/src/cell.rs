@@ -130,6 +130,50 @@ pub trait CellLink {
     }
 }
 
+/// A boxed link is a link (so that an [`Emulated`](crate::emulated::Emulated) can wrap a
+/// link chosen at run time): every call goes to the box's link.
+impl<L: CellLink + ?Sized> CellLink for Box<L> {
+    fn send_cells(&mut self, cells: &[CellBytes]) -> io::Result<usize> {
+        (**self).send_cells(cells)
+    }
+
+    fn recv_cells(&mut self, buf: &mut [CellBytes]) -> io::Result<usize> {
+        (**self).recv_cells(buf)
+    }
+
+    fn wait_recv(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
+        (**self).wait_recv(timeout)
+    }
+
+    fn wait_send(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
+        (**self).wait_send(timeout)
+    }
+
+    fn poll_fd(&self) -> Option<BorrowedFd<'_>> {
+        (**self).poll_fd()
+    }
+
+    fn counters(&self) -> LinkCounters {
+        (**self).counters()
+    }
+
+    fn recv_cells_timeout(
+        &mut self,
+        buf: &mut [CellBytes],
+        timeout: Option<Duration>,
+    ) -> io::Result<usize> {
+        (**self).recv_cells_timeout(buf, timeout)
+    }
+
+    fn send_cells_timeout(
+        &mut self,
+        cells: &[CellBytes],
+        timeout: Option<Duration>,
+    ) -> io::Result<usize> {
+        (**self).send_cells_timeout(cells, timeout)
+    }
+}
+
 fn remaining(deadline: Option<Instant>) -> Option<Duration> {
     deadline.map(|d| d.saturating_duration_since(Instant::now()))
 }

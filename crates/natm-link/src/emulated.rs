@@ -129,6 +129,12 @@ impl<L: CellLink> Emulated<L> {
         self.inner
     }
 
+    /// Replaces the impairments (their seed included) of the cells offered from now on
+    /// ([`Netem::set_impairments`]); the line rate stays.
+    pub fn set_impairments(&mut self, impairments: &natm_netem::Impairments) {
+        self.netem.set_impairments(impairments);
+    }
+
     /// The emulator's counters (offered, lost, corrupted, delayed, delivered …). The
     /// inner link's are [`CellLink::counters`].
     pub fn emulator_counters(&self) -> Counters {

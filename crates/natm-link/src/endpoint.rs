@@ -101,6 +101,55 @@ pub trait EndpointLink: CellLink + Send {
     fn setup_warning(&self) -> Option<String> {
         None
     }
+
+    /// Replaces the impairments of the cells sent from now on, when this link runs them
+    /// through an emulated line ([`Emulated`]); `false`, changing nothing, when it has
+    /// none ([`with_impairments`] puts one in front).
+    fn set_impairments(&mut self, impairments: &Impairments) -> bool {
+        let _ = impairments;
+        false
+    }
+}
+
+/// `link` with the cells it sends from now on impaired by `impairments` (natm-netem's):
+/// set in its emulated line when it has one, else behind a new one at an unlimited rate
+/// (the link's own pace stays). Cells already inside keep their fate.
+pub fn with_impairments(
+    mut link: Box<dyn EndpointLink>,
+    impairments: &Impairments,
+) -> Box<dyn EndpointLink> {
+    if link.set_impairments(impairments) {
+        return link;
+    }
+    let config = natm_netem::Config {
+        rate: LineRate::Unlimited,
+        impairments: *impairments,
+        ..natm_netem::Config::default()
+    };
+    Box::new(Emulated::new(link, &config))
+}
+
+/// A boxed link: every call goes to the box's link.
+impl<L: EndpointLink + ?Sized> EndpointLink for Box<L> {
+    fn next_due(&self) -> Option<Instant> {
+        (**self).next_due()
+    }
+
+    fn set_spinning(&mut self, on: bool) {
+        (**self).set_spinning(on);
+    }
+
+    fn check_peer(&mut self) -> io::Result<()> {
+        (**self).check_peer()
+    }
+
+    fn setup_warning(&self) -> Option<String> {
+        (**self).setup_warning()
+    }
+
+    fn set_impairments(&mut self, impairments: &Impairments) -> bool {
+        (**self).set_impairments(impairments)
+    }
 }
 
 /// How long a caller may leave a TCP link with unwritten bytes before trying again.
@@ -153,6 +202,11 @@ where
 
     fn setup_warning(&self) -> Option<String> {
         self.inner().setup_warning()
+    }
+
+    fn set_impairments(&mut self, impairments: &Impairments) -> bool {
+        Emulated::set_impairments(self, impairments);
+        true
     }
 }
 
@@ -812,5 +866,23 @@ mod tests {
             let e = LinkConfig::from_toml(text).unwrap_err().to_string();
             assert!(e.contains(needle), "{text:?}: {e}");
         }
+    }
+
+    #[test]
+    fn impairments_set_at_run_time_lose_cells_and_clear() {
+        let (a, mut b) = ShmLink::pair(4096).unwrap();
+        let plain: Box<dyn EndpointLink> = Box::new(a);
+        let all: Impairments = "loss=100%".parse().unwrap();
+        // No emulated line yet: one is put in front.
+        let mut link = with_impairments(plain, &all);
+        let cells = [[7u8; 53]; 10];
+        assert_eq!(link.send_cells(&cells).unwrap(), 10);
+        let mut buf = [[0u8; 53]; 16];
+        assert_eq!(b.recv_cells(&mut buf).unwrap(), 0, "every cell lost");
+        // The line is there now: set in place, and cleared.
+        assert!(link.set_impairments(&Impairments::default()));
+        let mut link = with_impairments(link, &Impairments::default());
+        assert_eq!(link.send_cells(&cells).unwrap(), 10);
+        assert_eq!(b.recv_cells(&mut buf).unwrap(), 10);
     }
 }

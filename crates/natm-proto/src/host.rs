@@ -210,6 +210,16 @@ pub enum Request {
     },
     /// Report the host's state.
     Status,
+    /// Impair the cells this host sends on its link from now on (natm-netem's
+    /// impairments text, e.g. `loss=1%`; `""` clears): answered with
+    /// [`Response::Impaired`]. For measurements (`natm perf transport --impair`): the
+    /// setting is hostd's until changed or hostd stops, it is kept across a reconnect,
+    /// and while it is set hostd opens no lane-path VC (a lane bypasses its link) and
+    /// refuses it while one is open.
+    Impair {
+        /// The impairments, natm-netem's text.
+        impair: String,
+    },
     /// Set up a switched VC to `called` (issue 24) and open it as [`Request::Open`] would
     /// a PVC: answered with [`Response::Opened`] (its `call` says which VC the network
     /// gave and how long set-up took) or, when the network or the far end refused,
@@ -317,6 +327,11 @@ pub enum Response {
     },
     /// The host's state.
     Status(HostStatus),
+    /// The impairments set by [`Request::Impair`] are in force.
+    Impaired {
+        /// Their text as natm-netem writes it (`""`: none).
+        impair: String,
+    },
     /// The request failed.
     Error {
         /// What kind of failure.
@@ -530,6 +545,14 @@ pub struct HostCall {
 pub struct LinkStatus {
     /// What it is.
     pub description: String,
+    /// Its line rate as the configuration names it (`oc3`, `100000`, `unlimited`;
+    /// natm-core's `LineRate` text); empty from a hostd that does not say.
+    #[serde(default)]
+    pub rate: String,
+    /// The impairments set at run time ([`Request::Impair`]), natm-netem's text; empty
+    /// when none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub impair: String,
     /// Whether it is up.
     pub up: bool,
     /// Times it came back after failing.

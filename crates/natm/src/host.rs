@@ -443,6 +443,19 @@ impl Host {
         lock(&self.conn).status()
     }
 
+    /// Impairs the cells this host sends on its link from now on (natm-netem's
+    /// impairments text, e.g. `loss=1%`; `""` clears) and returns the text in force (`""`:
+    /// none). For measurements: hostd keeps the setting until it is changed (also for
+    /// every other application of the host), and opens no lane-path VC while it is set.
+    pub fn set_impairments(&self, impair: &str) -> Result<String, Error> {
+        match lock(&self.conn).request(&Request::Impair {
+            impair: impair.to_string(),
+        })? {
+            (Response::Impaired { impair }, _) => Ok(impair),
+            (r, _) => Err(protocol(format!("hostd answered impair with {r:?}"))),
+        }
+    }
+
     /// Closes the VC with this cookie (see [`Vc::cookie`]); hostd refuses a cookie of
     /// another connection's VC.
     pub fn close_cookie(&self, cookie: &str) -> Result<(), Error> {

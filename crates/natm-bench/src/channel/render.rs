@@ -28,15 +28,31 @@ impl Report {
             cpu(r.placement.client),
             cpu(r.placement.server)
         );
+        if let Some(i) = &r.impair {
+            let _ = writeln!(
+                t,
+                "impaired: both hosts' links impair the cells they send as {i:?} \
+                 (the data crosses the sender's, the acks the receiver's), cleared after \
+                 the run; the lane path bypasses the impairment, so the run used the {} path",
+                r.path
+            );
+        }
         let tcp = r.sizes.iter().any(|s| s.tcp.is_some());
+        let ceiling = if r.line_rate == "unlimited" {
+            "no AAL5 ceiling: the link's line rate is unlimited (from the lab)".to_string()
+        } else {
+            format!(
+                "ceiling = AAL5 at {} (from {}) with {}-byte TPDUs",
+                r.line_rate, r.line_rate_from, r.tpdu_size
+            )
+        };
         let rate = r.sizes.iter().any(|s| s.rate.is_some());
         let _ = writeln!(
             t,
-            "goodput of whole messages, median (min-max) of the runs; ceiling = AAL5 at {} \
-             with {}-byte TPDUs; seed fit = 54·n/(2200+n) Mbit/s (issue 25's quote of the \
-             seed); resends and lost summed over the runs{}",
-            r.line_rate,
-            r.tpdu_size,
+            "goodput of whole messages, median (min-max) of the runs; {ceiling}; seed fit = \
+             54·n/(2200+n) Mbit/s (issue 25's quote of the seed); resends and lost summed \
+             over the runs; tpdu = the TPDU size limit the sender had reached at the end \
+             (least-greatest of the runs; a smaller message is one TPDU){}",
             if tcp {
                 "; ratio = natm ÷ kernel TCP on loopback, same size, same run"
             } else {
@@ -52,8 +68,8 @@ impl Report {
             );
         }
         let mut head = format!(
-            "{:>8} {:>8} {:>15} {:>9} {:>7} {:>8} {:>8} {:>6}",
-            "size", "Mbit/s", "min-max", "ceiling", "% ceil", "seed fit", "resends", "lost"
+            "{:>8} {:>8} {:>15} {:>9} {:>7} {:>8} {:>8} {:>6} {:>11}",
+            "size", "Mbit/s", "min-max", "ceiling", "% ceil", "seed fit", "resends", "lost", "tpdu"
         );
         if rate {
             head.push_str(&format!(
@@ -69,22 +85,30 @@ impl Report {
         }
         let _ = writeln!(t, "{head}");
         for s in &r.sizes {
-            let resends: u64 = s.natm_runs.iter().map(|m| m.resends).sum();
             let lost: u64 = s
                 .natm_runs
                 .iter()
                 .map(|m| m.sent_messages - m.received_messages.min(m.sent_messages))
                 .sum();
+            let (ceiling, of) = match (s.ceiling_bits_per_sec, s.of_ceiling) {
+                (Some(c), Some(o)) => (format!("{:.1}", c / 1e6), format!("{:.1}%", o * 100.0)),
+                _ => ("unlimited".to_string(), "-".to_string()),
+            };
+            let tpdu = match s.tpdu_size_reached {
+                (lo, hi) if lo == hi => lo.to_string(),
+                (lo, hi) => format!("{lo}-{hi}"),
+            };
             let mut line = format!(
-                "{:>8} {:>8.1} {:>15} {:>9.1} {:>6.1}% {:>8.1} {:>8} {:>6}",
+                "{:>8} {:>8.1} {:>15} {:>9} {:>7} {:>8.1} {:>8} {:>6} {:>11}",
                 s.size,
                 s.natm.median / 1e6,
                 range(s.natm, 1e6, 1),
-                s.ceiling_bits_per_sec / 1e6,
-                s.of_ceiling * 100.0,
+                ceiling,
+                of,
                 s.seed_fit_bits_per_sec / 1e6,
-                resends,
-                lost
+                s.resends,
+                lost,
+                tpdu
             );
             if rate {
                 match &s.rate {

@@ -9,7 +9,7 @@
 //! the half-power point; it is this module's, not the paper's (at 8 KiB it gives 42.6
 //! Mbit/s, below the quoted 50: the quoted points do not lie on one such curve).
 
-use natm_core::PhyRate;
+use natm_core::LineRate;
 use natm_transport::frame_cells;
 use natm_transport::header::DATA_HEADER_LEN;
 
@@ -42,11 +42,12 @@ pub fn message_cells(size: usize, tpdu: usize) -> u64 {
 }
 
 /// The AAL5 ceiling at `size`-byte messages on a link of `line`: message bits per second
-/// when every cell slot of the link carries the messages' cells and nothing else.
-pub fn aal5_ceiling(size: usize, tpdu: usize, line: PhyRate) -> f64 {
-    let (num, den) = line.exact();
+/// when every cell slot of the link carries the messages' cells and nothing else; `None`
+/// on an unlimited link (no cell slots: no ceiling).
+pub fn aal5_ceiling(size: usize, tpdu: usize, line: LineRate) -> Option<f64> {
+    let (num, den) = line.exact()?;
     let cells_per_s = num as f64 / den as f64;
-    size as f64 * 8.0 * cells_per_s / message_cells(size, tpdu) as f64
+    Some(size as f64 * 8.0 * cells_per_s / message_cells(size, tpdu) as f64)
 }
 
 #[cfg(test)]
@@ -77,12 +78,17 @@ mod tests {
 
     #[test]
     fn the_ceiling_at_oc3_is_below_the_cell_payload_rate() {
+        use natm_core::PhyRate;
         let payload = PhyRate::OC3.payload_bps() as f64;
         // 8 KiB: 8192 of the 172 × 48 bytes carried.
-        let c = aal5_ceiling(8192, 8192, PhyRate::OC3);
+        let c = aal5_ceiling(8192, 8192, LineRate::OC3).unwrap();
         assert!((c / payload - 8192.0 / (172.0 * 48.0)).abs() < 1e-9, "{c}");
         // 64 B fill 64 of 96 bytes.
-        let c = aal5_ceiling(64, 8192, PhyRate::OC3);
+        let c = aal5_ceiling(64, 8192, LineRate::OC3).unwrap();
         assert!((c / payload - 64.0 / 96.0).abs() < 1e-9, "{c}");
+        // Any whole cells/s; none on an unlimited link.
+        let c = aal5_ceiling(64, 8192, LineRate::cells(1000).unwrap()).unwrap();
+        assert!((c - 64.0 * 8.0 * 1000.0 / 2.0).abs() < 1e-9, "{c}");
+        assert_eq!(aal5_ceiling(64, 8192, LineRate::Unlimited), None);
     }
 }

@@ -338,6 +338,13 @@ impl Hostd {
                 let s = self.status();
                 self.reply(id, Response::Status(s));
             }
+            Request::Impair { impair } => {
+                let r = match self.set_impairments(&impair) {
+                    Ok(impair) => Response::Impaired { impair },
+                    Err((kind, message)) => Response::Error { kind, message },
+                };
+                self.reply(id, r);
+            }
             Request::Call {
                 called,
                 qos,
@@ -531,6 +538,49 @@ impl Hostd {
                 c.send(&r);
             }
         }
+    }
+
+    /// [`Request::Impair`]: parses `text`, puts the impairments in front of the link (now
+    /// and at every reconnect) and returns their text. Refused while a lane-path VC is
+    /// open: its cells bypass hostd's link.
+    pub(super) fn set_impairments(&mut self, text: &str) -> Result<String, (ErrorKind, String)> {
+        let impair: Impairments = text
+            .parse()
+            .map_err(|e| (ErrorKind::BadRequest, format!("impairments {text:?}: {e}")))?;
+        let lanes = self
+            .app_channels()
+            .filter(|p| matches!(p.mem, ChannelMem::Lane { .. }))
+            .count();
+        if !impair.is_none() && lanes > 0 {
+            return Err((
+                ErrorKind::Refused,
+                format!(
+                    "{lanes} lane-path VC(s) open: their cells bypass hostd's link, so they \
+                     would not be impaired; close them first"
+                ),
+            ));
+        }
+        if let Some(l) = self.link.take() {
+            self.link = Some(with_impairments(l, &impair));
+        }
+        self.impair = impair;
+        let shown = if impair.is_none() {
+            String::new()
+        } else {
+            impair.to_string()
+        };
+        // Said where `natm stat` and `natm lab status` show the link, so that a run that
+        // was killed before it cleared its impairment is seen.
+        self.stats.description = if shown.is_empty() {
+            self.opts.link_description.clone()
+        } else {
+            format!(
+                "{}, impaired at run time {shown}",
+                self.opts.link_description
+            )
+        };
+        self.stats.impair = shown.clone();
+        Ok(shown)
     }
 
     pub(super) fn status(&self) -> HostStatus {

@@ -100,12 +100,13 @@ use natm_adapter::{
     Adapter, AdapterConfig, BufferId, BufferMemory, Completion, Direction, MemoryError, Status,
     VecBuffers,
 };
-use natm_core::{Qos, VcId};
+use natm_core::{LineRate, PhyRate, Qos, VcId};
 use natm_host_core::{
     ChannelId, ChannelMemory as HostChannelMemory, Event, Host, HostConfig, OpenError, PingId,
 };
 use natm_link::clock::Epoch;
-use natm_link::endpoint::{EndpointLink, LinkConfig, LinkKind, WaitConfig};
+use natm_link::endpoint::{EndpointLink, LinkConfig, LinkKind, WaitConfig, with_impairments};
+use natm_netem::Impairments;
 use natm_nic::channel::{self as nic, AdapterEnd, Channel, ChannelConfig, ChannelState};
 use natm_nic::memfd::MemfdMem;
 use natm_nic::notify::{Waiter, Waker};
@@ -160,6 +161,9 @@ pub struct Hostd {
     opts: HostdOptions,
     connector: Connector,
     link: Option<Box<dyn EndpointLink>>,
+    /// The impairments of the cells sent set at run time ([`Request::Impair`]), put in
+    /// front of every link made.
+    impair: Impairments,
     next_reconnect: Instant,
     next_health: Instant,
     listener: UnixListener,
@@ -194,6 +198,20 @@ pub struct Hostd {
     socket_activity: Instant,
     /// When the loop looks at the sockets next while they are quiet.
     next_socket_check: Instant,
+}
+
+/// The line rate of `cells` per second as the configuration named it: a named layer's
+/// whole cells/s is that layer (its exact rate), `None` is unlimited.
+fn line_rate(cells: Option<u32>) -> LineRate {
+    let Some(n) = cells else {
+        return LineRate::Unlimited;
+    };
+    PhyRate::ALL
+        .into_iter()
+        .find(|p| p.cells_per_s() == n)
+        .map(LineRate::Phy)
+        .or(LineRate::cells(n))
+        .unwrap_or(LineRate::Unlimited)
 }
 
 /// VCs' cookies: 128 bits no other application can guess, from SipHash (a keyed
@@ -251,6 +269,7 @@ impl Hostd {
         }
         let stats = LinkStatus {
             description: opts.link_description.clone(),
+            rate: line_rate(opts.link_rate).to_string(),
             up: link.is_some(),
             ..LinkStatus::default()
         };
@@ -258,6 +277,7 @@ impl Hostd {
             opts,
             connector,
             link,
+            impair: Impairments::default(),
             next_reconnect: now + RECONNECT,
             next_health: now,
             listener,
@@ -373,7 +393,11 @@ impl Hostd {
                 if now >= self.next_reconnect {
                     self.next_reconnect = now + RECONNECT;
                     if let Ok(l) = (self.connector)() {
-                        self.link = Some(l);
+                        self.link = Some(if self.impair.is_none() {
+                            l
+                        } else {
+                            with_impairments(l, &self.impair)
+                        });
                         self.stats.reconnects += 1;
                         self.link_up();
                     }

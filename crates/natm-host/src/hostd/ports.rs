@@ -161,7 +161,11 @@ impl Hostd {
         // daemon between the application and the switch), else the direct path; a lane the
         // switch refuses falls back to the direct path too.
         let (path, (mem, fds)) = match path {
-            DataPath::Auto if self.opts.lanes.is_some() && notify != NotifyMode::Signal => {
+            DataPath::Auto
+                if self.opts.lanes.is_some()
+                    && self.impair.is_none()
+                    && notify != NotifyMode::Signal =>
+            {
                 match self.make_lane(vc, buffers, buffer_size, notify) {
                     Ok(made) => (DataPath::Lane, made),
                     Err(_) => {
@@ -290,6 +294,15 @@ impl Hostd {
                 ),
             ));
         };
+        if !self.impair.is_none() {
+            return Err((
+                ErrorKind::Refused,
+                format!(
+                    "the lane path bypasses hostd's link, which is impaired ({}) for now",
+                    self.impair
+                ),
+            ));
+        }
         if notify == NotifyMode::Signal {
             return Err((
                 ErrorKind::BadRequest,

@@ -1,13 +1,17 @@
 //! `natm perf transport`: the options of natm-bench's transport-channel goodput engine
 //! ([`channel::run`], its plot [`channel::plot`]) and of its round-trip mode
-//! ([`channel::rr::run`], `--rr`); the reports print their own tables.
+//! ([`channel::rr::run`], `--rr`); the reports print their own tables. `--impair` and the
+//! line rate read from the lab are the engine's ([`channel::Plan::impair`],
+//! [`channel::Plan::line`]); this module only checks their text (exit 2).
 
 use std::path::PathBuf;
 
 use clap::Args;
+use natm::DataPath;
 use natm_bench::channel::{self, Budget, DEFAULT_SWEEP, MAX_RUNS, MAX_SIZE, Report, Target};
-use natm_core::PhyRate;
+use natm_core::LineRate;
 use natm_core::addr::{AddrSyntax, PvcAddr};
+use natm_netem::Impairments;
 
 use super::transport::CpuArgs;
 use crate::cmd::call::{parse_path, parse_qos};
@@ -34,10 +38,17 @@ pub struct TransportArgs {
     /// TCP's, the AAL5 ceiling and the seed's quoted points and fitted curve.
     #[arg(long, value_name = "FILE")]
     plot: Option<PathBuf>,
-    /// The link's line rate for the AAL5 ceiling: oc3, oc12, 25m or ds3 (the default lab's
-    /// links are oc3).
-    #[arg(long, default_value = "oc3")]
-    line_rate: String,
+    /// The line rate for the AAL5 ceiling: oc3, oc12, 25m, ds3, a number of cells/s or
+    /// unlimited (no ceiling). Default: the sender's host link's, as its hostd reports it.
+    #[arg(long)]
+    line_rate: Option<String>,
+    /// Impair the path for the run, in natm-netem's grammar (the lab topology's `impair`),
+    /// e.g. "loss=0.1%" or "burst=0.1%/8,ber=1e-6": both hosts' hostd impair the cells they
+    /// send (the data crosses the sender's link, the acks the receiver's) and clear it
+    /// afterwards, also when the run fails. The lane path bypasses hostd's link: --path auto
+    /// becomes direct, lane is refused. Not with --rr.
+    #[arg(long, value_name = "SPEC", conflicts_with = "rr")]
+    impair: Option<String>,
     /// During every run a reliable bulk transfer between the same two hosts on a second
     /// PVC (--bulk-vc) shares the link; the table adds its goodput.
     #[arg(long)]
@@ -123,12 +134,30 @@ fn plan(a: &TransportArgs) -> Result<channel::Plan, CliError> {
         .map_err(|e| CliError::usage(format!("--vc {:?}: {e}", a.vc)))?;
     let qos = channel_qos(a.qos.as_deref(), service)?;
     let path = parse_path(&a.path)?;
-    let line = PhyRate::by_name(&a.line_rate).ok_or_else(|| {
-        CliError::usage(format!(
-            "--line-rate {:?}: expected oc3, oc12, 25m or ds3",
-            a.line_rate
-        ))
-    })?;
+    let line = match &a.line_rate {
+        None => None,
+        Some(r) => Some(r.parse::<LineRate>().map_err(|_| {
+            CliError::usage(format!(
+                "--line-rate {r:?}: expected oc3, oc12, 25m, ds3, a number of cells/s above 0 \
+                 or unlimited"
+            ))
+        })?),
+    };
+    let impair = match &a.impair {
+        None => None,
+        Some(spec) => {
+            let imp: Impairments = spec
+                .parse()
+                .map_err(|e| CliError::usage(format!("--impair {spec:?}: {e}")))?;
+            if path == DataPath::Lane {
+                return Err(CliError::usage(
+                    "--impair with --path lane: a lane bypasses hostd's link, where the \
+                     impairment is; use --path direct or daemon",
+                ));
+            }
+            Some(imp)
+        }
+    };
     let bulk = if a.with_bulk {
         let bulk_vc = match &a.bulk_vc {
             Some(b) => PvcAddr::parse_with(b, AddrSyntax::EXACT)
@@ -159,6 +188,7 @@ fn plan(a: &TransportArgs) -> Result<channel::Plan, CliError> {
         baseline: !a.no_baseline,
         runs: runs(a)?,
         line,
+        impair,
         bulk,
     })
 }
