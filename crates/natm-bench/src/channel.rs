@@ -771,7 +771,7 @@ fn open_channel(
     let options = VcOptions::new(vc)
         .qos(qos)
         .path(path)
-        .buffers(256)
+        .buffers(opts.buffers())
         .buffer_size(opts.buffer_size());
     Channel::open(&h, options, opts).map_err(|e| match e {
         natm::Error::Timeout => io::Error::new(

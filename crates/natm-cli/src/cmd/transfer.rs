@@ -350,14 +350,14 @@ fn open(a: &ChannelArgs, p: &Plan, sender: bool) -> Result<(Channel, Option<List
     let host = connect_host(&a.dir, &a.host)?;
     let channel = ChannelOptions::default()
         .path(p.path)
-        .buffers(256)
+        .buffers(p.opts.buffers())
         .buffer_size(p.opts.buffer_size());
     // Each PVC named as the user wrote it.
     let open_pvc = |addr: PvcAddr, text: Option<&String>| {
         let vc = VcOptions::new(addr)
             .qos(p.qos)
             .path(p.path)
-            .buffers(256)
+            .buffers(p.opts.buffers())
             .buffer_size(p.opts.buffer_size());
         let what = format!("VC {}", text.map_or("", String::as_str));
         host.open(vc)
