@@ -36,7 +36,7 @@ fn options(socket: &Path) -> HostdOptions {
         socket: socket.to_path_buf(),
         wait: IdleWait::Adaptive,
         link_description: "loopback".into(),
-        link_rate: None,
+        link_rate: natm_core::LineRate::Unlimited,
         lanes: None,
         address: None,
     }
@@ -287,7 +287,7 @@ fn configuration_is_checked_and_run_serves_a_configured_udp_link() {
     .unwrap();
     assert_eq!(c.socket_path(), proto::default_socket("h1"));
     assert_eq!(c.wait, IdleWait::Adaptive);
-    assert_eq!(c.options().link_rate, Some(353_207));
+    assert_eq!(c.options().link_rate.cells_per_s(), Some(353_207));
 
     // Two daemons from configuration, joined by UDP on loopback.
     let dir = Dir(std::env::temp_dir().join(format!("natm-hostd-run-{}", std::process::id())));

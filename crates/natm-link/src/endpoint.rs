@@ -113,12 +113,13 @@ pub trait EndpointLink: CellLink + Send {
 
 /// `link` with the cells it sends from now on impaired by `impairments` (natm-netem's):
 /// set in its emulated line when it has one, else behind a new one at an unlimited rate
-/// (the link's own pace stays). Cells already inside keep their fate.
+/// (the link's own pace stays); none on a link without a line changes nothing. Cells
+/// already inside keep their fate.
 pub fn with_impairments(
     mut link: Box<dyn EndpointLink>,
     impairments: &Impairments,
 ) -> Box<dyn EndpointLink> {
-    if link.set_impairments(impairments) {
+    if link.set_impairments(impairments) || impairments.is_none() {
         return link;
     }
     let config = natm_netem::Config {

@@ -33,7 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 socket: dir.join(format!("{name}.sock")),
                 wait: IdleWait::Adaptive,
                 link_description: "shm pair".into(),
-                link_rate: None,
+                link_rate: natm_core::LineRate::Unlimited,
                 lanes: None,
                 address: None,
             },

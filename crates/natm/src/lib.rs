@@ -80,7 +80,7 @@
 //!     socket: dir.join("h1.sock"),
 //!     wait: IdleWait::Adaptive,
 //!     link_description: "loopback".into(),
-//!     link_rate: None,
+//!     link_rate: natm_core::LineRate::Unlimited,
 //!     lanes: None,
 //!     address: None,
 //! };

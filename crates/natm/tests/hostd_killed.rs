@@ -26,7 +26,7 @@ fn child_runs_hostd() {
             socket: socket.into(),
             wait: IdleWait::Adaptive,
             link_description: "loopback".into(),
-            link_rate: None,
+            link_rate: natm_core::LineRate::Unlimited,
             lanes: None,
             address: None,
         },

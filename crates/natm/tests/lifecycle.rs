@@ -155,7 +155,7 @@ fn end_to_end_ping_crosses_to_the_other_host_and_segment_ping_times_out() {
 fn refusals_name_the_reason_and_the_daemon_goes_on() {
     let hosts = TwoHosts::with_rate(
         IdleWait::Adaptive,
-        Some(natm_core::PhyRate::OC3.cells_per_s()),
+        natm_core::LineRate::Phy(natm_core::PhyRate::OC3),
     );
     let h = Host::connect_path(hosts.a.socket()).unwrap();
     let refused = |r: Result<natm::Vc, Error>| match r {

@@ -161,7 +161,7 @@ fn on_a_rated_link_a_cbr_vc_is_shaped_to_its_pcr() {
     // OC-3c hosts: every adapter runs natm-traffic's scheduler.
     let hosts = TwoHosts::with_rate(
         IdleWait::Adaptive,
-        Some(natm_core::PhyRate::OC3.cells_per_s()),
+        natm_core::LineRate::Phy(natm_core::PhyRate::OC3),
     );
     let ha = Host::connect_path(hosts.a.socket()).unwrap();
     let hb = Host::connect_path(hosts.b.socket()).unwrap();

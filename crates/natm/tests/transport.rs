@@ -96,7 +96,7 @@ impl Hosts {
                 socket: dir.0.join(format!("{name}.sock")),
                 wait: IdleWait::Adaptive,
                 link_description: "shm pair".into(),
-                link_rate: None,
+                link_rate: natm_core::LineRate::Unlimited,
                 lanes: None,
                 address: None,
             };

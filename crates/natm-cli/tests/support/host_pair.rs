@@ -24,7 +24,7 @@ impl Lab {
                 socket: dir.join(format!("{name}.sock")),
                 wait: IdleWait::Adaptive,
                 link_description: "shm pair".into(),
-                link_rate: None,
+                link_rate: natm_core::LineRate::Unlimited,
                 lanes: None,
                 address: None,
             };

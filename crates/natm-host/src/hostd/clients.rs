@@ -564,21 +564,19 @@ impl Hostd {
             self.link = Some(with_impairments(l, &impair));
         }
         self.impair = impair;
-        let shown = if impair.is_none() {
-            String::new()
-        } else {
-            impair.to_string()
-        };
         // Said where `natm stat` and `natm lab status` show the link, so that a run that
         // was killed before it cleared its impairment is seen.
-        self.stats.description = if shown.is_empty() {
-            self.opts.link_description.clone()
+        let (description, shown) = if impair.is_none() {
+            (self.opts.link_description.clone(), String::new())
         } else {
-            format!(
+            let shown = impair.to_string();
+            let d = format!(
                 "{}, impaired at run time {shown}",
                 self.opts.link_description
-            )
+            );
+            (d, shown)
         };
+        self.stats.description = description;
         self.stats.impair = shown.clone();
         Ok(shown)
     }

@@ -1,5 +1,6 @@
 //! hostd's configuration: the file, the options it means, the daemon's entry point.
 
+use natm_core::LineRate;
 use natm_core::addr::Aesa;
 
 use super::*;
@@ -15,8 +16,8 @@ pub struct HostdOptions {
     pub wait: IdleWait,
     /// The link, for status.
     pub link_description: String,
-    /// The link's rate, cells/s (`None`: unlimited, admitted as [`NOMINAL_RATE`]).
-    pub link_rate: Option<u32>,
+    /// The link's rate (unlimited: admitted as [`NOMINAL_RATE`]).
+    pub link_rate: LineRate,
     /// The switch port's socket, where lanes are asked for ([`natm_link::lane`]); `None`:
     /// no lane path (the link is not shared memory).
     pub lanes: Option<PathBuf>,
@@ -104,7 +105,7 @@ impl HostdConfig {
             socket: self.socket_path(),
             wait: self.wait,
             link_description: self.effective_link().describe(),
-            link_rate: self.link.rate.cells_per_s(),
+            link_rate: self.link.rate,
             // A lane bypasses hostd's emulated line: on a rated link the application runs
             // one of its own (the rate), but impairments stay hostd's alone.
             lanes: match &self.link.kind {

@@ -100,7 +100,7 @@ use natm_adapter::{
     Adapter, AdapterConfig, BufferId, BufferMemory, Completion, Direction, MemoryError, Status,
     VecBuffers,
 };
-use natm_core::{LineRate, PhyRate, Qos, VcId};
+use natm_core::{Qos, VcId};
 use natm_host_core::{
     ChannelId, ChannelMemory as HostChannelMemory, Event, Host, HostConfig, OpenError, PingId,
 };
@@ -200,20 +200,6 @@ pub struct Hostd {
     next_socket_check: Instant,
 }
 
-/// The line rate of `cells` per second as the configuration named it: a named layer's
-/// whole cells/s is that layer (its exact rate), `None` is unlimited.
-fn line_rate(cells: Option<u32>) -> LineRate {
-    let Some(n) = cells else {
-        return LineRate::Unlimited;
-    };
-    PhyRate::ALL
-        .into_iter()
-        .find(|p| p.cells_per_s() == n)
-        .map(LineRate::Phy)
-        .or(LineRate::cells(n))
-        .unwrap_or(LineRate::Unlimited)
-}
-
 /// VCs' cookies: 128 bits no other application can guess, from SipHash (a keyed
 /// pseudo-random function) of a counter under two keys the process drew from the OS once,
 /// instead of a `getrandom(2)` per VC.
@@ -262,14 +248,14 @@ impl Hostd {
             max_channels: MAX_CHANNELS,
             batch: BATCH,
             signalling: opts.address.map(natm_host_core::SignallingConfig::new),
-            ..HostConfig::new(&opts.name, opts.link_rate)
+            ..HostConfig::new(&opts.name, opts.link_rate.cells_per_s())
         });
         if link.is_some() {
             host.link_up();
         }
         let stats = LinkStatus {
             description: opts.link_description.clone(),
-            rate: line_rate(opts.link_rate).to_string(),
+            rate: opts.link_rate.to_string(),
             up: link.is_some(),
             ..LinkStatus::default()
         };
@@ -393,11 +379,7 @@ impl Hostd {
                 if now >= self.next_reconnect {
                     self.next_reconnect = now + RECONNECT;
                     if let Ok(l) = (self.connector)() {
-                        self.link = Some(if self.impair.is_none() {
-                            l
-                        } else {
-                            with_impairments(l, &self.impair)
-                        });
+                        self.link = Some(with_impairments(l, &self.impair));
                         self.stats.reconnects += 1;
                         self.link_up();
                     }

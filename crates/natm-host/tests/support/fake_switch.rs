@@ -297,7 +297,7 @@ pub fn start_hostd(dir: &Path, address: Option<Aesa>) -> (HostdThread, Switch) {
         socket: dir.join("h.sock"),
         wait: IdleWait::Adaptive,
         link_description: "fake switch".into(),
-        link_rate: None,
+        link_rate: natm_core::LineRate::Unlimited,
         lanes: None,
         address,
     };

@@ -98,10 +98,10 @@ pub struct TwoHosts {
 
 impl TwoHosts {
     pub fn new(wait: IdleWait) -> TwoHosts {
-        TwoHosts::with_rate(wait, None)
+        TwoHosts::with_rate(wait, natm_core::LineRate::Unlimited)
     }
 
-    pub fn with_rate(wait: IdleWait, link_rate: Option<u32>) -> TwoHosts {
+    pub fn with_rate(wait: IdleWait, link_rate: natm_core::LineRate) -> TwoHosts {
         let dir = TempDir::new();
         let (la, lb) = ShmLink::pair(4096).unwrap();
         let slots: [Slot; 2] = [

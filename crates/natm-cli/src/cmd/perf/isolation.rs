@@ -65,10 +65,7 @@ pub fn run(args: IsolationArgs) -> CmdResult {
             AggressorCpu::Normal => isolation::AggressorCpu::Normal,
         },
     )
-    .map_err(|e| match e {
-        natm_bench::Error::Plan(m) => CliError::usage(m),
-        e => super::failure(e),
-    })?;
+    .map_err(super::failure)?;
     let dir = args.dir.clone().unwrap_or(plan.dir.clone());
     if dir.join("lab.json").exists() {
         return Err(CliError::usage(format!(

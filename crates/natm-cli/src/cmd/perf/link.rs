@@ -6,7 +6,6 @@ use std::time::Duration;
 use clap::Args;
 use natm_bench::link::{self, Kind, MAX_SDU, Plan};
 use natm_core::LineRate;
-use natm_netem::Impairments;
 
 use crate::{CliError, CmdResult};
 
@@ -79,9 +78,7 @@ fn plan(args: &LinkArgs) -> Result<Plan, CliError> {
     let impair = match &args.impair {
         None => None,
         Some(s) => {
-            let imp: Impairments = s
-                .parse()
-                .map_err(|e| CliError::usage(format!("--impair {s:?}: {e}")))?;
+            let imp = super::impairments(s)?;
             if kind == Kind::Tcp && !imp.is_none() {
                 return Err(CliError::usage(
                     "--impair: atmtcp carries whole SDUs, not cells; cell impairments apply to \

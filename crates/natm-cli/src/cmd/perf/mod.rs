@@ -113,7 +113,17 @@ pub fn run(command: PerfCommand) -> CmdResult {
 
 /// A measurement's failure, as the command reports it (exit status 1).
 pub(crate) fn failure(e: natm_bench::Error) -> CliError {
-    CliError::failure(e.to_string())
+    match e {
+        // A plan the engine refused names the flags that made it: a usage error (exit 2).
+        natm_bench::Error::Plan(m) => CliError::usage(m),
+        e => CliError::failure(e.to_string()),
+    }
+}
+
+/// `--impair`'s text as natm-netem's impairments, or the usage error naming it.
+pub(crate) fn impairments(spec: &str) -> Result<natm_netem::Impairments, CliError> {
+    spec.parse()
+        .map_err(|e| CliError::usage(format!("--impair {spec:?}: {e}")))
 }
 
 /// Prints a run's placement warnings on stderr (the JSON report carries them too).

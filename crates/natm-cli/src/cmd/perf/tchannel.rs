@@ -7,11 +7,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use natm::DataPath;
 use natm_bench::channel::{self, Budget, DEFAULT_SWEEP, MAX_RUNS, MAX_SIZE, Report, Target};
 use natm_core::LineRate;
 use natm_core::addr::{AddrSyntax, PvcAddr};
-use natm_netem::Impairments;
 
 use super::transport::CpuArgs;
 use crate::cmd::call::{parse_path, parse_qos};
@@ -143,21 +141,8 @@ fn plan(a: &TransportArgs) -> Result<channel::Plan, CliError> {
             ))
         })?),
     };
-    let impair = match &a.impair {
-        None => None,
-        Some(spec) => {
-            let imp: Impairments = spec
-                .parse()
-                .map_err(|e| CliError::usage(format!("--impair {spec:?}: {e}")))?;
-            if path == DataPath::Lane {
-                return Err(CliError::usage(
-                    "--impair with --path lane: a lane bypasses hostd's link, where the \
-                     impairment is; use --path direct or daemon",
-                ));
-            }
-            Some(imp)
-        }
-    };
+    // The engine refuses --path lane with it (a lane bypasses hostd's impaired link).
+    let impair = a.impair.as_deref().map(super::impairments).transpose()?;
     let bulk = if a.with_bulk {
         let bulk_vc = match &a.bulk_vc {
             Some(b) => PvcAddr::parse_with(b, AddrSyntax::EXACT)
