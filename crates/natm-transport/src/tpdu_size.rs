@@ -52,12 +52,16 @@ pub fn expected_goodput_ppm(cell_loss_ppb: u64, payload: usize) -> u64 {
 
 /// `(1 − p)^cells` in fixed point with 62 fraction bits, `p` in ppb.
 fn survival(p: u64, cells: u64) -> u128 {
+    survivals(p).nth(cells as usize).map_or(0, u128::from)
+}
+
+/// `(1 − p)^c` for `c` = 0, 1, 2, … in fixed point with 62 fraction bits, `p` in ppb.
+pub(crate) fn survivals(p: u64) -> impl Iterator<Item = u64> {
     let keep = u128::from(PPB - p.min(PPB)) * (1u128 << 62) / u128::from(PPB);
-    let mut s: u128 = 1 << 62;
-    for _ in 0..cells {
-        s = (s * keep) >> 62;
-    }
-    s
+    core::iter::successors(Some(1u64 << 62), move |&s| {
+        // At most 2^62 · 2^62 before the shift, and at most 2^62 after.
+        Some(((u128::from(s) * keep) >> 62) as u64)
+    })
 }
 
 /// The random cell loss (ppb) under which frames of `cells` cells are lost `lost` times in
