@@ -341,8 +341,14 @@ impl App for TransportApp {
                     match Repr::parse(f) {
                         Ok(Repr::Ack(a)) => {
                             named |= a.trigger == Some(h.seq) && a.echo == h.tx;
-                            io.send(c.vc, f);
-                            c.in_adapter += 1;
+                            // Within the channel's share of the host's transmit buffers,
+                            // like every other frame: one-cell TPDUs bring an ack each.
+                            if c.in_adapter < SEND_LIMIT && c.staged.is_empty() {
+                                io.send(c.vc, f);
+                                c.in_adapter += 1;
+                            } else {
+                                c.staged.push_back(f.to_vec());
+                            }
                         }
                         _ => {
                             c.staged.push_back(f.to_vec());

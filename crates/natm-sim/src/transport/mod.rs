@@ -12,7 +12,10 @@
 //! timer. A channel is the PVC's two directions (the transport's two simplex VCs). The
 //! driver keeps at most [`SEND_LIMIT`] frames of a channel in the adapter and asks the
 //! endpoint for the next when one has left ("may a TPDU go now" is the endpoint's
-//! answer); acks that answer a received TPDU go at once.
+//! answer); acks that answer a received TPDU go at once while the channel is within that
+//! limit, else after the frames it already holds back (the host's transmit buffers are
+//! shared by all its VCs: acks of one-cell TPDUs sent past the limit once took them all
+//! and a guaranteed channel's frame was refused).
 //!
 //! What it is not: no second copy of the transport (the oracles read the events the
 //! endpoints hand up, the TPDU headers on the wire through `natm_transport::header`, and

@@ -52,6 +52,8 @@ fn deliver(
         io.clear();
         for b in back {
             tx.handle_tpdu(now, &b).unwrap();
+            // The frame has left: the driver may send what it held back.
+            app.on_sent(now, vc, b.len(), true, &mut io);
             moved = true;
         }
         if !moved {
