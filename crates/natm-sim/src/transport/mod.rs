@@ -35,8 +35,8 @@
 //! header errors, payload bit errors, delay with jitter) over the whole phase or a window
 //! of it, link outages, a switch crash (its PVCs come back from its configuration) and a
 //! clogged switch port. At the end of the phase every fault is cleared, every best
-//! effort and guaranteed direction sends one more message, and the run goes on until
-//! every message is accounted for (at most [`SETTLE_BOUND`]).
+//! effort and guaranteed direction sends [`FLUSH_MESSAGES`] more messages, and the run
+//! goes on until every message is accounted for (at most [`SETTLE_BOUND`]).
 //!
 //! # Invariants
 //!
@@ -110,6 +110,12 @@ pub const PHASE: Duration = Duration::from_millis(300);
 pub const SETTLE_BOUND: Duration = Duration::from_secs(30);
 /// How often the settle loop looks.
 const SETTLE_STEP: Duration = Duration::from_millis(5);
+/// Messages every best effort and guaranteed direction sends after the phase. The first
+/// can be lost with no fault: if the last frame of the phase lost its end cell, the
+/// receiver's AAL5 reassembly takes the next frame's cells into it (a CRC or oversize
+/// drop). Its own end cell leaves the VC's reassembly clean, so the second arrives and
+/// reports every loss before it (seeds 893, 1341 and 1665 settled with one).
+pub const FLUSH_MESSAGES: usize = 2;
 /// Frames of one channel the driver keeps in the adapter at most.
 pub const SEND_LIMIT: u32 = 8;
 /// The guaranteed rate's measuring window.
@@ -264,7 +270,11 @@ fn unsettled(ledger: &Ledger, plan: &TransportPlan) -> Option<String> {
     for (ci, flows) in ledger.flows.iter().enumerate() {
         for (dir, f) in flows.iter().enumerate() {
             let want = plan.channels[ci].messages[dir].len()
-                + usize::from(f.service != Some(Service::Reliable));
+                + if f.service == Some(Service::Reliable) {
+                    0
+                } else {
+                    FLUSH_MESSAGES
+                };
             if f.sent.len() < want {
                 return Some(format!(
                     "channel {ci} direction {dir}: {} of {want} messages accepted by the sender",
@@ -313,13 +323,15 @@ fn run_inner(
 ) -> Result<TransportReport, Violation> {
     let wall = std::time::Instant::now();
     let ledger = new_ledger(&plan);
-    // Every best effort and guaranteed direction sends one message after the phase: it
-    // arrives (no fault then), so whatever was lost before it is reported.
+    // Every best effort and guaranteed direction sends messages after the phase, so that
+    // whatever was lost before them is reported.
     let mut plan_run = plan.clone();
     for ch in &mut plan_run.channels {
         if ch.config.service != Service::Reliable {
             for list in &mut ch.messages {
-                list.push((at(PHASE.as_nanos() + 5_000_000), 100));
+                for _ in 0..FLUSH_MESSAGES {
+                    list.push((at(PHASE.as_nanos() + 5_000_000), 100));
+                }
             }
         }
     }
