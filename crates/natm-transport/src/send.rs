@@ -208,7 +208,7 @@ impl Adapt {
     fn in_runs(lost: u64, runs: u64, n: u64) -> bool {
         let (lost, runs, n) = (u128::from(lost), u128::from(runs), u128::from(n));
         let excess = (runs * n).saturating_sub(lost * lost + 2 * n);
-        excess > 0 && excess * excess > 9 * lost * lost * (n - lost)
+        excess * excess > 9 * lost * lost * (n - lost)
     }
 
     /// A new size once enough outcomes are in, if it is worth a change from `now`; the

@@ -338,22 +338,13 @@ impl App for TransportApp {
                 let mut named = false;
                 while let Some(n) = c.ep.poll_transmit(now, &mut self.frame) {
                     let f = &self.frame[..n];
+                    // Sent by the pump below, within the channel's share of the host's
+                    // transmit buffers like every other frame: one-cell TPDUs bring an
+                    // ack each.
+                    c.staged.push_back(f.to_vec());
                     match Repr::parse(f) {
-                        Ok(Repr::Ack(a)) => {
-                            named |= a.trigger == Some(h.seq) && a.echo == h.tx;
-                            // Within the channel's share of the host's transmit buffers,
-                            // like every other frame: one-cell TPDUs bring an ack each.
-                            if c.in_adapter < SEND_LIMIT && c.staged.is_empty() {
-                                io.send(c.vc, f);
-                                c.in_adapter += 1;
-                            } else {
-                                c.staged.push_back(f.to_vec());
-                            }
-                        }
-                        _ => {
-                            c.staged.push_back(f.to_vec());
-                            break;
-                        }
+                        Ok(Repr::Ack(a)) => named |= a.trigger == Some(h.seq) && a.echo == h.tx,
+                        _ => break,
                     }
                 }
                 if !named {

@@ -12,10 +12,10 @@
 //! timer. A channel is the PVC's two directions (the transport's two simplex VCs). The
 //! driver keeps at most [`SEND_LIMIT`] frames of a channel in the adapter and asks the
 //! endpoint for the next when one has left ("may a TPDU go now" is the endpoint's
-//! answer); acks that answer a received TPDU go at once while the channel is within that
-//! limit, else after the frames it already holds back (the host's transmit buffers are
-//! shared by all its VCs: acks of one-cell TPDUs sent past the limit once took them all
-//! and a guaranteed channel's frame was refused).
+//! answer); acks that answer a received TPDU go in the same step, within that limit like
+//! every other frame (the host's transmit buffers are shared by all its VCs: acks of
+//! one-cell TPDUs sent past the limit once took them all and a guaranteed channel's frame
+//! was refused).
 //!
 //! What it is not: no second copy of the transport (the oracles read the events the
 //! endpoints hand up, the TPDU headers on the wire through `natm_transport::header`, and
@@ -116,6 +116,15 @@ const SETTLE_STEP: Duration = Duration::from_millis(5);
 /// drop). Its own end cell leaves the VC's reassembly clean, so the second arrives and
 /// reports every loss before it (seeds 893, 1341 and 1665 settled with one).
 pub const FLUSH_MESSAGES: usize = 2;
+
+/// The messages a direction of `service` sends after the phase.
+fn flushes(service: Service) -> usize {
+    if service == Service::Reliable {
+        0
+    } else {
+        FLUSH_MESSAGES
+    }
+}
 /// Frames of one channel the driver keeps in the adapter at most.
 pub const SEND_LIMIT: u32 = 8;
 /// The guaranteed rate's measuring window.
@@ -269,12 +278,7 @@ fn check_rates(plan: &TransportPlan, ledger: &Ledger) -> Result<(u64, f64), Stri
 fn unsettled(ledger: &Ledger, plan: &TransportPlan) -> Option<String> {
     for (ci, flows) in ledger.flows.iter().enumerate() {
         for (dir, f) in flows.iter().enumerate() {
-            let want = plan.channels[ci].messages[dir].len()
-                + if f.service == Some(Service::Reliable) {
-                    0
-                } else {
-                    FLUSH_MESSAGES
-                };
+            let want = plan.channels[ci].messages[dir].len() + f.service.map_or(0, flushes);
             if f.sent.len() < want {
                 return Some(format!(
                     "channel {ci} direction {dir}: {} of {want} messages accepted by the sender",
@@ -327,12 +331,9 @@ fn run_inner(
     // whatever was lost before them is reported.
     let mut plan_run = plan.clone();
     for ch in &mut plan_run.channels {
-        if ch.config.service != Service::Reliable {
-            for list in &mut ch.messages {
-                for _ in 0..FLUSH_MESSAGES {
-                    list.push((at(PHASE.as_nanos() + 5_000_000), 100));
-                }
-            }
+        let k = flushes(ch.config.service);
+        for list in &mut ch.messages {
+            list.extend((0..k).map(|_| (at(PHASE.as_nanos() + 5_000_000), 100)));
         }
     }
     let (mut world, links, switch) = build(seed, &plan_run, &ledger).map_err(|e| Violation {
