@@ -173,6 +173,8 @@ pub struct Stats {
     pub peer_window: u32,
     /// Reliable: the smoothed round trip, once measured.
     pub srtt: Option<Duration>,
+    /// Reliable: the least round trip measured (the path without queues), once measured.
+    pub min_rtt: Option<Duration>,
     /// Reliable: its mean deviation.
     pub rttvar: Duration,
     /// Reliable: the retransmission timeout now (back-off included).
@@ -195,8 +197,11 @@ pub struct Stats {
     pub window_probes: u64,
     /// Retransmission timeouts.
     pub timeouts: u64,
-    /// Halvings of the window on losses found by SMART.
+    /// Cuts of the window on losses found by SMART (halvings, and those counted below).
     pub window_halvings: u64,
+    /// Of those, cuts by a fifth only: the loss looked random (no queue on the path, or
+    /// the losses scattered rather than in runs).
+    pub random_loss_cuts: u64,
     /// Acks sent.
     pub acks_sent: u64,
     /// Acks taken.

@@ -16,6 +16,8 @@ use crate::config::Config;
 pub(crate) struct Rtt {
     srtt: Option<u64>,
     rttvar: u64,
+    /// The smallest round trip measured: the path without a queue.
+    least: Option<u64>,
     backoff: u32,
     initial: u64,
     min: u64,
@@ -27,6 +29,7 @@ impl Rtt {
         Rtt {
             srtt: None,
             rttvar: 0,
+            least: None,
             backoff: 0,
             initial: c.initial_rto.as_nanos(),
             min: c.min_rto.as_nanos(),
@@ -37,6 +40,7 @@ impl Rtt {
     /// One round trip measured on a TPDU sent once.
     pub(crate) fn sample(&mut self, r: Duration) {
         let r = r.as_nanos();
+        self.least = Some(self.least.map_or(r, |l| l.min(r)));
         match self.srtt {
             None => {
                 self.srtt = Some(r);
@@ -64,6 +68,11 @@ impl Rtt {
 
     pub(crate) fn srtt(&self) -> Option<Duration> {
         self.srtt.map(Duration::from_nanos)
+    }
+
+    /// The smallest round trip measured.
+    pub(crate) fn least(&self) -> Option<Duration> {
+        self.least.map(Duration::from_nanos)
     }
 
     pub(crate) fn rttvar(&self) -> Duration {

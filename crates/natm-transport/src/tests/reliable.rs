@@ -21,6 +21,7 @@ fn sender(max_window: u32) -> Endpoint {
         tpdu_size: 100,
         max_message: 1_000,
         max_window,
+        adaptive_tpdu_size: false,
         ..Config::default()
     };
     Endpoint::new(c, Isn { seq: S, msg: 0 }, Isn::default()).unwrap()
@@ -130,7 +131,8 @@ fn test_sender_congestion_avoidance_one_per_round_trip() {
     assert_eq!(e.stats().cwnd, 8);
 }
 
-/// Grows the window to 8 and sends offsets 7..15 (8 in flight, 7 acked).
+/// Grows the window to 8 and sends offsets 7..15 (8 in flight, 7 acked); its round trips
+/// measure 0.
 fn window_of_8() -> Endpoint {
     let mut e = sender(256);
     queue(&mut e, 100);
@@ -152,6 +154,8 @@ fn window_of_8() -> Endpoint {
 #[test]
 pub(crate) fn test_sender_smart_resends_at_once_and_once_per_round_trip() {
     let mut e = window_of_8();
+    // Acked 100 µs after it went, where the round trips were 0: the path holds a queue,
+    // and the loss halves the window as Reno's.
     let t = at(us(200));
     // 7 lost; 8 arrives.
     ack(&mut e, t, 7, Some((8, 0)), 0);
@@ -193,8 +197,31 @@ pub(crate) fn test_sender_smart_resends_at_once_and_once_per_round_trip() {
     assert_eq!(e.stats().timeouts, 0);
 }
 
+/// A loss while the path holds no queue (the round trip at its least) cuts window and
+/// threshold by a fifth, Veno's rule for random loss, at most once per window of data.
+#[test]
+fn test_sender_a_loss_without_a_queue_cuts_a_fifth() {
+    let mut e = window_of_8();
+    let t = at(us(100));
+    // 7 and 9 lost, acked as fast as every TPDU before.
+    ack(&mut e, t, 7, Some((8, 0)), 0);
+    ack(&mut e, t, 7, Some((10, 0)), 0b1);
+    assert_eq!(sent(&mut e, t), [(7, 1), (9, 1)]);
+    let st = e.stats();
+    assert_eq!(
+        (
+            st.window_halvings,
+            st.random_loss_cuts,
+            st.cwnd,
+            st.ssthresh
+        ),
+        (1, 1, 6, 6)
+    );
+    assert_eq!(st.min_rtt, Some(Duration::ZERO));
+}
+
 /// Two losses in one window of data halve once; a loss of a TPDU sent after the halving
-/// halves again.
+/// halves again (a path with a queue, as in the test above).
 #[test]
 pub(crate) fn test_sender_window_halves_once_per_window() {
     let mut e = window_of_8();
@@ -624,11 +651,12 @@ proptest::proptest! {
 }
 
 /// Congestion avoidance grows the window by one TPDU of the configured size per window of
-/// acks: counted in TPDUs of a smaller size in use, by the ratio of their cells (100-byte
-/// TPDUs take 3 cells, 28-byte ones 1).
+/// acks: counted in TPDUs of a smaller size in use, by the ratio of their cells k (100-byte
+/// TPDUs take 3 cells, 28-byte ones 1), spread over the acks, k/cwnd each, so that a cut
+/// before a window's last ack does not lose what the acks before it earned.
 #[test]
 fn test_sender_growth_counts_full_size_tpdus() {
-    for (size, step) in [(100, 1), (28, 3)] {
+    for (size, step) in [(100, 1), (28, 2)] {
         // Largest window 6: threshold 3, reached after two acks of slow start.
         let mut e = sender(6);
         e.set_tpdu_size(size).unwrap();
@@ -648,7 +676,8 @@ fn test_sender_growth_counts_full_size_tpdus() {
                 }
             }
         }
-        // Three acks of avoidance: one window of them.
+        // Three acks of avoidance: one window of them. With k = 3 the first ack is a step
+        // (3/3) and the next two one more (3/4 each): the window grows as it goes.
         assert_eq!(e.stats().cwnd, 3 + step, "{size}");
     }
 }
