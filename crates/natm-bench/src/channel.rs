@@ -195,6 +195,13 @@ pub struct NatmMoved {
     pub tpdu_size: usize,
     /// The sender's smoothed round trip at the end, in milliseconds (reliable).
     pub srtt_ms: Option<f64>,
+    /// The least round trip it measured, in milliseconds (reliable).
+    pub min_rtt_ms: Option<f64>,
+    /// Window cuts on losses SMART found (reliable).
+    pub window_cuts: u64,
+    /// Of which by a fifth only: the loss looked random (no queue on the path, or losses
+    /// scattered rather than in runs).
+    pub random_loss_cuts: u64,
     /// From the first arrival to the last.
     pub arrival_seconds: f64,
     /// The reliable bulk flow beside it ([`Plan::bulk`]).
@@ -959,6 +966,9 @@ fn measured_run(plan: &Plan, size: usize) -> io::Result<(NatmMoved, Instant)> {
         timeout_resends: stats.timeout_resends,
         tpdu_size: stats.tpdu_size,
         srtt_ms: stats.srtt.map(|d| d.as_nanos() as f64 / 1e6),
+        min_rtt_ms: stats.min_rtt.map(|d| d.as_nanos() as f64 / 1e6),
+        window_cuts: stats.window_halvings,
+        random_loss_cuts: stats.random_loss_cuts,
         arrival_seconds,
         bulk: None,
     };
@@ -1179,6 +1189,9 @@ mod tests {
             timeout_resends: 0,
             tpdu_size: 8192,
             srtt_ms: None,
+            min_rtt_ms: None,
+            window_cuts: 0,
+            random_loss_cuts: 0,
             arrival_seconds,
             bulk: None,
         }

@@ -506,11 +506,13 @@ pub fn volume(bytes: u64, messages: u64, elapsed: Duration) -> String {
 pub fn send_figures(s: &ChannelStats) -> String {
     let e = &s.endpoint;
     let mut line = format!(
-        "{} resent ({} SMART, {} after a timeout), {} SMART losses, {} loss probes, {} timeouts",
+        "{} resent ({} SMART, {} after a timeout), {} SMART losses, {} window cuts ({} by a fifth), {} loss probes, {} timeouts",
         e.smart_resends + e.timeout_resends,
         e.smart_resends,
         e.timeout_resends,
         e.smart_losses,
+        e.window_halvings,
+        e.random_loss_cuts,
         e.probes,
         e.timeouts
     );
@@ -716,7 +718,7 @@ mod tests {
         s.endpoint.timeout_resends = 1;
         assert_eq!(
             send_figures(&s),
-            "3 resent (2 SMART, 1 after a timeout), 0 SMART losses, 0 loss probes, 0 timeouts"
+            "3 resent (2 SMART, 1 after a timeout), 0 SMART losses, 0 window cuts (0 by a fifth), 0 loss probes, 0 timeouts"
         );
         s.endpoint.srtt = Some(natm_core::Duration::from_micros(410));
         s.endpoint.cwnd = 24;
