@@ -34,9 +34,10 @@ pub struct TransportReport {
     pub faults: usize,
     /// TPDUs resent (SMART, timeout) and loss probes, all reliable endpoints.
     pub resends: (u64, u64, u64),
-    /// Retransmission timeouts and window halvings.
+    /// Retransmission timeouts.
     pub timeouts: u64,
-    /// Window halvings.
+    /// Window cuts on SMART losses: halvings, and cuts by a fifth for losses that look
+    /// random (`natm_transport::Stats::window_halvings`).
     pub halvings: u64,
     /// Frames the endpoints refused.
     pub refused: u64,
