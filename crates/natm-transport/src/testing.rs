@@ -9,7 +9,8 @@
 //! * random frame loss;
 //! * bit errors per cell: the AAL5 CRC drops the frame (counted apart);
 //! * duplication (a frame delivered twice);
-//! * link flaps: whatever is on the line during a down interval is lost.
+//! * link flaps: whatever is on the line during a down interval is lost;
+//! * a finite queue: a frame that finds it full is dropped whole.
 //!
 //! [`Pair`] runs two [`Endpoint`]s over two wires: time jumps to the earliest of the
 //! endpoints' timeouts and the wires' arrivals; after every step both endpoints' frames
@@ -90,6 +91,9 @@ pub struct WireConfig {
     pub duplicate: u64,
     /// Intervals (start, length) in which the line is down.
     pub flaps: Vec<(Instant, Duration)>,
+    /// The line's queue, cells (0: unlimited): a frame that would wait behind more than
+    /// this many cells is dropped whole, as a switch's full output queue discards a frame.
+    pub queue_cells: u64,
 }
 
 impl WireConfig {
@@ -120,6 +124,8 @@ pub struct WireStats {
     pub flapped: u64,
     /// Frames delivered twice.
     pub duplicated: u64,
+    /// Frames dropped by a full queue.
+    pub queue_drops: u64,
 }
 
 /// One simplex VC on a fixed-rate line (see the module doc).
@@ -159,6 +165,14 @@ impl Wire {
         let cells = frame_cells(frame.len());
         self.stats.frames += 1;
         self.stats.cells += u64::from(cells);
+        if self.config.queue_cells > 0 && self.config.rate > 0 && self.busy_until > now {
+            let wait = (self.busy_until - now).as_nanos();
+            let ahead = (u128::from(wait) * u128::from(self.config.rate)).div_ceil(1_000_000_000);
+            if ahead + u128::from(cells) > u128::from(self.config.queue_cells) {
+                self.stats.queue_drops += 1;
+                return;
+            }
+        }
         let start = now.max(self.busy_until);
         let end = match self.config.rate {
             0 => start,

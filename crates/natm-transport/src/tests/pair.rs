@@ -41,6 +41,7 @@ fn faults() -> impl Strategy<Value = WireConfig> {
                 frame_loss,
                 bit_errors,
                 duplicate,
+                queue_cells: 0,
                 flaps: flap
                     .map(|(start, len)| vec![(at(ms(start)), ms(len))])
                     .unwrap_or_default(),
