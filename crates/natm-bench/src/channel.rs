@@ -967,7 +967,7 @@ fn measured_run(plan: &Plan, size: usize) -> io::Result<(NatmMoved, Instant)> {
         tpdu_size: stats.tpdu_size,
         srtt_ms: stats.srtt.map(|d| d.as_nanos() as f64 / 1e6),
         min_rtt_ms: stats.min_rtt.map(|d| d.as_nanos() as f64 / 1e6),
-        window_cuts: stats.window_halvings,
+        window_cuts: stats.window_cuts,
         random_loss_cuts: stats.random_loss_cuts,
         arrival_seconds,
         bulk: None,

@@ -197,8 +197,8 @@ pub struct Stats {
     pub window_probes: u64,
     /// Retransmission timeouts.
     pub timeouts: u64,
-    /// Cuts of the window on losses found by SMART (halvings, and those counted below).
-    pub window_halvings: u64,
+    /// Cuts of the window on losses found by SMART: halvings, and those counted below.
+    pub window_cuts: u64,
     /// Of those, cuts by a fifth only: the loss looked random (no queue on the path, or
     /// the losses scattered rather than in runs).
     pub random_loss_cuts: u64,

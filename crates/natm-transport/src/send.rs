@@ -177,7 +177,47 @@ impl Control {
         let s = s.as_nanos();
         let window = u64::from(self.cwnd) * u64::from(used);
         window.saturating_mul(s.saturating_sub(l.as_nanos()))
-            <= QUEUE_GROWTHS * u64::from(self.full_cells) * s
+            <= (QUEUE_GROWTHS * u64::from(self.full_cells)).saturating_mul(s)
+    }
+
+    /// A loss SMART found past the recovery point: window and threshold halve, or lose a
+    /// fifth if the loss looks random ([`Control::queue_free`] for a TPDU of `used` cells,
+    /// or the loss estimate's [`Adapt::scattered`]); never below 2.
+    fn cut(&mut self, used: u32, stats: &mut Stats) {
+        let random = self.queue_free(used) || self.adapt.as_ref().is_some_and(|a| a.scattered);
+        let cut = if random {
+            stats.random_loss_cuts += 1;
+            (u64::from(self.cwnd) * 4 / 5) as u32
+        } else {
+            self.cwnd / 2
+        };
+        self.ssthresh = cut.max(2);
+        self.cwnd = self.cwnd.min(self.ssthresh);
+        self.acc = 0;
+        stats.window_cuts += 1;
+    }
+
+    /// An ack of new data with TPDUs of `used` cells in use: +1 below the threshold;
+    /// above it one TPDU of the configured size per round trip, counted in TPDUs of the
+    /// size in use (as TCP counts bytes: smaller segments, more of them), and spread over
+    /// the acks, k/cwnd each, as TCP's MSS²/cwnd. A step only at the end of a window of
+    /// acks was lost whenever a cut came first, as it does nearly every round trip at 1 %
+    /// cell loss (the lab's window stayed at 60–100 seven-cell TPDUs, half the line).
+    fn grow(&mut self, used: u32) {
+        if self.cwnd < self.ssthresh {
+            self.cwnd += 1;
+        } else {
+            self.acc = self.acc.saturating_add((self.full_cells / used).max(1));
+            while self.acc >= self.cwnd && self.cwnd < self.max_window {
+                self.acc -= self.cwnd;
+                self.cwnd += 1;
+            }
+            if self.cwnd >= self.max_window {
+                // Nothing accrues at the ceiling (else `acc` would grow without bound).
+                self.acc = 0;
+            }
+        }
+        self.cwnd = self.cwnd.min(self.max_window);
     }
 }
 
@@ -845,18 +885,8 @@ impl Sender {
                             a.record(true, tp.payload.len());
                         }
                         if !before(seq, ctl.recovery) && !crate::window_never_halves() {
-                            let used = frame_cells(DATA_HEADER_LEN + tp.payload.len());
-                            let free = ctl.queue_free(used)
-                                || ctl.adapt.as_ref().is_some_and(|a| a.scattered);
-                            let cut = if free { ctl.cwnd * 4 / 5 } else { ctl.cwnd / 2 };
-                            if free {
-                                stats.random_loss_cuts += 1;
-                            }
-                            ctl.ssthresh = cut.max(2);
-                            ctl.cwnd = ctl.cwnd.min(ctl.ssthresh);
-                            ctl.acc = 0;
+                            ctl.cut(frame_cells(DATA_HEADER_LEN + tp.payload.len()), stats);
                             ctl.recovery = self.una.wrapping_add(self.sent);
-                            stats.window_halvings += 1;
                         }
                     }
                 }
@@ -893,23 +923,7 @@ impl Sender {
             return Ok(());
         };
         if newly > 0 {
-            if ctl.cwnd < ctl.ssthresh {
-                ctl.cwnd += 1;
-            } else {
-                // One TPDU of the configured size per round trip, counted in TPDUs of the
-                // size in use (as TCP counts bytes: smaller segments, more of them), and
-                // spread over the acks, k/cwnd each, as TCP's MSS²/cwnd: a step only at the
-                // end of a window of acks was lost whenever a cut came first, as it does
-                // nearly every round trip at 1 % cell loss (the lab's window stayed at
-                // 60–100 seven-cell TPDUs, half the line).
-                let used = frame_cells(DATA_HEADER_LEN + self.tpdu_size);
-                ctl.acc += (ctl.full_cells / used).max(1);
-                while ctl.acc >= ctl.cwnd && ctl.cwnd < ctl.max_window {
-                    ctl.acc -= ctl.cwnd;
-                    ctl.cwnd += 1;
-                }
-            }
-            ctl.cwnd = ctl.cwnd.min(ctl.max_window);
+            ctl.grow(frame_cells(DATA_HEADER_LEN + self.tpdu_size));
             ctl.probes = 0;
             ctl.rto_at = Some(now + ctl.rtt.rto());
             ctl.probe_at = Some(now + ctl.rtt.pto(ctl.min_probe));
@@ -1054,6 +1068,20 @@ mod tests {
             s.tpdu_size = size;
         }
         s
+    }
+
+    /// At the largest window the growth's count stays put: a long transfer there must not
+    /// overflow it (one-cell TPDUs add 171 an ack).
+    #[test]
+    fn growth_stops_accruing_at_the_largest_window() {
+        let mut s = Sender::new(&Config::default(), 0, 0);
+        let c = s.ctl.as_mut().unwrap();
+        c.ssthresh = 2;
+        c.cwnd = c.max_window - 1;
+        for _ in 0..100_000 {
+            c.grow(1);
+        }
+        assert_eq!((c.cwnd, c.acc), (c.max_window, 0));
     }
 
     /// The estimate tells losses scattered at a steady rate (random cell loss) from losses

@@ -112,7 +112,8 @@ impl WireConfig {
 pub struct WireStats {
     /// Frames offered.
     pub frames: u64,
-    /// Their cells.
+    /// The cells of those that went on the line (all but a full queue's drops): the line's
+    /// busy time.
     pub cells: u64,
     /// Frames delivered (duplicates counted once more each).
     pub delivered: u64,
@@ -164,7 +165,6 @@ impl Wire {
     pub fn send(&mut self, now: Instant, frame: &[u8]) {
         let cells = frame_cells(frame.len());
         self.stats.frames += 1;
-        self.stats.cells += u64::from(cells);
         if self.config.queue_cells > 0 && self.config.rate > 0 && self.busy_until > now {
             let wait = (self.busy_until - now).as_nanos();
             let ahead = (u128::from(wait) * u128::from(self.config.rate)).div_ceil(1_000_000_000);
@@ -173,6 +173,7 @@ impl Wire {
                 return;
             }
         }
+        self.stats.cells += u64::from(cells);
         let start = now.max(self.busy_until);
         let end = match self.config.rate {
             0 => start,

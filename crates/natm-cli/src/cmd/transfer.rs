@@ -511,7 +511,7 @@ pub fn send_figures(s: &ChannelStats) -> String {
         e.smart_resends,
         e.timeout_resends,
         e.smart_losses,
-        e.window_halvings,
+        e.window_cuts,
         e.random_loss_cuts,
         e.probes,
         e.timeouts

@@ -125,6 +125,7 @@ fn flushes(service: Service) -> usize {
         FLUSH_MESSAGES
     }
 }
+
 /// Frames of one channel the driver keeps in the adapter at most.
 pub const SEND_LIMIT: u32 = 8;
 /// The guaranteed rate's measuring window.
@@ -452,7 +453,7 @@ fn run_inner(
         report.resends.1 += s.timeout_resends;
         report.resends.2 += s.probes;
         report.timeouts += s.timeouts;
-        report.halvings += s.window_halvings;
+        report.window_cuts += s.window_cuts;
     }
     drop(l);
     report.wall = wall.elapsed();

@@ -37,8 +37,8 @@ pub struct TransportReport {
     /// Retransmission timeouts.
     pub timeouts: u64,
     /// Window cuts on SMART losses: halvings, and cuts by a fifth for losses that look
-    /// random (`natm_transport::Stats::window_halvings`).
-    pub halvings: u64,
+    /// random (`natm_transport::Stats::window_cuts`).
+    pub window_cuts: u64,
     /// Frames the endpoints refused.
     pub refused: u64,
     /// Guaranteed rate windows checked, and the largest deviation seen (fraction of the
@@ -74,12 +74,12 @@ impl TransportReport {
         }
         let _ = writeln!(
             t,
-            "reliable: {} SMART resends, {} timeout resends, {} probes, {} timeouts, {} halvings; {} frames refused",
+            "reliable: {} SMART resends, {} timeout resends, {} probes, {} timeouts, {} window cuts; {} frames refused",
             self.resends.0,
             self.resends.1,
             self.resends.2,
             self.timeouts,
-            self.halvings,
+            self.window_cuts,
             self.refused
         );
         let _ = writeln!(
@@ -121,7 +121,7 @@ impl TransportReport {
             "timeout_resends": self.resends.1,
             "probes": self.resends.2,
             "timeouts": self.timeouts,
-            "halvings": self.halvings,
+            "window_cuts": self.window_cuts,
             "refused": self.refused,
             "rate_windows": self.rate_windows,
             "worst_rate": self.worst_rate,

@@ -351,7 +351,7 @@ fn grid_row(
         String::from("         -          ")
     };
     let text = format!(
-        "{size:>5} B {:>5} µs {:>4.2}% {:<8} TPDU {:>5} B  ideal {:>5.2} MB/s  eff {}  own {}  busy {:>3.0}%  resent {:>4.1}%  probes {:>4}  RTOs {:>3}  halvings {:>4} (random {:>4}){}\n",
+        "{size:>5} B {:>5} µs {:>4.2}% {:<8} TPDU {:>5} B  ideal {:>5.2} MB/s  eff {}  own {}  busy {:>3.0}%  resent {:>4.1}%  probes {:>4}  RTOs {:>3}  cuts {:>4} (by a fifth {:>4}){}\n",
         delay.as_nanos() / 1_000,
         p as f64 / 1e7,
         if adaptive { "adaptive" } else { "fixed" },
@@ -364,7 +364,7 @@ fn grid_row(
             * 100.0,
         s.probes,
         s.timeouts,
-        s.window_halvings,
+        s.window_cuts,
         s.random_loss_cuts,
         match stalls {
             0 => String::new(),
@@ -422,7 +422,7 @@ fn a_full_queue_halves_the_window() {
         let text = format!(
             "queue {q}: {:.1} % of lossless, {} cuts ({} by a fifth), {} resent, {} timeouts, TPDU {} B",
             m.goodput / lossless * 100.0,
-            s.window_halvings,
+            s.window_cuts,
             s.random_loss_cuts,
             s.smart_resends + s.timeout_resends,
             s.timeouts,
@@ -432,8 +432,8 @@ fn a_full_queue_halves_the_window() {
         assert!(m.goodput >= floor * lossless, "{text}");
         assert_eq!(s.timeouts, 0, "{text}");
         if floor >= 0.9 {
-            assert!(s.window_halvings > 0, "{text}");
-            assert!(s.random_loss_cuts * 4 <= s.window_halvings, "{text}");
+            assert!(s.window_cuts > 0, "{text}");
+            assert!(s.random_loss_cuts * 4 <= s.window_cuts, "{text}");
         }
     }
 }

@@ -165,10 +165,7 @@ pub(crate) fn test_sender_smart_resends_at_once_and_once_per_round_trip() {
         "resent at once, second transmission"
     );
     let st = e.stats();
-    assert_eq!(
-        (st.smart_resends, st.timeouts, st.window_halvings),
-        (1, 0, 1)
-    );
+    assert_eq!((st.smart_resends, st.timeouts, st.window_cuts), (1, 0, 1));
     assert_eq!((st.cwnd, st.ssthresh), (4, 4));
     // 9 and 10 arrive, sent before the resend: 7 is not resent.
     ack(&mut e, t, 7, Some((9, 0)), 0b1);
@@ -190,7 +187,7 @@ pub(crate) fn test_sender_smart_resends_at_once_and_once_per_round_trip() {
     assert_eq!(out[0], (7, 2));
     assert!(out[1..].iter().all(|&(_, tx)| tx == 0), "{out:?}");
     // Not a second halving: 7 was sent before the recovery point.
-    assert_eq!(e.stats().window_halvings, 1);
+    assert_eq!(e.stats().window_cuts, 1);
     // 7 arrives: everything through 15 is acknowledged.
     ack(&mut e, t, 16, Some((7, 2)), 0);
     assert_eq!(e.stats().smart_resends, 2);
@@ -209,12 +206,7 @@ fn test_sender_a_loss_without_a_queue_cuts_a_fifth() {
     assert_eq!(sent(&mut e, t), [(7, 1), (9, 1)]);
     let st = e.stats();
     assert_eq!(
-        (
-            st.window_halvings,
-            st.random_loss_cuts,
-            st.cwnd,
-            st.ssthresh
-        ),
+        (st.window_cuts, st.random_loss_cuts, st.cwnd, st.ssthresh),
         (1, 1, 6, 6)
     );
     assert_eq!(st.min_rtt, Some(Duration::ZERO));
@@ -231,7 +223,7 @@ pub(crate) fn test_sender_window_halves_once_per_window() {
     ack(&mut e, t, 7, Some((10, 0)), 0b1);
     assert_eq!(sent(&mut e, t), [(7, 1), (9, 1)]);
     let st = e.stats();
-    assert_eq!((st.window_halvings, st.cwnd, st.ssthresh), (1, 4, 4));
+    assert_eq!((st.window_cuts, st.cwnd, st.ssthresh), (1, 4, 4));
     for k in 11..15 {
         ack(&mut e, t, 7, Some((k, 0)), 0b101 | ((1 << (k - 7)) - 1));
     }
@@ -244,7 +236,7 @@ pub(crate) fn test_sender_window_halves_once_per_window() {
     // A TPDU sent after the recovery point is lost: the second halving.
     ack(&mut e, t, first_new, Some((first_new + 1, 0)), 0);
     assert_eq!(sent(&mut e, t)[0], (first_new, 1));
-    assert_eq!(e.stats().window_halvings, 2);
+    assert_eq!(e.stats().window_cuts, 2);
     assert_eq!(e.stats().cwnd, (cwnd / 2).max(2));
 }
 
@@ -343,7 +335,7 @@ fn test_sender_probe_finds_a_lost_flight() {
         (7..15).map(|k| (k, 1)).collect::<Vec<_>>()
     );
     assert_eq!(e.stats().timeouts, 0);
-    assert_eq!(e.stats().window_halvings, 1);
+    assert_eq!(e.stats().window_cuts, 1);
 }
 
 /// A closed window stops new TPDUs; with nothing in flight the persist timer sends one
@@ -367,7 +359,7 @@ fn test_sender_zero_window_probe() {
     ack_w(&mut e, persist, 1, None, 0, 0).unwrap();
     assert_eq!(e.stats().flight, 0);
     assert_eq!(e.poll_timeout(), Some(persist + ms(100)));
-    assert_eq!(e.stats().window_halvings, 0);
+    assert_eq!(e.stats().window_cuts, 0);
     // The window opens (an update without trigger): 1 goes again, then the rest.
     ack_w(&mut e, persist, 1, None, 0, 4).unwrap();
     assert_eq!(sent(&mut e, persist), [(1, 1), (2, 0)]);
