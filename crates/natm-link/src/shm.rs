@@ -455,7 +455,7 @@ impl ShmLink {
         let efd = Arc::new(wait_fd);
         let waiter = match mode {
             ShmWait::BusyPoll => Waiter::BusyPoll,
-            ShmWait::Adaptive(p) => Waiter::Adaptive(p, efd.clone()),
+            ShmWait::Adaptive(p) => Waiter::Adaptive(p.into(), efd.clone()),
             ShmWait::EventFd => Waiter::EventFd(efd.clone()),
         };
         Ok(ShmLink {

@@ -48,7 +48,7 @@ impl Direct {
             }
             (NotifyMode::Adaptive, _) => {
                 check_eventfd(&wake_me).map_err(|e| protocol(format!("eventfd: {e}")))?;
-                Waiter::Adaptive(AdaptivePolicy::default(), Arc::new(wake_me))
+                Waiter::Adaptive(AdaptivePolicy::default().into(), Arc::new(wake_me))
             }
             (NotifyMode::EventFd, _) => {
                 Waiter::eventfd_from(wake_me).map_err(|e| protocol(format!("eventfd: {e}")))?

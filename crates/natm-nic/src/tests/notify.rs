@@ -769,3 +769,90 @@ fn eventfd_wakes_a_producer_waiting_for_space() {
         assert_eq!(rx.space_waker().kicks(), before, "{name}");
     }
 }
+
+#[test]
+fn a_spinner_whose_full_spins_find_nothing_spins_short_and_probes() {
+    use crate::notify::{PROBE_EVERY, SHORT_SPIN, Spinner};
+    let policy = AdaptivePolicy::default();
+    let mut s = Spinner::new(policy);
+    assert_eq!(
+        s.plan(),
+        (policy.spin, true),
+        "it starts out spinning in full"
+    );
+    let mut misses = 0;
+    while s.spins_in_full() {
+        assert_eq!(s.plan(), (policy.spin, true));
+        s.learn(false);
+        misses += 1;
+        assert!(misses < 20, "empty spins never made it stop");
+    }
+    // From a hit rate of one, a half is crossed after a few empty spins, not one.
+    assert!((4..=8).contains(&misses), "{misses} empty spins");
+    for i in 1..PROBE_EVERY {
+        assert_eq!(s.plan(), (SHORT_SPIN, false), "wait {i} after the switch");
+    }
+    assert_eq!(s.plan(), (policy.spin, true), "the probe");
+    // Probes that find work bring the full spin back.
+    let mut probes = 1;
+    s.learn(true);
+    while !s.spins_in_full() {
+        for _ in 1..PROBE_EVERY {
+            assert!(!s.plan().1);
+        }
+        assert!(s.plan().1);
+        s.learn(true);
+        probes += 1;
+        assert!(probes < 20, "hits never brought the full spin back");
+    }
+    assert!(probes <= 8, "{probes} probes");
+    // A spin shorter than the short one is kept.
+    let tiny = AdaptivePolicy {
+        spin: Duration::from_nanos(100),
+        yields: 0,
+    };
+    let mut s = Spinner::new(tiny);
+    for _ in 0..20 {
+        s.learn(false);
+    }
+    assert_eq!(s.plan(), (tiny.spin, false));
+}
+
+#[test]
+fn an_adaptive_waiter_learns_only_from_spins_it_finished() {
+    for (name, mk) in BACKENDS {
+        let (mut tx, mut rx) = link(mk);
+        let policy = AdaptivePolicy {
+            spin: Duration::from_micros(200),
+            yields: 0,
+        };
+        let (mut waiter, waker) = Waiter::adaptive(policy).unwrap();
+        tx.set_waker(waker);
+        let full = |w: &Waiter| match w {
+            Waiter::Adaptive(s, _) => s.spins_in_full(),
+            _ => unreachable!(),
+        };
+        // Timeouts inside the spin say nothing about it.
+        for _ in 0..20 {
+            let out = waiter.wait(&mut rx, Duration::from_micros(20)).unwrap();
+            assert_eq!(out, WaitOutcome::TimedOut, "{name}");
+        }
+        assert!(
+            full(&waiter),
+            "{name}: cut-short spins were taken for empty ones"
+        );
+        // Whole spins that find nothing (then a short sleep) are.
+        for _ in 0..20 {
+            let out = waiter.wait(&mut rx, Duration::from_micros(400)).unwrap();
+            assert_eq!(out, WaitOutcome::TimedOut, "{name}");
+        }
+        assert!(!full(&waiter), "{name}: empty spins went on in full");
+        // A cell that is there at once is still seen without a sleep.
+        assert_eq!(tx.push_batch(&[cell(1)]), 1);
+        assert_eq!(waiter.wait(&mut rx, LONG).unwrap(), WaitOutcome::Ready);
+        let mut c = [[0u8; 53]; 1];
+        assert_eq!(rx.pop_batch(&mut c), 1);
+        assert_eq!(check_cell(&c[0]), Some(1));
+        assert_eq!(tx.waker().kicks(), 0, "{name}");
+    }
+}
