@@ -1,7 +1,8 @@
 //! Tests of the endpoint: state × event tests of the reliable sender and receiver driven by
 //! hand-made TPDUs (`reliable`), runs of two endpoints over the lossy wire of
 //! [`crate::testing`] (`pair`), the guaranteed rate (`guaranteed`), goodput efficiency under
-//! random cell loss (`efficiency`), and the planted mutants (`mutants`).
+//! random cell loss (`efficiency`), two flows through one full queue (`sharing`), and the
+//! planted mutants (`mutants`).
 
 mod efficiency;
 mod guaranteed;
@@ -9,6 +10,7 @@ mod guaranteed;
 mod mutants;
 mod pair;
 mod reliable;
+mod sharing;
 
 use alloc::format;
 use alloc::string::String;
