@@ -227,9 +227,10 @@ impl AdaptivePolicy {
 /// ms. So the waiter keeps a moving hit rate of its full spins; while it is below a half
 /// it spins only [`SHORT_SPIN`], and every [`PROBE_EVERY`]th wait it spins in full again
 /// to see whether the hits have come back. A channel whose work comes within the spin
-/// keeps spinning in full. Measured on that path (2026-11-28): 1,500 B at 1 % loss
-/// 55 → ~93 Mbit/s; the raw 8-byte round trip 110–195 → 47–96 µs. Each µs of spin left
-/// cost there (a 3 µs short spin: ~85; a full probe every 8th wait: ~80).
+/// keeps spinning in full. Measured on that path (2026-11-28, alternating with the
+/// fixed spin): 1,500 B at 1 % loss 53–56 → 84–95 Mbit/s; the raw 8-byte round trip
+/// 122–173 → 74–75 µs; lossless 8 KiB unchanged. Each µs of spin left cost there (a 3 µs
+/// short spin: ~85 Mbit/s; a full probe every 8th wait: ~80).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Spinner {
     policy: AdaptivePolicy,
