@@ -194,17 +194,22 @@ pub(crate) fn test_sender_smart_resends_at_once_and_once_per_round_trip() {
     assert_eq!(e.stats().timeouts, 0);
 }
 
+/// On [`window_of_8`] at `t`: 8 and 10 arrive, so SMART finds 7 and 9 lost and resends
+/// both at once; the figures after.
+fn lose_7_and_9(e: &mut Endpoint, t: Instant) -> crate::Stats {
+    ack(e, t, 7, Some((8, 0)), 0);
+    ack(e, t, 7, Some((10, 0)), 0b1);
+    assert_eq!(sent(e, t), [(7, 1), (9, 1)]);
+    e.stats()
+}
+
 /// A loss while the path holds no queue (the round trip at its least) cuts window and
 /// threshold by a fifth, Veno's rule for random loss, at most once per window of data.
 #[test]
 fn test_sender_a_loss_without_a_queue_cuts_a_fifth() {
     let mut e = window_of_8();
-    let t = at(us(100));
-    // 7 and 9 lost, acked as fast as every TPDU before.
-    ack(&mut e, t, 7, Some((8, 0)), 0);
-    ack(&mut e, t, 7, Some((10, 0)), 0b1);
-    assert_eq!(sent(&mut e, t), [(7, 1), (9, 1)]);
-    let st = e.stats();
+    // Acked as fast as every TPDU before.
+    let st = lose_7_and_9(&mut e, at(us(100)));
     assert_eq!(
         (st.window_cuts, st.random_loss_cuts, st.cwnd, st.ssthresh),
         (1, 1, 6, 6)
@@ -218,11 +223,7 @@ fn test_sender_a_loss_without_a_queue_cuts_a_fifth() {
 pub(crate) fn test_sender_window_halves_once_per_window() {
     let mut e = window_of_8();
     let t = at(us(200));
-    // 7 and 9 lost.
-    ack(&mut e, t, 7, Some((8, 0)), 0);
-    ack(&mut e, t, 7, Some((10, 0)), 0b1);
-    assert_eq!(sent(&mut e, t), [(7, 1), (9, 1)]);
-    let st = e.stats();
+    let st = lose_7_and_9(&mut e, t);
     assert_eq!((st.window_cuts, st.cwnd, st.ssthresh), (1, 4, 4));
     for k in 11..15 {
         ack(&mut e, t, 7, Some((k, 0)), 0b101 | ((1 << (k - 7)) - 1));
