@@ -379,7 +379,21 @@ fn no_peer_is_a_timeout_and_the_non_blocking_calls_do_not_wait() {
             }
         }
     }
-    a.flush(T).unwrap();
+    // a's last acks may have been dropped at its own full ring (the loop polls it once per
+    // message), so b keeps answering a's probes until a's flush ends: a receiver that stops
+    // calling its channel leaves the sender waiting (what `Channel::linger` is for).
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                b.poll().unwrap();
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        let flushed = a.flush(T);
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        flushed.unwrap();
+    });
 }
 
 #[test]
