@@ -62,9 +62,10 @@
 //!
 //! No impairment code of its own (hostd runs natm-netem, as for a topology's `impair`),
 //! none between the switch and the hosts (switchd's lines stay as the topology has them),
-//! no switched VC (a PVC both hosts open), no shared scheduler between the measured channel
-//! and the bulk one (each is its own channel in its own threads: their TPDUs meet in hostd
-//! and the switch, not in natm-transport's `sched::Wrr`). The seed's curve is drawn from
+//! no switched VC (a PVC both hosts open), no shared scheduler in the application between
+//! the measured channel and the bulk one (each is its own channel in its own threads: their
+//! cells meet in the switch on a lane, and in hostd's transmit round, natm-host-core's
+//! weighted round robin, on the daemon and direct paths). The seed's curve is drawn from
 //! the quoted numbers, not the paper's data. The line rate read from the lab is
 //! the sender's link's only (a slower link further on is not seen).
 

@@ -25,10 +25,12 @@
 //!   are answered with the same cell as a reply, I.610 §10.2.4; segment requests are the
 //!   switch's), F4 cells are counted and dropped, the rest go in runs to the adapter of
 //!   their VC. Cells of no open VC are counted.
-//! * **Transmit** ([`Host::poll_transmit`] / [`Host::transmitted`]): OAM first, then round
-//!   robin over the channels a batch each, channels with CBR or VBR VCs before UBR ones (CAC
-//!   keeps their sum within the link). A batch the link takes only in part stays with its
-//!   channel and goes first next time: nothing the adapters produced is dropped.
+//! * **Transmit** ([`Host::poll_transmit`] / [`Host::transmitted`]): OAM first, then the
+//!   channels by weighted round robin, a batch a unit (`round.rs`): in every round channels
+//!   with CBR or VBR VCs first, each up to its rate's share, then the others by their UBR
+//!   VCs' weights (CAC keeps the guaranteed rates within the link). A batch the link takes
+//!   only in part stays with its channel and goes first next time: nothing the adapters
+//!   produced is dropped.
 //! * **Link state** ([`Host::link_down`] / [`Host::link_up`]): on failure queued cells are
 //!   counted lost, every VC is flushed (its queued descriptors complete as aborted) and
 //!   outstanding pings fail; the VCs stay open.
@@ -80,6 +82,7 @@ extern crate alloc;
 #[cfg(test)]
 mod call_tests;
 mod calls;
+mod round;
 mod spec;
 #[cfg(test)]
 mod tests;
@@ -96,7 +99,7 @@ use natm_adapter::{Adapter, AdapterConfig, BufferMemory, HecCheck, RxVcConfig};
 use natm_core::slotmap::SlotMap;
 use natm_core::{Duration, HeaderFormat, Instant, LineRate, PhyRate, Qos, VcId, Vci};
 use natm_traffic::cac::{self, Cac, CacConfig};
-use natm_traffic::sched::{Category, VcSpec};
+use natm_traffic::sched::VcSpec;
 use natm_wire::cell::{Cell as WireCell, CellHeader, HecReceiver, HecStats, HecVerdict, Pti};
 use natm_wire::oam::{Loopback, OamCell, OamFlow, OamRepr};
 
@@ -105,6 +108,7 @@ pub use calls::{
     SignallingConfig, user_cause,
 };
 pub use natm_sig::{Cause, CauseValue, Location, ReleaseOrigin};
+pub use round::vc_weight;
 pub use spec::{Scale, shaping};
 
 /// A cell as the host moves it: 53 bytes, header first.
@@ -164,7 +168,8 @@ pub struct HostConfig {
     pub link_rate: Option<u32>,
     /// The most channels open at once.
     pub max_channels: usize,
-    /// Cells a channel gives per turn of the transmit round robin.
+    /// Cells a channel gives per unit of its turn in the transmit round (a turn is its
+    /// weight in units).
     pub batch: usize,
     /// The UNI user side on VC 0.5 (`None`: no signalling, PVCs only; cells of 0.5 are
     /// then of no VC).
@@ -355,8 +360,8 @@ struct Channel<M> {
     out: Vec<CellBytes>,
     sent: usize,
     filled: usize,
-    /// Its VCs with a CBR or VBR contract: the channel's turn comes before UBR ones.
-    realtime: u32,
+    /// Its class and weight in the transmit round.
+    place: round::Place,
 }
 
 impl<M> Channel<M> {
@@ -402,14 +407,12 @@ pub struct Host<M> {
     next_ping: u64,
     events: VecDeque<Event>,
     counters: Counters,
-    /// The round robin's next channel.
-    rr: u32,
     /// The UNI user side, when the host signals.
     sig: Option<calls::Sig>,
-    /// This round's order, and how far it has gone.
-    round: Vec<ChannelId>,
-    round_at: usize,
-    round_progress: bool,
+    /// The transmit round over the channels.
+    round: round::Round,
+    /// The channel whose batch the link took only in part: it goes first next time.
+    stalled: Option<ChannelId>,
     source: Source,
 }
 
@@ -438,10 +441,8 @@ impl<M: ChannelMemory> Host<M> {
             next_ping: 1,
             events: VecDeque::new(),
             counters: Counters::default(),
-            rr: 0,
-            round: Vec::new(),
-            round_at: 0,
-            round_progress: false,
+            round: round::Round::default(),
+            stalled: None,
             source: Source::None,
         }
     }
@@ -494,6 +495,7 @@ impl<M: ChannelMemory> Host<M> {
         let made = Adapter::new(adapter).map_err(OpenError::Config)?;
         let id = ChannelId(self.next_channel);
         self.next_channel = self.next_channel.wrapping_add(1).max(1);
+        let place = self.round.add(id);
         self.channels.insert(
             id,
             Box::new(Channel {
@@ -503,7 +505,7 @@ impl<M: ChannelMemory> Host<M> {
                 out: vec![[0; 53]; self.config.batch.max(1)],
                 sent: 0,
                 filled: 0,
-                realtime: 0,
+                place,
             }),
         );
         Ok(id)
@@ -567,7 +569,8 @@ impl<M: ChannelMemory> Host<M> {
             return Err(OpenError::Adapter(e));
         }
         self.next_handle = self.next_handle.wrapping_add(1).max(1);
-        channel.realtime += u32::from(spec.category != Category::Ubr);
+        self.round
+            .vc_changed(ch, &mut channel.place, &spec, capacity, true);
         self.by_vc.insert(vc.key(), ch.0);
         self.vcs.insert(
             handle,
@@ -615,7 +618,9 @@ impl<M: ChannelMemory> Host<M> {
         let _ = self.cac.release(info.reservation);
         if let Some(c) = self.channels.get_mut(&info.channel) {
             let _ = c.adapter.close_vc(handle.0);
-            c.realtime -= u32::from(info.spec.category != Category::Ubr);
+            let capacity = self.cac.config().capacity;
+            self.round
+                .vc_changed(info.channel, &mut c.place, &info.spec, capacity, false);
         }
         if let Some(call) = info.call {
             self.call_vc_closed(call);
@@ -633,7 +638,12 @@ impl<M: ChannelMemory> Host<M> {
         if self.source == Source::Channel(ch) {
             self.source = Source::None;
         }
-        self.channels.remove(&ch).map(|c| c.mem)
+        if self.stalled == Some(ch) {
+            self.stalled = None;
+        }
+        let mut c = self.channels.remove(&ch)?;
+        self.round.remove(&mut c.place);
+        Some(c.mem)
     }
 
     /// Gives channel `ch` a fresh adapter with its VCs reopened in VPI/VCI order (same
@@ -872,20 +882,13 @@ impl<M: ChannelMemory> Host<M> {
             self.source = Source::Oam;
             return Some(self.oam_out.make_contiguous());
         }
-        loop {
-            if self.round_at == self.round.len() {
-                let fresh = self.round.is_empty();
-                if !fresh && !self.round_progress {
-                    self.end_round();
-                    return None;
-                }
-                self.start_round();
-                if self.round.is_empty() {
-                    return None;
-                }
-            }
-            let id = self.round[self.round_at];
-            self.round_at += 1;
+        if let Some(id) = self.stalled.take()
+            && self.channels.get(&id).is_some_and(|c| c.backlog())
+        {
+            self.source = Source::Channel(id);
+        }
+        while self.source == Source::None {
+            let id = self.round.next()?;
             let Some(c) = self.channels.get_mut(&id) else {
                 continue;
             };
@@ -898,7 +901,8 @@ impl<M: ChannelMemory> Host<M> {
             }
             if c.backlog() {
                 self.source = Source::Channel(id);
-                break;
+            } else {
+                self.round.dry(&c.place);
             }
         }
         let Source::Channel(id) = self.source else {
@@ -909,27 +913,9 @@ impl<M: ChannelMemory> Host<M> {
     }
 
     /// Ends the round: the next [`poll_transmit`](Self::poll_transmit) starts a fresh one.
-    /// The one way to empty `round`, so that `round_at` never points past it (the link going
-    /// down once cleared the round and left its place: a fuzzed link down mid-round, then
-    /// up, indexed an empty round).
     fn end_round(&mut self) {
-        self.round.clear();
-        self.round_at = 0;
-    }
-
-    /// This round's order: from the round robin's place, channels with CBR or VBR VCs
-    /// first, then the others.
-    fn start_round(&mut self) {
-        self.end_round();
-        self.round_progress = false;
-        let rr = ChannelId(self.rr);
-        let rotated = || self.channels.range(rr..).chain(self.channels.range(..rr));
-        let realtime = rotated().filter(|(_, c)| c.realtime > 0).map(|(id, _)| *id);
-        let rest = rotated()
-            .filter(|(_, c)| c.realtime == 0)
-            .map(|(id, _)| *id);
-        let order: Vec<ChannelId> = realtime.chain(rest).collect();
-        self.round = order;
+        self.round.end();
+        self.stalled = None;
     }
 
     /// The link took the first `n` of the cells [`poll_transmit`](Self::poll_transmit)
@@ -945,13 +931,12 @@ impl<M: ChannelMemory> Host<M> {
                     return;
                 };
                 c.sent = (c.sent + n).min(c.filled);
-                self.round_progress |= n > 0;
+                if n > 0 {
+                    self.round.progressed();
+                }
                 if c.backlog() {
                     // The link is full: this channel goes first next time.
-                    self.rr = id.0;
-                    self.end_round();
-                } else {
-                    self.rr = id.0.wrapping_add(1);
+                    self.stalled = Some(id);
                 }
             }
         }

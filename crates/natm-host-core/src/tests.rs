@@ -7,6 +7,7 @@ use natm_adapter::{AdapterConfig, BufferId, Completion, Direction, Status, VecBu
 use natm_core::{Duration, Instant, Qos, VcId};
 use natm_traffic::cac::Refusal;
 use natm_traffic::policer::Contract;
+use natm_traffic::sched::Category;
 use natm_wire::cell::{Cell as WireCell, CellHeader};
 use natm_wire::oam::{Loopback, OamCell, OamFlow, OamRepr};
 use proptest::prelude::*;
@@ -377,6 +378,177 @@ fn cbr_and_vbr_channels_go_before_ubr_ones() {
     let cells = drain(&mut a, t(0));
     let order: Vec<u16> = cells.iter().map(|c| header(c).vc.vci.get()).collect();
     assert_eq!(order, [41, 40]);
+}
+
+/// The transmitted cells as runs of (VCI, cells).
+fn runs(cells: &[CellBytes]) -> Vec<(u16, usize)> {
+    let mut out: Vec<(u16, usize)> = Vec::new();
+    for c in cells {
+        let v = header(c).vc.vci.get();
+        match out.last_mut() {
+            Some((last, n)) if *last == v => *n += 1,
+            _ => out.push((v, 1)),
+        }
+    }
+    out
+}
+
+#[test]
+fn a_guaranteed_channel_gives_its_rate_s_batches_in_one_turn_before_bulk_ones() {
+    // A CBR VC at a quarter of the link weighs 16 batches a round; three bulk channels
+    // weigh 1 each. At weight 1 (the old round robin) its 40 cells went 4 a round, behind
+    // three bulk batches each time.
+    let mut a = Host::new(HostConfig {
+        batch: 4,
+        ..HostConfig::new("a", None)
+    });
+    a.link_up();
+    let pcr = NOMINAL_RATE / 64 * 16;
+    assert_eq!(vc_weight(&VcSpec::cbr(pcr), NOMINAL_RATE), 16);
+    let bulk: Vec<_> = ["0.40", "0.42", "0.43"]
+        .iter()
+        .map(|v| with_vc(&mut a, v, "ubr"))
+        .collect();
+    let (g, gh) = with_vc(&mut a, "0.41", &format!("cbr:pcr={pcr}"));
+    for &(ch, h) in &bulk {
+        send(&mut a, ch, h, 8, &[1; 400]);
+    }
+    // 1,880 bytes and the trailer: 40 cells, all due at its rate by 452 µs: a driver
+    // that polls at 600 µs finds them all (the shaper lets a late driver catch up).
+    send(&mut a, g, gh, 8, &[2; 1_880]);
+    let cells = drain(&mut a, t(600));
+    let expect = [
+        (41, 40),
+        (40, 4),
+        (42, 4),
+        (43, 4),
+        (40, 4),
+        (42, 4),
+        (43, 4),
+        (40, 1),
+        (42, 1),
+        (43, 1),
+    ];
+    assert_eq!(runs(&cells), expect);
+}
+
+/// Cells of each channel a host sends in `secs` of virtual time on a link that takes
+/// `line` cells/s, every channel's transmit buffers (the upper half) kept posted with
+/// 8 KiB SDUs.
+fn share_of_the_line(
+    h: &mut Host<VecBuffers>,
+    chans: &[(ChannelId, VcHandle)],
+    line: u32,
+    secs: f64,
+) -> Vec<u64> {
+    let step = Duration::from_nanos(64 * 1_000_000_000 / u64::from(line));
+    let steps = (secs * f64::from(line) / 64.0) as u64;
+    let mut now = Instant::ZERO;
+    for &(ch, handle) in chans {
+        let (adapter, _) = h.channel_mut(ch).unwrap();
+        for b in BUFS / 2..BUFS {
+            adapter.post_tx(now, BufferId(b), 8192, handle.0);
+        }
+    }
+    let mut sent = vec![0u64; chans.len()];
+    for _ in 0..steps {
+        now += step;
+        // The link takes 64 cells a step.
+        let mut room = 64usize;
+        while room > 0 {
+            let Some(cells) = h.poll_transmit(now) else {
+                break;
+            };
+            let n = cells.len().min(room);
+            let vci = header(&cells[0]).vc.vci;
+            let k = chans
+                .iter()
+                .position(|&(_, hd)| h.vc(hd).is_some_and(|i| i.vc.vci == vci))
+                .expect("a cell of a known VC");
+            sent[k] += n as u64;
+            h.transmitted(n);
+            room -= n;
+        }
+        for &(ch, handle) in chans {
+            let (adapter, _) = h.channel_mut(ch).unwrap();
+            while let Some(c) = adapter.poll_completion() {
+                if c.direction == Direction::Tx {
+                    adapter.post_tx(now, c.buffer, 8192, handle.0);
+                }
+            }
+        }
+    }
+    sent
+}
+
+#[test]
+fn a_guaranteed_channel_keeps_its_rate_beside_four_bulk_channels() {
+    // A CBR channel at 35 % of an OC-3c link beside four channels that always have cells.
+    // A batch each per round (the round robin before weights) gave it one batch in five,
+    // 20 % of the line.
+    let line = NOMINAL_RATE;
+    let mut a = host(Some(line));
+    let pcr = line / 100 * 35;
+    let mut chans: Vec<_> = (50..54)
+        .map(|vci| with_vc(&mut a, &format!("0.{vci}"), "ubr"))
+        .collect();
+    chans.push(with_vc(&mut a, "0.41", &format!("cbr:pcr={pcr}")));
+    let secs = 0.2;
+    let sent = share_of_the_line(&mut a, &chans, line, secs);
+    let want = f64::from(pcr) * secs;
+    let got = sent[4] as f64;
+    assert!(
+        (got / want - 1.0).abs() < 0.01,
+        "CBR sent {got} cells, its rate {want}: {sent:?}"
+    );
+    // The bulk channels share the rest evenly, and the line is full.
+    let bulk = &sent[..4];
+    let (lo, hi) = (bulk.iter().min().unwrap(), bulk.iter().max().unwrap());
+    assert!(*hi - *lo <= 64 * 2, "{sent:?}");
+    let total: u64 = sent.iter().sum();
+    assert!(total as f64 >= 0.99 * f64::from(line) * secs, "{sent:?}");
+}
+
+#[test]
+fn a_channel_weighs_the_sum_of_its_vcs_weights() {
+    let mut a = Host::new(HostConfig {
+        batch: 4,
+        ..HostConfig::new("a", None)
+    });
+    a.link_up();
+    let (x, x40) = with_vc(&mut a, "0.40", "ubr");
+    let x42 = a.open_vc(x, vc("0.42"), &qos("ubr")).unwrap();
+    let (y, y41) = with_vc(&mut a, "0.41", "ubr");
+    // 18 cells each: x's in two VCs, y's in one.
+    send(&mut a, x, x40, 8, &[1; 400]);
+    send(&mut a, x, x42, 9, &[1; 400]);
+    send(&mut a, y, y41, 8, &[2; 400]);
+    send(&mut a, y, y41, 9, &[2; 400]);
+    let cells = drain(&mut a, t(0));
+    let by_channel: Vec<(char, usize)> = runs(&cells)
+        .into_iter()
+        .map(|(v, n)| (if v == 41 { 'y' } else { 'x' }, n))
+        .fold(Vec::new(), |mut out, (c, n)| {
+            match out.last_mut() {
+                Some((last, m)) if *last == c => *m += n,
+                _ => out.push((c, n)),
+            }
+            out
+        });
+    // x's turn is two batches, y's one; then y alone.
+    assert_eq!(
+        by_channel,
+        [('x', 8), ('y', 4), ('x', 8), ('y', 4), ('x', 2), ('y', 10)]
+    );
+    // Closing a VC takes its weight back: now a batch each.
+    a.close_vc(x42);
+    send(&mut a, x, x40, 10, &[1; 400]);
+    send(&mut a, y, y41, 10, &[2; 400]);
+    let order: Vec<(u16, usize)> = runs(&drain(&mut a, t(0)));
+    assert_eq!(
+        order,
+        [(40, 4), (41, 4), (40, 4), (41, 4), (40, 1), (41, 1)]
+    );
 }
 
 #[test]

@@ -14,6 +14,8 @@
 //!   at CDVT 0.
 //! * [`smooth`]: packet-level smoothing, an SDU queue drained by a leaky bucket.
 //! * [`discard`]: early and partial packet discard (EPD/PPD) for queues of AAL5 cells.
+//! * [`wrr`]: weighted round robin over queues of work units (a host's channels, a
+//!   transport task's channels), so one bulk queue cannot starve a weighted one.
 //! * `mutants` (test-only feature `mutants`): planted bugs for natm-sim's meta-test.
 //!
 //! This crate is pure: no I/O, no clocks, no randomness, no `unsafe`, and it builds without
@@ -59,3 +61,4 @@ pub mod mutants;
 pub mod policer;
 pub mod sched;
 pub mod smooth;
+pub mod wrr;

@@ -21,8 +21,8 @@
 //!     (`natm_traffic::smooth`), with the seed's adaptive spacing factor
 //!     ([`spacing_factor`]). No retransmission, as in the seed: a resent TPDU would come a
 //!     round trip late, and a rate service's data is worth little late.
-//! * [`sched`]: weighted round robin over channels' work units, so a bulk channel cannot
-//!   starve a guaranteed one.
+//! * Scheduling is not here: the channels of a host are served by weighted round robin
+//!   (`natm_traffic::wrr`) in the host core's transmit round, each by its VCs' weights.
 //! * [`tpdu_size`]: the TPDU size that maximises expected goodput for a measured cell loss.
 //! * `testing` (feature `testing`): a seeded lossy wire and a pair of endpoints in virtual
 //!   time.
@@ -105,7 +105,6 @@ pub mod header;
 pub mod mutants;
 mod recv;
 mod rtt;
-pub mod sched;
 mod send;
 mod seq;
 #[cfg(any(test, feature = "testing"))]

@@ -151,8 +151,8 @@ fn test_spacing_factor_thresholds() {
 }
 
 /// One line shared by a guaranteed channel and a bulk reliable one, the driver serving
-/// them by weighted round robin (`sched::Wrr`, a TPDU a work unit): with the weight
-/// admission gives it (`sched::weight_for`: 2 keeps 20 % of the line in 32-cell TPDUs
+/// them by weighted round robin (`natm_traffic::wrr::Wrr`, a TPDU a work unit): with the weight
+/// admission gives it (`natm_traffic::wrr::weight_for`: 2 keeps 20 % of the line in 32-cell TPDUs
 /// beside 172-cell ones, and bursts of up to `BUCKET_TPDUS` = 7 TPDUs and the one the
 /// rate adds while they are served make it 8) the
 /// guaranteed channel keeps its rate within 1 % over 10 s and waits at most one bulk
@@ -161,7 +161,7 @@ fn test_spacing_factor_thresholds() {
 /// a TPDU of 32 cells per bulk TPDU of 172: 15.7 % of the line, below its 20 %.
 #[test]
 fn test_rate_kept_beside_a_bulk_reliable_transfer() {
-    use crate::sched::weight_for;
+    use natm_traffic::wrr::weight_for;
     let weight = weight_for(20_000, 32, BUCKET_TPDUS + 1, 172, 100_000).unwrap();
     assert_eq!(weight, 8);
     let (achieved, longest_wait, bulk) = shared_line(weight);
@@ -188,9 +188,9 @@ fn test_rate_kept_beside_a_bulk_reliable_transfer() {
 /// line, and the bulk goodput (bytes/s), with the guaranteed channel at `weight` and the
 /// bulk one at 1.
 fn shared_line(weight: u32) -> (f64, Duration, f64) {
-    use crate::sched::Wrr;
     use crate::testing::Wire;
     use alloc::collections::VecDeque;
+    use natm_traffic::wrr::Wrr;
 
     const LINE: u64 = 100_000;
     let rate = 20_000;

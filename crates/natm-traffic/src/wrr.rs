@@ -1,10 +1,20 @@
-//! Weighted round robin over channels' work units.
+//! Weighted round robin over queues of work units.
 //!
 //! The seed stack does transport work in tasks, each with work units per VC, served by
-//! weight so that one bulk transfer cannot starve a guaranteed one on the same host. A work
-//! unit is one TPDU's worth of work (segmenting and sending one, or taking one in). The
-//! driver tells the scheduler how many units each channel has ready
-//! ([`Wrr::add_work`]) and asks [`Wrr::next`](Iterator::next) which channel to serve for one unit.
+//! weight so that one bulk transfer cannot starve a guaranteed one on the same host. Here
+//! a unit is whatever the driver serves at once: natm-host-core's transmit round serves
+//! its channels a batch of cells a unit (each channel at the sum of its VCs' weights);
+//! natm-transport's tests serve channels a TPDU a unit.
+//!
+//! Two ways to say what is ready:
+//!
+//! * A driver that knows its queues tells the scheduler how many units each has
+//!   ([`Wrr::add_work`], [`Wrr::set_work`]) and asks [`Wrr::next`](Iterator::next) which
+//!   one to serve for one unit.
+//! * A driver that finds out only by looking (the host core: a channel's adapter says
+//!   whether it has cells when polled) starts each round with [`Wrr::new_round`], which
+//!   offers every queue its weight in units, and ends a queue's turn early with
+//!   `set_work(c, 0)` when a look finds nothing. `next` gives `None` when the round is over.
 //!
 //! Rounds: in each round a channel with work is served up to its weight in units, then
 //! the next one; a channel without work is skipped and keeps nothing (no credit is saved
@@ -16,17 +26,14 @@
 //! in the units it sends. With TPDUs of `c_g` cells beside a bulk channel's of `c_b` at
 //! weight 1, it gets `w·c_g / (w·c_g + c_b)` of a line the bulk channel keeps busy; a rate
 //! of 20 % in 32-cell TPDUs beside 172-cell bulk TPDUs needs `w ≥ 2` (1 gives 15.7 %).
-//! [`weight_for`] is that rule, and one more: a guaranteed channel's bucket releases up
-//! to [`BUCKET_TPDUS`](crate::BUCKET_TPDUS) TPDUs at once (a batch of its spacing factor,
-//! up to [`X_MAX`](crate::X_MAX), and the TPDU of tolerance for a late activation) and one
-//! more at its rate while they are served, and a burst served in one round waits for at
-//! most one unit of each other channel (so `batch` = `BUCKET_TPDUS + 1`); a weight below
-//! the batch leaves its tail a round behind (with weight 2 and batches of 4, a TPDU
-//! waited 2.04 ms for the line where one bulk TPDU takes 1.72 ms). It is the weight a
-//! driver gives a guaranteed channel when it admits it.
+//! [`weight_for`] is that rule, and one more: a channel that releases its units in
+//! batches (natm-transport's guaranteed bucket releases up to `BUCKET_TPDUS` TPDUs at
+//! once, and one more at its rate while they are served) should get a batch in one turn,
+//! since a burst served in one round waits for at most one unit of each other channel; a
+//! weight below the batch leaves its tail a round behind (with weight 2 and batches of
+//! 4, a TPDU waited 2.04 ms for the line where one bulk TPDU takes 1.72 ms).
 //!
-//! Pure: no clock; the driver decides what a unit costs in time (the host's per-TPDU
-//! budget from `natm perf calibrate`).
+//! Pure: no clock; the driver decides what a unit is and what it costs in time.
 
 use alloc::vec::Vec;
 use core::fmt;
@@ -92,7 +99,8 @@ pub struct Wrr {
     slots: Vec<Option<Slot>>,
     /// The channel being served in this round, and what it has left of its weight.
     cur: usize,
-    credit: u32,
+    /// `None`: its turn has not started (it gets its weight when served).
+    credit: Option<u32>,
 }
 
 impl Wrr {
@@ -136,7 +144,7 @@ impl Wrr {
         self.slot(c)?;
         self.slots[c.0 as usize] = None;
         if self.cur == c.0 as usize {
-            self.credit = 0;
+            self.credit = None;
         }
         Ok(())
     }
@@ -155,6 +163,27 @@ impl Wrr {
         let s = self.slot(c)?;
         s.work = s.work.saturating_add(units);
         Ok(())
+    }
+
+    /// Sets the units of work waiting on `c` (0 ends its turn in this round).
+    pub fn set_work(&mut self, c: ChannelId, units: u64) -> Result<(), SchedError> {
+        self.slot(c)?.work = units;
+        Ok(())
+    }
+
+    /// Starts a round for a driver that cannot count its work ahead: every channel may
+    /// have up to its weight in units. The round is over when [`next`](Iterator::next)
+    /// gives `None`.
+    ///
+    /// The round starts with the channel after the one whose turn was under way, so that
+    /// no channel gets two turns back to back across rounds.
+    pub fn new_round(&mut self) {
+        for s in self.slots.iter_mut().flatten() {
+            s.work = u64::from(s.weight);
+        }
+        if self.credit.take().is_some() && !self.slots.is_empty() {
+            self.cur = (self.cur + 1) % self.slots.len();
+        }
     }
 
     /// Units of work waiting on `c`.
@@ -179,21 +208,24 @@ impl Iterator for Wrr {
             return None;
         }
         // The current channel, then one full turn: back to it with its weight afresh.
-        for step in 0..=n {
-            if step > 0 {
-                self.cur = (self.cur + 1) % n;
-                self.credit = self.slots[self.cur].as_ref().map_or(0, |s| s.weight);
-            }
+        // Nothing to serve leaves the turn under way as it was.
+        let (cur, credit) = (self.cur, self.credit);
+        for _ in 0..=n {
             if let Some(s) = self.slots[self.cur].as_mut()
                 && s.work > 0
-                && self.credit > 0
             {
-                s.work -= 1;
-                s.served += 1;
-                self.credit -= 1;
-                return Some(ChannelId(self.cur as u32));
+                let left = self.credit.get_or_insert(s.weight);
+                if *left > 0 {
+                    *left -= 1;
+                    s.work -= 1;
+                    s.served += 1;
+                    return Some(ChannelId(self.cur as u32));
+                }
             }
+            self.cur = (self.cur + 1) % n;
+            self.credit = None;
         }
+        (self.cur, self.credit) = (cur, credit);
         None
     }
 }
@@ -212,7 +244,7 @@ mod tests {
         w.add_work(bulk, 1000).unwrap();
         w.add_work(rate, 1000).unwrap();
         let order: Vec<u32> = (0..8).map(|_| w.next().unwrap().0).collect();
-        assert_eq!(order, vec![1, 1, 1, 0, 1, 1, 1, 0]);
+        assert_eq!(order, vec![0, 1, 1, 1, 0, 1, 1, 1]);
     }
 
     #[test]
@@ -230,6 +262,34 @@ mod tests {
         assert_eq!(weight_for(1, 0, 1, 172, 100_000), None);
         // Big units need no more than 1.
         assert_eq!(weight_for(10_000, 172, 1, 172, 100_000), Some(1));
+    }
+
+    #[test]
+    fn test_a_round_offers_each_its_weight_and_a_dry_look_ends_a_turn() {
+        let mut w = Wrr::new();
+        let a = w.add(1).unwrap();
+        let b = w.add(3).unwrap();
+        let c = w.add(2).unwrap();
+        assert_eq!(w.next(), None, "no round started");
+        w.new_round();
+        let mut order = Vec::new();
+        while let Some(x) = w.next() {
+            order.push(x);
+            if x == c {
+                // The driver looked and c had nothing: the rest of its turn goes.
+                w.set_work(c, 0).unwrap();
+            }
+        }
+        assert_eq!(order, vec![a, b, b, b, c]);
+        // The next round starts after c, whose turn was under way; each is offered its
+        // weight again.
+        w.new_round();
+        let next: Vec<_> = core::iter::from_fn(|| w.next()).collect();
+        assert_eq!(next, vec![a, b, b, b, c, c]);
+        assert_eq!(
+            w.set_work(ChannelId(9), 1),
+            Err(SchedError::Unknown(ChannelId(9)))
+        );
     }
 
     #[test]
