@@ -2,7 +2,8 @@
 //! panicking; what decodes must encode back (a request to the same VCs, a reply to the
 //! same bytes). The bytes are tried as they are and after each message's magic, so that
 //! the fuzzer reaches past it. And arbitrary VC lists: what `encode_request` accepts
-//! decodes back to the list sorted, and what it refuses breaks one of the request's rules.
+//! decodes back to the list sorted with its weight, and what it refuses breaks one of the
+//! request's rules.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -15,15 +16,23 @@ const MAX_REASON: usize = 512;
 
 fn check_request(data: &[u8]) {
     match decode_request(data) {
-        Ok(vcs) => {
+        Ok((vcs, weight)) => {
             assert!((1..=MAX_LANE_VCS).contains(&vcs.len()), "{vcs:?}");
             assert!(vcs.windows(2).all(|w| w[0] < w[1]), "sorted, no repeats");
             assert!(vcs.iter().all(|v| v.vci >= 32), "{vcs:?}");
-            assert_eq!(data.len(), 10 + 4 * vcs.len());
-            let bytes = encode_request(&vcs).expect("what decoded encodes");
-            assert_eq!(decode_request(&bytes).expect("and decodes again"), vcs);
-            // The same magic and count; the VCs are the input's, sorted.
-            assert_eq!(bytes[..10], data[..10]);
+            assert!(weight >= 1);
+            // Version 2 carries a weight; version 1 (no weight, read as 1) does not.
+            let v1 = data[7] == 1;
+            assert_eq!(data.len(), 10 + 4 * vcs.len() + if v1 { 0 } else { 4 });
+            let bytes = encode_request(&vcs, weight).expect("what decoded encodes");
+            let again = decode_request(&bytes).expect("and decodes again");
+            assert_eq!(again, (vcs, weight));
+            // The same count; the VCs are the input's, sorted; the weight the same.
+            assert_eq!(bytes[8..10], data[8..10]);
+            if !v1 {
+                assert_eq!(bytes[..10], data[..10]);
+                assert_eq!(bytes[bytes.len() - 4..], data[data.len() - 4..]);
+            }
         }
         Err(e) => {
             assert!(matches!(e, LaneError::Malformed(_)), "{e:?}");
@@ -55,7 +64,7 @@ fn with_magic(magic: &[u8], data: &[u8]) -> Vec<u8> {
 fuzz_target!(|data: &[u8]| {
     check_request(data);
     check_reply(data);
-    let request = encode_request(&[LaneVc { vpi: 0, vci: 32 }]).expect("a valid request");
+    let request = encode_request(&[LaneVc { vpi: 0, vci: 32 }], 1).expect("a valid request");
     check_request(&with_magic(&request, data));
     check_reply(&with_magic(&encode_reply(Ok(())), data));
 
@@ -72,13 +81,14 @@ fuzz_target!(|data: &[u8]| {
     let repeats = sorted.windows(2).any(|w| w[0] == w[1]);
     let valid =
         (1..=MAX_LANE_VCS).contains(&vcs.len()) && vcs.iter().all(|v| v.vci >= 32) && !repeats;
-    match encode_request(&vcs) {
+    let weight = data.len() as u32;
+    match encode_request(&vcs, weight) {
         Ok(bytes) => {
-            assert!(valid, "accepted {vcs:?}");
-            assert_eq!(bytes.len(), 10 + 4 * vcs.len());
-            assert_eq!(decode_request(&bytes).expect("decodes"), sorted);
+            assert!(valid && weight >= 1, "accepted {vcs:?} at {weight}");
+            assert_eq!(bytes.len(), 14 + 4 * vcs.len());
+            assert_eq!(decode_request(&bytes).expect("decodes"), (sorted, weight));
         }
-        Err(e) => assert!(!valid, "refused {vcs:?}: {e}"),
+        Err(e) => assert!(!valid || weight == 0, "refused {vcs:?}: {e}"),
     }
 
     // A reason of any text: cut at a character to at most 512 bytes, read back the same.

@@ -24,8 +24,11 @@
 //!
 //! Wire format (all little-endian), one `sendmsg` each way:
 //!
-//! * request: `b"NATMLAN\x01"`, VC count (u16, 1..=[`MAX_LANE_VCS`]), then per VC its
-//!   VPI (u16) and VCI (u16); side B's region, wait and kick descriptors (SCM_RIGHTS).
+//! * request: `b"NATMLAN\x02"`, VC count (u16, 1..=[`MAX_LANE_VCS`]), then per VC its
+//!   VPI (u16) and VCI (u16), then the lane's weight (u32, at least 1: its share of the
+//!   port's input line beside the host's other lanes, as the host's transmit round weighs
+//!   its channels); side B's region, wait and kick descriptors (SCM_RIGHTS). Version 1
+//!   (`\x01`, no weight) is still read, at weight 1.
 //! * reply: `b"NATMLAR\x01"`, status (u8: 0 taken, 1 refused), text length (u16), text
 //!   (UTF-8, the reason of a refusal).
 //!
@@ -47,9 +50,11 @@ pub const MAX_LANE_VCS: usize = 64;
 /// Cells per ring of a lane.
 pub const LANE_RING_CELLS: u32 = 4096;
 
-const REQUEST_MAGIC: [u8; 8] = *b"NATMLAN\x01";
+const REQUEST_MAGIC: [u8; 8] = *b"NATMLAN\x02";
+/// A request without a weight (natm before lanes were weighted).
+const REQUEST_MAGIC_V1: [u8; 8] = *b"NATMLAN\x01";
 const REPLY_MAGIC: [u8; 8] = *b"NATMLAR\x01";
-const MAX_REQUEST: usize = 8 + 2 + 4 * MAX_LANE_VCS;
+const MAX_REQUEST: usize = 8 + 2 + 4 * MAX_LANE_VCS + 4;
 const MAX_REASON: usize = 512;
 
 /// A VC a lane carries, as the cell header has it.
@@ -101,6 +106,8 @@ fn os(call: &'static str) -> impl FnOnce(rustix::io::Errno) -> LaneError {
 pub struct LaneRequest {
     /// The VCs the lane carries (no repeats).
     pub vcs: Vec<LaneVc>,
+    /// Its weight on the port's input line (at least 1).
+    pub weight: u32,
     /// Side B of the lane's rings.
     pub handover: ShmHandover,
 }
@@ -117,45 +124,57 @@ impl LaneRequest {
     }
 }
 
-/// Encodes a request's bytes; the VCs are checked as [`decode_request`] checks them.
-pub fn encode_request(vcs: &[LaneVc]) -> Result<Vec<u8>, LaneError> {
+/// Encodes a request's bytes; the VCs and the weight are checked as [`decode_request`]
+/// checks them.
+pub fn encode_request(vcs: &[LaneVc], weight: u32) -> Result<Vec<u8>, LaneError> {
     if vcs.is_empty() || vcs.len() > MAX_LANE_VCS {
         return Err(LaneError::Malformed(format!(
             "a lane carries 1..={MAX_LANE_VCS} VCs, not {}",
             vcs.len()
         )));
     }
-    let mut b = Vec::with_capacity(10 + 4 * vcs.len());
+    let mut b = Vec::with_capacity(14 + 4 * vcs.len());
     b.extend_from_slice(&REQUEST_MAGIC);
     b.extend_from_slice(&(vcs.len() as u16).to_le_bytes());
     for v in vcs {
         b.extend_from_slice(&v.vpi.to_le_bytes());
         b.extend_from_slice(&v.vci.to_le_bytes());
     }
+    b.extend_from_slice(&weight.to_le_bytes());
     decode_request(&b)?;
     Ok(b)
 }
 
-/// Decodes a request's bytes: the magic, a count in 1..=[`MAX_LANE_VCS`], exactly that
-/// many VCs, none repeated, none with a VCI below 32 (those are signalling's, OAM's and
-/// ILMI's).
-pub fn decode_request(b: &[u8]) -> Result<Vec<LaneVc>, LaneError> {
+/// Decodes a request's bytes into its VCs and weight: the magic, a count in
+/// 1..=[`MAX_LANE_VCS`], exactly that many VCs, none repeated, none with a VCI below 32
+/// (those are signalling's, OAM's and ILMI's), and a weight of at least 1 (version 1: none,
+/// weight 1).
+pub fn decode_request(b: &[u8]) -> Result<(Vec<LaneVc>, u32), LaneError> {
     let bad = |m: String| Err(LaneError::Malformed(m));
-    if b.len() < 10 || b[..8] != REQUEST_MAGIC {
+    let weighted = match b.get(..8) {
+        Some(m) if m == REQUEST_MAGIC => true,
+        Some(m) if m == REQUEST_MAGIC_V1 => false,
+        _ => return bad("not a natm lane request".into()),
+    };
+    if b.len() < 10 {
         return bad("not a natm lane request".into());
     }
     let n = usize::from(u16::from_le_bytes([b[8], b[9]]));
     if n == 0 || n > MAX_LANE_VCS {
         return bad(format!("{n} VCs: a lane carries 1..={MAX_LANE_VCS}"));
     }
-    if b.len() != 10 + 4 * n {
-        return bad(format!(
-            "{} bytes for {n} VCs: expected {}",
-            b.len(),
-            10 + 4 * n
-        ));
+    let len = 10 + 4 * n + if weighted { 4 } else { 0 };
+    if b.len() != len {
+        return bad(format!("{} bytes for {n} VCs: expected {len}", b.len()));
     }
-    let mut vcs: Vec<LaneVc> = b[10..]
+    let weight = match b[10 + 4 * n..] {
+        [w0, w1, w2, w3] => u32::from_le_bytes([w0, w1, w2, w3]),
+        _ => 1,
+    };
+    if weight == 0 {
+        return bad("weight 0: a lane weighs at least 1".into());
+    }
+    let mut vcs: Vec<LaneVc> = b[10..10 + 4 * n]
         .chunks_exact(4)
         .map(|c| LaneVc {
             vpi: u16::from_le_bytes([c[0], c[1]]),
@@ -172,16 +191,17 @@ pub fn decode_request(b: &[u8]) -> Result<Vec<LaneVc>, LaneError> {
     if let Some(w) = vcs.windows(2).find(|w| w[0] == w[1]) {
         return bad(format!("VC {}.{} named twice", w[0].vpi, w[0].vci));
     }
-    Ok(vcs)
+    Ok((vcs, weight))
 }
 
-/// Sends a request for a lane carrying `vcs` with side B's descriptors.
+/// Sends a request for a lane carrying `vcs` at `weight` with side B's descriptors.
 pub fn send_request(
     sock: &UnixStream,
     vcs: &[LaneVc],
+    weight: u32,
     side_b: &ShmHandover,
 ) -> Result<(), LaneError> {
-    Ok(side_b.send_tagged(sock, &encode_request(vcs)?)?)
+    Ok(side_b.send_tagged(sock, &encode_request(vcs, weight)?)?)
 }
 
 /// Receives a lane request without waiting: `Ok(None)` if none is there yet. A message
@@ -195,11 +215,15 @@ pub fn try_recv_request(sock: &UnixStream) -> Result<Option<LaneRequest>, LaneEr
     if got.len == 0 {
         return Err(LaneError::Closed);
     }
-    let vcs = decode_request(&buf[..got.len])?;
+    let (vcs, weight) = decode_request(&buf[..got.len])?;
     let handover = got
         .handover
         .map_err(|why| LaneError::Malformed(format!("a lane request: {why}")))?;
-    Ok(Some(LaneRequest { vcs, handover }))
+    Ok(Some(LaneRequest {
+        vcs,
+        weight,
+        handover,
+    }))
 }
 
 /// Encodes a reply: taken, or refused with a reason (cut to 512 bytes at a character).
@@ -272,14 +296,15 @@ pub fn recv_reply(sock: &UnixStream, timeout: Duration) -> Result<(), LaneError>
 }
 
 /// Asks the switch at the port socket `sock` (connected, blocking) for a lane carrying
-/// `vcs` over side B's rings, and waits at most `timeout` for the answer.
+/// `vcs` at `weight` over side B's rings, and waits at most `timeout` for the answer.
 pub fn request(
     sock: &UnixStream,
     vcs: &[LaneVc],
+    weight: u32,
     side_b: &ShmHandover,
     timeout: Duration,
 ) -> Result<(), LaneError> {
-    send_request(sock, vcs, side_b)?;
+    send_request(sock, vcs, weight, side_b)?;
     recv_reply(sock, timeout)
 }
 
@@ -296,27 +321,39 @@ mod tests {
     #[test]
     fn requests_round_trip_and_bad_ones_are_named() {
         let vcs = vec![vc(0, 100), vc(1, 40)];
-        let b = encode_request(&vcs).unwrap();
+        let b = encode_request(&vcs, 23).unwrap();
         let mut sorted = vcs.clone();
         sorted.sort();
-        assert_eq!(decode_request(&b).unwrap(), sorted);
+        assert_eq!(decode_request(&b).unwrap(), (sorted.clone(), 23));
         let err = |b: &[u8]| decode_request(b).unwrap_err().to_string();
         assert!(err(b"HELLO").contains("not a natm lane request"));
-        assert!(err(&b[..b.len() - 1]).contains("expected 18"));
+        assert!(err(&b[..b.len() - 1]).contains("expected 22"));
+        assert!(err(&b[..9]).contains("not a natm lane request"));
         assert!(
-            encode_request(&[])
+            encode_request(&vcs, 0)
+                .unwrap_err()
+                .to_string()
+                .contains("weight 0")
+        );
+        // Version 1 has no weight: 1.
+        let mut v1 = REQUEST_MAGIC_V1.to_vec();
+        v1.extend_from_slice(&b[8..b.len() - 4]);
+        assert_eq!(decode_request(&v1).unwrap(), (sorted, 1));
+        assert!(err(&b[..b.len() - 4]).contains("expected 22"));
+        assert!(
+            encode_request(&[], 1)
                 .unwrap_err()
                 .to_string()
                 .contains("1..=64")
         );
         assert!(
-            encode_request(&[vc(0, 5)])
+            encode_request(&[vc(0, 5)], 1)
                 .unwrap_err()
                 .to_string()
                 .contains("reserved")
         );
         assert!(
-            encode_request(&[vc(0, 40), vc(0, 40)])
+            encode_request(&[vc(0, 40), vc(0, 40)], 1)
                 .unwrap_err()
                 .to_string()
                 .contains("named twice")
@@ -350,10 +387,10 @@ mod tests {
     fn a_lane_handed_over_a_socket_carries_cells_both_ways() {
         let (a, b) = ShmLink::create_detached(64).unwrap();
         let (host, switch) = UnixStream::pair().unwrap();
-        send_request(&host, &[vc(0, 100)], &b).unwrap();
+        send_request(&host, &[vc(0, 100)], 3, &b).unwrap();
         drop(b);
         let req = try_recv_request(&switch).unwrap().unwrap();
-        assert_eq!(req.vcs, vec![vc(0, 100)]);
+        assert_eq!((&req.vcs[..], req.weight), (&[vc(0, 100)][..], 3));
         let watch = switch.try_clone().unwrap();
         let (_, mut sw) = req.open(watch).unwrap();
         send_reply(&switch, Ok(())).unwrap();
@@ -386,7 +423,7 @@ mod tests {
         let (host, switch) = UnixStream::pair().unwrap();
         rustix::net::send(
             &host,
-            &encode_request(&[vc(0, 40)]).unwrap(),
+            &encode_request(&[vc(0, 40)], 1).unwrap(),
             SendFlags::empty(),
         )
         .unwrap();

@@ -81,6 +81,9 @@ pub struct Lane {
     pub link: Box<dyn EndpointLink>,
     /// The VCs it carries, sorted.
     pub vcs: Vec<LaneVc>,
+    /// Its share of a rated port's input line beside the port's other lanes (at least
+    /// 1): the host's weight for the channel (natm-host-core's `vc_weight`).
+    pub weight: u32,
     keys: Vec<u32>,
     out: Vec<CellBytes>,
     out_from: usize,
@@ -266,11 +269,12 @@ impl PortLink {
         self.held.len() - self.held_from
     }
 
-    /// Adds a lane carrying `vcs`; refused, with the reason, when the port has no link or
-    /// another lane has one of the VCs (or a VC does not fit the port's header).
+    /// Adds a lane carrying `vcs` at `weight`; refused, with the reason, when the port has
+    /// no link or another lane has one of the VCs (or a VC does not fit the port's header).
     pub fn add_lane(
         &mut self,
         vcs: Vec<LaneVc>,
+        weight: u32,
         link: Box<dyn EndpointLink>,
     ) -> Result<(), String> {
         if self.link.is_none() {
@@ -301,6 +305,7 @@ impl PortLink {
         self.lanes.push(Lane {
             link,
             vcs,
+            weight: weight.max(1),
             keys,
             out: Vec::new(),
             out_from: 0,
@@ -736,10 +741,18 @@ impl Fabric {
         p.lane_turn = first + 1;
         // Lanes that failed are removed after the pass, so the indices stay put in it.
         let mut gone = Vec::new();
+        let mut weight_left: u64 = p.lanes.iter().map(|l| u64::from(l.weight)).sum();
         for k in 0..count {
             let l = (first + k) % count;
             let p = &mut self.ports[i];
             let lane = &mut p.lanes[l];
+            let weight = u64::from(lane.weight);
+            let share_of = |allowed: usize, left: u64| {
+                let share = (allowed as u64 * weight).div_ceil(left.max(1));
+                usize::try_from(share).unwrap_or(allowed).min(allowed)
+            };
+            let left = weight_left;
+            weight_left = weight_left.saturating_sub(weight);
             if lane.paused {
                 lane.stats.paused += 1;
                 // Not read while paused, so its application's death must be looked for.
@@ -755,13 +768,14 @@ impl Fabric {
                 p.input_blocked = true;
                 break;
             }
-            // The line's allowance is shared among the lanes still to be read this step, so
-            // that a bulk lane read first cannot take it all, step after step (a second
-            // channel's hello on a later lane then never got in); what a lane leaves goes
-            // to the ones after it.
-            let lanes_left = count - k;
+            // The line's allowance is shared among the lanes still to be read this step by
+            // their weights, so that a bulk lane read first cannot take it all, step after
+            // step (a second channel's hello on a later lane then never got in), and a
+            // guaranteed lane beside several bulk ones gets its rate (an equal share gave a
+            // CBR lane at 35 % of the line a fifth of it beside four); what a lane leaves
+            // goes to the ones after it.
             let allowed = if p.input.is_some() {
-                allowed.div_ceil(lanes_left)
+                share_of(allowed, left)
             } else {
                 allowed
             };
@@ -1115,7 +1129,7 @@ mod tests {
         f.attach(0, Box::new(Flood(1)));
         for vci in [100, 101] {
             f.ports[0]
-                .add_lane(vec![LaneVc { vpi: 0, vci }], Box::new(Flood(vci)))
+                .add_lane(vec![LaneVc { vpi: 0, vci }], 1, Box::new(Flood(vci)))
                 .unwrap();
         }
         let t0 = 10_000_000_000;

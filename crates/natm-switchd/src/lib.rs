@@ -432,8 +432,9 @@ fn take_lane(
     stream: &UnixStream,
 ) -> Result<(), String> {
     let watch = stream.try_clone().map_err(|e| format!("dup: {e}"))?;
+    let weight = req.weight;
     let (vcs, link) = req.open(watch).map_err(|e| e.to_string())?;
-    fabric.ports[port].add_lane(vcs, Box::new(link))
+    fabric.ports[port].add_lane(vcs, weight, Box::new(link))
 }
 
 /// Takes links from listeners and dialers for ports without one; whether any came.

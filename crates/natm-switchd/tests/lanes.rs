@@ -104,7 +104,7 @@ fn fabric() -> (Fabric, ShmLink, ShmLink) {
 fn lane(f: &mut Fabric, i: usize, vcs: &[u16]) -> ShmLink {
     let (sw, app) = ShmLink::pair(RING).unwrap();
     f.ports[i]
-        .add_lane(vcs.iter().map(|&v| lane_vc(v)).collect(), Box::new(sw))
+        .add_lane(vcs.iter().map(|&v| lane_vc(v)).collect(), 1, Box::new(sw))
         .expect("lane taken");
     app
 }
@@ -116,7 +116,7 @@ fn watched_lane(f: &mut Fabric, i: usize, vcs: &[u16]) -> (ShmLink, UnixStream) 
     let (mut sw, app) = ShmLink::pair(RING).unwrap();
     sw.watch_peer(sw_sock).unwrap();
     f.ports[i]
-        .add_lane(vcs.iter().map(|&v| lane_vc(v)).collect(), Box::new(sw))
+        .add_lane(vcs.iter().map(|&v| lane_vc(v)).collect(), 1, Box::new(sw))
         .expect("lane taken");
     (app, app_sock)
 }
@@ -332,7 +332,7 @@ fn lanes_that_cannot_be_are_refused_with_the_reason() {
     // (d) A VC another lane of the port has.
     let (sw, _app) = ShmLink::pair(RING).unwrap();
     let e = f.ports[0]
-        .add_lane(vec![lane_vc(300), lane_vc(200)], Box::new(sw))
+        .add_lane(vec![lane_vc(300), lane_vc(200)], 1, Box::new(sw))
         .unwrap_err();
     assert!(e.contains("0.200"), "names the VC: {e}");
     assert!(!e.contains("0.300"), "only the one taken: {e}");
@@ -342,7 +342,7 @@ fn lanes_that_cannot_be_are_refused_with_the_reason() {
     // A port with no link.
     let (sw, _app) = ShmLink::pair(RING).unwrap();
     let e = f.ports[2]
-        .add_lane(vec![lane_vc(100)], Box::new(sw))
+        .add_lane(vec![lane_vc(100)], 1, Box::new(sw))
         .unwrap_err();
     assert!(e.contains("no link"), "{e}");
     assert!(f.ports[2].lanes.is_empty());
@@ -350,7 +350,7 @@ fn lanes_that_cannot_be_are_refused_with_the_reason() {
     // A VPI that a UNI header cannot carry.
     let (sw, _app) = ShmLink::pair(RING).unwrap();
     let e = f.ports[0]
-        .add_lane(vec![LaneVc { vpi: 256, vci: 100 }], Box::new(sw))
+        .add_lane(vec![LaneVc { vpi: 256, vci: 100 }], 1, Box::new(sw))
         .unwrap_err();
     assert!(e.contains("VPI 256"), "{e}");
 
@@ -465,7 +465,7 @@ fn detaching_the_main_link_removes_the_ports_lanes() {
     let (sw, _app) = ShmLink::pair(RING).unwrap();
     assert!(
         f.ports[1]
-            .add_lane(vec![lane_vc(100)], Box::new(sw))
+            .add_lane(vec![lane_vc(100)], 1, Box::new(sw))
             .is_err()
     );
 

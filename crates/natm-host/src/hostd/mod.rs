@@ -392,9 +392,18 @@ impl Hostd {
         self.host.link_up();
         let lanes = self.opts.lanes.clone();
         for (_, _, p) in self.host.channels_mut() {
-            if let ChannelMem::Lane { switch, side_b, .. } = &mut p.mem {
+            if let ChannelMem::Lane {
+                switch,
+                side_b,
+                weight,
+                ..
+            } = &mut p.mem
+            {
                 // The switch lost its lanes with the link (or is a new one): ask again.
-                match lanes.as_deref().map(|s| request_lane(s, p.vc, side_b)) {
+                match lanes
+                    .as_deref()
+                    .map(|s| request_lane(s, p.vc, *weight, side_b))
+                {
                     Some(Ok(sock)) => *switch = Some(sock),
                     _ => {
                         self.stats.lane_failures += 1;

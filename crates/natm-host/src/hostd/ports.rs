@@ -27,6 +27,9 @@ pub(super) enum ChannelMem {
         app_wake: OwnedFd,
         /// Side B of the lane's rings, handed to the switch again after a reconnect.
         side_b: natm_link::shm::ShmHandover,
+        /// The lane's weight on the switch port's input line (its VC's, as the host's
+        /// transmit round would weigh it).
+        weight: u32,
         /// The lane request's socket while the switch has the lane: closing it ends it.
         switch: Option<UnixStream>,
         _region: Arc<MemfdMem>,
@@ -48,11 +51,12 @@ impl ChannelMem {
     }
 }
 
-/// Asks the switch at `socket` for a lane carrying `vc` over `side_b`'s rings; the
-/// socket that keeps it, or why not.
+/// Asks the switch at `socket` for a lane carrying `vc` at `weight` over `side_b`'s rings;
+/// the socket that keeps it, or why not.
 pub(super) fn request_lane(
     socket: &Path,
     vc: VcId,
+    weight: u32,
     side_b: &natm_link::shm::ShmHandover,
 ) -> Result<UnixStream, String> {
     let sock = UnixStream::connect(socket).map_err(|e| format!("{}: {e}", socket.display()))?;
@@ -61,7 +65,7 @@ pub(super) fn request_lane(
         vpi: vc.vpi.get(),
         vci: vc.vci.get(),
     };
-    natm_link::lane::request(&sock, &[lane_vc], &handover, LANE_REQUEST_TIMEOUT)
+    natm_link::lane::request(&sock, &[lane_vc], weight, &handover, LANE_REQUEST_TIMEOUT)
         .map_err(|e| e.to_string())?;
     sock.set_nonblocking(true).map_err(|e| e.to_string())?;
     Ok(sock)
@@ -166,7 +170,7 @@ impl Hostd {
                     && self.impair.is_none()
                     && notify != NotifyMode::Signal =>
             {
-                match self.make_lane(vc, buffers, buffer_size, notify) {
+                match self.make_lane(vc, qos, buffers, buffer_size, notify) {
                     Ok(made) => (DataPath::Lane, made),
                     Err(_) => {
                         // Counted where `natm stat` shows the host's lane failures.
@@ -178,7 +182,7 @@ impl Hostd {
             DataPath::Auto | DataPath::Direct => (DataPath::Direct, direct()?),
             DataPath::Lane => (
                 DataPath::Lane,
-                self.make_lane(vc, buffers, buffer_size, notify)?,
+                self.make_lane(vc, qos, buffers, buffer_size, notify)?,
             ),
             DataPath::Daemon => (
                 DataPath::Daemon,
@@ -255,6 +259,22 @@ impl Hostd {
         ))
     }
 
+    /// The weight the host's transmit round gives a VC of `qos` (`natm_host_core::vc_weight`
+    /// of its shaping at the contract; 1 for a QoS without one).
+    fn weight_of(&self, qos: &Qos) -> u32 {
+        let capacity = self.host.cac().config().capacity;
+        natm_traffic::policer::Contract::from_params(&qos.tx, capacity).map_or(1, |c| {
+            let spec = natm_host_core::shaping(
+                &qos.tx,
+                &c,
+                capacity,
+                self.host.config().link_rate,
+                natm_host_core::Scale::CONTRACT,
+            );
+            natm_host_core::vc_weight(&spec, capacity)
+        })
+    }
+
     /// A host-core refusal as the client reads it: an in-use VC names its holder's pid.
     pub(super) fn refusal(&self, e: OpenError) -> (ErrorKind, String) {
         let message = match e {
@@ -281,6 +301,7 @@ impl Hostd {
     pub(super) fn make_lane(
         &mut self,
         vc: VcId,
+        qos: &Qos,
         buffers: u32,
         buffer_size: u32,
         notify: NotifyMode,
@@ -319,9 +340,10 @@ impl Hostd {
         let app_wake = fds[1].try_clone().map_err(|e| internal("dup", &e))?;
         let (a, b) = natm_link::shm::ShmLink::create_detached(natm_link::lane::LANE_RING_CELLS)
             .map_err(|e| internal("lane rings", &e))?;
+        let weight = self.weight_of(qos);
         let switch = match self.link {
             Some(_) => Some(
-                request_lane(&socket, vc, &b)
+                request_lane(&socket, vc, weight, &b)
                     .map_err(|e| (ErrorKind::Refused, format!("lane for VC {vc}: {e}")))?,
             ),
             None => None,
@@ -332,6 +354,7 @@ impl Hostd {
                 end,
                 app_wake,
                 side_b: b,
+                weight,
                 switch,
                 _region,
             },
