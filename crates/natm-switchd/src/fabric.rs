@@ -187,9 +187,12 @@ pub struct PortLink {
     /// The last read of the lanes stopped at the input line's allowance: the lanes are
     /// not waited on until [`InputLine::due`].
     input_blocked: bool,
-    /// The lane read first in the next step: the read order turns by one each step, so
-    /// the slot an allowance leaves over does not always go to the same lane.
+    /// The lane read first in the next step: the read order turns by one lane every
+    /// `weight` steps of that lane, so that the slot an allowance leaves over (a switch
+    /// stepping often has an allowance of one cell) goes to the lanes by their weights.
     lane_turn: usize,
+    /// Steps left for `lane_turn`'s lane to be read first (0: its turn starts next step).
+    lane_turn_left: u32,
 }
 
 /// The host-to-switch direction of a rated port as its lanes see it. hostd's main link
@@ -515,6 +518,7 @@ impl Fabric {
             input: config.rate.cells_per_s().map(InputLine::new),
             input_blocked: false,
             lane_turn: 0,
+            lane_turn_left: 0,
         });
         Ok(())
     }
@@ -736,9 +740,20 @@ impl Fabric {
         let count = p.lanes.len();
         // Read from a turning start, so that a step's allowance of one slot (a switch
         // stepping often) does not always go to the first lane: a bulk lane read first
-        // took every slot and a guaranteed channel's lane got a third of its rate.
+        // took every slot and a guaranteed channel's lane got a third of its rate. Each
+        // lane starts as many steps in a row as it weighs.
         let first = p.lane_turn % count.max(1);
-        p.lane_turn = first + 1;
+        if let Some(lane) = p.lanes.get(first) {
+            if p.lane_turn_left == 0 {
+                p.lane_turn_left = lane.weight.max(1);
+            }
+            p.lane_turn_left -= 1;
+        }
+        p.lane_turn = if p.lane_turn_left == 0 {
+            first + 1
+        } else {
+            first
+        };
         // Lanes that failed are removed after the pass, so the indices stay put in it.
         let mut gone = Vec::new();
         let mut weight_left: u64 = p.lanes.iter().map(|l| u64::from(l.weight)).sum();
@@ -1138,6 +1153,39 @@ mod tests {
         }
         let rx: Vec<u64> = f.ports[0].lanes.iter().map(|l| l.stats.rx).collect();
         assert_eq!(rx, [500, 500]);
+    }
+
+    /// Two lanes of weights 3 and 1, always full, on a port of `rate` cells/s stepped
+    /// every `every` ns, `steps` times: the cells each got.
+    fn weighted_shares(rate: u32, every: u64, steps: u64) -> Vec<u64> {
+        let mut f = Fabric::new(SwitchConfig::default());
+        let config = PortConfig {
+            rate: natm_core::LineRate::CellsPerSec(core::num::NonZeroU32::new(rate).unwrap()),
+            ..PortConfig::default()
+        };
+        f.add_port(PortId(1), config).unwrap();
+        f.attach(0, Box::new(Flood(1)));
+        for (vci, weight) in [(100, 3), (101, 1)] {
+            f.ports[0]
+                .add_lane(vec![LaneVc { vpi: 0, vci }], weight, Box::new(Flood(vci)))
+                .unwrap();
+        }
+        let t0 = 10_000_000_000;
+        for k in 0..steps {
+            f.receive_lanes(0, at(t0 + k * every));
+        }
+        f.ports[0].lanes.iter().map(|l| l.stats.rx).collect()
+    }
+
+    #[test]
+    fn lanes_of_a_rated_port_share_its_line_by_weight() {
+        // One-cell allowances (1,000 cells/s, a step a slot): turns of three steps and one.
+        assert_eq!(weighted_shares(1_000, 1_000_000, 1_000), [750, 250]);
+        // Allowances of 40 cells (1 M cells/s, a step every 40 µs): 30 and 10 in each step
+        // (the first step also finds the idle line's saved slots).
+        let rx = weighted_shares(1_000_000, 40_000, 1_000);
+        assert!(rx[0] + rx[1] >= 40_000, "{rx:?}");
+        assert!((rx[0] as f64 / rx[1] as f64 - 3.0).abs() < 0.003, "{rx:?}");
     }
 
     #[test]
