@@ -50,9 +50,13 @@
 //! ([`Config::queue_cells`] cells waiting behind the one on the line, as
 //! [`Netem::has_room`] says) and while fewer than [`Config::in_flight_cells`] cells are
 //! inside (delayed, or due but not yet taken by the inner link). Once the queue has
-//! refused a cell it takes none until it has drained to half ([`Netem::waiting_at_most`]):
-//! a sender refills it in batches of half a queue (512 cells, 1.4 ms at OC-3c) rather
-//! than one cell per cell time, so keeping the line busy is not a busy loop either. So
+//! refused a cell it takes none until it has drained by [`REFILL`] of the line's time, at
+//! most half the queue ([`Netem::waiting_at_most`]): a sender refills it in batches (88
+//! cells at OC-3c) rather than one cell per cell time, so keeping the line busy is not a
+//! busy loop either. Batches of half the default queue (512 cells, 1.4 ms at OC-3c) were
+//! too coarse for the sender's own shaping: a CBR VC's shaper, asked for cells once per
+//! batch, keeps at most its tolerance (1 ms) of missed slots, so a guaranteed channel
+//! beside bulk ones on hostd's link lost 8–17 % of its rate. So
 //! netem's `queue_drops` and `overflow_drops` stay 0, and
 //! [`wait_send`](CellLink::wait_send) sleeps until the line frees a slot or the next cell
 //! is due. A sender that keeps the link full therefore sees the line rate, and one that
@@ -72,6 +76,10 @@ use natm_netem::{Config, Counters, Netem};
 use crate::cell::{CellBytes, CellLink, LinkCounters};
 use crate::clock::Epoch;
 
+/// How much of the line's time a refused sender waits for before the queue takes cells
+/// again (see the module docs' Back-pressure).
+pub const REFILL: Duration = Duration::from_micros(250);
+
 /// A [`CellLink`] whose sent cells cross an emulated line first. See the
 /// [module documentation](self).
 #[derive(Debug)]
@@ -89,6 +97,16 @@ pub struct Emulated<L> {
     refilling: bool,
 }
 
+/// The queue's length below which a refused sender is taken again: [`REFILL`] of the
+/// line's cells below the queue, at most half of it.
+fn low_water(config: &Config) -> u32 {
+    let refill = config.rate.cells_per_s().map_or(u32::MAX, |rate| {
+        let cells = u128::from(rate) * REFILL.as_nanos() / 1_000_000_000;
+        u32::try_from(cells).unwrap_or(u32::MAX).max(1)
+    });
+    config.queue_cells - refill.min(config.queue_cells / 2)
+}
+
 impl<L: CellLink> Emulated<L> {
     /// `inner` behind a line configured by `config` (rate, queue, impairments and seed),
     /// idle from now.
@@ -100,7 +118,7 @@ impl<L: CellLink> Emulated<L> {
             epoch: Epoch::now(),
             due: Vec::new(),
             due_from: 0,
-            low_water: config.queue_cells / 2,
+            low_water: low_water(config),
             refilling: false,
         }
     }
@@ -699,19 +717,37 @@ mod tests {
         let t0 = StdInstant::now();
         assert!(e.wait_send(Some(Duration::from_secs(1))).unwrap());
         let waited = t0.elapsed();
-        // Refused once, the queue takes cells again only when it has drained to half
-        // (two waiting): two slots later, and then it takes two.
+        // Refused once, the queue takes cells again only when it has drained by REFILL of
+        // the line's time, at least a cell (a slot here is 10 ms): one slot later, and
+        // then it takes one.
         assert!(
-            waited >= Duration::from_millis(15),
-            "slept for two slots: {waited:?}"
+            waited >= Duration::from_millis(5),
+            "slept for a slot: {waited:?}"
         );
-        assert_eq!(e.send_cells(&cells).unwrap(), 2, "half a queue freed");
+        assert_eq!(e.send_cells(&cells).unwrap(), 1, "a cell's room freed");
         assert!(!e.wait_send(Some(Duration::ZERO)).unwrap());
         assert!(e.finish(Some(Duration::from_secs(5))).unwrap());
         let mut buf = [[0u8; CELL_LEN]; 64];
-        assert_eq!(b.recv_cells(&mut buf).unwrap(), 7);
+        assert_eq!(b.recv_cells(&mut buf).unwrap(), 6);
         let c = e.emulator_counters();
-        assert_eq!((c.offered, c.delivered, c.queue_drops), (7, 7, 0));
-        assert_eq!(e.counters().tx_cells, 7, "the inner link's counters");
+        assert_eq!((c.offered, c.delivered, c.queue_drops), (6, 6, 0));
+        assert_eq!(e.counters().tx_cells, 6, "the inner link's counters");
+    }
+
+    #[test]
+    fn a_refused_sender_refills_the_queue_in_batches_of_a_quarter_millisecond() {
+        let low = |rate: LineRate, queue_cells: u32| {
+            low_water(&Config {
+                queue_cells,
+                ..config(rate, "")
+            })
+        };
+        // OC-3c: 88 cells of the default 1,024.
+        assert_eq!(low(LineRate::Phy(natm_core::PhyRate::OC3), 1024), 1024 - 88);
+        // Unlimited, or a queue shorter than that: half the queue.
+        assert_eq!(low(LineRate::Unlimited, 1024), 512);
+        assert_eq!(low(LineRate::Phy(natm_core::PhyRate::OC3), 100), 50);
+        // Slow lines: at least a cell.
+        assert_eq!(low(cps(100), 4), 3);
     }
 }
