@@ -40,6 +40,16 @@ fn host(link_rate: Option<u32>) -> Host<VecBuffers> {
     h
 }
 
+/// A host on an unlimited link, its link up, whose channels give batches of 4 cells.
+fn small_batches() -> Host<VecBuffers> {
+    let mut h = Host::new(HostConfig {
+        batch: 4,
+        ..HostConfig::new("a", None)
+    });
+    h.link_up();
+    h
+}
+
 fn channel(h: &mut Host<VecBuffers>) -> ChannelId {
     h.open_channel(AdapterConfig::new(BUFS, SIZE), VecBuffers::new(BUFS, SIZE))
         .expect("a channel")
@@ -398,11 +408,7 @@ fn a_guaranteed_channel_gives_its_rate_s_batches_in_one_turn_before_bulk_ones() 
     // A CBR VC at a quarter of the link weighs 16 batches a round; three bulk channels
     // weigh 1 each. At weight 1 (the old round robin) its 40 cells went 4 a round, behind
     // three bulk batches each time.
-    let mut a = Host::new(HostConfig {
-        batch: 4,
-        ..HostConfig::new("a", None)
-    });
-    a.link_up();
+    let mut a = small_batches();
     let pcr = NOMINAL_RATE / 64 * 16;
     assert_eq!(vc_weight(&VcSpec::cbr(pcr), NOMINAL_RATE), 16);
     let bulk: Vec<_> = ["0.40", "0.42", "0.43"]
@@ -511,11 +517,7 @@ fn a_guaranteed_channel_keeps_its_rate_beside_four_bulk_channels() {
 
 #[test]
 fn a_channel_weighs_the_sum_of_its_vcs_weights() {
-    let mut a = Host::new(HostConfig {
-        batch: 4,
-        ..HostConfig::new("a", None)
-    });
-    a.link_up();
+    let mut a = small_batches();
     let (x, x40) = with_vc(&mut a, "0.40", "ubr");
     let x42 = a.open_vc(x, vc("0.42"), &qos("ubr")).unwrap();
     let (y, y41) = with_vc(&mut a, "0.41", "ubr");
@@ -553,11 +555,7 @@ fn a_channel_weighs_the_sum_of_its_vcs_weights() {
 
 #[test]
 fn ubr_channels_take_turns_a_batch_each() {
-    let mut a = Host::new(HostConfig {
-        batch: 4,
-        ..HostConfig::new("a", None)
-    });
-    a.link_up();
+    let mut a = small_batches();
     let (x, xh) = with_vc(&mut a, "0.40", "ubr");
     let (y, yh) = with_vc(&mut a, "0.41", "ubr");
     // 10 cells each.
@@ -624,11 +622,7 @@ fn a_link_failure_counts_what_was_queued_and_flushes_every_vc() {
 fn a_link_that_fails_mid_round_starts_a_fresh_round_when_it_comes_back() {
     // Found by the host_core fuzz target: the link went down with the round half done,
     // and the next poll indexed the emptied round at its old place.
-    let mut a = Host::new(HostConfig {
-        batch: 4,
-        ..HostConfig::new("a", None)
-    });
-    a.link_up();
+    let mut a = small_batches();
     let (x, xh) = with_vc(&mut a, "0.40", "ubr");
     let (y, yh) = with_vc(&mut a, "0.41", "ubr");
     send(&mut a, x, xh, 8, &[1; 400]);
