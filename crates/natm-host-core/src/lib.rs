@@ -97,8 +97,11 @@ use core::fmt;
 
 use natm_adapter::{Adapter, AdapterConfig, BufferMemory, HecCheck, RxVcConfig};
 use natm_core::slotmap::SlotMap;
-use natm_core::{Duration, HeaderFormat, Instant, LineRate, PhyRate, Qos, VcId, Vci};
+use natm_core::{
+    Duration, HeaderFormat, Instant, LineRate, PhyRate, Qos, TrafficParams, VcId, Vci,
+};
 use natm_traffic::cac::{self, Cac, CacConfig};
+use natm_traffic::policer::Contract;
 use natm_traffic::sched::VcSpec;
 use natm_wire::cell::{Cell as WireCell, CellHeader, HecReceiver, HecStats, HecVerdict, Pti};
 use natm_wire::oam::{Loopback, OamCell, OamFlow, OamRepr};
@@ -585,6 +588,23 @@ impl<M: ChannelMemory> Host<M> {
             },
         );
         Ok(handle)
+    }
+
+    /// The weight a VC sending `tx` gets in the transmit round once open ([`vc_weight`] of
+    /// its shaping at the contract admission gives it), as a driver that hands the VC's
+    /// cells to someone else (hostd's lanes, to the switch) needs it beforehand.
+    pub fn weight_of(&self, tx: &TrafficParams) -> u32 {
+        let capacity = self.cac.config().capacity;
+        Contract::from_params(tx, capacity).map_or(1, |contract| {
+            let spec = shaping(
+                tx,
+                &contract,
+                capacity,
+                self.config.link_rate,
+                Scale::CONTRACT,
+            );
+            vc_weight(&spec, capacity)
+        })
     }
 
     /// Whether `vc` could be opened here: a user VCI, a UNI VPI, not open already.

@@ -516,6 +516,30 @@ fn a_guaranteed_channel_keeps_its_rate_beside_four_bulk_channels() {
 }
 
 #[test]
+fn the_weight_of_a_qos_is_its_vcs_once_open() {
+    for link in [None, Some(NOMINAL_RATE / 2)] {
+        let mut a = host(link);
+        let capacity = a.cac().config().capacity;
+        for (k, text) in [
+            "cbr:pcr=125000",
+            "vbr:pcr=50000,scr=20000,mbs=100",
+            "ubr",
+            "ubr:pcr=1000",
+        ]
+        .iter()
+        .enumerate()
+        {
+            let weight = a.weight_of(&qos(text).tx);
+            let (_, h) = with_vc(&mut a, &format!("0.{}", 40 + k), text);
+            let spec = a.vc(h).unwrap().spec;
+            assert_eq!(weight, vc_weight(&spec, capacity), "{text} on {link:?}");
+        }
+    }
+    let a = host(None);
+    assert_eq!(a.weight_of(&qos("cbr:pcr=125000").tx), 23);
+}
+
+#[test]
 fn a_channel_weighs_the_sum_of_its_vcs_weights() {
     let mut a = small_batches();
     let (x, x40) = with_vc(&mut a, "0.40", "ubr");

@@ -259,22 +259,6 @@ impl Hostd {
         ))
     }
 
-    /// The weight the host's transmit round gives a VC of `qos` (`natm_host_core::vc_weight`
-    /// of its shaping at the contract; 1 for a QoS without one).
-    fn weight_of(&self, qos: &Qos) -> u32 {
-        let capacity = self.host.cac().config().capacity;
-        natm_traffic::policer::Contract::from_params(&qos.tx, capacity).map_or(1, |c| {
-            let spec = natm_host_core::shaping(
-                &qos.tx,
-                &c,
-                capacity,
-                self.host.config().link_rate,
-                natm_host_core::Scale::CONTRACT,
-            );
-            natm_host_core::vc_weight(&spec, capacity)
-        })
-    }
-
     /// A host-core refusal as the client reads it: an in-use VC names its holder's pid.
     pub(super) fn refusal(&self, e: OpenError) -> (ErrorKind, String) {
         let message = match e {
@@ -340,7 +324,7 @@ impl Hostd {
         let app_wake = fds[1].try_clone().map_err(|e| internal("dup", &e))?;
         let (a, b) = natm_link::shm::ShmLink::create_detached(natm_link::lane::LANE_RING_CELLS)
             .map_err(|e| internal("lane rings", &e))?;
-        let weight = self.weight_of(qos);
+        let weight = self.host.weight_of(&qos.tx);
         let switch = match self.link {
             Some(_) => Some(
                 request_lane(&socket, vc, weight, &b)
