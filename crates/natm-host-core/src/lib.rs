@@ -607,6 +607,16 @@ impl<M: ChannelMemory> Host<M> {
         })
     }
 
+    /// The sum of the transmit-round weights of the channels whose memory `pick` chooses
+    /// (a channel weighs its VCs' weights, 1 without VCs): what those channels weigh on the
+    /// host's line beside senders outside the round (hostd's main link beside its lanes).
+    pub fn weight_of_channels(&self, mut pick: impl FnMut(&M) -> bool) -> u32 {
+        self.channels
+            .values()
+            .filter(|c| pick(&c.mem))
+            .fold(0u32, |sum, c| sum.saturating_add(c.place.weight()))
+    }
+
     /// Whether `vc` could be opened here: a user VCI, a UNI VPI, not open already.
     pub fn check_vc(&self, vc: VcId) -> Result<(), OpenError> {
         if vc.vci.get() < Vci::FIRST_USER {

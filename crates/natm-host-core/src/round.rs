@@ -44,6 +44,13 @@ pub(crate) struct Place {
     ubr_weight: u32,
 }
 
+impl Place {
+    /// The channel's weight in its class: its VCs' weights, at least 1.
+    pub(crate) fn weight(&self) -> u32 {
+        self.realtime_weight.saturating_add(self.ubr_weight).max(1)
+    }
+}
+
 /// One class of channels: the scheduler and each slot's channel.
 #[derive(Debug, Default)]
 struct Class {
@@ -120,10 +127,7 @@ impl Round {
             sum.saturating_sub(w)
         };
         let realtime = place.realtime_weight > 0;
-        let weight = place
-            .realtime_weight
-            .saturating_add(place.ubr_weight)
-            .max(1);
+        let weight = place.weight();
         match place.slot {
             Some(slot) if realtime == place.realtime => {
                 let _ = self.classes[usize::from(!realtime)]

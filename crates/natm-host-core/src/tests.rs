@@ -566,8 +566,15 @@ fn a_channel_weighs_the_sum_of_its_vcs_weights() {
         by_channel,
         [('x', 8), ('y', 4), ('x', 8), ('y', 4), ('x', 2), ('y', 10)]
     );
+    // What the channels weigh together (hostd's main link says it to the switch).
+    assert_eq!(a.weight_of_channels(|_| true), 3);
     // Closing a VC takes its weight back: now a batch each.
     a.close_vc(x42);
+    assert_eq!(a.weight_of_channels(|_| true), 2);
+    let cbr = a.weight_of(&qos("cbr:pcr=125000").tx);
+    let (_z, _) = with_vc(&mut a, "0.43", "cbr:pcr=125000");
+    assert_eq!(a.weight_of_channels(|_| true), 2 + cbr);
+    assert_eq!(a.weight_of_channels(|_| false), 0);
     send(&mut a, x, x40, 10, &[1; 400]);
     send(&mut a, y, y41, 10, &[2; 400]);
     let order: Vec<(u16, usize)> = runs(&drain(&mut a, t(0)));

@@ -420,3 +420,59 @@ fn an_impair_request_loses_the_cells_sent_until_it_is_cleared() {
         f => panic!("{f:?}"),
     }
 }
+
+#[test]
+fn hostd_says_its_main_links_weight_to_the_switch_in_the_link_region() {
+    // The switch's end of a shared-memory link (the switch offers the region: side A),
+    // hostd's the other: the switch shares a rated port's input line between hostd's main
+    // link and the port's lanes by the weight hostd says there.
+    let (switch_end, host_end) = natm_link::shm::ShmLink::pair(1024).unwrap();
+    let slot = std::sync::Mutex::new(Some(host_end));
+    let dir = std::env::temp_dir().join(format!("natm-hostd-weight-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let _dir = Dir(dir.clone());
+    let mut opts = options(&dir.join("h.sock"));
+    opts.link_rate = natm_core::LineRate::OC3;
+    let d = HostdThread::spawn(
+        opts,
+        Box::new(move || {
+            slot.lock()
+                .unwrap()
+                .take()
+                .map(|l| Box::new(l) as _)
+                .ok_or_else(|| std::io::Error::other("the link is made once"))
+        }),
+    )
+    .unwrap();
+    let weight_becomes = |want: u32| {
+        let t0 = std::time::Instant::now();
+        while switch_end.peer_line_weight() != Some(want) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "weight {:?}, not {want}",
+                switch_end.peer_line_weight()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    // Signalling and OAM only: at least 1.
+    weight_becomes(1);
+    let guaranteed = connect(&d);
+    assert!(matches!(
+        ask(&guaranteed, &open("0.100", "cbr:pcr=125000")),
+        Response::Opened { .. }
+    ));
+    // 125,000 cells/s in 64ths of OC-3c's 353,207: 23 (natm-host-core's vc_weight).
+    weight_becomes(23);
+    let bulk = connect(&d);
+    assert!(matches!(
+        ask(&bulk, &open("0.101", "ubr")),
+        Response::Opened { .. }
+    ));
+    weight_becomes(24);
+    // The application goes: its channel's weight with it.
+    drop(guaranteed);
+    weight_becomes(1);
+    d.stop().unwrap();
+}

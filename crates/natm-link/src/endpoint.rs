@@ -109,6 +109,20 @@ pub trait EndpointLink: CellLink + Send {
         let _ = impairments;
         false
     }
+
+    /// Says this end's weight on a line it shares with other senders (hostd's main link
+    /// beside the lanes into the same switch port: the switch shares the port's input line
+    /// among them by weight); `false` where the link cannot say it (only a shared-memory
+    /// link can, in its region's [`natm_nic::cells::LineWeight`]).
+    fn set_line_weight(&self, weight: u32) -> bool {
+        let _ = weight;
+        false
+    }
+
+    /// The weight the peer said ([`EndpointLink::set_line_weight`]), if it said one.
+    fn line_weight(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// `link` with the cells it sends from now on impaired by `impairments` (natm-netem's):
@@ -151,6 +165,14 @@ impl<L: EndpointLink + ?Sized> EndpointLink for Box<L> {
     fn set_impairments(&mut self, impairments: &Impairments) -> bool {
         (**self).set_impairments(impairments)
     }
+
+    fn set_line_weight(&self, weight: u32) -> bool {
+        (**self).set_line_weight(weight)
+    }
+
+    fn line_weight(&self) -> Option<u32> {
+        (**self).line_weight()
+    }
 }
 
 /// How long a caller may leave a TCP link with unwritten bytes before trying again.
@@ -167,6 +189,15 @@ impl EndpointLink for ShmLink {
 
     fn check_peer(&mut self) -> io::Result<()> {
         self.idle_peer_check()
+    }
+
+    fn set_line_weight(&self, weight: u32) -> bool {
+        ShmLink::set_line_weight(self, weight);
+        true
+    }
+
+    fn line_weight(&self) -> Option<u32> {
+        ShmLink::peer_line_weight(self)
     }
 }
 
@@ -208,6 +239,14 @@ where
     fn set_impairments(&mut self, impairments: &Impairments) -> bool {
         Emulated::set_impairments(self, impairments);
         true
+    }
+
+    fn set_line_weight(&self, weight: u32) -> bool {
+        self.inner().set_line_weight(weight)
+    }
+
+    fn line_weight(&self) -> Option<u32> {
+        self.inner().line_weight()
     }
 }
 

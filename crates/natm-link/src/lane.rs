@@ -26,9 +26,11 @@
 //!
 //! * request: `b"NATMLAN\x02"`, VC count (u16, 1..=[`MAX_LANE_VCS`]), then per VC its
 //!   VPI (u16) and VCI (u16), then the lane's weight (u32, at least 1: its share of the
-//!   port's input line beside the host's other lanes, as the host's transmit round weighs
-//!   its channels); side B's region, wait and kick descriptors (SCM_RIGHTS). Version 1
-//!   (`\x01`, no weight) is still read, at weight 1.
+//!   port's input line beside the host's other lanes and its main link, as the host's
+//!   transmit round weighs its channels; hostd says the main link's weight in the link's
+//!   region, [`crate::endpoint::EndpointLink::set_line_weight`]); side B's region, wait
+//!   and kick descriptors (SCM_RIGHTS). Version 1 (`\x01`, no weight) is still read, at
+//!   weight 1.
 //! * reply: `b"NATMLAR\x01"`, status (u8: 0 taken, 1 refused), text length (u16), text
 //!   (UTF-8, the reason of a refusal).
 //!

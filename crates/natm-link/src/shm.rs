@@ -58,7 +58,9 @@ use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use natm_nic::cells::{CellConsumer, CellLink as Rings, CellLinkError, CellProducer, Side};
+use natm_nic::cells::{
+    CellConsumer, CellLink as Rings, CellLinkError, CellProducer, LineWeight, Side,
+};
 use natm_nic::memfd::MemfdMem;
 use natm_nic::notify::{EventFdError, WaitOutcome, Waiter, Wakeable, check_eventfd};
 use natm_nic::shm::{HeapMem, MemError, Region};
@@ -273,6 +275,9 @@ pub struct ShmLink {
     /// The caller is spinning: `recv_cells` and `send_cells` announce no sleep.
     spinning: bool,
     counters: ShmCounters,
+    /// Which side this is, and the region's line-weight words.
+    side: Side,
+    weight: LineWeight,
 }
 
 impl std::fmt::Debug for ShmLink {
@@ -411,6 +416,22 @@ impl ShmLink {
         Ok(link)
     }
 
+    /// Says this side's weight on the line it shares with other senders into the peer
+    /// (hostd's main link beside the switch port's lanes), in the region, where the peer
+    /// reads it at any time.
+    pub fn set_line_weight(&self, weight: u32) {
+        self.weight.set(self.side, weight);
+    }
+
+    /// The weight the peer said, if it said one.
+    pub fn peer_line_weight(&self) -> Option<u32> {
+        let peer = match self.side {
+            Side::A => Side::B,
+            Side::B => Side::A,
+        };
+        self.weight.get(peer)
+    }
+
     /// Eventfd mode: while `on`, `recv_cells` on an empty ring and `send_cells` on a full
     /// one announce nothing, so the peer publishes and pops without a system call for a
     /// caller that is spinning anyway. A caller that means to sleep on `poll_fd` turns it
@@ -470,6 +491,8 @@ impl ShmLink {
             space_armed: false,
             spinning: false,
             counters: ShmCounters::default(),
+            side,
+            weight: rings.line_weight(),
         })
     }
 
@@ -921,6 +944,24 @@ mod tests {
         assert!(!readable(&a, 10), "nothing new: quiet again");
         assert_eq!(b.send_cells(&[cell(2)]).unwrap(), 1);
         assert!(readable(&a, 1000), "cells still wake it");
+    }
+
+    #[test]
+    fn each_side_says_its_line_weight_and_the_peer_reads_it_through_the_region() {
+        let (a, b) = ShmLink::pair(64).unwrap();
+        assert_eq!((a.peer_line_weight(), b.peer_line_weight()), (None, None));
+        a.set_line_weight(23);
+        assert_eq!(
+            (a.peer_line_weight(), b.peer_line_weight()),
+            (None, Some(23))
+        );
+        // Through the endpoint trait and an emulated line in front of side B, as hostd has
+        // its end of the switch port's link (the switch offers the region: side A).
+        let line = crate::emulated::Emulated::new(b, &natm_netem::Config::default());
+        let boxed: Box<dyn crate::endpoint::EndpointLink> = Box::new(line);
+        assert!(boxed.set_line_weight(4));
+        assert_eq!(crate::endpoint::EndpointLink::line_weight(&a), Some(4));
+        assert_eq!(boxed.line_weight(), Some(23));
     }
 
     #[test]

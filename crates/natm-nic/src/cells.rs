@@ -22,10 +22,11 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::layout::{Layout, LayoutError, RegionKind};
+use crate::layout::{LINE_WEIGHT_OFFSETS, Layout, LayoutError, RegionKind};
 use crate::notify::{Wakeable, Waker};
 use crate::ring::{Consumer, Producer, RingFault, RingRef};
 use crate::shm::Region;
+use crate::shm::{load_le, store_le};
 
 /// Bytes in a cell.
 pub const CELL_BYTES: usize = 53;
@@ -60,6 +61,35 @@ pub enum CellLinkError {
     /// A ring's indices are corrupt.
     #[error(transparent)]
     Fault(#[from] RingFault),
+}
+
+/// A cell link's line-weight words ([`LINE_WEIGHT_OFFSETS`]): each side says its weight on
+/// the line it shares with other senders into its peer, and the peer reads it (a switch
+/// sharing a host's line between the host's main link and its lanes). Advisory: nothing
+/// on the rings depends on it.
+#[derive(Clone)]
+pub struct LineWeight {
+    mem: Region,
+}
+
+impl LineWeight {
+    fn word(&self, side: Side) -> Option<&AtomicU64> {
+        let at = LINE_WEIGHT_OFFSETS[usize::from(side == Side::B)];
+        self.mem.words().get(at / 8)
+    }
+
+    /// Says `side`'s weight.
+    pub fn set(&self, side: Side, weight: u32) {
+        if let Some(w) = self.word(side) {
+            store_le(w, u64::from(weight), Ordering::Relaxed);
+        }
+    }
+
+    /// The weight `side` said, if it said one (0 and values past `u32` are unsaid).
+    pub fn get(&self, side: Side) -> Option<u32> {
+        let v = self.word(side).map_or(0, |w| load_le(w, Ordering::Relaxed));
+        u32::try_from(v).ok().filter(|&v| v > 0)
+    }
 }
 
 /// A cell-link region: its validated layout.
@@ -103,6 +133,13 @@ impl CellLink {
     fn ring(&self, i: usize) -> RingRef {
         let geom = self.layout.rings[i].expect("a validated cell link has rings 0 and 1");
         RingRef::new(self.mem.clone(), &geom)
+    }
+
+    /// The region's line-weight words.
+    pub fn line_weight(&self) -> LineWeight {
+        LineWeight {
+            mem: self.mem.clone(),
+        }
     }
 
     /// The two ends of one side: its transmit ring's producer and receive ring's consumer.
@@ -339,5 +376,40 @@ impl Wakeable for CellConsumer {
 
     fn waiting_flag(&self) -> &AtomicU64 {
         self.c.ring.waiting()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::shm::HeapMem;
+
+    #[test]
+    fn each_side_says_its_line_weight_and_the_other_reads_it_and_the_rings_are_left_alone() {
+        let mem: Region = Arc::new(HeapMem::new(CellLink::region_bytes(64).unwrap()).unwrap());
+        let link = CellLink::create(mem.clone(), 64).unwrap();
+        let w = link.line_weight();
+        assert_eq!(
+            (w.get(Side::A), w.get(Side::B)),
+            (None, None),
+            "a fresh region says nothing"
+        );
+        let (mut a_tx, _a_rx) = link.endpoint(Side::A).unwrap();
+        w.set(Side::B, 22);
+        // The other process opens the region: the words pass validation and read back.
+        let opened = CellLink::open(mem).unwrap();
+        assert_eq!(opened.line_weight().get(Side::B), Some(22));
+        assert_eq!(opened.line_weight().get(Side::A), None);
+        w.set(Side::A, 3);
+        assert_eq!(opened.line_weight().get(Side::A), Some(3));
+        let (_b_tx, mut b_rx) = opened.endpoint(Side::B).unwrap();
+        assert_eq!(a_tx.push_batch(&[[9u8; 53]; 2]), 2);
+        let mut got = [[0u8; 53]; 4];
+        assert_eq!(b_rx.pop_batch(&mut got), 2);
+        assert_eq!(got[1], [9u8; 53]);
+        w.set(Side::B, 0);
+        assert_eq!(opened.line_weight().get(Side::B), None, "0 is unsaid");
     }
 }

@@ -125,6 +125,13 @@ pub struct RegionHeader {
 /// existed hold 0 there, so they read as live: the addition is backwards compatible.
 pub const STATE_OFFSET: usize = 120;
 
+/// Byte offsets of a cell link's two line-weight words (8 bytes each inside `reserved1`,
+/// before the channel state word's place), side A's then side B's: each side's weight on
+/// a line it shares with other senders into its peer (hostd's main link beside the
+/// switch port's lanes), written by that side and read by the other at any time; 0 means
+/// unsaid. Validation ignores them, as it ignores the state word.
+pub const LINE_WEIGHT_OFFSETS: [usize; 2] = [104, 112];
+
 const _: () = assert!(size_of::<RegionHeader>() == HEADER_BYTES);
 const _: () = assert!(size_of::<RingDesc>() == 16);
 

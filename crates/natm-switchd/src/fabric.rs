@@ -81,8 +81,8 @@ pub struct Lane {
     pub link: Box<dyn EndpointLink>,
     /// The VCs it carries, sorted.
     pub vcs: Vec<LaneVc>,
-    /// Its share of a rated port's input line beside the port's other lanes (at least
-    /// 1): the host's weight for the channel (natm-host-core's `vc_weight`).
+    /// Its share of a rated port's input line beside the port's other lanes and main link
+    /// (at least 1): the host's weight for the channel (natm-host-core's `vc_weight`).
     pub weight: u32,
     keys: Vec<u32>,
     out: Vec<CellBytes>,
@@ -91,6 +91,8 @@ pub struct Lane {
     feeds: Vec<(usize, usize)>,
     /// Not read this step: a lane it feeds holds more than [`LANE_PAUSE`].
     paused: bool,
+    /// Its virtual time on a rated port's input line ([`Fabric::receive_fair`]).
+    vtime: u64,
     /// Counters.
     pub stats: LaneStats,
 }
@@ -187,20 +189,37 @@ pub struct PortLink {
     /// The last read of the lanes stopped at the input line's allowance: the lanes are
     /// not waited on until [`InputLine::due`].
     input_blocked: bool,
-    /// The lane read first in the next step: the read order turns by one lane every
-    /// `weight` steps of that lane, so that the slot an allowance leaves over (a switch
-    /// stepping often has an allowance of one cell) goes to the lanes by their weights.
+    /// The member read first in the next step (a lane, or the main link at index
+    /// `lanes.len()` on a rated port).
     lane_turn: usize,
-    /// Steps left for `lane_turn`'s lane to be read first (0: its turn starts next step).
-    lane_turn_left: u32,
+    /// The main link's virtual time on a rated port's input line (the lanes keep theirs).
+    main_vtime: u64,
 }
+
+/// What [`Fabric::receive_lanes`] has gathered from a port's members.
+#[derive(Debug, Default)]
+struct Pass {
+    /// Cells the switch took.
+    kept: usize,
+    /// Cells the express path put in other lanes' rings.
+    sent: usize,
+    /// Lanes that failed.
+    gone: Vec<usize>,
+    /// Why the main link failed.
+    main_failed: Option<String>,
+}
+
+/// A cell's worth of virtual time at weight 1 on a rated port's input line
+/// ([`Fabric::receive_lanes`]).
+const VTIME_UNIT: u64 = 1 << 16;
 
 /// The host-to-switch direction of a rated port as its lanes see it. hostd's main link
 /// crosses hostd's own emulated line; a lane's cells come straight from the application's
 /// rings, so the switch takes them no faster than the line would have carried them: one
-/// cell per slot of `1/rate` after the main link's cells (which use the line's slots
-/// too), a late step taking the slots it missed up to [`COALESCE`] of them. Slots are
-/// counted exactly (ticks of 1/rate ns, as natm-netem's line), so the rate does not drift.
+/// cell per slot of `1/rate`, the main link's cells and the lanes' together (shared by
+/// weight, [`Fabric::receive_lanes`]), a late step taking the slots it missed up to
+/// [`COALESCE`] of them. Slots are counted exactly (ticks of 1/rate ns, as natm-netem's
+/// line), so the rate does not drift.
 #[derive(Clone, Copy, Debug)]
 pub struct InputLine {
     /// Cells/s.
@@ -259,6 +278,15 @@ impl InputLine {
 }
 
 impl PortLink {
+    /// Member `m`'s virtual time on the input line: lane `m`'s, or the main link's past
+    /// the lanes.
+    fn vtime_mut(&mut self, m: usize) -> &mut u64 {
+        match self.lanes.get_mut(m) {
+            Some(lane) => &mut lane.vtime,
+            None => &mut self.main_vtime,
+        }
+    }
+
     /// When the lanes are read again, while the input line holds them back (`None`: they
     /// are read whenever they have cells).
     pub fn input_due(&self) -> Option<Instant> {
@@ -314,6 +342,7 @@ impl PortLink {
             out_from: 0,
             feeds: Vec::new(),
             paused: false,
+            vtime: 0,
             stats: LaneStats::default(),
         });
         self.stats.lanes_attached += 1;
@@ -378,6 +407,9 @@ pub const TAP_LIMIT: usize = 1 << 16;
 pub struct Fabric {
     /// The pure switch.
     pub switch: Switch,
+    /// Scratch of [`Fabric::receive_lanes`]: the members' weights and those still reading.
+    member_weights: Vec<u64>,
+    member_reading: Vec<usize>,
     /// Ports in configuration order.
     pub ports: Vec<PortLink>,
     /// The clock the switch is driven on.
@@ -431,6 +463,8 @@ impl Fabric {
             tap_ports: Vec::new(),
             tapped: Vec::new(),
             tap_overflow: 0,
+            member_weights: Vec::new(),
+            member_reading: Vec::new(),
             routes_seen: (0, 0),
             routes_age: 0,
             lanes_paused: false,
@@ -518,7 +552,7 @@ impl Fabric {
             input: config.rate.cells_per_s().map(InputLine::new),
             input_blocked: false,
             lane_turn: 0,
-            lane_turn_left: 0,
+            main_vtime: 0,
         });
         Ok(())
     }
@@ -598,29 +632,22 @@ impl Fabric {
         self.pause_lanes();
         for i in 0..self.ports.len() {
             let p = &mut self.ports[i];
-            let Some(link) = p.link.as_mut() else {
+            if p.link.is_none() {
                 continue;
-            };
-            match link.recv_cells(&mut self.buf) {
-                Ok(0) => {}
-                Ok(n) => {
-                    step.received += n;
-                    if let Some(line) = &mut p.input {
-                        line.take(now, n);
-                    }
-                    let id = p.id;
-                    self.switch.handle_cells(now, id, &self.buf[..n]);
-                    if self.tap_ports.contains(&id) {
-                        let (tapped, overflow) = (&mut self.tapped, &mut self.tap_overflow);
-                        Self::tap(tapped, overflow, (id, false, now), &self.buf[..n]);
-                    }
-                }
-                Err(e) => failed.push((i, link_error(&e))),
             }
-            if !p.lanes.is_empty() {
-                let (received, sent) = self.receive_lanes(i, now);
+            // A rated port with lanes shares its input line between the main link and the
+            // lanes: `receive_lanes` reads both.
+            if p.lanes.is_empty() || p.input.is_none() {
+                match self.receive_main(i, now, usize::MAX) {
+                    Ok(n) => step.received += n,
+                    Err(why) => failed.push((i, why)),
+                }
+            }
+            if !self.ports[i].lanes.is_empty() {
+                let (received, sent, main_failed) = self.receive_lanes(i, now);
                 step.received += received;
                 step.sent += sent;
+                failed.extend(main_failed.map(|why| (i, why)));
             }
         }
         for (i, why) in failed.drain(..) {
@@ -729,121 +756,262 @@ impl Fabric {
 }
 
 impl Fabric {
-    /// Receives one batch from each of port `i`'s lanes and hands the cells on the lane's
-    /// own VCs to the switch; removes lanes that failed. The cells taken, and the cells
-    /// the express path put in other lanes' rings.
-    fn receive_lanes(&mut self, i: usize, now: Instant) -> (usize, usize) {
+    /// Reads at most `max` cells from port `i`'s main link and hands them to the switch
+    /// (and the capture); they cross a rated port's input line. The cells read, or why the
+    /// link failed.
+    fn receive_main(&mut self, i: usize, now: Instant, max: usize) -> Result<usize, String> {
+        let p = &mut self.ports[i];
+        let Some(link) = p.link.as_mut() else {
+            return Ok(0);
+        };
+        let max = max.min(self.buf.len());
+        let n = link
+            .recv_cells(&mut self.buf[..max])
+            .map_err(|e| link_error(&e))?;
+        if n == 0 {
+            return Ok(0);
+        }
+        if let Some(line) = &mut p.input {
+            line.take(now, n);
+        }
+        let id = p.id;
+        self.switch.handle_cells(now, id, &self.buf[..n]);
+        if self.tap_ports.contains(&id) {
+            let (tapped, overflow) = (&mut self.tapped, &mut self.tap_overflow);
+            Self::tap(tapped, overflow, (id, false, now), &self.buf[..n]);
+        }
+        Ok(n)
+    }
+
+    /// Reads at most `max` cells from lane `l` of port `i` and hands the cells on the
+    /// lane's own VCs to the switch (counting the others as refused). The cells read from
+    /// the ring, the cells taken, and the cells the express path put in other lanes'
+    /// rings; `None` if the lane failed.
+    fn receive_lane(
+        &mut self,
+        i: usize,
+        l: usize,
+        now: Instant,
+        max: usize,
+    ) -> Option<(usize, usize, usize)> {
         let p = &mut self.ports[i];
         let (id, format) = (p.id, p.format);
-        let (mut total, mut sent) = (0, 0);
+        let lane = &mut p.lanes[l];
+        let n = lane.link.recv_cells(&mut self.buf[..max]).ok()?;
+        if n == 0 {
+            return Some((0, 0, 0));
+        }
+        if let Some(line) = &mut p.input {
+            line.take(now, n);
+        }
+        // Cells of one VC come in runs: one key looked up per run. Cells are moved only
+        // once one was refused (never, from a well-behaved application).
+        let mut kept = 0;
+        let mut last: Option<(u32, bool)> = None;
+        for j in 0..n {
+            let key = vc_key(&self.buf[j], format);
+            let ok = match last {
+                Some((k, ok)) if k == key => ok,
+                _ => {
+                    let ok = lane.keys.binary_search(&key).is_ok();
+                    last = Some((key, ok));
+                    ok
+                }
+            };
+            if ok {
+                if kept != j {
+                    self.buf[kept] = self.buf[j];
+                }
+                kept += 1;
+            }
+        }
+        p.stats.lane_refused += (n - kept) as u64;
+        lane.stats.rx += kept as u64;
+        let mut sent = 0;
+        if kept > 0 {
+            if self.tap_ports.contains(&id) {
+                let (tapped, overflow) = (&mut self.tapped, &mut self.tap_overflow);
+                Self::tap(tapped, overflow, (id, false, now), &self.buf[..kept]);
+            }
+            sent = self.forward_lane_cells(id, now, kept);
+        }
+        Some((n, kept, sent))
+    }
+
+    /// Receives one batch from each of port `i`'s lanes and, on a rated port, from its
+    /// main link too (on an unrated one [`Fabric::step`] has read the main link first),
+    /// and hands the cells to the switch; removes lanes that failed. The cells taken, the
+    /// cells the express path put in other lanes' rings, and why the main link failed.
+    ///
+    /// A rated port's input line is shared by weight among its members: the lanes (each at
+    /// its VC's weight) and the main link (at the weight hostd says for the channels it
+    /// sends, [`EndpointLink::line_weight`]; 1 unsaid), by [`Fabric::receive_fair`]. A main
+    /// link read first and unbounded took every slot while hostd's own channels were busy,
+    /// and a lane's handshake got nothing for 10 s.
+    fn receive_lanes(&mut self, i: usize, now: Instant) -> (usize, usize, Option<String>) {
+        let p = &mut self.ports[i];
         p.input_blocked = false;
         let count = p.lanes.len();
-        // Read from a turning start, so that a step's allowance of one slot (a switch
-        // stepping often) does not always go to the first lane: a bulk lane read first
-        // took every slot and a guaranteed channel's lane got a third of its rate. Each
-        // lane starts as many steps in a row as it weighs.
-        let first = p.lane_turn % count.max(1);
-        if let Some(lane) = p.lanes.get(first) {
-            if p.lane_turn_left == 0 {
-                p.lane_turn_left = lane.weight.max(1);
+        let rated = p.input.is_some();
+        // Member `count` is the main link, where the line is shared.
+        let members = count + usize::from(rated && p.link.is_some());
+        // The read order turns by one member a step: among members equally far behind,
+        // the first read gets a one-slot allowance.
+        let first = p.lane_turn % members.max(1);
+        p.lane_turn = first + 1;
+        let mut pass = Pass::default();
+        if rated {
+            let main_weight = p
+                .link
+                .as_ref()
+                .and_then(|l| l.line_weight())
+                .unwrap_or(1)
+                .max(1);
+            // Virtual times only order the members: keep them small.
+            let least = (0..members).map(|m| *p.vtime_mut(m)).min().unwrap_or(0);
+            for m in 0..members {
+                *p.vtime_mut(m) -= least;
             }
-            p.lane_turn_left -= 1;
-        }
-        p.lane_turn = if p.lane_turn_left == 0 {
-            first + 1
+            // Scratch kept in the fabric: this runs every step.
+            let mut weights = std::mem::take(&mut self.member_weights);
+            let mut reading = std::mem::take(&mut self.member_reading);
+            weights.clear();
+            weights.extend(
+                (0..members)
+                    .map(|m| u64::from(p.lanes.get(m).map_or(main_weight, |l| l.weight.max(1)))),
+            );
+            reading.clear();
+            for k in 0..members {
+                let m = (first + k) % members;
+                if self.readable(i, m, &mut pass) {
+                    reading.push(m);
+                }
+            }
+            self.receive_fair(i, now, &mut reading, &weights, &mut pass);
+            self.member_weights = weights;
+            self.member_reading = reading;
         } else {
-            first
-        };
-        // Lanes that failed are removed after the pass, so the indices stay put in it.
-        let mut gone = Vec::new();
-        let mut weight_left: u64 = p.lanes.iter().map(|l| u64::from(l.weight)).sum();
-        for k in 0..count {
-            let l = (first + k) % count;
-            let p = &mut self.ports[i];
-            let lane = &mut p.lanes[l];
-            let weight = u64::from(lane.weight);
-            let left = weight_left;
-            weight_left = weight_left.saturating_sub(weight);
-            if lane.paused {
-                lane.stats.paused += 1;
-                // Not read while paused, so its application's death must be looked for.
-                if lane.link.check_peer().is_err() {
-                    gone.push(l);
+            for k in 0..members {
+                let m = (first + k) % members;
+                if self.readable(i, m, &mut pass) {
+                    self.receive_member(i, m, now, self.buf.len(), &mut pass);
                 }
-                continue;
-            }
-            let allowed = p.input.map_or(self.buf.len(), |line| {
-                line.allowance(now).min(self.buf.len())
-            });
-            if allowed == 0 {
-                p.input_blocked = true;
-                break;
-            }
-            // The line's allowance is shared among the lanes still to be read this step by
-            // their weights, so that a bulk lane read first cannot take it all, step after
-            // step (a second channel's hello on a later lane then never got in), and a
-            // guaranteed lane beside several bulk ones gets its rate (equal shares left a
-            // guaranteed lane beside four bulk ones a fifth of the line, 32 % short of its
-            // rate); what a lane leaves goes to the ones after it.
-            let allowed = if p.input.is_some() {
-                let share = (allowed as u64 * weight).div_ceil(left.max(1));
-                usize::try_from(share).map_or(allowed, |s| s.min(allowed))
-            } else {
-                allowed
-            };
-            let lane = &mut p.lanes[l];
-            let n = match lane.link.recv_cells(&mut self.buf[..allowed]) {
-                Ok(n) => n,
-                Err(_) => {
-                    gone.push(l);
-                    continue;
-                }
-            };
-            if n == 0 {
-                continue;
-            }
-            if let Some(line) = &mut p.input {
-                line.take(now, n);
-                // A full allowance may have left cells in the lane.
-                p.input_blocked |= n == allowed && allowed < self.buf.len();
-            }
-            // Cells of one VC come in runs: one key looked up per run. Cells are moved
-            // only once one was refused (never, from a well-behaved application).
-            let mut kept = 0;
-            let mut last: Option<(u32, bool)> = None;
-            for j in 0..n {
-                let key = vc_key(&self.buf[j], format);
-                let ok = match last {
-                    Some((k, ok)) if k == key => ok,
-                    _ => {
-                        let ok = lane.keys.binary_search(&key).is_ok();
-                        last = Some((key, ok));
-                        ok
-                    }
-                };
-                if ok {
-                    if kept != j {
-                        self.buf[kept] = self.buf[j];
-                    }
-                    kept += 1;
-                }
-            }
-            p.stats.lane_refused += (n - kept) as u64;
-            lane.stats.rx += kept as u64;
-            total += kept;
-            if kept > 0 {
-                if self.tap_ports.contains(&id) {
-                    let (tapped, overflow) = (&mut self.tapped, &mut self.tap_overflow);
-                    Self::tap(tapped, overflow, (id, false, now), &self.buf[..kept]);
-                }
-                sent += self.forward_lane_cells(id, now, kept);
             }
         }
+        let mut gone = pass.gone;
         gone.sort_unstable();
+        gone.dedup();
         for l in gone.into_iter().rev() {
             self.ports[i].remove_lane(l);
         }
-        (total, sent)
+        (pass.kept, pass.sent, pass.main_failed)
+    }
+
+    /// Whether member `m` of port `i` is read this step: a paused lane is not (its
+    /// application's death is looked for instead, since it is not read).
+    fn readable(&mut self, i: usize, m: usize, pass: &mut Pass) -> bool {
+        let Some(lane) = self.ports[i].lanes.get_mut(m) else {
+            return true;
+        };
+        if lane.paused {
+            lane.stats.paused += 1;
+            if lane.link.check_peer().is_err() {
+                pass.gone.push(m);
+            }
+            return false;
+        }
+        true
+    }
+
+    /// A rated port's members, while the line allows cells (self-clocked fair queueing
+    /// over the members' virtual times, a cell read advancing a member's by
+    /// [`VTIME_UNIT`] ÷ its weight): the member furthest behind (the first in `order`
+    /// among equals) reads up to its weighted share of what the line allows among the
+    /// members still reading, rounded up (`reading`: the members to read, in the step's
+    /// turning order). A member that had fewer cells is done for the step, and its virtual time is brought up to the least of those still reading, so
+    /// that an idle member does not save up a burst for later.
+    fn receive_fair(
+        &mut self,
+        i: usize,
+        now: Instant,
+        reading: &mut Vec<usize>,
+        weights: &[u64],
+        pass: &mut Pass,
+    ) {
+        while !reading.is_empty() {
+            let p = &mut self.ports[i];
+            let allowed = p
+                .input
+                .map_or(0, |line| line.allowance(now).min(self.buf.len()));
+            if allowed == 0 {
+                p.input_blocked = true;
+                return;
+            }
+            // `min_by_key` keeps the first of equals: the turning order breaks ties.
+            let Some((k, m)) = reading
+                .iter()
+                .copied()
+                .enumerate()
+                .min_by_key(|&(_, m)| *p.vtime_mut(m))
+            else {
+                return;
+            };
+            let left: u64 = reading.iter().map(|&r| weights[r]).sum();
+            let share = (allowed as u64 * weights[m]).div_ceil(left.max(1));
+            let share = usize::try_from(share).map_or(allowed, |s| s.min(allowed));
+            let read = self.receive_member(i, m, now, share, pass);
+            let p = &mut self.ports[i];
+            *p.vtime_mut(m) += read as u64 * VTIME_UNIT / weights[m].max(1);
+            if read < share {
+                reading.remove(k);
+                if let Some(least) = reading.iter().map(|&r| *p.vtime_mut(r)).min() {
+                    let v = p.vtime_mut(m);
+                    *v = (*v).max(least);
+                }
+            } else {
+                // A full read may have left cells in the ring.
+                p.input_blocked = true;
+            }
+        }
+    }
+
+    /// Reads member `m` of port `i`'s line (a lane, or the main link at `lanes.len()`),
+    /// at most `max` cells, into `pass`: a failed lane goes in its `gone`, a failed main
+    /// link's reason in its `main_failed`. The cells read from the member's ring.
+    fn receive_member(
+        &mut self,
+        i: usize,
+        m: usize,
+        now: Instant,
+        max: usize,
+        pass: &mut Pass,
+    ) -> usize {
+        if m < self.ports[i].lanes.len() {
+            match self.receive_lane(i, m, now, max) {
+                Some((read, kept, sent)) => {
+                    pass.kept += kept;
+                    pass.sent += sent;
+                    read
+                }
+                None => {
+                    pass.gone.push(m);
+                    0
+                }
+            }
+        } else if pass.main_failed.is_some() {
+            0
+        } else {
+            match self.receive_main(i, now, max) {
+                Ok(n) => {
+                    pass.kept += n;
+                    n
+                }
+                Err(why) => {
+                    pass.main_failed = Some(why);
+                    0
+                }
+            }
+        }
     }
 
     /// Hands the first `n` cells of the buffer, received on a lane of port `id`, to the
@@ -1127,6 +1295,172 @@ mod tests {
         }
     }
 
+    /// A host's main link: `cells` cells of VCI 1 ready at every read (`usize::MAX`:
+    /// always full), and the weight hostd says for it.
+    struct Main {
+        cells: usize,
+        weight: Option<u32>,
+    }
+
+    impl natm_link::CellLink for Main {
+        fn send_cells(&mut self, cells: &[CellBytes]) -> std::io::Result<usize> {
+            Ok(cells.len())
+        }
+        fn recv_cells(&mut self, buf: &mut [CellBytes]) -> std::io::Result<usize> {
+            let n = buf.len().min(self.cells);
+            Flood(1).recv_cells(&mut buf[..n])
+        }
+        fn wait_recv(&mut self, _: Option<std::time::Duration>) -> std::io::Result<bool> {
+            Ok(true)
+        }
+        fn wait_send(&mut self, _: Option<std::time::Duration>) -> std::io::Result<bool> {
+            Ok(true)
+        }
+        fn poll_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+            None
+        }
+        fn counters(&self) -> natm_link::LinkCounters {
+            natm_link::LinkCounters::default()
+        }
+    }
+
+    impl EndpointLink for Main {
+        fn next_due(&self) -> Option<StdInstant> {
+            None
+        }
+        fn line_weight(&self) -> Option<u32> {
+            self.weight
+        }
+    }
+
+    /// An idle main link.
+    fn quiet() -> Box<Main> {
+        Box::new(Main {
+            cells: 0,
+            weight: None,
+        })
+    }
+
+    /// A port of `rate` cells/s with main link `main` and lanes of `(vci, weight, cells
+    /// ready per read)`, stepped every `every` ns, `steps` times: the cells the main link
+    /// got, then each lane's.
+    fn line_shares(
+        rate: u32,
+        main: Main,
+        lanes: &[(u16, u32, usize)],
+        every: u64,
+        steps: u64,
+    ) -> (u64, Vec<u64>) {
+        let mut f = Fabric::new(SwitchConfig::default());
+        let config = PortConfig {
+            rate: natm_core::LineRate::CellsPerSec(core::num::NonZeroU32::new(rate).unwrap()),
+            ..PortConfig::default()
+        };
+        f.add_port(PortId(1), config).unwrap();
+        f.attach(0, Box::new(main));
+        for &(vci, weight, cells) in lanes {
+            let lane = Main {
+                cells,
+                weight: None,
+            };
+            let link: Box<dyn EndpointLink> = if cells == usize::MAX {
+                Box::new(Flood(vci))
+            } else {
+                Box::new(Trickle(vci, lane.cells))
+            };
+            f.ports[0]
+                .add_lane(vec![LaneVc { vpi: 0, vci }], weight, link)
+                .unwrap();
+        }
+        let t0 = 10_000_000_000;
+        let mut total = 0;
+        for k in 0..steps {
+            let (taken, _, failed) = f.receive_lanes(0, at(t0 + k * every));
+            assert!(failed.is_none());
+            total += taken as u64;
+        }
+        let lanes: Vec<u64> = f.ports[0].lanes.iter().map(|l| l.stats.rx).collect();
+        (total - lanes.iter().sum::<u64>(), lanes)
+    }
+
+    /// A lane whose application has `1` cells of VCI `0` ready at every read.
+    struct Trickle(u16, usize);
+
+    impl natm_link::CellLink for Trickle {
+        fn send_cells(&mut self, cells: &[CellBytes]) -> std::io::Result<usize> {
+            Ok(cells.len())
+        }
+        fn recv_cells(&mut self, buf: &mut [CellBytes]) -> std::io::Result<usize> {
+            let n = buf.len().min(self.1);
+            Flood(self.0).recv_cells(&mut buf[..n])
+        }
+        fn wait_recv(&mut self, _: Option<std::time::Duration>) -> std::io::Result<bool> {
+            Ok(true)
+        }
+        fn wait_send(&mut self, _: Option<std::time::Duration>) -> std::io::Result<bool> {
+            Ok(true)
+        }
+        fn poll_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+            None
+        }
+        fn counters(&self) -> natm_link::LinkCounters {
+            natm_link::LinkCounters::default()
+        }
+    }
+
+    impl EndpointLink for Trickle {
+        fn next_due(&self) -> Option<StdInstant> {
+            None
+        }
+    }
+
+    #[test]
+    fn a_full_main_link_shares_the_input_line_with_the_lanes_by_weight() {
+        // hostd's channels keep its main link full (weight 4, four bulk channels) beside a
+        // guaranteed lane that wants a quarter of the line (weight 23): the lane gets its
+        // quarter and the main link the rest. Read first and unbounded, the main link took
+        // every slot and the lane got nothing.
+        let main = Main {
+            cells: usize::MAX,
+            weight: Some(4),
+        };
+        let (m, lanes) = line_shares(1_000_000, main, &[(100, 23, 10)], 40_000, 1_000);
+        assert_eq!(lanes, [10_000]);
+        // (The first step also finds the idle line's saved slots.)
+        assert!(
+            m + lanes[0] >= 40_000 && m + lanes[0] <= 40_201,
+            "{m} {lanes:?}"
+        );
+        // Both always full: the line goes 23:4.
+        let main = Main {
+            cells: usize::MAX,
+            weight: Some(4),
+        };
+        let (m, lanes) = line_shares(1_000_000, main, &[(100, 23, usize::MAX)], 40_000, 1_000);
+        assert!(
+            (lanes[0] as f64 / m as f64 - 23.0 / 4.0).abs() < 0.05,
+            "{m} {lanes:?}"
+        );
+        // One-cell allowances: turns of three steps for the main link (weight 3), one for
+        // the lane; a main link that says no weight weighs 1.
+        let main = Main {
+            cells: usize::MAX,
+            weight: Some(3),
+        };
+        assert_eq!(
+            line_shares(1_000, main, &[(100, 1, usize::MAX)], 1_000_000, 1_000),
+            (750, vec![250])
+        );
+        let main = Main {
+            cells: usize::MAX,
+            weight: None,
+        };
+        assert_eq!(
+            line_shares(1_000, main, &[(100, 1, usize::MAX)], 1_000_000, 1_000),
+            (500, vec![500])
+        );
+    }
+
     #[test]
     fn lanes_of_a_rated_port_share_one_cell_allowances_in_turn() {
         // A switch that steps once per slot finds an allowance of one cell each time: with
@@ -1138,7 +1472,7 @@ mod tests {
             ..PortConfig::default()
         };
         f.add_port(PortId(1), config).unwrap();
-        f.attach(0, Box::new(Flood(1)));
+        f.attach(0, quiet());
         for vci in [100, 101] {
             f.ports[0]
                 .add_lane(vec![LaneVc { vpi: 0, vci }], 1, Box::new(Flood(vci)))
@@ -1161,7 +1495,7 @@ mod tests {
             ..PortConfig::default()
         };
         f.add_port(PortId(1), config).unwrap();
-        f.attach(0, Box::new(Flood(1)));
+        f.attach(0, quiet());
         for (vci, weight) in [(100, 3), (101, 1)] {
             f.ports[0]
                 .add_lane(vec![LaneVc { vpi: 0, vci }], weight, Box::new(Flood(vci)))

@@ -259,7 +259,7 @@ impl Hostd {
             up: link.is_some(),
             ..LinkStatus::default()
         };
-        Hostd {
+        let hostd = Hostd {
             opts,
             connector,
             link,
@@ -286,7 +286,9 @@ impl Hostd {
             now: natm_core::Instant::from_nanos(0),
             socket_activity: now,
             next_socket_check: now,
-        }
+        };
+        hostd.say_line_weight();
+        hostd
     }
 
     /// The socket's path.
@@ -388,8 +390,23 @@ impl Hostd {
         }
     }
 
+    /// Says the main link's weight to the switch, which shares a rated port's input line
+    /// between the main link and the port's lanes by weight (natm-switchd's `InputLine`):
+    /// the transmit-round weight of every channel that sends on the main link (all but the
+    /// lanes'), at least 1 for signalling and OAM. Called when a channel opens or closes
+    /// and when the link comes up (a new link's region says nothing yet).
+    pub(super) fn say_line_weight(&self) {
+        if let Some(link) = &self.link {
+            let main = self
+                .host
+                .weight_of_channels(|p| !matches!(p.mem, ChannelMem::Lane { .. }));
+            link.set_line_weight(main.max(1));
+        }
+    }
+
     fn link_up(&mut self) {
         self.host.link_up();
+        self.say_line_weight();
         let lanes = self.opts.lanes.clone();
         for (_, _, p) in self.host.channels_mut() {
             if let ChannelMem::Lane {

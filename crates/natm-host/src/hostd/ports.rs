@@ -243,6 +243,7 @@ impl Hostd {
             port.mem.set_state(ChannelState::LinkDown);
         }
         self.by_handle.insert(handle.0, ch);
+        self.say_line_weight();
         Ok((
             Response::Opened {
                 handle: handle.0,
@@ -365,6 +366,7 @@ impl Hostd {
         if let Some(mut p) = self.host.close_channel(ch) {
             p.mem.set_state(ChannelState::Revoked);
         }
+        self.say_line_weight();
     }
     /// Takes descriptors and free buffers from every direct channel.
     pub(super) fn take_posts(&mut self) -> bool {
