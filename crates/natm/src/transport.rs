@@ -229,11 +229,28 @@ pub struct Channel {
     epoch: Epoch,
     stats: ChannelStats,
     /// The transmit scratch: a frame the VC has not taken yet is `pending` bytes of it.
+    /// On the direct and lane paths frames are built in the VC's transmit buffers instead
+    /// (one copy of each TPDU fewer); only hello answers use it there.
     tx: Vec<u8>,
     pending: Option<usize>,
+    /// The last pump found the sending VC with no free transmit buffer for a frame it
+    /// would build in place (direct and lane paths): the wait watches for one.
+    starved: bool,
     rx: Vec<u8>,
     /// When a frame last came (for [`Channel::linger`]).
     last_rx: StdInstant,
+}
+
+/// What [`Channel::send_in_place`] did.
+enum InPlace {
+    /// A frame went.
+    Sent,
+    /// The endpoint has nothing to send now.
+    Idle,
+    /// The sending VC has no free transmit buffer.
+    Starved,
+    /// Not on this VC (the daemon path, or buffers smaller than a frame): the scratch.
+    Unavailable,
 }
 
 /// What a hello says.
@@ -504,6 +521,7 @@ impl Channel {
                     stats,
                     tx: vec![0u8; frame],
                     pending: None,
+                    starved: false,
                     rx,
                     last_rx: StdInstant::now(),
                 };
@@ -552,9 +570,10 @@ impl Channel {
     }
 
     /// Takes one frame from the VC.
-    fn take(&mut self, n: usize) -> Result<(), Error> {
+    /// Takes frame `self.rx[..n]`, which came by `wall` (a clock reading of this pass).
+    fn take(&mut self, n: usize, wall: StdInstant) -> Result<(), Error> {
         self.stats.frames_received += 1;
-        self.last_rx = StdInstant::now();
+        self.last_rx = wall;
         match Hello::parse(&self.rx[..n]) {
             Some(h) if h.isn == self.stats.remote => {
                 self.stats.hellos_received += 1;
@@ -568,10 +587,45 @@ impl Channel {
                 self.stats.foreign_hellos += 1;
             }
             None => {
-                let now = self.now();
                 // A refused frame changes nothing; the endpoint counts it.
-                let _ = self.ep.handle_tpdu(now, &self.rx[..n]);
+                let _ = self.ep.handle_tpdu(self.epoch.at(wall), &self.rx[..n]);
             }
+        }
+        Ok(())
+    }
+
+    /// Takes the frames the VC holds (at most `batch`), parsing TPDUs in place in the VC's
+    /// receive buffers on the direct and lane paths (a hello is copied out: answering it
+    /// needs the VC). All of them by `wall`, one clock reading for the batch.
+    fn take_frames(&mut self, batch: usize, wall: StdInstant) -> Result<(), Error> {
+        let now = self.epoch.at(wall);
+        for _ in 0..batch {
+            if self.vc.direct.is_none() {
+                match self.vc.try_recv(&mut self.rx) {
+                    Ok(n) => self.take(n, wall)?,
+                    Err(Error::WouldBlock) => break,
+                    Err(e) => return Err(e),
+                }
+                continue;
+            }
+            let sdu = match self.vc.try_recv_zero_copy() {
+                Ok(sdu) => sdu,
+                Err(Error::WouldBlock) => break,
+                Err(e) => return Err(e),
+            };
+            if Hello::parse(&sdu).is_some() || sdu.len() > self.rx.len() {
+                // A hello (or a frame too long for any TPDU, which the endpoint refuses
+                // and counts): taken as a copy, the buffer back first.
+                let n = sdu.len().min(self.rx.len());
+                self.rx[..n].copy_from_slice(&sdu[..n]);
+                drop(sdu);
+                self.take(n, wall)?;
+                continue;
+            }
+            self.stats.frames_received += 1;
+            self.last_rx = wall;
+            // A refused frame changes nothing; the endpoint counts it.
+            let _ = self.ep.handle_tpdu(now, &sdu);
         }
         Ok(())
     }
@@ -600,18 +654,32 @@ impl Channel {
             Service::Reliable => RX_BATCH,
             _ => RX_BATCH.min(self.ep.receive_window() as usize),
         };
-        for _ in 0..batch {
-            match self.vc.try_recv(&mut self.rx) {
-                Ok(n) => self.take(n)?,
-                Err(Error::WouldBlock) => break,
-                Err(e) => return Err(e),
-            }
-        }
-        let now = self.now();
+        let wall = StdInstant::now();
+        let taken = self.stats.frames_received;
+        self.take_frames(batch, wall)?;
+        // The frames' reading serves the timers and the sends too unless frames were
+        // taken, which took time.
+        let now = if self.stats.frames_received == taken {
+            self.epoch.at(wall)
+        } else {
+            self.now()
+        };
         if self.ep.poll_timeout().is_some_and(|t| t <= now) {
             self.ep.handle_timeout(now);
         }
+        self.starved = false;
         loop {
+            if self.pending.is_none() {
+                match self.send_in_place(now)? {
+                    InPlace::Sent => continue,
+                    InPlace::Idle => return Ok(()),
+                    InPlace::Starved => {
+                        self.starved = true;
+                        return Ok(());
+                    }
+                    InPlace::Unavailable => {}
+                }
+            }
             let n = match self.pending {
                 Some(n) => n,
                 None => match self.ep.poll_transmit(now, &mut self.tx) {
@@ -635,6 +703,35 @@ impl Channel {
         }
     }
 
+    /// On the direct and lane paths, builds the endpoint's next frame in a free transmit
+    /// buffer of the sending VC and sends it.
+    fn send_in_place(&mut self, now: Instant) -> Result<InPlace, Error> {
+        let vc = out_of(&mut self.vc, &mut self.out);
+        if vc.direct.is_none() {
+            return Ok(InPlace::Unavailable);
+        }
+        let mut b = match vc.try_tx_buffer() {
+            Ok(b) => b,
+            Err(Error::WouldBlock) => {
+                if !self.ep.send_idle() {
+                    self.stats.tx_blocked += 1;
+                }
+                return Ok(InPlace::Starved);
+            }
+            Err(e) => return Err(e),
+        };
+        if b.len() < self.tx.len() {
+            return Ok(InPlace::Unavailable);
+        }
+        let Some(n) = self.ep.poll_transmit(now, &mut b) else {
+            return Ok(InPlace::Idle);
+        };
+        let sent = b.send(n);
+        sent.map_err(|e| vc.explain(e))?;
+        self.stats.frames_sent += 1;
+        Ok(InPlace::Sent)
+    }
+
     /// Waits on the VC until the next input, the endpoint's next timeout or `deadline`,
     /// whichever is first, and takes what came.
     fn wait(&mut self, deadline: Option<StdInstant>) -> Result<(), Error> {
@@ -648,7 +745,7 @@ impl Channel {
         }
         // A frame waiting for room on the pair's sending VC: the receiving VC cannot say
         // when that room comes, so look again soon.
-        let room = self.pending.is_some();
+        let room = self.pending.is_some() || self.starved;
         if room && self.out.is_some() {
             wake = wake.min(now + PAIR_RETRY);
         }
@@ -656,7 +753,7 @@ impl Channel {
             .vc
             .wait_sdu(&mut self.rx, wake, room && self.out.is_none())?
         {
-            self.take(n)?;
+            self.take(n, StdInstant::now())?;
         }
         Ok(())
     }

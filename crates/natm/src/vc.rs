@@ -340,6 +340,44 @@ impl Vc {
         })
     }
 
+    /// [`Vc::tx_buffer`] if a transmit buffer is free now ([`Error::WouldBlock`] if not),
+    /// for the transport's channel, which builds its frames in place.
+    pub(crate) fn try_tx_buffer(&mut self) -> Result<TxBuffer<'_>, Error> {
+        let handle = self.handle;
+        let max_sdu = self.max_sdu;
+        let id = match self.direct()?.free_tx(Some(Instant::now())) {
+            Ok(id) => id,
+            Err(e) => return Err(self.explain(e)),
+        };
+        let d = self.direct()?;
+        let len = d.buffer_size.min(max_sdu);
+        Ok(TxBuffer {
+            d,
+            id,
+            len,
+            handle,
+            sent: false,
+        })
+    }
+
+    /// [`Vc::recv_zero_copy`] if an SDU is there now ([`Error::WouldBlock`] if not), for
+    /// the transport's channel, which parses its frames in place.
+    pub(crate) fn try_recv_zero_copy(&mut self) -> Result<RxSdu<'_>, Error> {
+        let (id, len) = match self.direct()?.next_rx(Some(Duration::ZERO), true) {
+            Ok(r) => r,
+            Err(e) => return Err(self.explain(e)),
+        };
+        let d = self.direct()?;
+        if d.buffer(id, len).len() != len {
+            return Err(protocol(format!(
+                "receive buffer {} is out of bounds",
+                id.0
+            )));
+        }
+        d.ready.pop_front();
+        Ok(RxSdu { d, id, len })
+    }
+
     /// The next received SDU, in place in the channel's buffer; dropping it hands the
     /// buffer back for reception. Waits for one. Direct path only.
     pub fn recv_zero_copy(&mut self) -> Result<RxSdu<'_>, Error> {
