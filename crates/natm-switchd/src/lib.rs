@@ -536,19 +536,22 @@ fn sleep(
                 if let Some(t) = link.next_due() {
                     cap(t);
                 }
+                // Lanes held back by the port's input line are read at its deadline, not
+                // when they turn readable (they are readable all along); so is the main
+                // link, which shares the line with them (a kick it had before it was held
+                // back would keep its descriptor readable, and this loop spinning).
+                let input_due = p.input_due();
+                if let Some(t) = input_due {
+                    cap(fabric.to_std(t));
+                }
                 match link.poll_fd() {
+                    Some(_) if input_due.is_some() => {}
                     Some(fd) => fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN)),
                     None => cap(now + SHORT_SLEEP),
                 }
                 // Lanes: cells from their applications, or room they made. A paused lane
                 // is not read, so its descriptor (never drained) is not waited on: the lane
                 // it feeds making room is what ends the pause.
-                // Lanes held back by the port's input line are read at its deadline, not
-                // when they turn readable (they are readable all along).
-                let input_due = p.input_due();
-                if let Some(t) = input_due {
-                    cap(fabric.to_std(t));
-                }
                 let waited =
                     |l: &&fabric::Lane| (!l.paused() && input_due.is_none()) || l.held() > 0;
                 for lane in p.lanes.iter().filter(waited) {
