@@ -1259,21 +1259,36 @@ mod tests {
         assert_eq!(line.allowance(at(1_000_000_000)), 71);
     }
 
-    /// A lane whose application always has another cell of `vci` waiting.
-    struct Flood(u16);
+    /// A link whose far end has `cells` cells of VCI `vci` ready at every read
+    /// (`usize::MAX`: always full) and says `weight` for its line.
+    struct Fake {
+        vci: u16,
+        cells: usize,
+        weight: Option<u32>,
+    }
 
-    impl natm_link::CellLink for Flood {
+    /// A lane (or main link) whose application always has another cell of `vci` waiting.
+    fn flood(vci: u16) -> Fake {
+        Fake {
+            vci,
+            cells: usize::MAX,
+            weight: None,
+        }
+    }
+
+    impl natm_link::CellLink for Fake {
         fn send_cells(&mut self, cells: &[CellBytes]) -> std::io::Result<usize> {
             Ok(cells.len())
         }
         fn recv_cells(&mut self, buf: &mut [CellBytes]) -> std::io::Result<usize> {
             // UNI header, VPI 0: the VCI sits in bits 4..20 of the first word.
-            let word = u32::from(self.0) << 4;
-            for c in buf.iter_mut() {
+            let word = u32::from(self.vci) << 4;
+            let n = buf.len().min(self.cells);
+            for c in &mut buf[..n] {
                 *c = [0; CELL_LEN];
                 c[..4].copy_from_slice(&word.to_be_bytes());
             }
-            Ok(buf.len())
+            Ok(n)
         }
         fn wait_recv(&mut self, _: Option<std::time::Duration>) -> std::io::Result<bool> {
             Ok(true)
@@ -1289,42 +1304,7 @@ mod tests {
         }
     }
 
-    impl EndpointLink for Flood {
-        fn next_due(&self) -> Option<StdInstant> {
-            None
-        }
-    }
-
-    /// A host's main link: `cells` cells of VCI 1 ready at every read (`usize::MAX`:
-    /// always full), and the weight hostd says for it.
-    struct Main {
-        cells: usize,
-        weight: Option<u32>,
-    }
-
-    impl natm_link::CellLink for Main {
-        fn send_cells(&mut self, cells: &[CellBytes]) -> std::io::Result<usize> {
-            Ok(cells.len())
-        }
-        fn recv_cells(&mut self, buf: &mut [CellBytes]) -> std::io::Result<usize> {
-            let n = buf.len().min(self.cells);
-            Flood(1).recv_cells(&mut buf[..n])
-        }
-        fn wait_recv(&mut self, _: Option<std::time::Duration>) -> std::io::Result<bool> {
-            Ok(true)
-        }
-        fn wait_send(&mut self, _: Option<std::time::Duration>) -> std::io::Result<bool> {
-            Ok(true)
-        }
-        fn poll_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
-            None
-        }
-        fn counters(&self) -> natm_link::LinkCounters {
-            natm_link::LinkCounters::default()
-        }
-    }
-
-    impl EndpointLink for Main {
+    impl EndpointLink for Fake {
         fn next_due(&self) -> Option<StdInstant> {
             None
         }
@@ -1333,12 +1313,13 @@ mod tests {
         }
     }
 
-    /// An idle main link.
-    fn quiet() -> Box<Main> {
-        Box::new(Main {
-            cells: 0,
-            weight: None,
-        })
+    /// A host's main link (VCI 1) with `cells` ready at every read, saying `weight`.
+    fn main_link(cells: usize, weight: Option<u32>) -> Fake {
+        Fake {
+            vci: 1,
+            cells,
+            weight,
+        }
     }
 
     /// A port of `rate` cells/s with main link `main` and lanes of `(vci, weight, cells
@@ -1346,7 +1327,7 @@ mod tests {
     /// got, then each lane's.
     fn line_shares(
         rate: u32,
-        main: Main,
+        main: Fake,
         lanes: &[(u16, u32, usize)],
         every: u64,
         steps: u64,
@@ -1359,17 +1340,13 @@ mod tests {
         f.add_port(PortId(1), config).unwrap();
         f.attach(0, Box::new(main));
         for &(vci, weight, cells) in lanes {
-            let lane = Main {
+            let lane = Fake {
+                vci,
                 cells,
                 weight: None,
             };
-            let link: Box<dyn EndpointLink> = if cells == usize::MAX {
-                Box::new(Flood(vci))
-            } else {
-                Box::new(Trickle(vci, lane.cells))
-            };
             f.ports[0]
-                .add_lane(vec![LaneVc { vpi: 0, vci }], weight, link)
+                .add_lane(vec![LaneVc { vpi: 0, vci }], weight, Box::new(lane))
                 .unwrap();
         }
         let t0 = 10_000_000_000;
@@ -1383,47 +1360,13 @@ mod tests {
         (total - lanes.iter().sum::<u64>(), lanes)
     }
 
-    /// A lane whose application has `1` cells of VCI `0` ready at every read.
-    struct Trickle(u16, usize);
-
-    impl natm_link::CellLink for Trickle {
-        fn send_cells(&mut self, cells: &[CellBytes]) -> std::io::Result<usize> {
-            Ok(cells.len())
-        }
-        fn recv_cells(&mut self, buf: &mut [CellBytes]) -> std::io::Result<usize> {
-            let n = buf.len().min(self.1);
-            Flood(self.0).recv_cells(&mut buf[..n])
-        }
-        fn wait_recv(&mut self, _: Option<std::time::Duration>) -> std::io::Result<bool> {
-            Ok(true)
-        }
-        fn wait_send(&mut self, _: Option<std::time::Duration>) -> std::io::Result<bool> {
-            Ok(true)
-        }
-        fn poll_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
-            None
-        }
-        fn counters(&self) -> natm_link::LinkCounters {
-            natm_link::LinkCounters::default()
-        }
-    }
-
-    impl EndpointLink for Trickle {
-        fn next_due(&self) -> Option<StdInstant> {
-            None
-        }
-    }
-
     #[test]
     fn a_full_main_link_shares_the_input_line_with_the_lanes_by_weight() {
         // hostd's channels keep its main link full (weight 4, four bulk channels) beside a
         // guaranteed lane that wants a quarter of the line (weight 23): the lane gets its
         // quarter and the main link the rest. Read first and unbounded, the main link took
         // every slot and the lane got nothing.
-        let main = Main {
-            cells: usize::MAX,
-            weight: Some(4),
-        };
+        let main = main_link(usize::MAX, Some(4));
         let (m, lanes) = line_shares(1_000_000, main, &[(100, 23, 10)], 40_000, 1_000);
         assert_eq!(lanes, [10_000]);
         // (The first step also finds the idle line's saved slots.)
@@ -1432,10 +1375,7 @@ mod tests {
             "{m} {lanes:?}"
         );
         // Both always full: the line goes 23:4.
-        let main = Main {
-            cells: usize::MAX,
-            weight: Some(4),
-        };
+        let main = main_link(usize::MAX, Some(4));
         let (m, lanes) = line_shares(1_000_000, main, &[(100, 23, usize::MAX)], 40_000, 1_000);
         assert!(
             (lanes[0] as f64 / m as f64 - 23.0 / 4.0).abs() < 0.05,
@@ -1443,18 +1383,12 @@ mod tests {
         );
         // One-cell allowances: turns of three steps for the main link (weight 3), one for
         // the lane; a main link that says no weight weighs 1.
-        let main = Main {
-            cells: usize::MAX,
-            weight: Some(3),
-        };
+        let main = main_link(usize::MAX, Some(3));
         assert_eq!(
             line_shares(1_000, main, &[(100, 1, usize::MAX)], 1_000_000, 1_000),
             (750, vec![250])
         );
-        let main = Main {
-            cells: usize::MAX,
-            weight: None,
-        };
+        let main = main_link(usize::MAX, None);
         assert_eq!(
             line_shares(1_000, main, &[(100, 1, usize::MAX)], 1_000_000, 1_000),
             (500, vec![500])
@@ -1472,10 +1406,10 @@ mod tests {
             ..PortConfig::default()
         };
         f.add_port(PortId(1), config).unwrap();
-        f.attach(0, quiet());
+        f.attach(0, Box::new(main_link(0, None)));
         for vci in [100, 101] {
             f.ports[0]
-                .add_lane(vec![LaneVc { vpi: 0, vci }], 1, Box::new(Flood(vci)))
+                .add_lane(vec![LaneVc { vpi: 0, vci }], 1, Box::new(flood(vci)))
                 .unwrap();
         }
         let t0 = 10_000_000_000;
@@ -1495,10 +1429,10 @@ mod tests {
             ..PortConfig::default()
         };
         f.add_port(PortId(1), config).unwrap();
-        f.attach(0, quiet());
+        f.attach(0, Box::new(main_link(0, None)));
         for (vci, weight) in [(100, 3), (101, 1)] {
             f.ports[0]
-                .add_lane(vec![LaneVc { vpi: 0, vci }], weight, Box::new(Flood(vci)))
+                .add_lane(vec![LaneVc { vpi: 0, vci }], weight, Box::new(flood(vci)))
                 .unwrap();
         }
         let t0 = 10_000_000_000;

@@ -323,29 +323,19 @@ impl Vc {
     /// A free transmit buffer of the channel to fill in place; [`TxBuffer::send`] sends
     /// it. Waits for one. Direct path only.
     pub fn tx_buffer(&mut self) -> Result<TxBuffer<'_>, Error> {
-        let handle = self.handle;
-        let max_sdu = self.max_sdu;
-        let id = match self.direct()?.free_tx(None) {
-            Ok(id) => id,
-            Err(e) => return Err(self.explain(e)),
-        };
-        let d = self.direct()?;
-        let len = d.buffer_size.min(max_sdu);
-        Ok(TxBuffer {
-            d,
-            id,
-            len,
-            handle,
-            sent: false,
-        })
+        self.tx_buffer_by(None)
     }
 
     /// [`Vc::tx_buffer`] if a transmit buffer is free now ([`Error::WouldBlock`] if not),
     /// for the transport's channel, which builds its frames in place.
     pub(crate) fn try_tx_buffer(&mut self) -> Result<TxBuffer<'_>, Error> {
+        self.tx_buffer_by(Some(Instant::now()))
+    }
+
+    fn tx_buffer_by(&mut self, deadline: Option<Instant>) -> Result<TxBuffer<'_>, Error> {
         let handle = self.handle;
         let max_sdu = self.max_sdu;
-        let id = match self.direct()?.free_tx(Some(Instant::now())) {
+        let id = match self.direct()?.free_tx(deadline) {
             Ok(id) => id,
             Err(e) => return Err(self.explain(e)),
         };
