@@ -289,11 +289,21 @@ fn switch_table(name: &str, v: &SwitchStatus) -> String {
         if let Some(w) = &p.link_warning {
             let _ = writeln!(t, "        link warning: {w}");
         }
+        if !p.lanes.is_empty() {
+            // The weights a rated port's input line is shared by.
+            let _ = writeln!(
+                t,
+                "        main link weight {}",
+                p.main_weight
+                    .map_or_else(|| "1 (unsaid)".into(), |w| w.to_string())
+            );
+        }
         for l in &p.lanes {
             let _ = writeln!(
                 t,
-                "        lane {}: {} cells in, {} out, {} held, {} dropped, {} steps paused",
+                "        lane {} (weight {}): {} cells in, {} out, {} held, {} dropped, {} steps paused",
                 l.vcs.join(","),
+                l.weight,
                 l.rx,
                 l.tx,
                 l.held,

@@ -289,6 +289,10 @@ pub struct PortStatus {
     pub last_error: Option<String>,
     /// The lanes (applications' own rings) on the port.
     pub lanes: Vec<LaneStatus>,
+    /// The weight the host says for its main link (its channels not on lanes), with
+    /// which a rated port's input line is shared with the lanes; `None` unsaid (then 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub main_weight: Option<u32>,
     /// Lanes attached so far.
     pub lanes_attached: u64,
     /// Lanes removed so far.
@@ -393,6 +397,14 @@ pub struct LaneStatus {
     pub paused: u64,
     /// Cells held for it now.
     pub held: u64,
+    /// Its weight on a rated port's input line (the host's weight for its VC; 1 from a
+    /// switch that did not say).
+    #[serde(default = "one")]
+    pub weight: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// A cross-connect of [`SwitchStatus`].

@@ -477,8 +477,10 @@ fn status(fabric: &Fabric, info: &DaemonInfo<'_>) -> SwitchStatus {
                         dropped: l.stats.dropped,
                         paused: l.stats.paused,
                         held: count(l.held()),
+                        weight: l.weight,
                     })
                     .collect(),
+                main_weight: p.link.as_ref().and_then(|l| l.line_weight()),
                 lanes_attached: p.stats.lanes_attached,
                 lanes_removed: p.stats.lanes_removed,
                 lane_refused: p.stats.lane_refused,

@@ -40,8 +40,10 @@ fn status() -> SwitchStatus {
                 lanes: vec![LaneStatus {
                     vcs: vec!["0.100".into(), "0.101".into()],
                     rx: 7,
+                    weight: 23,
                     ..LaneStatus::default()
                 }],
+                main_weight: Some(4),
                 ..PortStatus::default()
             },
             PortStatus {
