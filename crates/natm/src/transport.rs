@@ -613,11 +613,10 @@ impl Channel {
                 Err(Error::WouldBlock) => break,
                 Err(e) => return Err(e),
             };
-            if Hello::parse(&sdu).is_some() || sdu.len() > self.rx.len() {
-                // A hello (or a frame too long for any TPDU, which the endpoint refuses
-                // and counts): taken as a copy, the buffer back first.
-                let n = sdu.len().min(self.rx.len());
-                self.rx[..n].copy_from_slice(&sdu[..n]);
+            if let Some(n) = Hello::parse(&sdu).map(|_| sdu.len()) {
+                // A hello: taken as a copy (answering it needs the VC), the buffer back
+                // first.
+                self.rx[..n].copy_from_slice(&sdu);
                 drop(sdu);
                 self.take(n, wall)?;
                 continue;
