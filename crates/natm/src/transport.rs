@@ -194,7 +194,9 @@ pub struct ChannelStats {
     pub frames_sent: u64,
     /// AAL5 SDUs taken from the VC.
     pub frames_received: u64,
-    /// Times a frame waited because the VC had no free transmit buffer.
+    /// Times a frame waited because the VC had no free transmit buffer (on the direct and
+    /// lane paths, where frames are built in those buffers: times the channel, with data
+    /// outstanding, found none free and waited for one).
     pub tx_blocked: u64,
 }
 
@@ -569,7 +571,6 @@ impl Channel {
         }
     }
 
-    /// Takes one frame from the VC.
     /// Takes frame `self.rx[..n]`, which came by `wall` (a clock reading of this pass).
     fn take(&mut self, n: usize, wall: StdInstant) -> Result<(), Error> {
         self.stats.frames_received += 1;
@@ -666,13 +667,17 @@ impl Channel {
         if self.ep.poll_timeout().is_some_and(|t| t <= now) {
             self.ep.handle_timeout(now);
         }
-        self.starved = false;
+        let was_starved = std::mem::take(&mut self.starved);
         loop {
             if self.pending.is_none() {
                 match self.send_in_place(now)? {
                     InPlace::Sent => continue,
                     InPlace::Idle => return Ok(()),
                     InPlace::Starved => {
+                        // Counted once per wait for a buffer, as a pending frame is.
+                        if !was_starved && !self.ep.send_idle() {
+                            self.stats.tx_blocked += 1;
+                        }
                         self.starved = true;
                         return Ok(());
                     }
@@ -711,12 +716,7 @@ impl Channel {
         }
         let mut b = match vc.try_tx_buffer() {
             Ok(b) => b,
-            Err(Error::WouldBlock) => {
-                if !self.ep.send_idle() {
-                    self.stats.tx_blocked += 1;
-                }
-                return Ok(InPlace::Starved);
-            }
+            Err(Error::WouldBlock) => return Ok(InPlace::Starved),
             Err(e) => return Err(e),
         };
         if b.len() < self.tx.len() {
