@@ -867,11 +867,6 @@ impl Fabric {
                 .and_then(|l| l.line_weight())
                 .unwrap_or(1)
                 .max(1);
-            // Virtual times only order the members: keep them small.
-            let least = (0..members).map(|m| *p.vtime_mut(m)).min().unwrap_or(0);
-            for m in 0..members {
-                *p.vtime_mut(m) -= least;
-            }
             // Scratch kept in the fabric: this runs every step.
             let mut weights = std::mem::take(&mut self.member_weights);
             let mut reading = std::mem::take(&mut self.member_reading);
@@ -886,6 +881,16 @@ impl Fabric {
                 if self.readable(i, m, &mut pass) {
                     reading.push(m);
                 }
+            }
+            // Virtual times only order the members: kept small, counted from the least of
+            // those read this step. A member not read (a paused lane) is brought up to it,
+            // or it would come back far behind and take the line from the others until it
+            // caught up.
+            let p = &mut self.ports[i];
+            let least = reading.iter().map(|&m| *p.vtime_mut(m)).min().unwrap_or(0);
+            for m in 0..members {
+                let v = p.vtime_mut(m);
+                *v = (*v).max(least) - least;
             }
             self.receive_fair(i, now, &mut reading, &weights, &mut pass);
             self.member_weights = weights;
@@ -928,8 +933,9 @@ impl Fabric {
     /// [`VTIME_UNIT`] ÷ its weight): the member furthest behind (the first in `order`
     /// among equals) reads up to its weighted share of what the line allows among the
     /// members still reading, rounded up (`reading`: the members to read, in the step's
-    /// turning order). A member that had fewer cells is done for the step, and its virtual time is brought up to the least of those still reading, so
-    /// that an idle member does not save up a burst for later.
+    /// turning order). A member that had fewer cells is done for the step, and its virtual
+    /// time is brought up to the least of those still reading, so that an idle member does
+    /// not save up a burst for later.
     fn receive_fair(
         &mut self,
         i: usize,
@@ -961,7 +967,8 @@ impl Fabric {
             let share = usize::try_from(share).map_or(allowed, |s| s.min(allowed));
             let read = self.receive_member(i, m, now, share, pass);
             let p = &mut self.ports[i];
-            *p.vtime_mut(m) += read as u64 * VTIME_UNIT / weights[m].max(1);
+            let v = p.vtime_mut(m);
+            *v = v.saturating_add(read as u64 * VTIME_UNIT / weights[m].max(1));
             if read < share {
                 reading.remove(k);
                 if let Some(least) = reading.iter().map(|&r| *p.vtime_mut(r)).min() {
@@ -977,7 +984,8 @@ impl Fabric {
 
     /// Reads member `m` of port `i`'s line (a lane, or the main link at `lanes.len()`),
     /// at most `max` cells, into `pass`: a failed lane goes in its `gone`, a failed main
-    /// link's reason in its `main_failed`. The cells read from the member's ring.
+    /// link's reason in its `main_failed` (then it reads nothing, so it is not read again
+    /// in the step). The cells read from the member's ring.
     fn receive_member(
         &mut self,
         i: usize,
@@ -998,8 +1006,6 @@ impl Fabric {
                     0
                 }
             }
-        } else if pass.main_failed.is_some() {
-            0
         } else {
             match self.receive_main(i, now, max) {
                 Ok(n) => {
@@ -1358,6 +1364,45 @@ mod tests {
         }
         let lanes: Vec<u64> = f.ports[0].lanes.iter().map(|l| l.stats.rx).collect();
         (total - lanes.iter().sum::<u64>(), lanes)
+    }
+
+    #[test]
+    fn a_lane_paused_for_a_while_does_not_take_the_line_from_the_others_when_it_resumes() {
+        // Two full lanes of weight 1 beside an idle main link, 40-cell allowances. While
+        // lane 0 is paused lane 1 reads alone; once lane 0 resumes they share the line
+        // evenly at once (a paused lane whose virtual time stood still came back 100 steps
+        // behind and took every slot until it caught up).
+        let mut f = Fabric::new(SwitchConfig::default());
+        let config = PortConfig {
+            rate: natm_core::LineRate::CellsPerSec(core::num::NonZeroU32::new(1_000_000).unwrap()),
+            ..PortConfig::default()
+        };
+        f.add_port(PortId(1), config).unwrap();
+        f.attach(0, Box::new(main_link(0, None)));
+        for vci in [100, 101] {
+            f.ports[0]
+                .add_lane(vec![LaneVc { vpi: 0, vci }], 1, Box::new(flood(vci)))
+                .unwrap();
+        }
+        let t0 = 10_000_000_000;
+        f.ports[0].lanes[0].paused = true;
+        for k in 0..100 {
+            f.receive_lanes(0, at(t0 + k * 40_000));
+        }
+        f.ports[0].lanes[0].paused = false;
+        let before: Vec<u64> = f.ports[0].lanes.iter().map(|l| l.stats.rx).collect();
+        assert_eq!(before[0], 0);
+        for k in 100..120 {
+            f.receive_lanes(0, at(t0 + k * 40_000));
+        }
+        let got: Vec<u64> = f.ports[0]
+            .lanes
+            .iter()
+            .zip(&before)
+            .map(|(l, b)| l.stats.rx - b)
+            .collect();
+        // Within a step's worth of even (before the fix: 800 and 0).
+        assert!(got.iter().all(|&n| (360..=440).contains(&n)), "{got:?}");
     }
 
     #[test]

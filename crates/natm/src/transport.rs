@@ -597,21 +597,22 @@ impl Channel {
 
     /// Takes the frames the VC holds (at most `batch`), parsing TPDUs in place in the VC's
     /// receive buffers on the direct and lane paths (a hello is copied out: answering it
-    /// needs the VC). All of them by `wall`, one clock reading for the batch.
-    fn take_frames(&mut self, batch: usize, wall: StdInstant) -> Result<(), Error> {
+    /// needs the VC). All of them by `wall`, one clock reading for the batch. How many.
+    fn take_frames(&mut self, batch: usize, wall: StdInstant) -> Result<usize, Error> {
         let now = self.epoch.at(wall);
-        for _ in 0..batch {
-            if self.vc.direct.is_none() {
+        let in_place = self.vc.direct.is_some();
+        for taken in 0..batch {
+            if !in_place {
                 match self.vc.try_recv(&mut self.rx) {
                     Ok(n) => self.take(n, wall)?,
-                    Err(Error::WouldBlock) => break,
+                    Err(Error::WouldBlock) => return Ok(taken),
                     Err(e) => return Err(e),
                 }
                 continue;
             }
             let sdu = match self.vc.try_recv_zero_copy() {
                 Ok(sdu) => sdu,
-                Err(Error::WouldBlock) => break,
+                Err(Error::WouldBlock) => return Ok(taken),
                 Err(e) => return Err(e),
             };
             if let Some(n) = Hello::parse(&sdu).map(|_| sdu.len()) {
@@ -627,7 +628,7 @@ impl Channel {
             // A refused frame changes nothing; the endpoint counts it.
             let _ = self.ep.handle_tpdu(now, &sdu);
         }
-        Ok(())
+        Ok(batch)
     }
 
     /// Sends a hello answer, after the frame the VC has not taken yet.
@@ -655,14 +656,11 @@ impl Channel {
             _ => RX_BATCH.min(self.ep.receive_window() as usize),
         };
         let wall = StdInstant::now();
-        let taken = self.stats.frames_received;
-        self.take_frames(batch, wall)?;
         // The frames' reading serves the timers and the sends too unless frames were
         // taken, which took time.
-        let now = if self.stats.frames_received == taken {
-            self.epoch.at(wall)
-        } else {
-            self.now()
+        let now = match self.take_frames(batch, wall)? {
+            0 => self.epoch.at(wall),
+            _ => self.now(),
         };
         if self.ep.poll_timeout().is_some_and(|t| t <= now) {
             self.ep.handle_timeout(now);
