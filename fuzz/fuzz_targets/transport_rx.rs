@@ -8,7 +8,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use natm_core::{Duration, Instant};
-use natm_transport::header::{Ack, DataHeader, Repr, emit_ack, emit_data_header};
+use natm_transport::header::{Ack, DataHeader, Repr, ServiceKind, emit_ack, emit_data_header};
 use natm_transport::{Config, Endpoint, Event, Isn, Service};
 
 const LOCAL: u32 = u32::MAX - 4;
@@ -34,6 +34,19 @@ fn u32_at(b: &[u8], i: usize) -> u32 {
         *x = b.get(i + k).copied().unwrap_or(0);
     }
     u32::from_be_bytes(a)
+}
+
+/// An ack near the sender's sequence numbers, from the bytes of `body`.
+fn ack(service: ServiceKind, body: &[u8]) -> Ack {
+    let b = |i: usize| u32::from(body.get(i).copied().unwrap_or(0));
+    Ack {
+        service,
+        cum: LOCAL.wrapping_add(b(0) % 16),
+        trigger: (b(1) & 0x80 == 0).then(|| LOCAL.wrapping_add(b(1) % 16)),
+        echo: if b(1) & 0x80 == 0 { b(2) as u8 } else { 0 },
+        window: b(3) % 24,
+        bitmap: u64::from(u32_at(body, 4)) | u64::from(u32_at(body, 8)) << 32,
+    }
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -100,24 +113,22 @@ fuzz_target!(|data: &[u8]| {
                     msg: u32::from(body.get(2).copied().unwrap_or(0) % 8),
                     tx: flags >> 4,
                 };
-                let payload = body.get(3..).unwrap_or(&[]);
-                let mut f = vec![0; 12 + payload.len()];
-                emit_data_header(&h, &mut f);
-                f[12..].copy_from_slice(payload);
+                let mut payload = body.get(3..).unwrap_or(&[]);
+                // An ack riding on it, from the next 12 bytes.
+                let ride = (flags & 4 != 0).then(|| {
+                    let a = ack(service.kind(), payload);
+                    payload = payload.get(12..).unwrap_or(&[]);
+                    a
+                });
+                let mut f = vec![0; 33 + payload.len()];
+                let at = emit_data_header(&h, ride.as_ref(), &mut f);
+                f.truncate(at + payload.len());
+                f[at..].copy_from_slice(payload);
                 let _ = e.handle_tpdu(now, &f);
             }
             2 => {
-                let b = |i: usize| u32::from(body.get(i).copied().unwrap_or(0));
-                let a = Ack {
-                    service: service.kind(),
-                    cum: LOCAL.wrapping_add(b(0) % 16),
-                    trigger: (b(1) & 0x80 == 0).then(|| LOCAL.wrapping_add(b(1) % 16)),
-                    echo: if b(1) & 0x80 == 0 { b(2) as u8 } else { 0 },
-                    window: b(3) % 24,
-                    bitmap: u64::from(u32_at(body, 4)) | u64::from(u32_at(body, 8)) << 32,
-                };
                 let mut f = [0; 24];
-                emit_ack(&a, &mut f);
+                emit_ack(&ack(service.kind(), body), &mut f);
                 let _ = e.handle_tpdu(now, &f);
             }
             _ => {
@@ -125,8 +136,16 @@ fuzz_target!(|data: &[u8]| {
                 if e.poll_timeout().is_some_and(|t| t <= now) {
                     e.handle_timeout(now);
                 }
-                if body.first().is_some_and(|b| b & 1 == 1) {
+                let b = body.first().copied().unwrap_or(0);
+                if b & 1 == 1 {
                     let _ = e.send_message(now, body);
+                }
+                // A driver holding acks for replies, and its application's calls.
+                if b & 2 != 0 {
+                    e.hold_acks(b & 4 != 0);
+                }
+                if b & 8 != 0 {
+                    e.release_ack();
                 }
             }
         }

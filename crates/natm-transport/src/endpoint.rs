@@ -6,7 +6,7 @@ use core::fmt;
 use natm_core::{Duration, Instant};
 
 use crate::config::{Config, ConfigError};
-use crate::header::{ACK_LEN, HeaderError, Repr, ServiceKind, emit_ack};
+use crate::header::{ACK_LEN, Ack, HeaderError, Repr, ServiceKind, emit_ack};
 use crate::recv::Receiver;
 use crate::send::Sender;
 
@@ -202,8 +202,10 @@ pub struct Stats {
     /// Of those, cuts by a fifth only: the loss looked random (no queue on the path, or
     /// the losses scattered rather than in runs).
     pub random_loss_cuts: u64,
-    /// Acks sent.
+    /// Acks sent (alone or riding on data).
     pub acks_sent: u64,
+    /// Of those, acks that rode on a data TPDU.
+    pub acks_carried: u64,
     /// Acks taken.
     pub acks_received: u64,
     /// Acks older than the cumulative ack already held (duplicated), ignored.
@@ -274,6 +276,10 @@ pub struct Endpoint {
     rx: Receiver,
     stats: Stats,
     now: Instant,
+    /// Acks of TPDUs that give the application a message are held ([`Endpoint::hold_acks`]).
+    hold_acks: bool,
+    /// The newest ack waits for a data TPDU to ride on.
+    held: bool,
 }
 
 impl Endpoint {
@@ -287,6 +293,8 @@ impl Endpoint {
             config,
             stats: Stats::default(),
             now: Instant::ZERO,
+            hold_acks: false,
+            held: false,
         })
     }
 
@@ -321,14 +329,32 @@ impl Endpoint {
     fn take(&mut self, now: Instant, frame: &[u8]) -> Result<(), RxError> {
         let expected = self.config.service.kind();
         match Repr::parse(frame)? {
-            Repr::Data { header, payload } => {
+            Repr::Data {
+                header,
+                ack,
+                payload,
+            } => {
                 if header.service != expected {
                     return Err(RxError::WrongService {
                         expected,
                         got: header.service,
                     });
                 }
-                self.rx.on_data(now, &header, payload, &mut self.stats)
+                if let Some(ack) = ack {
+                    // Checked before the ack is taken: a refused frame changes nothing.
+                    if payload.len() > self.config.tpdu_size {
+                        return Err(RxError::PayloadTooLong {
+                            len: payload.len(),
+                            max: self.config.tpdu_size,
+                        });
+                    }
+                    self.take_ack(now, &ack)?;
+                }
+                self.rx.on_data(now, &header, payload, &mut self.stats)?;
+                if self.hold_acks && self.rx.has_events() {
+                    self.held = true;
+                }
+                Ok(())
             }
             Repr::Ack(ack) => {
                 if ack.service != expected {
@@ -337,29 +363,92 @@ impl Endpoint {
                         got: ack.service,
                     });
                 }
-                if !self.config.service.acks() {
-                    return Err(RxError::AckNotExpected);
-                }
-                self.tx.on_ack(now, &ack, &mut self.stats)
+                self.take_ack(now, &ack)
             }
         }
     }
 
+    fn take_ack(&mut self, now: Instant, ack: &Ack) -> Result<(), RxError> {
+        if !self.config.service.acks() {
+            return Err(RxError::AckNotExpected);
+        }
+        self.tx.on_ack(now, ack, &mut self.stats)
+    }
+
     /// The next frame for the transmit VC, written into `buf`; its length. `buf` must hold
     /// [`Config::max_frame_len`] bytes (a shorter one gets nothing).
+    ///
+    /// Acks go before data, each alone, except the newest: it rides on the data TPDU that
+    /// goes now if that has room, and goes alone otherwise (after that TPDU, if one went)
+    /// unless [held](Endpoint::hold_acks).
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         let now = self.clock(now);
         if buf.len() < self.config.max_frame_len() {
             return None;
         }
-        if let Some(ack) = self.rx.poll_ack() {
-            emit_ack(&ack, buf);
-            self.stats.acks_sent += 1;
-            return Some(ACK_LEN);
+        if self.rx.acks_queued() > 1
+            && let Some(ack) = self.rx.poll_ack()
+        {
+            return Some(self.send_ack(&ack, buf));
         }
-        let n = self.tx.poll_transmit(now, buf, &mut self.stats);
+        let newest = self.rx.peek_ack();
+        let mut ride = newest;
+        let n = self.tx.poll_transmit(now, buf, &mut ride, &mut self.stats);
         self.tx.update_timers(now);
-        n
+        match (n, newest) {
+            (Some(n), Some(_)) if ride.is_none() => {
+                self.rx.poll_ack();
+                self.stats.acks_sent += 1;
+                self.stats.acks_carried += 1;
+                self.held = false;
+                Some(n)
+            }
+            (Some(n), Some(_)) => {
+                // No room on it: the ack goes alone next, held or not.
+                self.held = false;
+                Some(n)
+            }
+            (Some(n), None) => Some(n),
+            (None, Some(ack)) if !self.held => {
+                self.rx.poll_ack();
+                Some(self.send_ack(&ack, buf))
+            }
+            (None, _) => None,
+        }
+    }
+
+    fn send_ack(&mut self, ack: &Ack, buf: &mut [u8]) -> usize {
+        emit_ack(ack, buf);
+        self.stats.acks_sent += 1;
+        ACK_LEN
+    }
+
+    /// Holds acks back for a reply (off by default). While on, the ack of a data TPDU
+    /// taken while the application has a message waiting ([`Endpoint::has_events`]) is
+    /// not sent alone: it waits until a data TPDU carries it or the driver calls
+    /// [`release_ack`](Endpoint::release_ack). Older acks still go at once.
+    ///
+    /// For a driver whose application is given messages by calls: it releases at the
+    /// start of the application's next call, and a send releases after queueing its
+    /// message, so that the message carries the ack. A request and its reply then move one
+    /// frame each way, not two. The driver must release soon: a held ack delays the
+    /// peer's window and, held past the peer's timeout, costs it a retransmission.
+    pub fn hold_acks(&mut self, on: bool) {
+        self.hold_acks = on;
+        if !on {
+            self.held = false;
+        }
+    }
+
+    /// Whether the newest ack is held ([`hold_acks`](Endpoint::hold_acks)).
+    pub fn ack_held(&self) -> bool {
+        self.held && self.rx.acks_queued() > 0
+    }
+
+    /// Ends the hold of the newest ack ([`hold_acks`](Endpoint::hold_acks)): the next
+    /// [`poll_transmit`](Endpoint::poll_transmit) sends it, on data if any goes.
+    pub fn release_ack(&mut self) {
+        self.held = false;
     }
 
     /// The next event for the application.

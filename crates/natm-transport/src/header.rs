@@ -6,12 +6,21 @@
 //! there is no length either. All integers are big-endian.
 //!
 //! ```text
-//! data TPDU (12 bytes, then the payload)
+//! data TPDU (12 bytes; 25 or 33 with an ack riding on it; then the payload)
 //!  0         1         2         3         4               8               12
 //! +----+----+---------+---------+---------+---------------+---------------+---------
 //! |ver |kind| service |  flags  |   tx    |      seq      |      msg      | payload…
 //! +----+----+---------+---------+---------+---------------+---------------+---------
-//!   flags: 0x80 FIRST (first TPDU of its message), 0x40 LAST (last TPDU of its message)
+//!   flags: 0x80 FIRST (first TPDU of its message), 0x40 LAST (last TPDU of its message),
+//!          0x20 ACK (an ack rides on this TPDU: its fields follow the 12 bytes, before
+//!          the payload), 0x10 BITMAP (the riding ack's bitmap follows them; without it
+//!          the bitmap is 0), 0x08 NO_TRIGGER (the riding ack has no trigger)
+//!
+//! the ack riding on a data TPDU (13 bytes, 21 with BITMAP), at byte 12
+//!  12        13        17        21        25                  33
+//! +---------+---------+---------+---------+-------------------+
+//! |  echo   |   cum   | trigger | window  | bitmap (if BITMAP)|
+//! +---------+---------+---------+---------+-------------------+
 //!
 //! ack TPDU (24 bytes, nothing after)
 //!  0         1         2         3         4         8         12        16                  24
@@ -38,6 +47,11 @@
 //!   transmission but before its resend is then known lost).
 //! * `bitmap` bit `i` (bit 0 the least significant) set: TPDU `cum + 1 + i` has been
 //!   received too (`cum` itself is the first one missing). It repairs what lost acks hid.
+//! * An ack rides on a data TPDU going the other way when one leaves at the same time and
+//!   has room for it (the frame stays within the channel's largest): a request and its
+//!   reply then move one frame each way, as raw AAL5 does, instead of two. A riding ack
+//!   means what the same ack alone would; with its bitmap left out when it is zero, an
+//!   8-byte message and its ack fit one cell. A riding ack is of the TPDU's service.
 //!
 //! Unknown flag bits must be zero: a frame that sets them was made by something else, and
 //! is refused with a [`HeaderError`] that says which field. Parsing never panics.
@@ -80,6 +94,16 @@ pub mod field {
     pub const BITMAP: Field = 16..24;
     /// Ack: its whole length.
     pub const ACK_LEN: usize = 24;
+    /// Data with an ack riding: the trigger's `tx`, echoed.
+    pub const RIDE_ECHO: usize = 12;
+    /// Data with an ack riding: its cumulative ack.
+    pub const RIDE_CUM: Field = 13..17;
+    /// Data with an ack riding: its trigger.
+    pub const RIDE_TRIGGER: Field = 17..21;
+    /// Data with an ack riding: its window.
+    pub const RIDE_WINDOW: Field = 21..25;
+    /// Data with an ack riding and `BITMAP`: its bitmap.
+    pub const RIDE_BITMAP: Field = 25..33;
 }
 
 /// The length of a data TPDU's header.
@@ -93,6 +117,17 @@ pub const FLAG_FIRST: u8 = 0x80;
 pub const FLAG_LAST: u8 = 0x40;
 /// Ack flag: no data TPDU caused this ack.
 pub const FLAG_NO_TRIGGER: u8 = 0x80;
+/// Data flag: an ack rides on this TPDU.
+pub const FLAG_ACK: u8 = 0x20;
+/// Data flag: the riding ack's bitmap is there (it is not zero).
+pub const FLAG_ACK_BITMAP: u8 = 0x10;
+/// Data flag: the riding ack has no trigger.
+pub const FLAG_ACK_NO_TRIGGER: u8 = 0x08;
+
+/// The bytes an ack adds to the data TPDU it rides on: 13, or 21 with its bitmap.
+pub const fn ride_len(ack: &Ack) -> usize {
+    if ack.bitmap == 0 { 13 } else { 21 }
+}
 
 const KIND_DATA: u8 = 0;
 const KIND_ACK: u8 = 1;
@@ -152,6 +187,9 @@ pub enum HeaderError {
     AckLength(usize),
     /// An ack that says no data TPDU caused it but names one (or echoes its `tx`).
     TriggerWithoutCause(u32),
+    /// A data TPDU whose flags say its riding ack's bitmap is there, but it is zero (a
+    /// zero bitmap is left out).
+    ZeroBitmap,
 }
 
 impl fmt::Display for HeaderError {
@@ -167,6 +205,9 @@ impl fmt::Display for HeaderError {
             HeaderError::AckLength(n) => write!(f, "ack TPDU of {n} bytes, expected {ACK_LEN}"),
             HeaderError::TriggerWithoutCause(t) => {
                 write!(f, "ack flagged NO_TRIGGER names trigger {t} or echoes a tx")
+            }
+            HeaderError::ZeroBitmap => {
+                f.write_str("riding ack flagged BITMAP has a zero bitmap (left out when zero)")
             }
         }
     }
@@ -212,10 +253,12 @@ pub struct Ack {
 /// A parsed TPDU, borrowing the payload from the frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Repr<'a> {
-    /// Data: a header and (part of) a message.
+    /// Data: a header, perhaps an ack riding on it, and (part of) a message.
     Data {
         /// The header.
         header: DataHeader,
+        /// An ack riding on the TPDU (of the TPDU's service).
+        ack: Option<Ack>,
         /// The payload.
         payload: &'a [u8],
     },
@@ -248,9 +291,57 @@ impl<'a> Repr<'a> {
         let tx = frame[field::TX];
         match vk & 0x0f {
             KIND_DATA => {
-                if flags & !(FLAG_FIRST | FLAG_LAST) != 0 {
+                let known =
+                    FLAG_FIRST | FLAG_LAST | FLAG_ACK | FLAG_ACK_BITMAP | FLAG_ACK_NO_TRIGGER;
+                let ride_flags = FLAG_ACK_BITMAP | FLAG_ACK_NO_TRIGGER;
+                if flags & !known != 0 || (flags & FLAG_ACK == 0 && flags & ride_flags != 0) {
                     return Err(HeaderError::Flags(flags));
                 }
+                let mut payload = DATA_HEADER_LEN;
+                let ack = if flags & FLAG_ACK != 0 {
+                    let end = if flags & FLAG_ACK_BITMAP != 0 {
+                        field::RIDE_BITMAP.end
+                    } else {
+                        field::RIDE_WINDOW.end
+                    };
+                    if frame.len() < end {
+                        return Err(HeaderError::Truncated {
+                            need: end,
+                            have: frame.len(),
+                        });
+                    }
+                    payload = end;
+                    let bitmap = if flags & FLAG_ACK_BITMAP != 0 {
+                        let mut bm = [0; 8];
+                        bm.copy_from_slice(&frame[field::RIDE_BITMAP]);
+                        match u64::from_be_bytes(bm) {
+                            0 => return Err(HeaderError::ZeroBitmap),
+                            b => b,
+                        }
+                    } else {
+                        0
+                    };
+                    let echo = frame[field::RIDE_ECHO];
+                    let trigger = be32(frame, field::RIDE_TRIGGER);
+                    let trigger = if flags & FLAG_ACK_NO_TRIGGER != 0 {
+                        if trigger != 0 || echo != 0 {
+                            return Err(HeaderError::TriggerWithoutCause(trigger));
+                        }
+                        None
+                    } else {
+                        Some(trigger)
+                    };
+                    Some(Ack {
+                        service,
+                        cum: be32(frame, field::RIDE_CUM),
+                        trigger,
+                        echo,
+                        window: be32(frame, field::RIDE_WINDOW),
+                        bitmap,
+                    })
+                } else {
+                    None
+                };
                 Ok(Repr::Data {
                     header: DataHeader {
                         service,
@@ -260,7 +351,8 @@ impl<'a> Repr<'a> {
                         msg: be32(frame, field::MSG),
                         tx,
                     },
-                    payload: &frame[field::PAYLOAD..],
+                    ack,
+                    payload: &frame[payload..],
                 })
             }
             KIND_ACK => {
@@ -303,7 +395,9 @@ impl<'a> Repr<'a> {
     /// The frame's length.
     pub fn buffer_len(&self) -> usize {
         match self {
-            Repr::Data { payload, .. } => DATA_HEADER_LEN + payload.len(),
+            Repr::Data { ack, payload, .. } => {
+                DATA_HEADER_LEN + ack.as_ref().map_or(0, ride_len) + payload.len()
+            }
             Repr::Ack(_) => ACK_LEN,
         }
     }
@@ -312,23 +406,46 @@ impl<'a> Repr<'a> {
     /// (a caller's bug otherwise: this panics).
     pub fn emit(&self, buf: &mut [u8]) {
         match self {
-            Repr::Data { header, payload } => {
-                emit_data_header(header, buf);
-                buf[field::PAYLOAD..field::PAYLOAD + payload.len()].copy_from_slice(payload);
+            Repr::Data {
+                header,
+                ack,
+                payload,
+            } => {
+                let at = emit_data_header(header, ack.as_ref(), buf);
+                buf[at..at + payload.len()].copy_from_slice(payload);
             }
             Repr::Ack(ack) => emit_ack(ack, buf),
         }
     }
 }
 
-/// Writes a data header into `buf[..DATA_HEADER_LEN]` (the payload goes after it).
-pub fn emit_data_header(h: &DataHeader, buf: &mut [u8]) {
+/// Writes a data header, with `ack` riding on it if given, into `buf`; returns its length
+/// (where the payload goes): [`DATA_HEADER_LEN`], plus [`ride_len`] of the ack.
+pub fn emit_data_header(h: &DataHeader, ack: Option<&Ack>, buf: &mut [u8]) -> usize {
     buf[field::VER_KIND] = VERSION << 4 | KIND_DATA;
     buf[field::SERVICE] = h.service as u8;
-    buf[field::FLAGS] = if h.first { FLAG_FIRST } else { 0 } | if h.last { FLAG_LAST } else { 0 };
+    let mut flags = if h.first { FLAG_FIRST } else { 0 } | if h.last { FLAG_LAST } else { 0 };
     buf[field::TX] = h.tx;
     buf[field::SEQ].copy_from_slice(&h.seq.to_be_bytes());
     buf[field::MSG].copy_from_slice(&h.msg.to_be_bytes());
+    let Some(a) = ack else {
+        buf[field::FLAGS] = flags;
+        return DATA_HEADER_LEN;
+    };
+    flags |= FLAG_ACK;
+    if a.trigger.is_none() {
+        flags |= FLAG_ACK_NO_TRIGGER;
+    }
+    buf[field::RIDE_ECHO] = if a.trigger.is_some() { a.echo } else { 0 };
+    buf[field::RIDE_CUM].copy_from_slice(&a.cum.to_be_bytes());
+    buf[field::RIDE_TRIGGER].copy_from_slice(&a.trigger.unwrap_or(0).to_be_bytes());
+    buf[field::RIDE_WINDOW].copy_from_slice(&a.window.to_be_bytes());
+    if a.bitmap != 0 {
+        flags |= FLAG_ACK_BITMAP;
+        buf[field::RIDE_BITMAP].copy_from_slice(&a.bitmap.to_be_bytes());
+    }
+    buf[field::FLAGS] = flags;
+    DATA_HEADER_LEN + ride_len(a)
 }
 
 /// Writes an ack into `buf[..ACK_LEN]`.
@@ -350,7 +467,11 @@ pub fn emit_ack(a: &Ack, buf: &mut [u8]) {
 impl fmt::Display for Repr<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Repr::Data { header: h, payload } => {
+            Repr::Data {
+                header: h,
+                ack,
+                payload,
+            } => {
                 write!(f, "DATA {} seq={} msg={}", h.service, h.seq, h.msg)?;
                 if h.tx > 0 {
                     write!(f, " tx={}", h.tx)?;
@@ -361,18 +482,28 @@ impl fmt::Display for Repr<'_> {
                 if h.last {
                     f.write_str(" LAST")?;
                 }
-                write!(f, " len={}", payload.len())
+                write!(f, " len={}", payload.len())?;
+                if let Some(a) = ack {
+                    f.write_str(" +")?;
+                    fmt_ack(a, f)?;
+                }
+                Ok(())
             }
             Repr::Ack(a) => {
-                write!(f, "ACK {} cum={}", a.service, a.cum)?;
-                match a.trigger {
-                    Some(t) => write!(f, " trigger={t} echo={}", a.echo)?,
-                    None => f.write_str(" no-trigger")?,
-                }
-                write!(f, " window={} bitmap={:#x}", a.window, a.bitmap)
+                write!(f, "ACK {}", a.service)?;
+                fmt_ack(a, f)
             }
         }
     }
+}
+
+fn fmt_ack(a: &Ack, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    write!(f, " cum={}", a.cum)?;
+    match a.trigger {
+        Some(t) => write!(f, " trigger={t} echo={}", a.echo)?,
+        None => f.write_str(" no-trigger")?,
+    }
+    write!(f, " window={} bitmap={:#x}", a.window, a.bitmap)
 }
 
 #[cfg(test)]
@@ -387,6 +518,31 @@ mod tests {
         0xff, 0xff, 0xff, 0xfe, // seq
         0x00, 0x00, 0x00, 0x07, // msg
         b'a', b'b', b'c',
+    ];
+
+    /// An 8-byte reply carrying the request's ack: one cell with AAL5's trailer.
+    static DATA_ACK: [u8; 33] = [
+        0x10, 0x00, 0xe8, 0x00, // v1 data, reliable, FIRST|LAST|ACK|ACK_NO_TRIGGER
+        0x00, 0x00, 0x00, 0x10, // seq
+        0x00, 0x00, 0x00, 0x03, // msg
+        0x00, // echo
+        0x00, 0x00, 0x00, 0x21, // cum
+        0x00, 0x00, 0x00, 0x00, // trigger
+        0x00, 0x00, 0x02, 0x00, // window 512
+        b'r', b'e', b'p', b'l', b'y', b' ', b'#', b'1',
+    ];
+
+    /// A data TPDU carrying an ack with a trigger and a bitmap.
+    static DATA_ACK_BITMAP: [u8; 34] = [
+        0x10, 0x00, 0x30, 0x00, // v1 data, reliable, ACK|ACK_BITMAP, first transmission
+        0x00, 0x00, 0x00, 0x11, // seq
+        0x00, 0x00, 0x00, 0x03, // msg
+        0x02, // echo: the trigger's third transmission
+        0x00, 0x00, 0x00, 0x21, // cum
+        0x00, 0x00, 0x00, 0x24, // trigger
+        0x00, 0x00, 0x01, 0x00, // window 256
+        0, 0, 0, 0, 0, 0, 0, 0b100, // bitmap: cum+3
+        b'!',
     ];
 
     static ACK: [u8; 24] = [
@@ -411,6 +567,7 @@ mod tests {
                     msg: 7,
                     tx: 2
                 },
+                ack: None,
                 payload: b"abc"
             }
         );
@@ -449,6 +606,99 @@ mod tests {
             r.to_string(),
             "ACK reliable cum=5 trigger=9 echo=1 window=256 bitmap=0xa"
         );
+    }
+
+    #[test]
+    fn test_parse_emit_riding_acks() {
+        let r = Repr::parse(&DATA_ACK).unwrap();
+        let ack = Ack {
+            service: ServiceKind::Reliable,
+            cum: 0x21,
+            trigger: None,
+            echo: 0,
+            window: 512,
+            bitmap: 0,
+        };
+        assert_eq!(
+            r,
+            Repr::Data {
+                header: DataHeader {
+                    service: ServiceKind::Reliable,
+                    first: true,
+                    last: true,
+                    seq: 0x10,
+                    msg: 3,
+                    tx: 0
+                },
+                ack: Some(ack),
+                payload: b"reply #1"
+            }
+        );
+        // An 8-byte message and its ack in one cell: 33 bytes and AAL5's 8-byte trailer.
+        assert_eq!(r.buffer_len(), 33);
+        assert!(r.buffer_len() + 8 <= 48);
+        let mut buf = vec![0xa5; r.buffer_len()];
+        r.emit(&mut buf);
+        assert_eq!(buf, DATA_ACK);
+        assert_eq!(
+            r.to_string(),
+            "DATA reliable seq=16 msg=3 FIRST LAST len=8 + cum=33 no-trigger window=512 bitmap=0x0"
+        );
+
+        let r = Repr::parse(&DATA_ACK_BITMAP).unwrap();
+        let Repr::Data { ack, payload, .. } = r else {
+            panic!("not data: {r:?}");
+        };
+        assert_eq!(
+            ack,
+            Some(Ack {
+                service: ServiceKind::Reliable,
+                cum: 0x21,
+                trigger: Some(0x24),
+                echo: 2,
+                window: 256,
+                bitmap: 0b100,
+            })
+        );
+        assert_eq!(payload, b"!");
+        let mut buf = vec![0xa5; r.buffer_len()];
+        r.emit(&mut buf);
+        assert_eq!(buf, DATA_ACK_BITMAP);
+    }
+
+    #[test]
+    fn test_parse_malformed_riding_acks() {
+        let err = |f: &[u8]| Repr::parse(f).unwrap_err();
+        // The ack's fields cut short; its bitmap cut short.
+        assert_eq!(
+            err(&DATA_ACK[..24]),
+            HeaderError::Truncated { need: 25, have: 24 }
+        );
+        assert_eq!(
+            err(&DATA_ACK_BITMAP[..32]),
+            HeaderError::Truncated { need: 33, have: 32 }
+        );
+        // BITMAP or NO_TRIGGER without ACK.
+        let mut f = DATA;
+        f[2] = 0x10;
+        assert_eq!(err(&f), HeaderError::Flags(0x10));
+        f[2] = 0x08;
+        assert_eq!(err(&f), HeaderError::Flags(0x08));
+        // Bits no kind defines.
+        let mut f = DATA_ACK;
+        f[2] = 0xe9;
+        assert_eq!(err(&f), HeaderError::Flags(0xe9));
+        // A bitmap said to be there but zero.
+        let mut f = DATA_ACK_BITMAP;
+        f[32] = 0;
+        assert_eq!(err(&f), HeaderError::ZeroBitmap);
+        // NO_TRIGGER with a trigger, or with an echo.
+        let mut f = DATA_ACK;
+        f[20] = 1;
+        assert_eq!(err(&f), HeaderError::TriggerWithoutCause(1));
+        let mut f = DATA_ACK;
+        f[12] = 1;
+        assert_eq!(err(&f), HeaderError::TriggerWithoutCause(0));
     }
 
     #[test]
@@ -519,9 +769,18 @@ mod tests {
         #[test]
         fn data_round_trips(
             service in service(), first: bool, last: bool, seq: u32, msg: u32, tx: u8,
+            ack in proptest::option::of((any::<u32>(), any::<Option<u32>>(), any::<u8>(), any::<u32>(), any::<u64>())),
             payload in proptest::collection::vec(any::<u8>(), 0..200),
         ) {
-            let r = Repr::Data { header: DataHeader { service, first, last, seq, msg, tx }, payload: &payload };
+            let ack = ack.map(|(cum, trigger, echo, window, bitmap)| Ack {
+                service,
+                cum,
+                trigger,
+                echo: if trigger.is_some() { echo } else { 0 },
+                window,
+                bitmap,
+            });
+            let r = Repr::Data { header: DataHeader { service, first, last, seq, msg, tx }, ack, payload: &payload };
             let mut buf = vec![0xa5; r.buffer_len()];
             r.emit(&mut buf);
             prop_assert_eq!(Repr::parse(&buf), Ok(r));

@@ -249,6 +249,16 @@ impl Receiver {
         self.acks.pop_front()
     }
 
+    /// Acks waiting to be sent.
+    pub(crate) fn acks_queued(&self) -> usize {
+        self.acks.len()
+    }
+
+    /// The next ack to send, left queued.
+    pub(crate) fn peek_ack(&self) -> Option<Ack> {
+        self.acks.front().copied()
+    }
+
     fn on_unreliable(&mut self, now: Instant, h: &DataHeader, payload: &[u8], stats: &mut Stats) {
         if dist(self.next_seq, h.seq) >= HALF {
             stats.duplicates += 1;

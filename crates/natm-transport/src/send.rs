@@ -75,7 +75,7 @@ use natm_traffic::smooth::{Smoother, SmootherConfig};
 
 use crate::config::{Config, Service, frame_cells};
 use crate::endpoint::{RxError, SendError, Stats};
-use crate::header::{Ack, DATA_HEADER_LEN, DataHeader, ServiceKind, emit_data_header};
+use crate::header::{Ack, DATA_HEADER_LEN, DataHeader, ServiceKind, emit_data_header, ride_len};
 use crate::rtt::Rtt;
 use crate::seq::{HALF, before, dist};
 use crate::tpdu_size::{best_tpdu_size, cell_loss_from_frames, expected_goodput_ppm, survivals};
@@ -329,6 +329,8 @@ impl Adapt {
 pub(crate) struct Sender {
     kind: ServiceKind,
     tpdu_size: usize,
+    /// Frame bytes after the data header: the payload, and an ack riding on it.
+    room: usize,
     max_message: usize,
     /// The receive buffer, TPDUs: a message is never cut into more.
     recv_buffer: usize,
@@ -401,6 +403,7 @@ impl Sender {
         Sender {
             kind: c.service.kind(),
             tpdu_size: c.tpdu_size,
+            room: c.max_frame_len() - DATA_HEADER_LEN,
             max_message: c.max_message,
             recv_buffer: (c.recv_buffer as usize).max(1),
             probe_left: if ctl.as_ref().is_some_and(|c| c.adapt.is_some()) {
@@ -591,8 +594,9 @@ impl Sender {
         }
     }
 
-    /// Writes TPDU `i` of the buffer into `out`; returns its length.
-    fn write(&self, i: usize, out: &mut [u8]) -> usize {
+    /// Writes TPDU `i` of the buffer into `out`, with `ack` riding on it if it has room
+    /// (then taken from `ack`); returns its length.
+    fn write(&self, i: usize, ack: &mut Option<Ack>, out: &mut [u8]) -> usize {
         let t = &self.buf[i];
         let h = DataHeader {
             service: self.kind,
@@ -602,21 +606,24 @@ impl Sender {
             msg: t.msg,
             tx: t.sends as u8,
         };
-        emit_data_header(&h, out);
-        let len = DATA_HEADER_LEN + t.payload.len();
-        out[DATA_HEADER_LEN..len].copy_from_slice(&t.payload);
+        let ride = ack.take_if(|a| ride_len(a) + t.payload.len() <= self.room);
+        let at = emit_data_header(&h, ride.as_ref(), out);
+        let len = at + t.payload.len();
+        out[at..len].copy_from_slice(&t.payload);
         len
     }
 
-    /// The next TPDU to send, if any may go at `now`. `out` holds the longest frame.
+    /// The next TPDU to send, if any may go at `now`, with `ack` riding on it if it has
+    /// room (then taken from `ack`). `out` holds the longest frame.
     pub(crate) fn poll_transmit(
         &mut self,
         now: Instant,
         out: &mut [u8],
+        ack: &mut Option<Ack>,
         stats: &mut Stats,
     ) -> Option<usize> {
         match self.kind {
-            ServiceKind::Reliable => self.poll_reliable(now, out, stats),
+            ServiceKind::Reliable => self.poll_reliable(now, out, ack, stats),
             ServiceKind::BestEffort => self.pop_unreliable(out, stats),
             ServiceKind::Guaranteed => {
                 let gate = self.gate.as_mut()?;
@@ -653,7 +660,7 @@ impl Sender {
         if self.buf.is_empty() {
             return None;
         }
-        let len = self.write(0, out);
+        let len = self.write(0, &mut None, out);
         let t = self.buf.pop_front()?;
         self.queued_bytes -= t.payload.len();
         self.una = self.una.wrapping_add(1);
@@ -661,14 +668,20 @@ impl Sender {
         Some(len)
     }
 
-    fn poll_reliable(&mut self, now: Instant, out: &mut [u8], stats: &mut Stats) -> Option<usize> {
+    fn poll_reliable(
+        &mut self,
+        now: Instant,
+        out: &mut [u8],
+        ack: &mut Option<Ack>,
+        stats: &mut Stats,
+    ) -> Option<usize> {
         let ctl = self.ctl.as_mut()?;
         // 1. SMART resends, at once.
         while let Some(seq) = ctl.smart_q.pop_front() {
             let i = dist(self.una, seq) as usize;
             if i < self.sent as usize && self.buf[i].state == TxState::SmartLost {
                 stats.smart_resends += 1;
-                return Some(self.transmit(i, now, out));
+                return Some(self.transmit(i, now, ack, out));
             }
         }
         // 2. A loss probe: new data if the receiver takes it, else the TPDU in flight sent
@@ -681,14 +694,14 @@ impl Sender {
                 self.sent += 1;
                 stats.tpdus_sent += 1;
                 stats.probes += 1;
-                return Some(self.transmit(i, now, out));
+                return Some(self.transmit(i, now, ack, out));
             }
             let newest = (0..self.sent as usize)
                 .filter(|&i| self.buf[i].state == TxState::InFlight)
                 .max_by_key(|&i| self.buf[i].last_stamp);
             if let Some(i) = newest {
                 stats.probes += 1;
-                return Some(self.transmit(i, now, out));
+                return Some(self.transmit(i, now, ack, out));
             }
         }
         // 3. A window probe: the next TPDU past a closed window.
@@ -714,7 +727,7 @@ impl Sender {
                     ctl.rto_q.pop_front();
                 }
                 stats.window_probes += 1;
-                return Some(self.transmit(i, now, out));
+                return Some(self.transmit(i, now, ack, out));
             }
         }
         let ctl = self.ctl.as_mut()?;
@@ -733,7 +746,7 @@ impl Sender {
             }
             ctl.rto_q.pop_front();
             stats.timeout_resends += 1;
-            return Some(self.transmit(i, now, out));
+            return Some(self.transmit(i, now, ack, out));
         }
         // 5. New data.
         let next = self.una.wrapping_add(self.sent);
@@ -741,14 +754,14 @@ impl Sender {
             let i = self.sent as usize;
             self.sent += 1;
             stats.tpdus_sent += 1;
-            return Some(self.transmit(i, now, out));
+            return Some(self.transmit(i, now, ack, out));
         }
         None
     }
 
     /// Sends (or resends) buffer entry `i` of a reliable channel.
-    fn transmit(&mut self, i: usize, now: Instant, out: &mut [u8]) -> usize {
-        let len = self.write(i, out);
+    fn transmit(&mut self, i: usize, now: Instant, ack: &mut Option<Ack>, out: &mut [u8]) -> usize {
+        let len = self.write(i, ack, out);
         self.stamp += 1;
         let stamp = self.stamp;
         let Some(ctl) = self.ctl.as_mut() else {

@@ -274,6 +274,11 @@ pub struct Pair {
     pub a_reads: bool,
     /// Whether `b`'s application takes its events.
     pub b_reads: bool,
+    /// Whether `a` holds the ack of a message for a reply ([`Endpoint::hold_acks`]) until
+    /// its application's next call: the next step, with what was sent before it.
+    pub a_holds: bool,
+    /// Likewise for `b`.
+    pub b_holds: bool,
     /// Frames an endpoint refused (should stay 0 over a wire that forges nothing).
     pub refused: u64,
     frame: Vec<u8>,
@@ -294,6 +299,8 @@ impl Pair {
             b_events: Vec::new(),
             a_reads: true,
             b_reads: true,
+            a_holds: false,
+            b_holds: false,
             refused: 0,
             frame: vec![0; config.max_frame_len()],
         }
@@ -302,6 +309,8 @@ impl Pair {
     /// Drains both endpoints' frames onto the wires and their events into the logs.
     pub fn pump(&mut self) {
         let now = self.now;
+        self.a.hold_acks(self.a_holds);
+        self.b.hold_acks(self.b_holds);
         while let Some(n) = self.a.poll_transmit(now, &mut self.frame) {
             self.ab.send(now, &self.frame[..n]);
         }
@@ -343,6 +352,9 @@ impl Pair {
     /// Moves to the next thing that happens at or before `limit` and does it; false if
     /// nothing does.
     pub fn step(&mut self, limit: Instant) -> bool {
+        // The applications' next call: a held ack goes, on what they sent if it can.
+        self.a.release_ack();
+        self.b.release_ack();
         self.pump();
         let Some(next) = self.next_time() else {
             return false;

@@ -39,6 +39,12 @@
 //!   (its lost final ack, as TCP's TIME-WAIT does). A thread would take these chores off
 //!   the application, at the price of a lock on every call and a second waiter on the
 //!   VC: not worth it while a channel has one user.
+//! * **Acks ride on replies.** A reliable channel holds the ack of a message it hands the
+//!   application until the application's next call ([`Endpoint::hold_acks`]): if that call
+//!   sends, the message carries the ack, so a request and its reply move one frame each
+//!   way, as raw AAL5 does; any other call sends it alone. Dropping the channel sends it
+//!   too. An application that stops calling for longer than the peer's timeout after a
+//!   message costs the peer one retransmission (its timeout's floor, `min_rto`, is 50 ms).
 //! * **Zero copy where cheap:** a received message is the endpoint's own reassembly
 //!   buffer, handed over ([`Event::Message`]); sending copies the message once, into the
 //!   endpoint's send queue (it must hold it until it is acknowledged).
@@ -100,6 +106,8 @@ const HELLO_MAX: Duration = Duration::from_secs(1);
 /// The longest a blocking call sleeps on the VC before it looks again (the endpoint's
 /// timers and the caller's deadline are honoured within this).
 const IDLE_SLICE: Duration = Duration::from_millis(200);
+/// How long a dropped channel waits for the held ack it sends to leave.
+const DROP_FLUSH: Duration = Duration::from_millis(100);
 /// Frames taken from the VC per pass, so that a flood does not starve the sending side.
 const RX_BATCH: usize = 64;
 
@@ -515,6 +523,7 @@ impl Channel {
                         u64::try_from(rtt.as_nanos()).unwrap_or(u64::MAX),
                     ));
                 }
+                ep.hold_acks(true);
                 let mut ch = Channel {
                     vc,
                     out,
@@ -776,6 +785,7 @@ impl Channel {
     /// Services the channel without waiting: takes what the VC received, runs the timers
     /// that are due, sends what can go. Call it now and then while doing something else.
     pub fn poll(&mut self) -> Result<(), Error> {
+        self.ep.release_ack();
         self.pump()
     }
 
@@ -785,25 +795,28 @@ impl Channel {
     }
 
     fn send_within(&mut self, msg: &[u8], deadline: Option<StdInstant>) -> Result<MsgSeq, Error> {
-        let mut seq = None;
-        let mut err = None;
-        self.drive(deadline, |ch| match ch.ep.send_message(ch.now(), msg) {
-            Ok(s) => {
-                seq = Some(s);
-                true
-            }
-            Err(SendError::QueueFull { .. }) => false,
+        // Queued before anything else is sent, the message carries the ack held since the
+        // last message received (a reply and its request's ack: one frame).
+        let first = self.ep.send_message(self.now(), msg);
+        self.ep.release_ack();
+        let seq = match first {
+            Ok(s) => s,
             Err(SendError::MessageTooLarge { len, max }) => {
-                err = Some(Error::TooLong { len, max });
-                true
+                self.pump()?;
+                return Err(Error::TooLong { len, max });
             }
-        })?;
-        if let Some(e) = err {
-            return Err(e);
-        }
+            Err(SendError::QueueFull { .. }) => {
+                let mut seq = None;
+                self.drive(deadline, |ch| {
+                    seq = ch.ep.send_message(ch.now(), msg).ok();
+                    seq.is_some()
+                })?;
+                seq.ok_or(Error::WouldBlock)?
+            }
+        };
         // Start sending it now.
         self.pump()?;
-        seq.ok_or(Error::WouldBlock)
+        Ok(seq)
     }
 
     /// Sends one message (up to [`Config::max_message`] bytes, else [`Error::TooLong`]),
@@ -828,12 +841,14 @@ impl Channel {
     }
 
     fn recv_within(&mut self, deadline: Option<StdInstant>) -> Result<Event, Error> {
+        self.ep.release_ack();
         let mut got = None;
         self.drive(deadline, |ch| {
             got = ch.ep.poll_event();
             got.is_some()
         })?;
-        // Acks of what was just taken (the window it opened) go now.
+        // Acks of what was just taken (the window it opened) go now; the newest waits for
+        // the application's next call, to ride on a reply.
         self.pump()?;
         got.ok_or(Error::WouldBlock)
     }
@@ -862,6 +877,7 @@ impl Channel {
     /// adapter, which it asks) ([`Error::Timeout`]). Events that
     /// come meanwhile wait for [`Channel::recv`].
     pub fn flush(&mut self, timeout: Duration) -> Result<(), Error> {
+        self.ep.release_ack();
         let deadline = StdInstant::now() + timeout;
         self.drive(Some(deadline), |ch| {
             ch.pending.is_none() && ch.ep.send_idle()
@@ -876,6 +892,7 @@ impl Channel {
     /// retransmission finds it. Events that come meanwhile wait for
     /// [`Channel::recv`].
     pub fn linger(&mut self, quiet: Duration, max: Duration) -> Result<(), Error> {
+        self.ep.release_ack();
         let start = StdInstant::now();
         self.last_rx = start;
         match self.drive(Some(start + max), |ch| ch.last_rx.elapsed() >= quiet) {
@@ -887,11 +904,19 @@ impl Channel {
         let _ = out_of(&mut self.vc, &mut self.out).flush(Duration::from_millis(500));
         Ok(())
     }
+}
 
-    /// The VC, back (the channel's state is dropped; the peer is not told); of a pair, the
-    /// receiving VC (the sending one closes).
-    pub fn into_vc(self) -> Vc {
-        self.vc
+impl Drop for Channel {
+    /// Sends an ack still held for a reply that did not come, waiting at most
+    /// [`DROP_FLUSH`] for it to leave (closing the VC drops what it has not sent). Best
+    /// effort: the VC may be gone already.
+    fn drop(&mut self) {
+        if self.ep.ack_held() {
+            self.ep.release_ack();
+            if self.pump().is_ok() {
+                let _ = out_of(&mut self.vc, &mut self.out).flush(DROP_FLUSH);
+            }
+        }
     }
 }
 

@@ -16,7 +16,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{TempDir, pattern};
-use natm::transport::{Channel, CostLine, Event, HostBudget, MsgSeq, Service, TransportOptions};
+use natm::transport::{
+    Channel, ChannelStats, CostLine, Event, HostBudget, MsgSeq, Service, TransportOptions,
+};
 use natm::{DataPath, Error, Host, NotifyMode, VcOptions};
 use natm_host::hostd::{HostdOptions, HostdThread, IdleWait};
 use natm_link::endpoint::EndpointLink;
@@ -546,4 +548,74 @@ fn a_channel_from_two_vcs_sends_on_one_and_receives_on_the_other() {
         let b_out = b.send_vc().counters().unwrap();
         assert!(b_out.sdus_sent > 0 && b_out.sdus_received == 0, "{b_out:?}");
     }
+}
+
+/// A request and its reply move one frame each way: the channel holds the ack of a message
+/// it hands the application until its next call, and the reply carries it. On the daemon
+/// and the direct path.
+#[test]
+fn a_reply_carries_the_ack_of_its_request() {
+    let hosts = Hosts::new(0);
+    for path in [DataPath::Direct, DataPath::Daemon] {
+        let opts = TransportOptions::new(Service::Reliable);
+        let (mut a, mut b) = hosts.pair(path, opts, opts);
+        let n = 200u64;
+        let server = std::thread::spawn(move || {
+            for _ in 0..n {
+                match b.recv_timeout(T).expect("a request") {
+                    Event::Message { data, .. } => b.send(&data).expect("the reply"),
+                    Event::Lost { .. } => panic!("a reliable channel lost messages"),
+                };
+            }
+            // The last request's ack rides on the last reply; the last reply's ack comes
+            // alone, when the client's next call (its flush) ends the hold.
+            b.linger(Duration::from_millis(300), Duration::from_secs(5))
+                .unwrap();
+            b
+        });
+        for k in 0..n {
+            a.send(&k.to_be_bytes()).expect("a request");
+            match a.recv_timeout(T).expect("a reply") {
+                Event::Message { data, .. } => assert_eq!(data, k.to_be_bytes()),
+                Event::Lost { .. } => panic!("a reliable channel lost messages"),
+            }
+        }
+        a.flush(T).expect("everything acknowledged");
+        let b = server.join().unwrap();
+        let (sa, sb) = (a.stats(), b.stats());
+        // Each request carried the ack of the reply before it; each reply its request's.
+        assert!(sa.endpoint.acks_carried >= n - 1, "{path:?}: {sa:?}");
+        assert!(sb.endpoint.acks_carried >= n - 1, "{path:?}: {sb:?}");
+        // Acks went alone only for the last reply and for the peer's loss probes (sent
+        // when a reply is later than twice the round trip, as on a loaded machine), whose
+        // duplicates are answered at once.
+        let alone = |s: &ChannelStats| s.endpoint.acks_sent - s.endpoint.acks_carried;
+        assert!(
+            alone(&sa) <= sb.endpoint.probes + 1,
+            "{path:?}: {sa:?} {sb:?}"
+        );
+        assert!(
+            alone(&sb) <= sa.endpoint.probes + 1,
+            "{path:?}: {sa:?} {sb:?}"
+        );
+        assert!(
+            b.stats().endpoint.acks_received >= n,
+            "every reply acknowledged"
+        );
+    }
+}
+
+/// A channel dropped while it holds the ack of the last message it handed up sends that
+/// ack: the peer's flush completes without a retransmission.
+#[test]
+fn a_dropped_channel_sends_the_ack_it_held() {
+    let hosts = Hosts::new(0);
+    let opts = TransportOptions::new(Service::Reliable);
+    let (mut a, mut b) = hosts.pair(DataPath::Direct, opts, opts);
+    a.send(b"last words").unwrap();
+    assert!(matches!(b.recv_timeout(T), Ok(Event::Message { .. })));
+    drop(b);
+    a.flush(T).expect("acknowledged by the dropped end");
+    let s = a.stats().endpoint;
+    assert_eq!((s.timeouts, s.timeout_resends), (0, 0), "{s:?}");
 }

@@ -65,11 +65,17 @@ pub(super) struct Chan {
     /// Reliable: SMART has found a loss of this end's TPDUs (the window oracle looks
     /// at the first only).
     pub(super) seen_loss: bool,
+    /// The application's next call after it is handed a message, when acks are held.
+    pub(super) reply_after: Option<Duration>,
+    /// That call is on the timer.
+    pub(super) reply_armed: bool,
 }
 
 /// Timer token kinds (low 2 bits; the channel index above).
 const T_ENDPOINT: u64 = 0;
 const T_MESSAGE: u64 = 1;
+/// The application's next call, which ends a held ack's hold.
+const T_RELEASE: u64 = 2;
 
 /// A host's transport driver and oracles.
 pub(super) struct TransportApp {
@@ -90,8 +96,9 @@ impl TransportApp {
         let mut max = 0;
         for (c, p) in plan.channels.iter().enumerate() {
             let dir = host;
-            let ep = Endpoint::new(p.config, p.isn[dir], p.isn[1 - dir])
+            let mut ep = Endpoint::new(p.config, p.isn[dir], p.isn[1 - dir])
                 .expect("the plan's configurations are valid");
+            ep.hold_acks(p.hold_acks.is_some());
             max = max.max(p.config.max_frame_len());
             chans.push(Chan {
                 vc: VcId::uni(0, u32::from(FIRST_VCI) + c as u32).expect("a valid VCI"),
@@ -107,6 +114,8 @@ impl TransportApp {
                 accepted: 0,
                 armed: None,
                 seen_loss: false,
+                reply_after: p.hold_acks,
+                reply_armed: false,
             });
         }
         TransportApp {
@@ -122,7 +131,9 @@ impl TransportApp {
     /// arms the endpoint's timer.
     fn pump(&mut self, ci: usize, now: Instant, io: &mut AppIo) {
         let c = &mut self.chans[ci];
-        // Messages due, in order, while the send queue takes them.
+        // Messages due, in order, while the send queue takes them; a message sent ends
+        // the hold of an ack, which it carries if it can (as the API's send does).
+        let accepted = c.accepted;
         while let Some(&len) = c.pending.front() {
             self.msg.resize(len, 0);
             fill_message(c.key, c.accepted, &mut self.msg);
@@ -138,6 +149,9 @@ impl TransportApp {
                     c.pending.pop_front();
                 }
             }
+        }
+        if c.accepted != accepted {
+            c.ep.release_ack();
         }
         while c.in_adapter < SEND_LIMIT {
             if let Some(f) = c.staged.pop_front() {
@@ -165,6 +179,13 @@ impl TransportApp {
         }
         self.events(ci, io);
         let c = &mut self.chans[ci];
+        if let Some(after) = c.reply_after
+            && c.ep.ack_held()
+            && !c.reply_armed
+        {
+            c.reply_armed = true;
+            io.timer(now + after, (ci as u64) << 2 | T_RELEASE);
+        }
         {
             let mut l = self.ledger.borrow_mut();
             l.stats[ci][c.dir] = c.ep.stats();
@@ -342,12 +363,21 @@ impl App for TransportApp {
                     // transmit buffers like every other frame: one-cell TPDUs bring an
                     // ack each.
                     c.staged.push_back(f.to_vec());
-                    match Repr::parse(f) {
-                        Ok(Repr::Ack(a)) => named |= a.trigger == Some(h.seq) && a.echo == h.tx,
-                        _ => break,
+                    // Alone, or riding on a data TPDU (one with no room for it goes
+                    // first, and the ack right after).
+                    let a = match Repr::parse(f) {
+                        Ok(Repr::Ack(a)) => a,
+                        Ok(Repr::Data { ack: Some(a), .. }) => a,
+                        Ok(Repr::Data { ack: None, .. }) => continue,
+                        Err(_) => break,
+                    };
+                    named |= a.trigger == Some(h.seq) && a.echo == h.tx;
+                    if named {
+                        break;
                     }
                 }
-                if !named {
+                // Or held for the application's next call, which sends it.
+                if !named && !c.ep.ack_held() {
                     io.fail(
                         "every TPDU acked naming it",
                         format!(
@@ -377,6 +407,11 @@ impl App for TransportApp {
                 }
             }
             T_MESSAGE => self.due(ci, now, io),
+            T_RELEASE => {
+                let c = &mut self.chans[ci];
+                c.reply_armed = false;
+                c.ep.release_ack();
+            }
             _ => {}
         }
         self.pump(ci, now, io);

@@ -60,7 +60,10 @@
 //!    batches), the others UBR.
 //! 4. **Every TPDU acked naming it** (SMART): on a reliable channel every data TPDU a
 //!    receiver takes within its window is answered at once by an ack whose trigger is that
-//!    TPDU's sequence number and whose echo is its transmission count.
+//!    TPDU's sequence number and whose echo is its transmission count, alone or riding on
+//!    a data TPDU, unless the endpoint holds it for its application's next call (half the
+//!    reliable channels hold acks, [`ChannelPlan::hold_acks`]: the app's next call comes
+//!    1 µs to 100 ms later, or sooner with a message to send).
 //! 5. **The window halves on the first loss** (congestion response): on a reliable
 //!    direction with no timeout yet, the ack through which SMART first finds a loss
 //!    brings the congestion window or its threshold down.
@@ -454,6 +457,7 @@ fn run_inner(
         report.resends.2 += s.probes;
         report.timeouts += s.timeouts;
         report.window_cuts += s.window_cuts;
+        report.acks_carried += s.acks_carried;
     }
     drop(l);
     report.wall = wall.elapsed();

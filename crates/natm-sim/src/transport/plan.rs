@@ -11,6 +11,10 @@ pub struct ChannelPlan {
     pub isn: [Isn; 2],
     /// The messages of each direction: (when, length).
     pub messages: [Vec<(Instant, usize)>; 2],
+    /// Reliable: the endpoints hold the ack of a message they hand up for their
+    /// application's next call ([`Endpoint::hold_acks`]), which comes this long after (or
+    /// sooner, with a message of its own to send, which carries the ack).
+    pub hold_acks: Option<Duration>,
 }
 
 /// What a seed draws.
@@ -45,6 +49,8 @@ impl TransportPlan {
     /// The plan of `seed` (see the [module documentation](self)).
     pub fn draw(seed: u64) -> TransportPlan {
         let mut rng = Rng::for_component(seed, "transport plan");
+        // Its own stream, so that the other draws of a seed stay what they were.
+        let mut holds = Rng::for_component(seed, "transport holds");
         let phase = PHASE.as_nanos();
         let n = rng.range(3, 5) as usize;
         let mut channels = Vec::new();
@@ -115,10 +121,13 @@ impl TransportPlan {
                 seq: rng.next_u64() as u32,
                 msg: rng.next_u64() as u32,
             });
+            let hold_acks = (config.service == Service::Reliable && holds.chance(0.5))
+                .then(|| ns(holds.log_uniform(1_000.0, 100_000_000.0) as u64));
             channels.push(ChannelPlan {
                 config,
                 isn,
                 messages,
+                hold_acks,
             });
         }
         let mut faults = Vec::new();

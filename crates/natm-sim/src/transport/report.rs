@@ -39,6 +39,8 @@ pub struct TransportReport {
     /// Window cuts on SMART losses: halvings, and cuts by a fifth for losses that look
     /// random (`natm_transport::Stats::window_cuts`).
     pub window_cuts: u64,
+    /// Acks that rode on data TPDUs (`natm_transport::Stats::acks_carried`).
+    pub acks_carried: u64,
     /// Frames the endpoints refused.
     pub refused: u64,
     /// Guaranteed rate windows checked, and the largest deviation seen (fraction of the
@@ -74,12 +76,13 @@ impl TransportReport {
         }
         let _ = writeln!(
             t,
-            "reliable: {} SMART resends, {} timeout resends, {} probes, {} timeouts, {} window cuts; {} frames refused",
+            "reliable: {} SMART resends, {} timeout resends, {} probes, {} timeouts, {} window cuts, {} acks carried on data; {} frames refused",
             self.resends.0,
             self.resends.1,
             self.resends.2,
             self.timeouts,
             self.window_cuts,
+            self.acks_carried,
             self.refused
         );
         let _ = writeln!(
@@ -122,6 +125,7 @@ impl TransportReport {
             "probes": self.resends.2,
             "timeouts": self.timeouts,
             "window_cuts": self.window_cuts,
+            "acks_carried": self.acks_carried,
             "refused": self.refused,
             "rate_windows": self.rate_windows,
             "worst_rate": self.worst_rate,

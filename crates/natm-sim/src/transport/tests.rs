@@ -15,6 +15,7 @@ fn one_channel(service: Service) -> TransportPlan {
             config,
             isn: [Isn { seq: 5, msg: 9 }, Isn { seq: 70, msg: 3 }],
             messages: [Vec::new(), Vec::new()],
+            hold_acks: None,
         }],
         faults: Vec::new(),
     }

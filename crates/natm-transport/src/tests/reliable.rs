@@ -442,6 +442,7 @@ fn data(e: &mut Endpoint, k: u32, msg: u32, first: bool, last: bool) -> Result<(
             msg,
             tx: (k % 3) as u8,
         },
+        None,
         &mut buf,
     );
     buf[12..].copy_from_slice(&[k as u8; 3]);
@@ -558,6 +559,7 @@ fn test_receiver_broken_message_structure() {
             msg: 43,
             tx: 0,
         },
+        None,
         &mut long,
     );
     assert_eq!(
@@ -673,4 +675,225 @@ fn test_sender_growth_counts_full_size_tpdus() {
         // (3/3) and the next two one more (3/4 each): the window grows as it goes.
         assert_eq!(e.stats().cwnd, 3 + step, "{size}");
     }
+}
+
+// --- acks riding on data ----------------------------------------------------------------
+
+/// What one `poll_transmit` sends: a data TPDU (offset of its seq from 0, and the riding
+/// ack's (cum, trigger) offsets from `S`), or an ack alone (its cum and trigger offsets).
+#[derive(Debug, PartialEq, Eq)]
+enum Out {
+    Data(u32, Option<(u32, Option<u32>)>),
+    Ack(u32, Option<u32>),
+}
+
+fn next_out(e: &mut Endpoint) -> Option<Out> {
+    let mut buf = vec![0; e.config().max_frame_len()];
+    let n = e.poll_transmit(at(ms(1)), &mut buf)?;
+    let off = |a: &Ack| (a.cum.wrapping_sub(S), a.trigger.map(|t| t.wrapping_sub(S)));
+    Some(match Repr::parse(&buf[..n]).unwrap() {
+        Repr::Data { header, ack, .. } => Out::Data(header.seq, ack.as_ref().map(off)),
+        Repr::Ack(a) => {
+            let (cum, trigger) = off(&a);
+            Out::Ack(cum, trigger)
+        }
+    })
+}
+
+/// A message sent after one was received carries that message's ack: one frame, not two.
+#[test]
+fn test_the_newest_ack_rides_on_the_next_data_tpdu() {
+    let mut e = receiver(16);
+    data(&mut e, 0, 40, true, true).unwrap();
+    e.send_message(at(ms(1)), b"reply #1").unwrap();
+    assert_eq!(next_out(&mut e), Some(Out::Data(0, Some((1, Some(0))))));
+    assert_eq!(next_out(&mut e), None);
+    let st = e.stats();
+    assert_eq!((st.acks_sent, st.acks_carried), (1, 1));
+}
+
+/// Holding, the ack of a TPDU that gives the application a message waits for data;
+/// released, it goes alone. Older acks, and acks while no message waits, never wait.
+#[test]
+fn test_a_held_ack_waits_for_data_until_released() {
+    let mut e = receiver(16);
+    e.hold_acks(true);
+    data(&mut e, 0, 40, true, false).unwrap();
+    assert_eq!(
+        next_out(&mut e),
+        Some(Out::Ack(1, Some(0))),
+        "no message yet"
+    );
+    data(&mut e, 1, 40, false, true).unwrap();
+    data(&mut e, 2, 41, true, true).unwrap();
+    assert_eq!(
+        next_out(&mut e),
+        Some(Out::Ack(2, Some(1))),
+        "the older ack"
+    );
+    assert_eq!(next_out(&mut e), None, "the newest is held");
+    e.release_ack();
+    assert_eq!(next_out(&mut e), Some(Out::Ack(3, Some(2))));
+    assert_eq!(next_out(&mut e), None);
+
+    // Held, then carried by the reply: the hold ends with it.
+    data(&mut e, 3, 42, true, true).unwrap();
+    assert_eq!(next_out(&mut e), None);
+    e.send_message(at(ms(1)), b"reply").unwrap();
+    assert_eq!(next_out(&mut e), Some(Out::Data(0, Some((4, Some(3))))));
+    // Off: no hold.
+    e.hold_acks(false);
+    data(&mut e, 4, 43, true, true).unwrap();
+    assert_eq!(next_out(&mut e), Some(Out::Ack(5, Some(4))));
+}
+
+/// A data TPDU with no room for the ack goes without it, and the ack (held or not) goes
+/// alone right after.
+#[test]
+fn test_a_full_tpdu_leaves_the_ack_to_follow_it() {
+    let c = Config {
+        tpdu_size: 100,
+        max_message: 200,
+        recv_buffer: 16,
+        adaptive_tpdu_size: false,
+        ..Config::default()
+    };
+    let mut e = Endpoint::new(c, Isn::default(), Isn { seq: S, msg: 40 }).unwrap();
+    e.hold_acks(true);
+    data(&mut e, 0, 40, true, true).unwrap();
+    // 100 bytes fill the TPDU (tpdu_size 100): 13 more do not fit.
+    e.send_message(at(ms(1)), &[1; 100]).unwrap();
+    assert_eq!(next_out(&mut e), Some(Out::Data(0, None)));
+    assert_eq!(next_out(&mut e), Some(Out::Ack(1, Some(0))));
+    // 87 bytes and the ack's 13 fit.
+    data(&mut e, 1, 41, true, true).unwrap();
+    e.send_message(at(ms(1)), &[1; 87]).unwrap();
+    assert_eq!(next_out(&mut e), None, "the window is one TPDU until acked");
+    let mut ack = [0; 24];
+    emit_ack(
+        &Ack {
+            service: ServiceKind::Reliable,
+            cum: 1,
+            trigger: Some(0),
+            echo: 0,
+            window: 16,
+            bitmap: 0,
+        },
+        &mut ack,
+    );
+    e.handle_tpdu(at(ms(1)), &ack).unwrap();
+    assert_eq!(next_out(&mut e), Some(Out::Data(1, Some((2, Some(1))))));
+}
+
+/// A riding ack does what the same ack alone does: here it acknowledges the sender's
+/// TPDUs, and its trigger shows the older ones lost (SMART).
+#[test]
+fn test_a_riding_ack_acks_and_finds_losses() {
+    let mut e = sender(8);
+    queue(&mut e, 3);
+    let t = at(us(100));
+    assert_eq!(sent(&mut e, Instant::ZERO), [(0, 0)]);
+    ack(&mut e, t, 1, Some((0, 0)), 0);
+    assert_eq!(sent(&mut e, t), [(1, 0), (2, 0)]);
+    // The peer's data TPDU carries an ack: 1 lost, 2 received.
+    let mut buf = vec![0; 12 + 21 + 1];
+    let n = emit_data_header(
+        &DataHeader {
+            service: ServiceKind::Reliable,
+            first: true,
+            last: true,
+            seq: 0,
+            msg: 0,
+            tx: 0,
+        },
+        Some(&Ack {
+            service: ServiceKind::Reliable,
+            cum: s(1),
+            trigger: Some(s(2)),
+            echo: 0,
+            window: 64,
+            bitmap: 1,
+        }),
+        &mut buf,
+    );
+    assert_eq!(n, 33);
+    e.handle_tpdu(t, &buf).unwrap();
+    let st = e.stats();
+    assert_eq!(
+        (st.acks_received, st.smart_losses, st.tpdus_received),
+        (2, 1, 1)
+    );
+    assert_eq!(
+        e.poll_event().map(|_| ()),
+        Some(()),
+        "its message delivered"
+    );
+    // The resend of 1, full (no room for the ack), then the ack of the peer's TPDU.
+    let mut out = vec![0; e.config().max_frame_len()];
+    let n = e.poll_transmit(t, &mut out).unwrap();
+    let Ok(Repr::Data { header, ack, .. }) = Repr::parse(&out[..n]) else {
+        panic!("not data");
+    };
+    assert_eq!((header.seq, header.tx, ack), (s(1), 1, None));
+    let n = e.poll_transmit(t, &mut out).unwrap();
+    let Ok(Repr::Ack(a)) = Repr::parse(&out[..n]) else {
+        panic!("not an ack");
+    };
+    assert_eq!((a.cum, a.trigger), (1, Some(0)));
+}
+
+/// A frame whose riding ack is refused is refused whole: its data is not taken either.
+#[test]
+fn test_a_refused_riding_ack_refuses_the_frame() {
+    let frame = |service: ServiceKind, cum: u32, len: usize| {
+        let mut buf = vec![0; 12 + 13 + len];
+        emit_data_header(
+            &DataHeader {
+                service,
+                first: true,
+                last: true,
+                seq: S,
+                msg: 40,
+                tx: 0,
+            },
+            Some(&Ack {
+                service,
+                cum,
+                trigger: None,
+                echo: 0,
+                window: 64,
+                bitmap: 0,
+            }),
+            &mut buf,
+        );
+        buf
+    };
+    let mut e = receiver(16);
+    // It acknowledges a TPDU this end never sent.
+    assert_eq!(
+        e.handle_tpdu(at(ms(1)), &frame(ServiceKind::Reliable, 1, 8)),
+        Err(RxError::AckBeyondSent { cum: 1 })
+    );
+    // Its payload is too long: the ack is not taken.
+    assert_eq!(
+        e.handle_tpdu(at(ms(1)), &frame(ServiceKind::Reliable, 0, 101)),
+        Err(RxError::PayloadTooLong { len: 101, max: 100 })
+    );
+    let st = e.stats();
+    assert_eq!((st.tpdus_received, st.acks_received, st.refused), (0, 0, 2));
+    assert!(e.poll_event().is_none());
+    // A best-effort channel has no acks.
+    let c = Config {
+        service: Service::BestEffort,
+        tpdu_size: 100,
+        max_message: 200,
+        ..Config::default()
+    };
+    let mut be = Endpoint::new(c, Isn::default(), Isn { seq: S, msg: 40 }).unwrap();
+    assert_eq!(
+        be.handle_tpdu(at(ms(1)), &frame(ServiceKind::BestEffort, 0, 8)),
+        Err(RxError::AckNotExpected)
+    );
+    assert!(be.poll_event().is_none());
+    assert_eq!(be.stats().tpdus_received, 0);
 }
