@@ -106,8 +106,8 @@ const HELLO_MAX: Duration = Duration::from_secs(1);
 /// The longest a blocking call sleeps on the VC before it looks again (the endpoint's
 /// timers and the caller's deadline are honoured within this).
 const IDLE_SLICE: Duration = Duration::from_millis(200);
-/// How late a blocked call may serve the endpoint's timers ([`Channel::wait`]): past the
-/// 4 ms tick of a 250 Hz kernel.
+/// How late a blocked call may serve a reliable endpoint's timers ([`Channel::wait`]): past
+/// the 4 ms tick of a 250 Hz kernel.
 const TIMER_SLACK: Duration = Duration::from_millis(5);
 /// How long a dropped channel waits for the held ack it sends to leave.
 const DROP_FLUSH: Duration = Duration::from_millis(100);
@@ -750,12 +750,7 @@ impl Channel {
             wake = wake.min(d);
         }
         if let Some(t) = self.ep.poll_timeout() {
-            // The endpoint's timers (loss probe, retransmission, window probe) are
-            // served up to TIMER_SLACK late when nothing else wakes the channel: a sleep
-            // whose timeout is near costs every wake-up before it tens of µs on the lab's
-            // VM (arming and cancelling a near timer traps there), which held the 8-byte
-            // round trip at 1.9-2.1x raw AAL5 (100 µs probe floor) against 1.0x.
-            wake = wake.min(self.epoch.to_std(t) + TIMER_SLACK);
+            wake = wake.min(timer_wake(self.ep.config().service, self.epoch.to_std(t)));
         }
         // A frame waiting for room on the pair's sending VC: the receiving VC cannot say
         // when that room comes, so look again soon.
@@ -928,6 +923,20 @@ impl Drop for Channel {
     }
 }
 
+/// When a blocked call wakes for the endpoint's timer due at `due`. A reliable endpoint's
+/// timers (loss probe, retransmission, window probe) are served up to [`TIMER_SLACK`] late
+/// when nothing else wakes the channel: a sleep whose timeout is near costs every wake-up
+/// before it tens of µs on the lab's VM (arming and cancelling a near timer traps there),
+/// which held the 8-byte round trip at 1.9-2.1x raw AAL5 (100 µs probe floor) against
+/// 1.0x. The other services' timers keep time: a guaranteed channel's is its bucket's next
+/// release (late by the slack, 8 KiB messages beside a bulk flow ran 24 % under the rate).
+fn timer_wake(service: Service, due: StdInstant) -> StdInstant {
+    match service {
+        Service::Reliable => due + TIMER_SLACK,
+        Service::BestEffort | Service::Guaranteed { .. } => due,
+    }
+}
+
 /// The VC a channel sends on: `out` when it is built from two VCs, else `vc`.
 fn out_of<'a>(vc: &'a mut Vc, out: &'a mut Option<Vc>) -> &'a mut Vc {
     out.as_mut().unwrap_or(vc)
@@ -989,6 +998,14 @@ mod tests {
             Some("the far end's TPDU size is 1024 bytes, this one's 8192")
         );
         assert!(theirs(|c| c.max_message = 4096).is_some());
+    }
+
+    #[test]
+    fn only_a_reliable_channel_serves_its_timers_late() {
+        let due = StdInstant::now();
+        assert_eq!(timer_wake(Service::Reliable, due), due + TIMER_SLACK);
+        assert_eq!(timer_wake(Service::BestEffort, due), due);
+        assert_eq!(timer_wake(Service::Guaranteed { rate: 100_000 }, due), due);
     }
 
     #[test]
