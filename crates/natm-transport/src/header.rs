@@ -272,6 +272,15 @@ fn be32(b: &[u8], r: field::Field) -> u32 {
     u32::from_be_bytes(a)
 }
 
+/// An ack's trigger: none if flagged NO_TRIGGER (then its trigger and echo fields must be 0).
+fn trigger(no_trigger: bool, trigger: u32, echo: u8) -> Result<Option<u32>, HeaderError> {
+    match (no_trigger, trigger, echo) {
+        (false, t, _) => Ok(Some(t)),
+        (true, 0, 0) => Ok(None),
+        (true, t, _) => Err(HeaderError::TriggerWithoutCause(t)),
+    }
+}
+
 impl<'a> Repr<'a> {
     /// Parses one frame (an AAL5 SDU that passed its CRC).
     pub fn parse(frame: &'a [u8]) -> Result<Repr<'a>, HeaderError> {
@@ -322,15 +331,11 @@ impl<'a> Repr<'a> {
                         0
                     };
                     let echo = frame[field::RIDE_ECHO];
-                    let trigger = be32(frame, field::RIDE_TRIGGER);
-                    let trigger = if flags & FLAG_ACK_NO_TRIGGER != 0 {
-                        if trigger != 0 || echo != 0 {
-                            return Err(HeaderError::TriggerWithoutCause(trigger));
-                        }
-                        None
-                    } else {
-                        Some(trigger)
-                    };
+                    let trigger = trigger(
+                        flags & FLAG_ACK_NO_TRIGGER != 0,
+                        be32(frame, field::RIDE_TRIGGER),
+                        echo,
+                    )?;
                     Some(Ack {
                         service,
                         cum: be32(frame, field::RIDE_CUM),
@@ -368,15 +373,11 @@ impl<'a> Repr<'a> {
                 if flags & !FLAG_NO_TRIGGER != 0 {
                     return Err(HeaderError::Flags(flags));
                 }
-                let trigger = be32(frame, field::TRIGGER);
-                let trigger = if flags & FLAG_NO_TRIGGER != 0 {
-                    if trigger != 0 || tx != 0 {
-                        return Err(HeaderError::TriggerWithoutCause(trigger));
-                    }
-                    None
-                } else {
-                    Some(trigger)
-                };
+                let trigger = trigger(
+                    flags & FLAG_NO_TRIGGER != 0,
+                    be32(frame, field::TRIGGER),
+                    tx,
+                )?;
                 let mut bm = [0; 8];
                 bm.copy_from_slice(&frame[field::BITMAP]);
                 Ok(Repr::Ack(Ack {
