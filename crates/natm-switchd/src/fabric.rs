@@ -1273,15 +1273,6 @@ mod tests {
         weight: Option<u32>,
     }
 
-    /// A lane (or main link) whose application always has another cell of `vci` waiting.
-    fn flood(vci: u16) -> Fake {
-        Fake {
-            vci,
-            cells: usize::MAX,
-            weight: None,
-        }
-    }
-
     impl natm_link::CellLink for Fake {
         fn send_cells(&mut self, cells: &[CellBytes]) -> std::io::Result<usize> {
             Ok(cells.len())
@@ -1328,16 +1319,9 @@ mod tests {
         }
     }
 
-    /// A port of `rate` cells/s with main link `main` and lanes of `(vci, weight, cells
-    /// ready per read)`, stepped every `every` ns, `steps` times: the cells the main link
-    /// got, then each lane's.
-    fn line_shares(
-        rate: u32,
-        main: Fake,
-        lanes: &[(u16, u32, usize)],
-        every: u64,
-        steps: u64,
-    ) -> (u64, Vec<u64>) {
+    /// A fabric with one port of `rate` cells/s, main link `main` and lanes of `(vci,
+    /// weight, cells ready per read)`.
+    fn rated_port(rate: u32, main: Fake, lanes: &[(u16, u32, usize)]) -> Fabric {
         let mut f = Fabric::new(SwitchConfig::default());
         let config = PortConfig {
             rate: natm_core::LineRate::CellsPerSec(core::num::NonZeroU32::new(rate).unwrap()),
@@ -1355,6 +1339,20 @@ mod tests {
                 .add_lane(vec![LaneVc { vpi: 0, vci }], weight, Box::new(lane))
                 .unwrap();
         }
+        f
+    }
+
+    /// A port of `rate` cells/s with main link `main` and lanes of `(vci, weight, cells
+    /// ready per read)`, stepped every `every` ns, `steps` times: the cells the main link
+    /// got, then each lane's.
+    fn line_shares(
+        rate: u32,
+        main: Fake,
+        lanes: &[(u16, u32, usize)],
+        every: u64,
+        steps: u64,
+    ) -> (u64, Vec<u64>) {
+        let mut f = rated_port(rate, main, lanes);
         let t0 = 10_000_000_000;
         let mut total = 0;
         for k in 0..steps {
@@ -1372,18 +1370,12 @@ mod tests {
         // lane 0 is paused lane 1 reads alone; once lane 0 resumes they share the line
         // evenly at once (a paused lane whose virtual time stood still came back 100 steps
         // behind and took every slot until it caught up).
-        let mut f = Fabric::new(SwitchConfig::default());
-        let config = PortConfig {
-            rate: natm_core::LineRate::CellsPerSec(core::num::NonZeroU32::new(1_000_000).unwrap()),
-            ..PortConfig::default()
-        };
-        f.add_port(PortId(1), config).unwrap();
-        f.attach(0, Box::new(main_link(0, None)));
-        for vci in [100, 101] {
-            f.ports[0]
-                .add_lane(vec![LaneVc { vpi: 0, vci }], 1, Box::new(flood(vci)))
-                .unwrap();
-        }
+        let full = usize::MAX;
+        let mut f = rated_port(
+            1_000_000,
+            main_link(0, None),
+            &[(100, 1, full), (101, 1, full)],
+        );
         let t0 = 10_000_000_000;
         f.ports[0].lanes[0].paused = true;
         for k in 0..100 {
@@ -1445,18 +1437,8 @@ mod tests {
         // A switch that steps once per slot finds an allowance of one cell each time: with
         // two lanes always full, each gets every other slot (the first in attach order
         // took them all before the read order turned).
-        let mut f = Fabric::new(SwitchConfig::default());
-        let config = PortConfig {
-            rate: natm_core::LineRate::CellsPerSec(core::num::NonZeroU32::new(1_000).unwrap()),
-            ..PortConfig::default()
-        };
-        f.add_port(PortId(1), config).unwrap();
-        f.attach(0, Box::new(main_link(0, None)));
-        for vci in [100, 101] {
-            f.ports[0]
-                .add_lane(vec![LaneVc { vpi: 0, vci }], 1, Box::new(flood(vci)))
-                .unwrap();
-        }
+        let full = usize::MAX;
+        let mut f = rated_port(1_000, main_link(0, None), &[(100, 1, full), (101, 1, full)]);
         let t0 = 10_000_000_000;
         for k in 0..1_000u64 {
             f.receive_lanes(0, at(t0 + k * 1_000_000));
@@ -1468,18 +1450,8 @@ mod tests {
     /// Two lanes of weights 3 and 1, always full, on a port of `rate` cells/s stepped
     /// every `every` ns, `steps` times: the cells each got.
     fn weighted_shares(rate: u32, every: u64, steps: u64) -> Vec<u64> {
-        let mut f = Fabric::new(SwitchConfig::default());
-        let config = PortConfig {
-            rate: natm_core::LineRate::CellsPerSec(core::num::NonZeroU32::new(rate).unwrap()),
-            ..PortConfig::default()
-        };
-        f.add_port(PortId(1), config).unwrap();
-        f.attach(0, Box::new(main_link(0, None)));
-        for (vci, weight) in [(100, 3), (101, 1)] {
-            f.ports[0]
-                .add_lane(vec![LaneVc { vpi: 0, vci }], weight, Box::new(flood(vci)))
-                .unwrap();
-        }
+        let full = usize::MAX;
+        let mut f = rated_port(rate, main_link(0, None), &[(100, 3, full), (101, 1, full)]);
         let t0 = 10_000_000_000;
         for k in 0..steps {
             f.receive_lanes(0, at(t0 + k * every));

@@ -353,29 +353,32 @@ impl Vc {
     /// [`Vc::recv_zero_copy`] if an SDU is there now ([`Error::WouldBlock`] if not), for
     /// the transport's channel, which parses its frames in place.
     pub(crate) fn try_recv_zero_copy(&mut self) -> Result<RxSdu<'_>, Error> {
-        let (id, len) = match self.direct()?.next_rx(Some(Duration::ZERO), true) {
+        self.recv_zero_copy_by(Some(Duration::ZERO), true)
+    }
+
+    /// The next received SDU, in place in the channel's buffer; dropping it hands the
+    /// buffer back for reception. Waits for one. Direct path only.
+    pub fn recv_zero_copy(&mut self) -> Result<RxSdu<'_>, Error> {
+        self.recv_zero_copy_by(None, false)
+    }
+
+    fn recv_zero_copy_by(
+        &mut self,
+        timeout: Option<Duration>,
+        zero_wait: bool,
+    ) -> Result<RxSdu<'_>, Error> {
+        let (id, len) = match self.direct()?.next_rx(timeout, zero_wait) {
             Ok(r) => r,
             Err(e) => return Err(self.explain(e)),
         };
         let d = self.direct()?;
+        // The descriptor is hostd's (or the lane adapter's): checked, as `recv` checks it.
         if d.buffer(id, len).len() != len {
             return Err(protocol(format!(
                 "receive buffer {} is out of bounds",
                 id.0
             )));
         }
-        d.ready.pop_front();
-        Ok(RxSdu { d, id, len })
-    }
-
-    /// The next received SDU, in place in the channel's buffer; dropping it hands the
-    /// buffer back for reception. Waits for one. Direct path only.
-    pub fn recv_zero_copy(&mut self) -> Result<RxSdu<'_>, Error> {
-        let (id, len) = match self.direct()?.next_rx(None, false) {
-            Ok(r) => r,
-            Err(e) => return Err(self.explain(e)),
-        };
-        let d = self.direct()?;
         d.ready.pop_front();
         Ok(RxSdu { d, id, len })
     }
