@@ -58,9 +58,7 @@ use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use natm_nic::cells::{
-    CellConsumer, CellLink as Rings, CellLinkError, CellProducer, LineWeight, Side,
-};
+use natm_nic::cells::{CellConsumer, CellLink as Rings, CellLinkError, CellProducer, LineWeight};
 use natm_nic::memfd::MemfdMem;
 use natm_nic::notify::{EventFdError, WaitOutcome, Waiter, Wakeable, check_eventfd};
 use natm_nic::shm::{HeapMem, MemError, Region};
@@ -70,6 +68,7 @@ use rustix::net::{
     SendAncillaryMessage, SendFlags, recvmsg, sendmsg,
 };
 
+pub use natm_nic::cells::Side;
 pub use natm_nic::notify::AdaptivePolicy;
 
 use crate::cell::{CellBytes, CellLink, LinkCounters};
@@ -278,6 +277,8 @@ pub struct ShmLink {
     /// Which side this is, and the region's line-weight words.
     side: Side,
     weight: LineWeight,
+    /// The region (for its splice word).
+    rings: Rings,
 }
 
 impl std::fmt::Debug for ShmLink {
@@ -372,9 +373,7 @@ impl ShmLink {
     /// Side A of a link from the first handover of [`ShmLink::create_detached`]; validates
     /// it as [`ShmLink::open`] does.
     pub fn open_a(handover: ShmHandover, wait: ShmWait) -> Result<ShmLink, ShmError> {
-        let mem = MemfdMem::map(handover.region)?;
-        let rings = Rings::open(Arc::new(mem))?;
-        ShmLink::assemble(&rings, Side::A, handover.wait, handover.kick, wait)
+        ShmLink::open_side(handover, Side::A, wait)
     }
 
     /// A copy of the handover (every descriptor duplicated), to hand over again later.
@@ -389,9 +388,16 @@ impl ShmLink {
     /// Side B of a link another process created, from its handover. Validates the region
     /// and both eventfds (see the module documentation); never panics on what it is given.
     pub fn open(handover: ShmHandover, wait: ShmWait) -> Result<ShmLink, ShmError> {
+        ShmLink::open_side(handover, Side::B, wait)
+    }
+
+    /// Either side of a region from that side's handover, validated as [`ShmLink::open`]
+    /// does. The side continues from the indices in the region: whoever held it before
+    /// must have stopped (a spliced lane's side changing hands, [`crate::lane`]).
+    pub fn open_side(handover: ShmHandover, side: Side, wait: ShmWait) -> Result<ShmLink, ShmError> {
         let mem = MemfdMem::map(handover.region)?;
         let rings = Rings::open(Arc::new(mem))?;
-        ShmLink::assemble(&rings, Side::B, handover.wait, handover.kick, wait)
+        ShmLink::assemble(&rings, side, handover.wait, handover.kick, wait)
     }
 
     /// Creates a link, sends side B's handover over `sock` and keeps the socket to notice
@@ -493,7 +499,32 @@ impl ShmLink {
             counters: ShmCounters::default(),
             side,
             weight: rings.line_weight(),
+            rings: rings.clone(),
         })
+    }
+
+    /// Which side of the region this is.
+    pub fn side(&self) -> Side {
+        self.side
+    }
+
+    /// Whether the region's splice word says side B went to another application than the
+    /// one its creator asked for (a spliced lane, [`crate::lane`]).
+    pub fn spliced(&self) -> bool {
+        self.rings.spliced()
+    }
+
+    /// Sets or clears the region's splice word.
+    pub fn set_spliced(&self, on: bool) {
+        self.rings.set_spliced(on);
+    }
+
+    /// Sets or clears the splice word of the region a handover names, mapping it only for
+    /// that (hostd clears it when the application holding a spliced side goes).
+    pub fn set_region_spliced(handover: &ShmHandover, on: bool) -> Result<(), ShmError> {
+        let mem = MemfdMem::map(dup(handover.region.as_fd())?)?;
+        Rings::open(Arc::new(mem))?.set_spliced(on);
+        Ok(())
     }
 
     /// The wait mode.

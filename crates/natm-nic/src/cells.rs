@@ -22,7 +22,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::layout::{LINE_WEIGHT_OFFSETS, Layout, LayoutError, RegionKind};
+use crate::layout::{LINE_WEIGHT_OFFSETS, Layout, LayoutError, RegionKind, SPLICE_OFFSET};
 use crate::notify::{Wakeable, Waker};
 use crate::ring::{Consumer, Producer, RingFault, RingRef};
 use crate::shm::Region;
@@ -139,6 +139,22 @@ impl CellLink {
     pub fn line_weight(&self) -> LineWeight {
         LineWeight {
             mem: self.mem.clone(),
+        }
+    }
+
+    /// Whether the region's splice word says side B is held by another application than
+    /// the one its creator asked for ([`SPLICE_OFFSET`]).
+    pub fn spliced(&self) -> bool {
+        self.mem
+            .words()
+            .get(SPLICE_OFFSET / 8)
+            .is_some_and(|w| load_le(w, Ordering::Acquire) != 0)
+    }
+
+    /// Sets or clears the splice word.
+    pub fn set_spliced(&self, on: bool) {
+        if let Some(w) = self.mem.words().get(SPLICE_OFFSET / 8) {
+            store_le(w, u64::from(on), Ordering::Release);
         }
     }
 
@@ -411,5 +427,27 @@ mod tests {
         assert_eq!(got[1], [9u8; 53]);
         w.set(Side::B, 0);
         assert_eq!(opened.line_weight().get(Side::B), None, "0 is unsaid");
+    }
+
+    #[test]
+    fn the_splice_word_reads_across_processes_and_a_side_taken_over_continues_its_ring() {
+        let mem: Region = Arc::new(HeapMem::new(CellLink::region_bytes(64).unwrap()).unwrap());
+        let link = CellLink::create(mem.clone(), 64).unwrap();
+        assert!(!link.spliced(), "a fresh region is not spliced");
+        let (mut a_tx, _a_rx) = link.endpoint(Side::A).unwrap();
+        let (_b_tx, mut b_rx) = CellLink::open(mem.clone()).unwrap().endpoint(Side::B).unwrap();
+        assert_eq!(a_tx.push_batch(&[[1u8; 53], [2u8; 53], [3u8; 53]]), 3);
+        let mut got = [[0u8; 53]; 4];
+        assert_eq!(b_rx.pop_batch(&mut got[..1]), 1);
+        // Side B changes hands: the new holder reads on from the old one's index.
+        link.set_spliced(true);
+        drop(b_rx);
+        let opened = CellLink::open(mem).unwrap();
+        assert!(opened.spliced());
+        let (_b_tx, mut b_rx) = opened.endpoint(Side::B).unwrap();
+        assert_eq!(b_rx.pop_batch(&mut got), 2);
+        assert_eq!(got[..2], [[2u8; 53], [3u8; 53]]);
+        opened.set_spliced(false);
+        assert!(!link.spliced());
     }
 }

@@ -132,6 +132,12 @@ pub const STATE_OFFSET: usize = 120;
 /// unsaid. Validation ignores them, as it ignores the state word.
 pub const LINE_WEIGHT_OFFSETS: [usize; 2] = [104, 112];
 
+/// Byte offset of a cell link's splice word (the channel state word's place, which a cell
+/// link does not use): 0 while side B is the peer its creator asked for (the switch, for a
+/// lane), non-zero once a switch has handed side B to another application (a spliced lane,
+/// natm-link's `lane` module). Validation ignores it.
+pub const SPLICE_OFFSET: usize = STATE_OFFSET;
+
 const _: () = assert!(size_of::<RegionHeader>() == HEADER_BYTES);
 const _: () = assert!(size_of::<RingDesc>() == 16);
 
