@@ -245,7 +245,9 @@ pub fn decode_request(b: &[u8]) -> Result<RequestFields, LaneError> {
         _ => (1, 0),
     };
     if flags & !MAY_SPLICE != 0 {
-        return bad(format!("flags {flags:#04x}: only bit 0 (may splice) is known"));
+        return bad(format!(
+            "flags {flags:#04x}: only bit 0 (may splice) is known"
+        ));
     }
     if weight == 0 {
         return bad("weight 0: a lane weighs at least 1".into());
@@ -419,9 +421,9 @@ pub fn recv_reply(sock: &UnixStream, timeout: Duration) -> Result<Grant, LaneErr
             label,
             handover,
         })),
-        (ReplyFields::Spliced(..), Err(why)) => Err(LaneError::Malformed(format!(
-            "a spliced reply: {why}"
-        ))),
+        (ReplyFields::Spliced(..), Err(why)) => {
+            Err(LaneError::Malformed(format!("a spliced reply: {why}")))
+        }
         (ReplyFields::Taken, Err(_)) => Ok(Grant::Taken),
         (ReplyFields::Taken, Ok(_)) => Err(LaneError::Malformed(
             "descriptors came with a plain reply".into(),
@@ -539,9 +541,17 @@ mod tests {
         // A splice names a side A or B in exactly five bytes.
         let mut side = encode_reply(Ok(ReplyFields::Spliced(Side::A, vc(0, 40))));
         side[11] = 2;
-        assert!(decode_reply(&side).unwrap_err().to_string().contains("side 2"));
+        assert!(
+            decode_reply(&side)
+                .unwrap_err()
+                .to_string()
+                .contains("side 2")
+        );
         assert!(decode_reply(b"NATMLAR\x01\x02\x01\x00\x00").is_err());
-        assert!(decode_reply(b"NATMLAR\x01\x00\x01\x00x").is_err(), "taken has no text");
+        assert!(
+            decode_reply(b"NATMLAR\x01\x00\x01\x00x").is_err(),
+            "taken has no text"
+        );
     }
 
     #[test]

@@ -394,7 +394,11 @@ impl ShmLink {
     /// Either side of a region from that side's handover, validated as [`ShmLink::open`]
     /// does. The side continues from the indices in the region: whoever held it before
     /// must have stopped (a spliced lane's side changing hands, [`crate::lane`]).
-    pub fn open_side(handover: ShmHandover, side: Side, wait: ShmWait) -> Result<ShmLink, ShmError> {
+    pub fn open_side(
+        handover: ShmHandover,
+        side: Side,
+        wait: ShmWait,
+    ) -> Result<ShmLink, ShmError> {
         let mem = MemfdMem::map(handover.region)?;
         let rings = Rings::open(Arc::new(mem))?;
         ShmLink::assemble(&rings, side, handover.wait, handover.kick, wait)

@@ -435,7 +435,10 @@ mod tests {
         let link = CellLink::create(mem.clone(), 64).unwrap();
         assert!(!link.spliced(), "a fresh region is not spliced");
         let (mut a_tx, _a_rx) = link.endpoint(Side::A).unwrap();
-        let (_b_tx, mut b_rx) = CellLink::open(mem.clone()).unwrap().endpoint(Side::B).unwrap();
+        let (_b_tx, mut b_rx) = CellLink::open(mem.clone())
+            .unwrap()
+            .endpoint(Side::B)
+            .unwrap();
         assert_eq!(a_tx.push_batch(&[[1u8; 53], [2u8; 53], [3u8; 53]]), 3);
         let mut got = [[0u8; 53]; 4];
         assert_eq!(b_rx.pop_batch(&mut got[..1]), 1);
