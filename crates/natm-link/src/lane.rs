@@ -327,7 +327,7 @@ pub fn encode_reply(result: Result<ReplyFields, &str>) -> Vec<u8> {
             while !t.is_char_boundary(end) {
                 end -= 1;
             }
-            (1u8, t[..end].as_bytes())
+            (1u8, &t.as_bytes()[..end])
         }
     };
     let mut b = Vec::with_capacity(11 + text.len());

@@ -243,6 +243,57 @@ impl ShmHandover {
     }
 }
 
+/// A cell-link region's splice word (natm-nic's `SPLICE_OFFSET`; [`crate::lane`] says what
+/// it is for), over the region mapped once.
+#[derive(Clone)]
+pub struct SpliceWord(Rings);
+
+impl std::fmt::Debug for SpliceWord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SpliceWord({:#x})", self.bits())
+    }
+}
+
+impl SpliceWord {
+    /// Side B is held by another application than the one its creator asked for.
+    pub const HELD_B: u64 = natm_nic::layout::SPLICE_HELD_B;
+    /// The application holding side A let it go.
+    pub const RELEASED_A: u64 = natm_nic::layout::SPLICE_RELEASED_A;
+    /// The application holding side B let it go.
+    pub const RELEASED_B: u64 = natm_nic::layout::SPLICE_RELEASED_B;
+
+    /// The release bit of `side`.
+    pub fn released(side: Side) -> u64 {
+        match side {
+            Side::A => SpliceWord::RELEASED_A,
+            Side::B => SpliceWord::RELEASED_B,
+        }
+    }
+
+    /// Maps the region a handover names (validating it) for its splice word.
+    pub fn of(handover: &ShmHandover) -> Result<SpliceWord, ShmError> {
+        let mem = MemfdMem::map(dup(handover.region.as_fd())?)?;
+        Ok(SpliceWord(Rings::open(Arc::new(mem))?))
+    }
+
+    /// The word.
+    pub fn bits(&self) -> u64 {
+        self.0.splice_bits()
+    }
+
+    /// Sets `set` and clears `clear`, atomically.
+    pub fn update(&self, set: u64, clear: u64) {
+        self.0.update_splice_bits(set, clear);
+    }
+}
+
+/// Which region a handover names: the memfd's device and inode (the same for every
+/// descriptor of it, in every process).
+pub fn region_id(handover: &ShmHandover) -> Result<(u64, u64), ShmError> {
+    let st = rustix::fs::fstat(&handover.region).map_err(os("fstat"))?;
+    Ok((st.st_dev as u64, st.st_ino as u64))
+}
+
 /// What a shared-memory link counts beyond [`LinkCounters`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ShmCounters {
@@ -512,23 +563,9 @@ impl ShmLink {
         self.side
     }
 
-    /// Whether the region's splice word says side B went to another application than the
-    /// one its creator asked for (a spliced lane, [`crate::lane`]).
-    pub fn spliced(&self) -> bool {
-        self.rings.spliced()
-    }
-
-    /// Sets or clears the region's splice word.
-    pub fn set_spliced(&self, on: bool) {
-        self.rings.set_spliced(on);
-    }
-
-    /// Sets or clears the splice word of the region a handover names, mapping it only for
-    /// that (hostd clears it when the application holding a spliced side goes).
-    pub fn set_region_spliced(handover: &ShmHandover, on: bool) -> Result<(), ShmError> {
-        let mem = MemfdMem::map(dup(handover.region.as_fd())?)?;
-        Rings::open(Arc::new(mem))?.set_spliced(on);
-        Ok(())
+    /// The region's splice word.
+    pub fn splice_word(&self) -> SpliceWord {
+        SpliceWord(self.rings.clone())
     }
 
     /// The wait mode.

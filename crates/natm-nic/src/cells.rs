@@ -23,6 +23,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::layout::{LINE_WEIGHT_OFFSETS, Layout, LayoutError, RegionKind, SPLICE_OFFSET};
+#[cfg(test)]
+use crate::layout::{SPLICE_HELD_B, SPLICE_RELEASED_A, SPLICE_RELEASED_B};
 use crate::notify::{Wakeable, Waker};
 use crate::ring::{Consumer, Producer, RingFault, RingRef};
 use crate::shm::Region;
@@ -142,19 +144,21 @@ impl CellLink {
         }
     }
 
-    /// Whether the region's splice word says side B is held by another application than
-    /// the one its creator asked for ([`SPLICE_OFFSET`]).
-    pub fn spliced(&self) -> bool {
+    /// The region's splice word ([`SPLICE_OFFSET`]).
+    pub fn splice_bits(&self) -> u64 {
         self.mem
             .words()
             .get(SPLICE_OFFSET / 8)
-            .is_some_and(|w| load_le(w, Ordering::Acquire) != 0)
+            .map_or(0, |w| load_le(w, Ordering::Acquire))
     }
 
-    /// Sets or clears the splice word.
-    pub fn set_spliced(&self, on: bool) {
+    /// Sets `set` and clears `clear` in the splice word, atomically (each side's holder
+    /// and the switch write it).
+    pub fn update_splice_bits(&self, set: u64, clear: u64) {
         if let Some(w) = self.mem.words().get(SPLICE_OFFSET / 8) {
-            store_le(w, u64::from(on), Ordering::Release);
+            let _ = w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+                Some(((u64::from_le(v) | set) & !clear).to_le())
+            });
         }
     }
 
@@ -433,7 +437,7 @@ mod tests {
     fn the_splice_word_reads_across_processes_and_a_side_taken_over_continues_its_ring() {
         let mem: Region = Arc::new(HeapMem::new(CellLink::region_bytes(64).unwrap()).unwrap());
         let link = CellLink::create(mem.clone(), 64).unwrap();
-        assert!(!link.spliced(), "a fresh region is not spliced");
+        assert_eq!(link.splice_bits(), 0, "a fresh region is not spliced");
         let (mut a_tx, _a_rx) = link.endpoint(Side::A).unwrap();
         let (_b_tx, mut b_rx) = CellLink::open(mem.clone())
             .unwrap()
@@ -443,14 +447,14 @@ mod tests {
         let mut got = [[0u8; 53]; 4];
         assert_eq!(b_rx.pop_batch(&mut got[..1]), 1);
         // Side B changes hands: the new holder reads on from the old one's index.
-        link.set_spliced(true);
+        link.update_splice_bits(SPLICE_HELD_B | SPLICE_RELEASED_A, 0);
         drop(b_rx);
         let opened = CellLink::open(mem).unwrap();
-        assert!(opened.spliced());
+        assert_eq!(opened.splice_bits(), SPLICE_HELD_B | SPLICE_RELEASED_A);
         let (_b_tx, mut b_rx) = opened.endpoint(Side::B).unwrap();
         assert_eq!(b_rx.pop_batch(&mut got), 2);
         assert_eq!(got[..2], [[2u8; 53], [3u8; 53]]);
-        opened.set_spliced(false);
-        assert!(!link.spliced());
+        opened.update_splice_bits(SPLICE_RELEASED_B, SPLICE_HELD_B);
+        assert_eq!(link.splice_bits(), SPLICE_RELEASED_A | SPLICE_RELEASED_B);
     }
 }

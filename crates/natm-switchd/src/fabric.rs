@@ -27,7 +27,7 @@ use natm_link::{CELL_LEN, CellBytes};
 use natm_switch::{PortConfig, PortId, Switch, SwitchConfig, SwitchError};
 
 mod splice;
-pub use splice::{Holder, SpliceKeep, Spliced};
+pub use splice::{Holder, SpliceKeep, Spliced, relabel};
 
 /// Cells moved per port per step at most.
 pub const BATCH: usize = 256;

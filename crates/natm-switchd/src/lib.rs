@@ -106,7 +106,7 @@ use std::time::{Duration, Instant as StdInstant};
 
 use natm_link::endpoint::{EndpointLink, LinkConfig, LinkListener, LinkSetupError};
 use natm_link::lane;
-use natm_link::shm::{ShmHandover, ShmLink, Side};
+use natm_link::shm::{ShmHandover, Side, SpliceWord};
 use natm_nic::sched::{Idler, Next};
 use natm_switch::{PortId, SwitchConfig, SwitchError};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
@@ -435,39 +435,42 @@ fn attach_new_lanes(
 
 /// Opens and attaches one requested lane, or splices it with the lane at the other end of
 /// its cross-connect (natm-link's `lane` module): `Some` with the side to hand over, its
-/// label and descriptors. The refusal's reason.
+/// label and descriptors. A request for a region that is spliced is a holder's hostd asking
+/// again ([`Fabric::rejoin`]): taken, nothing served. The refusal's reason.
 fn take_lane(
     fabric: &mut Fabric,
     port: usize,
     req: lane::LaneRequest,
     stream: &UnixStream,
 ) -> Result<Option<(Side, lane::LaneVc, ShmHandover)>, String> {
-    if let [vc] = req.vcs[..]
-        && req.may_splice
+    let Ok([vc]) = <[lane::LaneVc; 1]>::try_from(&req.vcs[..]) else {
+        let watch = stream.try_clone().map_err(|e| format!("dup: {e}"))?;
+        let weight = req.weight;
+        let (vcs, link) = req.open(watch).map_err(|e| e.to_string())?;
+        fabric.ports[port].add_lane(vcs, weight, Box::new(link))?;
+        return Ok(None);
+    };
+    if req.may_splice
         && let Some(spliced) = fabric.splice(port, vc, stream)
     {
         return Ok(Some(spliced));
     }
-    let dup = |e: std::io::Error| format!("dup: {e}");
-    let watch = stream.try_clone().map_err(dup)?;
-    let keep = match req.vcs[..] {
-        [vc] => Some(fabric::SpliceKeep {
-            side_b: ShmLink::dup_handover(&req.handover).map_err(|e| e.to_string())?,
-            side: Side::B,
-            label: vc,
-            holder: stream.try_clone().map_err(dup)?,
-        }),
-        _ => None,
-    };
+    let keep = fabric::SpliceKeep::new(
+        &req.handover,
+        Side::B,
+        vc,
+        Some(stream.try_clone().map_err(|e| format!("dup: {e}"))?),
+    )?;
+    if keep.word.bits() & SpliceWord::HELD_B != 0
+        || fabric.splices.iter().any(|s| s.region == keep.region)
+    {
+        fabric.rejoin(port, vc, &req.handover, stream)?;
+        return Ok(None);
+    }
+    let watch = stream.try_clone().map_err(|e| format!("dup: {e}"))?;
     let weight = req.weight;
     let (vcs, link) = req.open(watch).map_err(|e| e.to_string())?;
-    if link.spliced() {
-        return Err(
-            "its region's side B is held by another application (a lane spliced by an earlier switch)"
-                .into(),
-        );
-    }
-    fabric.ports[port].add_lane_kept(vcs, weight, Box::new(link), keep)?;
+    fabric.ports[port].add_lane_kept(vcs, weight, Box::new(link), Some(keep))?;
     Ok(None)
 }
 
@@ -615,8 +618,8 @@ fn sleep(
     let rest = fds.len();
     // A spliced side's holder closing its socket: the switch takes the side back.
     for s in &fabric.splices {
-        for h in &s.holders {
-            fds.push(PollFd::new(&h.sock, PollFlags::IN));
+        for sock in s.holders.iter().filter_map(|h| h.sock.as_ref()) {
+            fds.push(PollFd::new(sock, PollFlags::IN));
         }
     }
     for pl in pending_lanes {

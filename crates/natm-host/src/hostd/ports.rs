@@ -43,6 +43,27 @@ pub(super) enum ChannelMem {
 }
 
 impl ChannelMem {
+    /// A lane's application let its side go (closed the VC or died): says so in the
+    /// region, before the lane's socket closes, so the switch may take the side back if
+    /// the lane was spliced (natm-link's `lane` module). Its own side A, or the side a
+    /// splice gave it.
+    pub(super) fn release_lane(&self) {
+        use natm_link::shm::SpliceWord;
+        let word = match self {
+            ChannelMem::Lane {
+                splice: Some((side, _, h)),
+                ..
+            } => SpliceWord::of(h).map(|w| (w, *side)),
+            ChannelMem::Lane { side_b, .. } => {
+                SpliceWord::of(side_b).map(|w| (w, natm_link::shm::Side::A))
+            }
+            _ => return,
+        };
+        if let Ok((w, side)) = word {
+            w.update(SpliceWord::released(side), 0);
+        }
+    }
+
     /// Sets a channel's state word, waking the application.
     pub(super) fn set_state(&mut self, state: ChannelState) {
         match self {
@@ -405,6 +426,7 @@ impl Hostd {
             self.closed.add(&last);
         }
         if let Some(mut p) = self.host.close_channel(ch) {
+            p.mem.release_lane();
             p.mem.set_state(ChannelState::Revoked);
         }
         self.say_line_weight();

@@ -2,22 +2,30 @@
 //! ring pair, with the switch off their data path (natm-link's [`lane`] module has the
 //! protocol and why).
 //!
-//! The switch keeps, for every single-VC lane it serves, what it needs to hand the lane's
-//! side B to another application ([`SpliceKeep`]): side B's descriptors, and the socket
-//! of the application holding the other side. When the other end of the lane's
+//! The switch keeps, for every single-VC lane it serves, what it needs to hand the side it
+//! serves to another application ([`SpliceKeep`]). When the other end of the lane's
 //! cross-connect asks for a lane that may be spliced, [`Fabric::splice`] takes the lane out
 //! of the fabric (after pushing what it held for it into the ring) and returns the side to
-//! hand over; [`Fabric::watch_splices`] takes a side back as a lane when its holder's
-//! socket closes. A side taken back on the other port than the lane's first is a
-//! *relabelled* lane: its ring's cells carry the region's label, not the port's VC, and the
-//! fabric rewrites the header on the way in and out ([`relabel`]).
+//! hand over.
+//!
+//! **Who holds a side is said in the region, not by sockets.** A hostd sets its
+//! application's release bit in the region's splice word ([`SpliceWord`]) when the
+//! application closes the VC or dies, before it closes the lane's socket. A socket that
+//! closes without that bit is a hostd that lost its link or died while its application
+//! still runs the side: the holder is away, and a later lane request for the same region
+//! from its port and VC brings it back ([`Fabric::rejoin`]). [`Fabric::watch_splices`]
+//! takes a released side back as the remaining holder's lane; one taken back on the other
+//! port than the lane's first is *relabelled*: its ring's cells carry the region's label,
+//! not the port's VC, and the fabric rewrites the header on the way in and out
+//! ([`relabel`]). A kept lane whose holder releases its side is removed. A switch that
+//! restarts learns a spliced region from the creator's hostd's request (the word's
+//! `HELD_B`) and serves nothing of it until a side is released.
 //!
 //! Splices only what the switch has nothing to do for: both ports unrated, both legs of
 //! the cross-connect unpoliced ([`Switch::passes_untouched`]) and carrying cells, the same
 //! header format, no capture on either port.
 //!
 //! [`Switch::passes_untouched`]: natm_switch::Switch::passes_untouched
-//!
 //! [`lane`]: natm_link::lane
 
 use std::os::fd::AsFd;
@@ -28,22 +36,45 @@ use natm_core::TrafficClass;
 use natm_link::CellBytes;
 use natm_link::endpoint::EndpointLink;
 use natm_link::lane::LaneVc;
-use natm_link::shm::{ShmHandover, ShmLink, ShmWait, Side};
+use natm_link::shm::{ShmHandover, ShmLink, ShmWait, Side, SpliceWord, region_id};
 
 use super::Fabric;
 
-/// What the switch keeps of a single-VC lane so it can hand a side of its region over, or
-/// take one back.
+/// What the switch keeps of a single-VC lane so it can hand the side it serves over.
 #[derive(Debug)]
 pub struct SpliceKeep {
     /// Side B's descriptors (side A's are the same region with the eventfds swapped).
     pub side_b: ShmHandover,
+    /// The region's splice word.
+    pub word: SpliceWord,
+    /// The region ([`region_id`]).
+    pub region: (u64, u64),
     /// The side the switch serves.
     pub side: Side,
     /// The VC the region's cells carry.
     pub label: LaneVc,
-    /// The socket of the application holding the other side (its hostd's lane request).
-    pub holder: UnixStream,
+    /// The socket of the application holding the other side (its hostd's lane request),
+    /// while its hostd is there.
+    pub holder: Option<UnixStream>,
+}
+
+impl SpliceKeep {
+    /// Keeps side B's descriptors `side_b` of a lane whose switch side is `side`.
+    pub fn new(
+        side_b: &ShmHandover,
+        side: Side,
+        label: LaneVc,
+        holder: Option<UnixStream>,
+    ) -> Result<SpliceKeep, String> {
+        Ok(SpliceKeep {
+            side_b: ShmLink::dup_handover(side_b).map_err(|e| e.to_string())?,
+            word: SpliceWord::of(side_b).map_err(|e| e.to_string())?,
+            region: region_id(side_b).map_err(|e| e.to_string())?,
+            side,
+            label,
+            holder,
+        })
+    }
 }
 
 /// An application holding a side of a spliced region.
@@ -53,8 +84,8 @@ pub struct Holder {
     pub port: usize,
     /// Its VC at that port.
     pub vc: LaneVc,
-    /// Its hostd's lane request socket: closed when the application goes.
-    pub sock: UnixStream,
+    /// Its hostd's lane request socket, while its hostd is there.
+    pub sock: Option<UnixStream>,
 }
 
 /// A spliced region: both sides held by applications.
@@ -62,6 +93,10 @@ pub struct Holder {
 pub struct Spliced {
     /// Side B's descriptors.
     pub side_b: ShmHandover,
+    /// The splice word.
+    pub word: SpliceWord,
+    /// The region.
+    pub region: (u64, u64),
     /// The VC its cells carry.
     pub label: LaneVc,
     /// Side A's holder, then side B's.
@@ -84,6 +119,13 @@ pub fn handover_for(side_b: &ShmHandover, side: Side) -> std::io::Result<ShmHand
             kick: dup(side_b.wait.as_fd())?,
         },
     })
+}
+
+fn other(side: Side) -> Side {
+    match side {
+        Side::A => Side::B,
+        Side::B => Side::A,
+    }
 }
 
 /// Whether the peer of `sock` closed it (or it failed).
@@ -115,9 +157,9 @@ pub fn relabel(cell: &mut CellBytes, format: HeaderFormat, to: LaneVc) {
 }
 
 impl Fabric {
-    /// The lane the other end of port `port`'s VC `vc` cross-connect has, if the two may be
-    /// spliced (see the [module documentation](self)): `(port index, lane index)`.
-    fn splice_candidate(&self, port: usize, vc: LaneVc) -> Option<(usize, usize)> {
+    /// The other end of port `port`'s VC `vc` cross-connect, `(port index, VC)`, if the
+    /// two may be spliced (see the [module documentation](self)).
+    fn splice_peer(&self, port: usize, vc: LaneVc) -> Option<(usize, LaneVc)> {
         let p = self.ports.get(port)?;
         let here = (p.id, vc.vpi, Some(vc.vci));
         let (_, xc) = self
@@ -129,33 +171,23 @@ impl Fabric {
         } else {
             xc.a
         };
-        let usable = xc.qos.tx.class != TrafficClass::None
-            && xc.qos.rx.class != TrafficClass::None
-            && there.vci.is_some_and(|w| {
-                self.switch.passes_untouched(here.0, vc.vpi, vc.vci)
-                    && self.switch.passes_untouched(there.port, there.vpi, w)
-            });
-        let q = self.index(there.port)?;
-        let (pq, qq) = (&self.ports[port], &self.ports[q]);
-        if !usable
-            || q == port
-            || pq.input.is_some()
-            || qq.input.is_some()
-            || pq.format != qq.format
-            || self.tap_ports.contains(&pq.id)
-            || self.tap_ports.contains(&qq.id)
-        {
-            return None;
-        }
         let w = LaneVc {
             vpi: there.vpi,
             vci: there.vci?,
         };
-        let l = qq
-            .lanes
-            .iter()
-            .position(|l| l.vcs == [w] && l.splice.is_some())?;
-        Some((q, l))
+        let q = self.index(there.port)?;
+        let (pq, qq) = (&self.ports[port], &self.ports[q]);
+        let usable = xc.qos.tx.class != TrafficClass::None
+            && xc.qos.rx.class != TrafficClass::None
+            && self.switch.passes_untouched(pq.id, vc.vpi, vc.vci)
+            && self.switch.passes_untouched(qq.id, w.vpi, w.vci)
+            && q != port
+            && pq.input.is_none()
+            && qq.input.is_none()
+            && pq.format == qq.format
+            && !self.tap_ports.contains(&pq.id)
+            && !self.tap_ports.contains(&qq.id);
+        usable.then_some((q, w))
     }
 
     /// Splices a lane request for port `port`'s VC `vc` from `sock` with the lane at the
@@ -169,7 +201,11 @@ impl Fabric {
         vc: LaneVc,
         sock: &UnixStream,
     ) -> Option<(Side, LaneVc, ShmHandover)> {
-        let (q, l) = self.splice_candidate(port, vc)?;
+        let (q, w) = self.splice_peer(port, vc)?;
+        let l = self.ports[q]
+            .lanes
+            .iter()
+            .position(|l| l.vcs == [w] && l.splice.as_ref().is_some_and(|k| k.holder.is_some()))?;
         let sock = sock.try_clone().ok()?;
         let keep = self.ports[q].lanes[l].splice.as_ref()?;
         let handover = handover_for(&keep.side_b, keep.side).ok()?;
@@ -179,57 +215,141 @@ impl Fabric {
             p.remove_lane(l)
         };
         let keep = lane.splice?;
-        if keep.side == Side::B {
-            // A restarted switch must not serve side B while an application holds it.
-            let _ = ShmLink::set_region_spliced(&keep.side_b, true);
-        }
+        // The side changes hands: not released any more; a restarted switch must not serve
+        // a side B an application holds.
+        let held = if keep.side == Side::B {
+            SpliceWord::HELD_B
+        } else {
+            0
+        };
+        keep.word.update(held, SpliceWord::released(keep.side));
         let mut holders = [
             Holder {
                 port: q,
                 vc: lane.vcs[0],
                 sock: keep.holder,
             },
-            Holder { port, vc, sock },
+            Holder {
+                port,
+                vc,
+                sock: Some(sock),
+            },
         ];
         if keep.side == Side::A {
             holders.swap(0, 1);
         }
         self.splices.push(Spliced {
             side_b: keep.side_b,
+            word: keep.word,
+            region: keep.region,
             label: keep.label,
             holders,
         });
         Some((keep.side, keep.label, handover))
     }
 
-    /// Takes a side of a spliced region back whose holder went: the switch serves it as
-    /// the remaining holder's lane (relabelled if the label is not that holder's VC).
-    /// A region whose holders both went is let go. Whether anything changed.
+    /// A lane request for a region that is spliced (`region`, with side B's descriptors
+    /// `side_b`): the hostd of one of its holders asking again after it lost its link or
+    /// the switch restarted. Its socket is kept as the holder's; nothing is served. A
+    /// restarted switch learns the splice here: the requester holds side A (only a
+    /// region's creator asks for it again) and the other end of its cross-connect side B.
+    /// The refusal's reason.
+    pub fn rejoin(
+        &mut self,
+        port: usize,
+        vc: LaneVc,
+        side_b: &ShmHandover,
+        sock: &UnixStream,
+    ) -> Result<(), String> {
+        let sock = sock.try_clone().map_err(|e| format!("dup: {e}"))?;
+        let region = region_id(side_b).map_err(|e| e.to_string())?;
+        if let Some(s) = self.splices.iter_mut().find(|s| s.region == region) {
+            let h = s
+                .holders
+                .iter_mut()
+                .find(|h| (h.port, h.vc) == (port, vc))
+                .ok_or("the lane's region is spliced between other VCs")?;
+            h.sock = Some(sock);
+            return Ok(());
+        }
+        let (q, w) = self
+            .splice_peer(port, vc)
+            .ok_or("the lane's region is spliced, but not across a cross-connect that may be")?;
+        let keep = SpliceKeep::new(side_b, Side::B, vc, None)?;
+        self.splices.push(Spliced {
+            side_b: keep.side_b,
+            word: keep.word,
+            region,
+            label: vc,
+            holders: [
+                Holder {
+                    port,
+                    vc,
+                    sock: Some(sock),
+                },
+                Holder {
+                    port: q,
+                    vc: w,
+                    sock: None,
+                },
+            ],
+        });
+        Ok(())
+    }
+
+    /// Looks at the spliced regions and the kept lanes: a holder's socket that closed is
+    /// forgotten (the holder is away), a released side of a spliced region is taken back
+    /// as the remaining holder's lane (relabelled if the label is not that holder's VC), a
+    /// region both sides released is let go, and a kept lane whose holder released its side
+    /// is removed. Whether anything changed.
     pub fn watch_splices(&mut self) -> bool {
         let mut changed = false;
+        for p in &mut self.ports {
+            let mut l = 0;
+            while l < p.lanes.len() {
+                let gone = p.lanes[l]
+                    .splice
+                    .as_ref()
+                    .is_some_and(|k| k.word.bits() & SpliceWord::released(other(k.side)) != 0);
+                if gone {
+                    p.remove_lane(l);
+                    changed = true;
+                } else {
+                    l += 1;
+                }
+            }
+        }
         let mut k = 0;
         while k < self.splices.len() {
-            let gone = self.splices[k].holders.each_ref().map(|h| closed(&h.sock));
-            let side = match gone {
-                [false, false] => {
+            for h in &mut self.splices[k].holders {
+                if h.sock.as_ref().is_some_and(closed) {
+                    h.sock = None;
+                    changed = true;
+                }
+            }
+            let bits = self.splices[k].word.bits();
+            let side = match (
+                bits & SpliceWord::RELEASED_A != 0,
+                bits & SpliceWord::RELEASED_B != 0,
+            ) {
+                (false, false) => {
                     k += 1;
                     continue;
                 }
-                [true, false] => Side::A,
-                [false, true] => Side::B,
-                [true, true] => {
-                    let s = self.splices.swap_remove(k);
-                    let _ = ShmLink::set_region_spliced(&s.side_b, false);
+                (true, true) => {
+                    self.splices.swap_remove(k);
                     changed = true;
                     continue;
                 }
+                (true, false) => Side::A,
+                (false, true) => Side::B,
             };
             changed = true;
             let s = self.splices.swap_remove(k);
             let [a, b] = s.holders;
             let stay = if side == Side::A { b } else { a };
             if side == Side::B {
-                let _ = ShmLink::set_region_spliced(&s.side_b, false);
+                s.word.update(0, SpliceWord::HELD_B);
             }
             let taken = handover_for(&s.side_b, side)
                 .map_err(|e| e.to_string())
@@ -237,12 +357,16 @@ impl Fabric {
                     ShmLink::open_side(h, side, ShmWait::EventFd).map_err(|e| e.to_string())
                 })
                 .and_then(|mut link| {
-                    let watch = stay.sock.try_clone().map_err(|e| e.to_string())?;
-                    link.watch_peer(watch).map_err(|e| e.to_string())?;
+                    if let Some(sock) = &stay.sock {
+                        let watch = sock.try_clone().map_err(|e| e.to_string())?;
+                        link.watch_peer(watch).map_err(|e| e.to_string())?;
+                    }
                     Ok(link)
                 });
             let keep = SpliceKeep {
                 side_b: s.side_b,
+                word: s.word,
+                region: s.region,
                 side,
                 label: s.label,
                 holder: stay.sock,
@@ -263,7 +387,7 @@ impl Fabric {
         changed
     }
 
-    /// The spliced VCs at port `port`'s index.
+    /// The spliced regions' holders at port index `port`, with their regions.
     pub fn spliced_at(&self, port: usize) -> impl Iterator<Item = (&Spliced, &Holder)> {
         self.splices.iter().flat_map(move |s| {
             s.holders
