@@ -28,16 +28,20 @@
 //! lane's side B (after pushing what it held for it) and hands that side, with the VC the
 //! region's cells carry (the *label*, the first lane's VC), to the second requester; the
 //! two applications then share one ring pair and the switch is off their data path
-//! (U-Net's and the Myrinet VIA's point: the data path needs no one in the middle). The
+//! (as U-Net's endpoints, with no one in the middle of the data path). The
 //! first application never knows: its ring's peer changed hands between two cells, in
-//! order. The switch keeps the region and takes a side back when its holder goes: side B
-//! (serving the first lane again) when the second requester's socket closes, side A (as
-//! the second port's lane, relabelling the VC) when the first's does, and it hands that
-//! side A to the next request for the first lane's VC. The region's splice word says
-//! while side B is not the switch's, so a restarted switch never serves a spliced side B
-//! (hostd clears the word when the holder goes). Switched off the data path, the switch
-//! cannot count, police, shape or capture a spliced VC: it splices only unrated ports
-//! without policing or capture (see natm-switchd).
+//! order. The switch keeps the region and takes a side back when its holder lets it go:
+//! hostd sets that application's release bit in the region's splice word
+//! ([`crate::shm::SpliceWord`]) when the application closes the VC or dies, before it
+//! closes the lane's socket. A socket that closes without the bit is a hostd that lost its
+//! link: its application keeps the side, and the hostd's next request for the same region
+//! rejoins. The switch serves a released side B as the first lane again, a released side
+//! A as the second port's lane (relabelling the VC), and hands the side it serves to the
+//! next may-splice request for the other end. The word's `HELD_B` says while side B is not
+//! the switch's, so a restarted switch never serves it; it learns the splice from the
+//! creator's hostd's request. Switched off the data path, the switch cannot count, police,
+//! shape or capture a spliced VC: it splices only unrated ports without policing or
+//! capture (natm-switchd's `fabric` splice module).
 //!
 //! Wire format (all little-endian), one `sendmsg` each way:
 //!
