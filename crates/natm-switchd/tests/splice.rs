@@ -217,9 +217,22 @@ fn a_restarted_switch_learns_the_splice_from_the_region() {
     send(&mut app2, &[data_cell(100, 2)]);
     steps(&mut f, 3);
     assert_eq!(f.ports[1].lanes[0].stats.rx, 1);
+    // Its holder releases it after a last cell: the lane stays until a look finds its
+    // ring quiet (the last cell is forwarded), then goes.
+    send(&mut app2, &[data_cell(100, 3)]);
     SpliceWord::of(&b)
         .unwrap()
         .update(SpliceWord::RELEASED_B, 0);
+    drop(app2);
+    f.watch_splices();
+    assert_eq!(f.ports[1].lanes.len(), 1, "not before its cells are read");
+    steps(&mut f, 3);
+    assert_eq!(
+        f.ports[1].lanes[0].stats.rx, 2,
+        "the last cell went through"
+    );
+    f.watch_splices();
+    assert_eq!(f.ports[1].lanes.len(), 1, "cells came since the last look");
     f.watch_splices();
     assert!(f.ports[1].lanes.is_empty());
 }

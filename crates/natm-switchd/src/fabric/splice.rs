@@ -17,7 +17,9 @@
 //! takes a released side back as the remaining holder's lane; one taken back on the other
 //! port than the lane's first is *relabelled*: its ring's cells carry the region's label,
 //! not the port's VC, and the fabric rewrites the header on the way in and out
-//! ([`relabel`]). A kept lane whose holder releases its side is removed. A switch that
+//! ([`relabel`]). A kept lane goes when its holder's socket closes, as every lane does
+//! (after its ring is drained), or, taken back for a holder whose hostd is away, once that
+//! holder released its side and its ring is quiet. A switch that
 //! restarts learns a spliced region from the creator's hostd's request (the word's
 //! `HELD_B`) and serves nothing of it until a side is released.
 //!
@@ -56,6 +58,8 @@ pub struct SpliceKeep {
     /// The socket of the application holding the other side (its hostd's lane request),
     /// while its hostd is there.
     pub holder: Option<UnixStream>,
+    /// The lane's received cells when its released holder was last looked at.
+    pub rx_seen: Option<u64>,
 }
 
 impl SpliceKeep {
@@ -73,6 +77,7 @@ impl SpliceKeep {
             side,
             label,
             holder,
+            rx_seen: None,
         })
     }
 }
@@ -160,6 +165,21 @@ impl Fabric {
     /// The other end of port `port`'s VC `vc` cross-connect, `(port index, VC)`, if the
     /// two may be spliced (see the [module documentation](self)).
     fn splice_peer(&self, port: usize, vc: LaneVc) -> Option<(usize, LaneVc)> {
+        let (q, w) = self.xc_peer(port, vc)?;
+        let (pq, qq) = (&self.ports[port], &self.ports[q]);
+        let usable = self.switch.passes_untouched(pq.id, vc.vpi, vc.vci)
+            && self.switch.passes_untouched(qq.id, w.vpi, w.vci)
+            && pq.input.is_none()
+            && qq.input.is_none()
+            && pq.format == qq.format
+            && !self.tap_ports.contains(&pq.id)
+            && !self.tap_ports.contains(&qq.id);
+        usable.then_some((q, w))
+    }
+
+    /// The other end of port `port`'s VC `vc` point-to-point VC cross-connect carrying
+    /// cells both ways, on another port: `(port index, VC)`.
+    fn xc_peer(&self, port: usize, vc: LaneVc) -> Option<(usize, LaneVc)> {
         let p = self.ports.get(port)?;
         let here = (p.id, vc.vpi, Some(vc.vci));
         let (_, xc) = self
@@ -176,17 +196,9 @@ impl Fabric {
             vci: there.vci?,
         };
         let q = self.index(there.port)?;
-        let (pq, qq) = (&self.ports[port], &self.ports[q]);
         let usable = xc.qos.tx.class != TrafficClass::None
             && xc.qos.rx.class != TrafficClass::None
-            && self.switch.passes_untouched(pq.id, vc.vpi, vc.vci)
-            && self.switch.passes_untouched(qq.id, w.vpi, w.vci)
-            && q != port
-            && pq.input.is_none()
-            && qq.input.is_none()
-            && pq.format == qq.format
-            && !self.tap_ports.contains(&pq.id)
-            && !self.tap_ports.contains(&qq.id);
+            && q != port;
         usable.then_some((q, w))
     }
 
@@ -272,9 +284,10 @@ impl Fabric {
             h.sock = Some(sock);
             return Ok(());
         }
-        let (q, w) = self
-            .splice_peer(port, vc)
-            .ok_or("the lane's region is spliced, but not across a cross-connect that may be")?;
+        // Not `splice_peer`: right after a restart the other port may not be up yet.
+        let (q, w) = self.xc_peer(port, vc).ok_or(
+            "the lane's region is spliced, but its VC has no point-to-point cross-connect",
+        )?;
         let keep = SpliceKeep::new(side_b, Side::B, vc, None)?;
         self.splices.push(Spliced {
             side_b: keep.side_b,
@@ -304,13 +317,22 @@ impl Fabric {
     /// is removed. Whether anything changed.
     pub fn watch_splices(&mut self) -> bool {
         let mut changed = false;
+        // A kept lane with its holder's socket goes when the socket closes, after the
+        // lane's ring is drained (as every lane does); one without (taken back for a
+        // holder whose hostd is away) goes once its holder released the side and a
+        // look found no cells since the last.
         for p in &mut self.ports {
             let mut l = 0;
             while l < p.lanes.len() {
-                let gone = p.lanes[l]
-                    .splice
-                    .as_ref()
-                    .is_some_and(|k| k.word.bits() & SpliceWord::released(other(k.side)) != 0);
+                let lane = &mut p.lanes[l];
+                let rx = lane.stats.rx;
+                let gone = lane.splice.as_mut().is_some_and(|k| {
+                    let released = k.holder.is_none()
+                        && k.word.bits() & SpliceWord::released(other(k.side)) != 0;
+                    let quiet = k.rx_seen == Some(rx);
+                    k.rx_seen = released.then_some(rx);
+                    released && quiet
+                });
                 if gone {
                     p.remove_lane(l);
                     changed = true;
@@ -370,6 +392,7 @@ impl Fabric {
                 side,
                 label: s.label,
                 holder: stay.sock,
+                rx_seen: None,
             };
             let result = taken.and_then(|link| {
                 self.ports[stay.port].add_lane_kept(
