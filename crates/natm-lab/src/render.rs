@@ -299,9 +299,21 @@ fn switch_table(name: &str, v: &SwitchStatus) -> String {
             );
         }
         for l in &p.lanes {
+            if let Some(peer) = &l.spliced_with {
+                let _ = writeln!(
+                    t,
+                    "        lane {} spliced with {peer}: the applications share its rings, the switch is off its data path",
+                    l.vcs.join(",")
+                );
+                continue;
+            }
+            let label = l
+                .label
+                .as_ref()
+                .map_or_else(String::new, |v| format!(" (its cells carry {v})"));
             let _ = writeln!(
                 t,
-                "        lane {} (weight {}): {} cells in, {} out, {} held, {} dropped, {} steps paused",
+                "        lane {}{label} (weight {}): {} cells in, {} out, {} held, {} dropped, {} steps paused",
                 l.vcs.join(","),
                 l.weight,
                 l.rx,

@@ -58,9 +58,7 @@ use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use natm_nic::cells::{
-    CellConsumer, CellLink as Rings, CellLinkError, CellProducer, LineWeight, Side,
-};
+use natm_nic::cells::{CellConsumer, CellLink as Rings, CellLinkError, CellProducer, LineWeight};
 use natm_nic::memfd::MemfdMem;
 use natm_nic::notify::{EventFdError, WaitOutcome, Waiter, Wakeable, check_eventfd};
 use natm_nic::shm::{HeapMem, MemError, Region};
@@ -70,6 +68,7 @@ use rustix::net::{
     SendAncillaryMessage, SendFlags, recvmsg, sendmsg,
 };
 
+pub use natm_nic::cells::Side;
 pub use natm_nic::notify::AdaptivePolicy;
 
 use crate::cell::{CellBytes, CellLink, LinkCounters};
@@ -244,6 +243,57 @@ impl ShmHandover {
     }
 }
 
+/// A cell-link region's splice word (natm-nic's `SPLICE_OFFSET`; [`crate::lane`] says what
+/// it is for), over the region mapped once.
+#[derive(Clone)]
+pub struct SpliceWord(Rings);
+
+impl std::fmt::Debug for SpliceWord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SpliceWord({:#x})", self.bits())
+    }
+}
+
+impl SpliceWord {
+    /// Side B is held by another application than the one its creator asked for.
+    pub const HELD_B: u64 = natm_nic::layout::SPLICE_HELD_B;
+    /// The application holding side A let it go.
+    pub const RELEASED_A: u64 = natm_nic::layout::SPLICE_RELEASED_A;
+    /// The application holding side B let it go.
+    pub const RELEASED_B: u64 = natm_nic::layout::SPLICE_RELEASED_B;
+
+    /// The release bit of `side`.
+    pub fn released(side: Side) -> u64 {
+        match side {
+            Side::A => SpliceWord::RELEASED_A,
+            Side::B => SpliceWord::RELEASED_B,
+        }
+    }
+
+    /// Maps the region a handover names (validating it) for its splice word.
+    pub fn of(handover: &ShmHandover) -> Result<SpliceWord, ShmError> {
+        let mem = MemfdMem::map(dup(handover.region.as_fd())?)?;
+        Ok(SpliceWord(Rings::open(Arc::new(mem))?))
+    }
+
+    /// The word.
+    pub fn bits(&self) -> u64 {
+        self.0.splice_bits()
+    }
+
+    /// Sets `set` and clears `clear`, atomically.
+    pub fn update(&self, set: u64, clear: u64) {
+        self.0.update_splice_bits(set, clear);
+    }
+}
+
+/// Which region a handover names: the memfd's device and inode (the same for every
+/// descriptor of it, in every process).
+pub fn region_id(handover: &ShmHandover) -> Result<(u64, u64), ShmError> {
+    let st = rustix::fs::fstat(&handover.region).map_err(os("fstat"))?;
+    Ok((st.st_dev as u64, st.st_ino as u64))
+}
+
 /// What a shared-memory link counts beyond [`LinkCounters`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ShmCounters {
@@ -278,6 +328,8 @@ pub struct ShmLink {
     /// Which side this is, and the region's line-weight words.
     side: Side,
     weight: LineWeight,
+    /// The region (for its splice word).
+    rings: Rings,
 }
 
 impl std::fmt::Debug for ShmLink {
@@ -372,9 +424,7 @@ impl ShmLink {
     /// Side A of a link from the first handover of [`ShmLink::create_detached`]; validates
     /// it as [`ShmLink::open`] does.
     pub fn open_a(handover: ShmHandover, wait: ShmWait) -> Result<ShmLink, ShmError> {
-        let mem = MemfdMem::map(handover.region)?;
-        let rings = Rings::open(Arc::new(mem))?;
-        ShmLink::assemble(&rings, Side::A, handover.wait, handover.kick, wait)
+        ShmLink::open_side(handover, Side::A, wait)
     }
 
     /// A copy of the handover (every descriptor duplicated), to hand over again later.
@@ -389,9 +439,20 @@ impl ShmLink {
     /// Side B of a link another process created, from its handover. Validates the region
     /// and both eventfds (see the module documentation); never panics on what it is given.
     pub fn open(handover: ShmHandover, wait: ShmWait) -> Result<ShmLink, ShmError> {
+        ShmLink::open_side(handover, Side::B, wait)
+    }
+
+    /// Either side of a region from that side's handover, validated as [`ShmLink::open`]
+    /// does. The side continues from the indices in the region: whoever held it before
+    /// must have stopped (a spliced lane's side changing hands, [`crate::lane`]).
+    pub fn open_side(
+        handover: ShmHandover,
+        side: Side,
+        wait: ShmWait,
+    ) -> Result<ShmLink, ShmError> {
         let mem = MemfdMem::map(handover.region)?;
         let rings = Rings::open(Arc::new(mem))?;
-        ShmLink::assemble(&rings, Side::B, handover.wait, handover.kick, wait)
+        ShmLink::assemble(&rings, side, handover.wait, handover.kick, wait)
     }
 
     /// Creates a link, sends side B's handover over `sock` and keeps the socket to notice
@@ -493,7 +554,18 @@ impl ShmLink {
             counters: ShmCounters::default(),
             side,
             weight: rings.line_weight(),
+            rings: rings.clone(),
         })
+    }
+
+    /// Which side of the region this is.
+    pub fn side(&self) -> Side {
+        self.side
+    }
+
+    /// The region's splice word.
+    pub fn splice_word(&self) -> SpliceWord {
+        SpliceWord(self.rings.clone())
     }
 
     /// The wait mode.

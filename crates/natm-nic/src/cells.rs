@@ -22,7 +22,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::layout::{LINE_WEIGHT_OFFSETS, Layout, LayoutError, RegionKind};
+use crate::layout::{LINE_WEIGHT_OFFSETS, Layout, LayoutError, RegionKind, SPLICE_OFFSET};
+#[cfg(test)]
+use crate::layout::{SPLICE_HELD_B, SPLICE_RELEASED_A, SPLICE_RELEASED_B};
 use crate::notify::{Wakeable, Waker};
 use crate::ring::{Consumer, Producer, RingFault, RingRef};
 use crate::shm::Region;
@@ -139,6 +141,24 @@ impl CellLink {
     pub fn line_weight(&self) -> LineWeight {
         LineWeight {
             mem: self.mem.clone(),
+        }
+    }
+
+    /// The region's splice word ([`SPLICE_OFFSET`]).
+    pub fn splice_bits(&self) -> u64 {
+        self.mem
+            .words()
+            .get(SPLICE_OFFSET / 8)
+            .map_or(0, |w| load_le(w, Ordering::Acquire))
+    }
+
+    /// Sets `set` and clears `clear` in the splice word, atomically (each side's holder
+    /// and the switch write it).
+    pub fn update_splice_bits(&self, set: u64, clear: u64) {
+        if let Some(w) = self.mem.words().get(SPLICE_OFFSET / 8) {
+            let _ = w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+                Some(((u64::from_le(v) | set) & !clear).to_le())
+            });
         }
     }
 
@@ -411,5 +431,30 @@ mod tests {
         assert_eq!(got[1], [9u8; 53]);
         w.set(Side::B, 0);
         assert_eq!(opened.line_weight().get(Side::B), None, "0 is unsaid");
+    }
+
+    #[test]
+    fn the_splice_word_reads_across_processes_and_a_side_taken_over_continues_its_ring() {
+        let mem: Region = Arc::new(HeapMem::new(CellLink::region_bytes(64).unwrap()).unwrap());
+        let link = CellLink::create(mem.clone(), 64).unwrap();
+        assert_eq!(link.splice_bits(), 0, "a fresh region is not spliced");
+        let (mut a_tx, _a_rx) = link.endpoint(Side::A).unwrap();
+        let (_b_tx, mut b_rx) = CellLink::open(mem.clone())
+            .unwrap()
+            .endpoint(Side::B)
+            .unwrap();
+        assert_eq!(a_tx.push_batch(&[[1u8; 53], [2u8; 53], [3u8; 53]]), 3);
+        let mut got = [[0u8; 53]; 4];
+        assert_eq!(b_rx.pop_batch(&mut got[..1]), 1);
+        // Side B changes hands: the new holder reads on from the old one's index.
+        link.update_splice_bits(SPLICE_HELD_B | SPLICE_RELEASED_A, 0);
+        drop(b_rx);
+        let opened = CellLink::open(mem).unwrap();
+        assert_eq!(opened.splice_bits(), SPLICE_HELD_B | SPLICE_RELEASED_A);
+        let (_b_tx, mut b_rx) = opened.endpoint(Side::B).unwrap();
+        assert_eq!(b_rx.pop_batch(&mut got), 2);
+        assert_eq!(got[..2], [[2u8; 53], [3u8; 53]]);
+        opened.update_splice_bits(SPLICE_RELEASED_B, SPLICE_HELD_B);
+        assert_eq!(link.splice_bits(), SPLICE_RELEASED_A | SPLICE_RELEASED_B);
     }
 }

@@ -132,6 +132,18 @@ pub const STATE_OFFSET: usize = 120;
 /// unsaid. Validation ignores them, as it ignores the state word.
 pub const LINE_WEIGHT_OFFSETS: [usize; 2] = [104, 112];
 
+/// Byte offset of a cell link's splice word (the channel state word's place, which a cell
+/// link does not use): bit flags, [`SPLICE_HELD_B`], [`SPLICE_RELEASED_A`],
+/// [`SPLICE_RELEASED_B`]; 0 in a fresh region. Validation ignores it.
+pub const SPLICE_OFFSET: usize = STATE_OFFSET;
+/// Splice word: a switch handed side B to another application than the one its creator asked
+/// for (natm-link's spliced lanes): a restarted switch must not serve it.
+pub const SPLICE_HELD_B: u64 = 1;
+/// Splice word: the application holding side A let it go (closed or died).
+pub const SPLICE_RELEASED_A: u64 = 2;
+/// Splice word: the application holding side B let it go.
+pub const SPLICE_RELEASED_B: u64 = 4;
+
 const _: () = assert!(size_of::<RegionHeader>() == HEADER_BYTES);
 const _: () = assert!(size_of::<RingDesc>() == 16);
 

@@ -663,6 +663,21 @@ pub struct LaneShape {
     pub scr: u32,
     /// Maximum burst size (VBR).
     pub mbs: u32,
+    /// A spliced lane (natm-link's `lane` module): the side of another lane's region the
+    /// descriptors are, and the VC its cells carry instead of the application's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub splice: Option<LaneSplice>,
+}
+
+/// The side of a spliced lane's region an application holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaneSplice {
+    /// Side B (`true`) or A.
+    pub side_b: bool,
+    /// The label's VPI.
+    pub vpi: u16,
+    /// The label's VCI.
+    pub vci: u16,
 }
 
 /// A service category on the wire.
@@ -696,6 +711,7 @@ impl LaneShape {
             },
             scr: spec.scr,
             mbs: spec.mbs,
+            splice: None,
         }
     }
 

@@ -401,6 +401,14 @@ pub struct LaneStatus {
     /// switch that did not say).
     #[serde(default = "one")]
     pub weight: u32,
+    /// A spliced lane (natm-link's `lane` module): the other holder's `PORT:VPI.VCI`.
+    /// The switch is off its data path, so its counters stay 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spliced_with: Option<String>,
+    /// A lane the switch serves with its ring's cells carrying another VC than the
+    /// port's (a spliced region's side taken back): that VC, `VPI.VCI`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
 }
 
 fn one() -> u32 {

@@ -26,6 +26,9 @@ use natm_link::lane::LaneVc;
 use natm_link::{CELL_LEN, CellBytes};
 use natm_switch::{PortConfig, PortId, Switch, SwitchConfig, SwitchError};
 
+mod splice;
+pub use splice::{Holder, SpliceKeep, Spliced, relabel};
+
 /// Cells moved per port per step at most.
 pub const BATCH: usize = 256;
 
@@ -95,6 +98,13 @@ pub struct Lane {
     vtime: u64,
     /// Counters.
     pub stats: LaneStats,
+    /// What a splice needs (single-VC lanes only).
+    pub splice: Option<SpliceKeep>,
+    /// A relabelled lane's label (its ring's cells carry it instead of the VC) and that
+    /// label's key at the port.
+    relabel: Option<(LaneVc, u32)>,
+    /// Scratch for relabelled cells on their way out.
+    relabelled: Vec<CellBytes>,
 }
 
 impl Lane {
@@ -112,7 +122,27 @@ impl Lane {
     /// already holds, in order), or counts them dropped beyond [`LANE_HOLD`]. A lane that
     /// holds nothing is written straight from `cells`: no copy in between. A ring error
     /// is left for [`flush`](Self::flush) to find. The cells the ring took.
-    fn send_or_hold(&mut self, cells: &[CellBytes], port: &mut PortStats) -> usize {
+    fn send_or_hold(
+        &mut self,
+        cells: &[CellBytes],
+        port: &mut PortStats,
+        format: HeaderFormat,
+    ) -> usize {
+        if let Some((label, _)) = self.relabel {
+            let mut out = std::mem::take(&mut self.relabelled);
+            out.clear();
+            out.extend_from_slice(cells);
+            for c in &mut out {
+                splice::relabel(c, format, label);
+            }
+            let sent = self.send_or_hold_as_is(&out, port);
+            self.relabelled = out;
+            return sent;
+        }
+        self.send_or_hold_as_is(cells, port)
+    }
+
+    fn send_or_hold_as_is(&mut self, cells: &[CellBytes], port: &mut PortStats) -> usize {
         let mut sent = 0;
         if self.held() == 0 {
             sent = self.link.send_cells(cells).unwrap_or(0);
@@ -308,6 +338,18 @@ impl PortLink {
         weight: u32,
         link: Box<dyn EndpointLink>,
     ) -> Result<(), String> {
+        self.add_lane_kept(vcs, weight, link, None)
+    }
+
+    /// [`add_lane`](Self::add_lane) with what a splice needs of a single-VC lane; relabelled
+    /// when the keep's label is not the VC.
+    pub fn add_lane_kept(
+        &mut self,
+        vcs: Vec<LaneVc>,
+        weight: u32,
+        link: Box<dyn EndpointLink>,
+        splice: Option<SpliceKeep>,
+    ) -> Result<(), String> {
         if self.link.is_none() {
             return Err(format!("port {} has no link", self.id.0));
         }
@@ -333,7 +375,15 @@ impl PortLink {
         let mut keys: Vec<u32> = vcs.iter().map(|v| lane_key(*v)).collect();
         keys.sort_unstable();
         keys.dedup();
+        let splice = splice.filter(|_| vcs.len() == 1);
+        let relabel = splice
+            .as_ref()
+            .filter(|k| k.label != vcs[0])
+            .map(|k| (k.label, lane_key(k.label)));
         self.lanes.push(Lane {
+            splice,
+            relabel,
+            relabelled: Vec::new(),
             link,
             vcs,
             weight: weight.max(1),
@@ -350,12 +400,13 @@ impl PortLink {
         Ok(())
     }
 
-    fn remove_lane(&mut self, i: usize) {
+    fn remove_lane(&mut self, i: usize) -> Lane {
         // Cells held for a lane that went away are lost with it, counted as a link's are.
         self.stats.tx_lost += self.lanes[i].held() as u64;
-        self.lanes.remove(i);
+        let lane = self.lanes.remove(i);
         self.stats.lanes_removed += 1;
         self.index_lanes();
+        lane
     }
 
     fn index_lanes(&mut self) {
@@ -426,6 +477,8 @@ pub struct Fabric {
     routes_age: u64,
     /// Some lane may be marked paused.
     lanes_paused: bool,
+    /// Spliced regions (see [`splice`]).
+    pub splices: Vec<Spliced>,
     /// The switch's call control, when it signals (see [`Fabric::enable_calls`]).
     pub calls: Option<CallControl>,
     /// When the call control's timers are next due (its `poll_timeout`, kept here: that
@@ -468,6 +521,7 @@ impl Fabric {
             routes_seen: (0, 0),
             routes_age: 0,
             lanes_paused: false,
+            splices: Vec::new(),
             calls: None,
             calls_due: None,
         }
@@ -804,6 +858,15 @@ impl Fabric {
         if let Some(line) = &mut p.input {
             line.take(now, n);
         }
+        // A relabelled lane's cells carry the region's label: the port's VC from here on.
+        if let Some((_, label)) = lane.relabel {
+            let vc = lane.vcs[0];
+            for c in &mut self.buf[..n] {
+                if vc_key(c, format) == label {
+                    splice::relabel(c, format, vc);
+                }
+            }
+        }
         // Cells of one VC come in runs: one key looked up per run. Cells are moved only
         // once one was refused (never, from a well-behaved application).
         let mut kept = 0;
@@ -1043,7 +1106,7 @@ impl Fabric {
                 break;
             };
             let p = &mut self.ports[q];
-            sent += p.lanes[l].send_or_hold(&self.buf[from..from + k], &mut p.stats);
+            sent += p.lanes[l].send_or_hold(&self.buf[from..from + k], &mut p.stats, p.format);
             from += k;
         }
         if from < n {
@@ -1169,7 +1232,7 @@ impl Fabric {
             if let Some((l, from)) = pending
                 && lane != Some(l)
             {
-                sent += p.lanes[l].send_or_hold(&cells[from..j], &mut p.stats);
+                sent += p.lanes[l].send_or_hold(&cells[from..j], &mut p.stats, p.format);
                 pending = None;
             }
             match lane {
@@ -1186,7 +1249,7 @@ impl Fabric {
             j = end;
         }
         if let Some((l, from)) = pending {
-            sent += p.lanes[l].send_or_hold(&cells[from..], &mut p.stats);
+            sent += p.lanes[l].send_or_hold(&cells[from..], &mut p.stats, p.format);
         }
         (kept, sent)
     }
@@ -1201,7 +1264,9 @@ impl Fabric {
                     sent += k;
                     l += 1;
                 }
-                Err(_) => p.remove_lane(l),
+                Err(_) => {
+                    p.remove_lane(l);
+                }
             }
         }
         sent

@@ -106,6 +106,7 @@ use std::time::{Duration, Instant as StdInstant};
 
 use natm_link::endpoint::{EndpointLink, LinkConfig, LinkListener, LinkSetupError};
 use natm_link::lane;
+use natm_link::shm::{ShmHandover, Side, SpliceWord};
 use natm_nic::sched::{Idler, Next};
 use natm_switch::{PortId, SwitchConfig, SwitchError};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
@@ -315,6 +316,7 @@ fn serve(
             last_maintenance = Some(wall);
             moved |= attach_new_links(&mut fabric, &mut sources, halt);
             moved |= attach_new_lanes(&mut fabric, &mut sources, &mut pending_lanes);
+            moved |= fabric.watch_splices();
             moved |= mgmt.service(&mut fabric, &info);
         }
         // The time read after the step serves here (maintenance is rare and short).
@@ -405,13 +407,20 @@ fn attach_new_lanes(
             Ok(Some(req)) => {
                 any = true;
                 let pl = pending.swap_remove(k);
-                let answer = take_lane(fabric, pl.port, req, &pl.stream);
-                let _ = lane::send_reply(
-                    &pl.stream,
-                    answer.as_ref().map(|_| ()).map_err(|e| e.as_str()),
-                );
-                if let Err(why) = answer {
-                    fabric.ports[pl.port].stats.last_error = Some(format!("lane refused: {why}"));
+                match take_lane(fabric, pl.port, req, &pl.stream) {
+                    Ok(None) => {
+                        let _ = lane::send_reply(&pl.stream, Ok(()));
+                    }
+                    Ok(Some((side, label, handover))) => {
+                        // Should the requester be gone already, its socket's end is seen
+                        // by `watch_splices`, which takes the side back.
+                        let _ = lane::send_splice(&pl.stream, side, label, &handover);
+                    }
+                    Err(why) => {
+                        let _ = lane::send_reply(&pl.stream, Err(&why));
+                        fabric.ports[pl.port].stats.last_error =
+                            Some(format!("lane refused: {why}"));
+                    }
                 }
                 continue;
             }
@@ -424,17 +433,45 @@ fn attach_new_lanes(
     any
 }
 
-/// Opens and attaches one requested lane; the refusal's reason.
+/// Opens and attaches one requested lane, or splices it with the lane at the other end of
+/// its cross-connect (natm-link's `lane` module): `Some` with the side to hand over, its
+/// label and descriptors. A request for a region that is spliced is a holder's hostd asking
+/// again ([`Fabric::rejoin`]): taken, nothing served. The refusal's reason.
 fn take_lane(
     fabric: &mut Fabric,
     port: usize,
     req: lane::LaneRequest,
     stream: &UnixStream,
-) -> Result<(), String> {
+) -> Result<Option<(Side, lane::LaneVc, ShmHandover)>, String> {
+    let Ok([vc]) = <[lane::LaneVc; 1]>::try_from(&req.vcs[..]) else {
+        let watch = stream.try_clone().map_err(|e| format!("dup: {e}"))?;
+        let weight = req.weight;
+        let (vcs, link) = req.open(watch).map_err(|e| e.to_string())?;
+        fabric.ports[port].add_lane(vcs, weight, Box::new(link))?;
+        return Ok(None);
+    };
+    if req.may_splice
+        && let Some(spliced) = fabric.splice(port, vc, stream)
+    {
+        return Ok(Some(spliced));
+    }
+    let keep = fabric::SpliceKeep::new(
+        &req.handover,
+        Side::B,
+        vc,
+        Some(stream.try_clone().map_err(|e| format!("dup: {e}"))?),
+    )?;
+    if keep.word.bits() & SpliceWord::HELD_B != 0
+        || fabric.splices.iter().any(|s| s.region == keep.region)
+    {
+        fabric.rejoin(port, vc, &req.handover, stream)?;
+        return Ok(None);
+    }
     let watch = stream.try_clone().map_err(|e| format!("dup: {e}"))?;
     let weight = req.weight;
     let (vcs, link) = req.open(watch).map_err(|e| e.to_string())?;
-    fabric.ports[port].add_lane(vcs, weight, Box::new(link))
+    fabric.ports[port].add_lane_kept(vcs, weight, Box::new(link), Some(keep))?;
+    Ok(None)
 }
 
 /// Takes links from listeners and dialers for ports without one; whether any came.
@@ -579,6 +616,12 @@ fn sleep(
         }
     }
     let rest = fds.len();
+    // A spliced side's holder closing its socket: the switch takes the side back.
+    for s in &fabric.splices {
+        for sock in s.holders.iter().filter_map(|h| h.sock.as_ref()) {
+            fds.push(PollFd::new(sock, PollFlags::IN));
+        }
+    }
     for pl in pending_lanes {
         fds.push(PollFd::new(&pl.stream, PollFlags::IN));
         cap(pl.since + LANE_REQUEST_WAIT);

@@ -429,10 +429,12 @@ fn status(fabric: &Fabric, info: &DaemonInfo<'_>) -> SwitchStatus {
     // Before the reply is built: a reply listing 65,536 connections is itself many MiB,
     // which would be counted as the switch's own size.
     let memory = natm_nic::procfs::resident_bytes(None).ok();
+    let vc_text = |v: natm_link::lane::LaneVc| format!("{}.{}", v.vpi, v.vci);
     let ports = fabric
         .ports
         .iter()
-        .map(|p| {
+        .enumerate()
+        .map(|(i, p)| {
             let c = fabric.switch.port_counters(p.id).unwrap_or_default();
             let link = info
                 .links
@@ -478,7 +480,25 @@ fn status(fabric: &Fabric, info: &DaemonInfo<'_>) -> SwitchStatus {
                         paused: l.stats.paused,
                         held: count(l.held()),
                         weight: l.weight,
+                        spliced_with: None,
+                        label: l
+                            .splice
+                            .as_ref()
+                            .filter(|k| [k.label] != l.vcs[..])
+                            .map(|k| vc_text(k.label)),
                     })
+                    .chain(fabric.spliced_at(i).map(|(s, h)| {
+                        let peer = s.holders.iter().find(|o| !std::ptr::eq(*o, h)).map(|o| {
+                            let port = fabric.ports.get(o.port).map_or(0, |q| q.id.0);
+                            format!("{port}:{}", vc_text(o.vc))
+                        });
+                        LaneStatus {
+                            vcs: vec![vc_text(h.vc)],
+                            weight: 1,
+                            spliced_with: peer,
+                            ..LaneStatus::default()
+                        }
+                    }))
                     .collect(),
                 main_weight: p.link.as_ref().and_then(|l| l.line_weight()),
                 lanes_attached: p.stats.lanes_attached,

@@ -2,6 +2,7 @@
 //! adapter it runs itself.
 
 use super::*;
+use natm_link::shm::Side;
 
 /// The application's side of a direct-path channel.
 pub(crate) struct Direct {
@@ -132,10 +133,21 @@ impl Direct {
         config.event_queue_max = 64;
         let mut adapter =
             Adapter::new(config).map_err(|e| protocol(format!("lane adapter: {e}")))?;
+        // A spliced lane's cells carry the region's label, its other holder's VC, and this
+        // end holds the side hostd says (natm-link's `lane` module).
+        let (vc, side) = match setup.shape.splice {
+            None => (setup.vc, Side::A),
+            Some(s) => (
+                VcId::uni(u32::from(s.vpi), u32::from(s.vci)).map_err(|e| {
+                    protocol(format!("spliced lane's label {}.{}: {e}", s.vpi, s.vci))
+                })?,
+                if s.side_b { Side::B } else { Side::A },
+            ),
+        };
         adapter
             .open_vc(
                 setup.handle,
-                setup.vc,
+                vc,
                 setup.shape.spec(),
                 RxVcConfig::aal5(setup.max_sdu),
             )
@@ -144,12 +156,13 @@ impl Direct {
             NotifyMode::Poll => ShmWait::BusyPoll,
             _ => ShmWait::EventFd,
         };
-        let mut link = ShmLink::open_a(
+        let mut link = ShmLink::open_side(
             ShmHandover {
                 region: lane_region,
                 wait: lane_wait,
                 kick: lane_kick,
             },
+            side,
             wait,
         )
         .map_err(|e| protocol(format!("lane: {e}")))?;

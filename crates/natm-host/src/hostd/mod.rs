@@ -413,15 +413,16 @@ impl Hostd {
                 switch,
                 side_b,
                 weight,
+                splice: None,
                 ..
             } = &mut p.mem
             {
                 // The switch lost its lanes with the link (or is a new one): ask again.
                 match lanes
                     .as_deref()
-                    .map(|s| request_lane(s, p.vc, *weight, side_b))
+                    .map(|s| request_lane(s, p.vc, *weight, false, side_b))
                 {
-                    Some(Ok(sock)) => *switch = Some(sock),
+                    Some(Ok((sock, _))) => *switch = Some(sock),
                     _ => {
                         self.stats.lane_failures += 1;
                         continue;
@@ -462,7 +463,14 @@ impl Hostd {
         // back as link-down failures), pings fail.
         self.host.link_down();
         for (_, _, p) in self.host.channels_mut() {
-            if let ChannelMem::Lane { switch, .. } = &mut p.mem {
+            // A spliced side's holder keeps its socket: closing it would tell the switch
+            // the application went.
+            if let ChannelMem::Lane {
+                switch,
+                splice: None,
+                ..
+            } = &mut p.mem
+            {
                 *switch = None;
             }
             p.mem.set_state(ChannelState::LinkDown);

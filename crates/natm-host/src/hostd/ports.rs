@@ -32,11 +32,38 @@ pub(super) enum ChannelMem {
         weight: u32,
         /// The lane request's socket while the switch has the lane: closing it ends it.
         switch: Option<UnixStream>,
+        /// A spliced lane's side, label and descriptors (natm-link's `lane` module).
+        splice: Option<(
+            natm_link::shm::Side,
+            natm_link::lane::LaneVc,
+            natm_link::shm::ShmHandover,
+        )>,
         _region: Arc<MemfdMem>,
     },
 }
 
 impl ChannelMem {
+    /// A lane's application let its side go (closed the VC or died): says so in the
+    /// region, before the lane's socket closes, so the switch may take the side back if
+    /// the lane was spliced (natm-link's `lane` module). Its own side A, or the side a
+    /// splice gave it.
+    pub(super) fn release_lane(&self) {
+        use natm_link::shm::SpliceWord;
+        let word = match self {
+            ChannelMem::Lane {
+                splice: Some((side, _, h)),
+                ..
+            } => SpliceWord::of(h).map(|w| (w, *side)),
+            ChannelMem::Lane { side_b, .. } => {
+                SpliceWord::of(side_b).map(|w| (w, natm_link::shm::Side::A))
+            }
+            _ => return,
+        };
+        if let Ok((w, side)) = word {
+            w.update(SpliceWord::released(side), 0);
+        }
+    }
+
     /// Sets a channel's state word, waking the application.
     pub(super) fn set_state(&mut self, state: ChannelState) {
         match self {
@@ -57,18 +84,26 @@ pub(super) fn request_lane(
     socket: &Path,
     vc: VcId,
     weight: u32,
+    may_splice: bool,
     side_b: &natm_link::shm::ShmHandover,
-) -> Result<UnixStream, String> {
+) -> Result<(UnixStream, natm_link::lane::Grant), String> {
     let sock = UnixStream::connect(socket).map_err(|e| format!("{}: {e}", socket.display()))?;
     let handover = natm_link::shm::ShmLink::dup_handover(side_b).map_err(|e| e.to_string())?;
     let lane_vc = natm_link::lane::LaneVc {
         vpi: vc.vpi.get(),
         vci: vc.vci.get(),
     };
-    natm_link::lane::request(&sock, &[lane_vc], weight, &handover, LANE_REQUEST_TIMEOUT)
-        .map_err(|e| e.to_string())?;
+    let grant = natm_link::lane::request(
+        &sock,
+        &[lane_vc],
+        weight,
+        may_splice,
+        &handover,
+        LANE_REQUEST_TIMEOUT,
+    )
+    .map_err(|e| e.to_string())?;
     sock.set_nonblocking(true).map_err(|e| e.to_string())?;
-    Ok(sock)
+    Ok((sock, grant))
 }
 
 /// An application's VC: hostd's side of one host-core channel (which holds its adapter).
@@ -242,6 +277,17 @@ impl Hostd {
         if !link_up {
             port.mem.set_state(ChannelState::LinkDown);
         }
+        let splice = match &port.mem {
+            ChannelMem::Lane {
+                splice: Some((side, label, _)),
+                ..
+            } => Some(proto::LaneSplice {
+                side_b: *side == natm_link::shm::Side::B,
+                vpi: label.vpi,
+                vci: label.vci,
+            }),
+            _ => None,
+        };
         self.by_handle.insert(handle.0, ch);
         self.say_line_weight();
         Ok((
@@ -253,7 +299,10 @@ impl Hostd {
                 buffer_size,
                 max_sdu: info.rx.max_sdu as u32,
                 link_up,
-                lane: (path == DataPath::Lane).then(|| lane_shape(qos, &info.spec)),
+                lane: (path == DataPath::Lane).then(|| proto::LaneShape {
+                    splice,
+                    ..lane_shape(qos, &info.spec)
+                }),
                 call: None,
             },
             fds,
@@ -326,14 +375,26 @@ impl Hostd {
         let (a, b) = natm_link::shm::ShmLink::create_detached(natm_link::lane::LANE_RING_CELLS)
             .map_err(|e| internal("lane rings", &e))?;
         let weight = self.host.weight_of(&qos.tx);
-        let switch = match self.link {
-            Some(_) => Some(
-                request_lane(&socket, vc, weight, &b)
-                    .map_err(|e| (ErrorKind::Refused, format!("lane for VC {vc}: {e}")))?,
-            ),
-            None => None,
+        let (switch, grant) = match self.link {
+            Some(_) => {
+                let (sock, grant) = request_lane(&socket, vc, weight, true, &b)
+                    .map_err(|e| (ErrorKind::Refused, format!("lane for VC {vc}: {e}")))?;
+                (Some(sock), grant)
+            }
+            None => (None, natm_link::lane::Grant::Taken),
         };
-        fds.extend([a.region, a.wait, a.kick]);
+        let splice = match grant {
+            natm_link::lane::Grant::Taken => {
+                fds.extend([a.region, a.wait, a.kick]);
+                None
+            }
+            natm_link::lane::Grant::Spliced(s) => {
+                let kept = natm_link::shm::ShmLink::dup_handover(&s.handover)
+                    .map_err(|e| internal("dup", &e))?;
+                fds.extend([s.handover.region, s.handover.wait, s.handover.kick]);
+                Some((s.side, s.label, kept))
+            }
+        };
         Ok((
             ChannelMem::Lane {
                 end,
@@ -341,6 +402,7 @@ impl Hostd {
                 side_b: b,
                 weight,
                 switch,
+                splice,
                 _region,
             },
             fds,
@@ -364,6 +426,7 @@ impl Hostd {
             self.closed.add(&last);
         }
         if let Some(mut p) = self.host.close_channel(ch) {
+            p.mem.release_lane();
             p.mem.set_state(ChannelState::Revoked);
         }
         self.say_line_weight();

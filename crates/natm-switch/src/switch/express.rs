@@ -115,4 +115,28 @@ impl Switch {
         }
         Some((out_id, n as usize))
     }
+
+    /// Whether the switch does nothing to a VC's user cells from `port` but translate their
+    /// headers: an unpoliced, unblocked VC leg (not a VP's) to an up, unpaced port. A
+    /// caller may then carry them past the switch (natm-switchd's spliced lanes).
+    pub fn passes_untouched(&self, port: PortId, vpi: u16, vci: u16) -> bool {
+        let Ok(slot) = self.slot(port) else {
+            return false;
+        };
+        let Some(p) = self.ports[usize::from(slot)].as_ref() else {
+            return false;
+        };
+        let (vpi, vci) = (u32::from(vpi), u32::from(vci));
+        if !p.up || vpi > p.vpi_mask() || p.vp[vpi as usize] != NONE {
+            return false;
+        }
+        let Some(li) = p.vc.get(vpi << 16 | vci) else {
+            return false;
+        };
+        let leg = &self.legs[li as usize];
+        leg.flags & (F_BLOCKED | F_POLICED | F_VP) == 0
+            && self.ports[usize::from(leg.out_port)]
+                .as_ref()
+                .is_some_and(|o| o.up && o.pacer.is_none())
+    }
 }
