@@ -23,6 +23,15 @@ fn lane_options(vc: &str, notify: NotifyMode) -> VcOptions {
         .path(DataPath::Lane)
 }
 
+/// A lane VC on 0.100 on each host (eventfd notification): h1's, then h2's.
+fn lanes_on_0_100(h1: &Host, h2: &Host) -> (natm::Vc, natm::Vc) {
+    let open = |h: &Host, name: &str| {
+        h.open(lane_options("0.100", NotifyMode::EventFd))
+            .unwrap_or_else(|e| panic!("open 0.100 on {name}: {e}"))
+    };
+    (open(h1, "h1"), open(h2, "h2"))
+}
+
 /// The switch's ports that have lanes: each one's lanes' VC lists.
 fn switch_lanes(stat: &Value) -> Vec<Vec<Vec<String>>> {
     let ports = stat["switches"][0]["status"]["ports"]
@@ -53,12 +62,7 @@ fn switch_lanes(stat: &Value) -> Vec<Vec<Vec<String>>> {
 fn applications_on_their_own_lanes_exchange_sdus_and_oam_still_goes_through_hostd() {
     let lab = Lab::up("lane-default", "unlimited", None);
     let (h1, h2) = (lab.host("h1"), lab.host("h2"));
-    let mut a = h1
-        .open(lane_options("0.100", NotifyMode::EventFd))
-        .expect("open a lane VC on h1");
-    let mut b = h2
-        .open(lane_options("0.100", NotifyMode::EventFd))
-        .expect("open a lane VC on h2");
+    let (mut a, mut b) = lanes_on_0_100(&h1, &h2);
     exchange(&mut a, &mut b, "lanes");
 
     // The switch lists 0.100 on both host ports: the two lanes of the cross-connect are
@@ -165,12 +169,7 @@ fn applications_on_their_own_lanes_exchange_sdus_and_oam_still_goes_through_host
         assert!(h.status().expect("status").channels.is_empty());
     }
     // The VC can be had on the lane path again.
-    let mut a = h1
-        .open(lane_options("0.100", NotifyMode::EventFd))
-        .expect("reopen on h1");
-    let mut b = h2
-        .open(lane_options("0.100", NotifyMode::EventFd))
-        .expect("reopen on h2");
+    let (mut a, mut b) = lanes_on_0_100(&h1, &h2);
     exchange(&mut a, &mut b, "lanes");
 }
 
@@ -367,12 +366,7 @@ fn a_host_impaired_at_run_time_opens_no_lane_and_an_open_lane_refuses_the_impair
 fn lanes_come_back_after_a_switch_restart() {
     let lab = Lab::up("lane-restart", "unlimited", None);
     let (h1, h2) = (lab.host("h1"), lab.host("h2"));
-    let mut a = h1
-        .open(lane_options("0.100", NotifyMode::EventFd))
-        .expect("open on h1");
-    let mut b = h2
-        .open(lane_options("0.100", NotifyMode::EventFd))
-        .expect("open on h2");
+    let (mut a, mut b) = lanes_on_0_100(&h1, &h2);
     exchange(&mut a, &mut b, "lanes");
     let o = natm(&[
         "lab",
@@ -385,8 +379,17 @@ fn lanes_come_back_after_a_switch_restart() {
         lab.arg(),
     ]);
     assert!(o.status.success(), "lab restart: {}", stderr(&o));
-    let mut buf = [0u8; 100];
+    // Spliced, the applications' rings do not need the switch, but a host whose link is
+    // down says so to its applications on every path: wait for both links.
     let deadline = Instant::now() + Duration::from_secs(10);
+    while ![&h1, &h2]
+        .iter()
+        .all(|h| h.status().expect("status").link.up)
+    {
+        assert!(Instant::now() < deadline, "links down: {}", lab.stat());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut buf = [0u8; 100];
     loop {
         let _ = a.send(b"after");
         match b.recv_timeout(&mut buf, Duration::from_millis(200)) {
@@ -465,12 +468,7 @@ fn direct_options(vc: &str) -> VcOptions {
 fn two_lanes_of_one_vc_are_spliced_and_either_end_may_leave() {
     let lab = Lab::up("lane-splice", "unlimited", None);
     let (h1, h2) = (lab.host("h1"), lab.host("h2"));
-    let mut a = h1
-        .open(lane_options("0.100", NotifyMode::EventFd))
-        .expect("open on h1");
-    let mut b = h2
-        .open(lane_options("0.100", NotifyMode::EventFd))
-        .expect("open on h2");
+    let (mut a, mut b) = lanes_on_0_100(&h1, &h2);
     exchange(&mut a, &mut b, "spliced");
     // The applications share one ring pair: the switch counted next to nothing of the
     // ~3,500 cells exchanged (the lane's first cells, before the splice, at most).
