@@ -613,6 +613,33 @@ mod tests {
     }
 
     #[test]
+    fn a_peer_that_sent_bytes_is_open_until_it_closes_and_sides_swap_their_eventfds() {
+        let (host, switch) = UnixStream::pair().unwrap();
+        rustix::net::send(&host, b"stray", SendFlags::empty()).unwrap();
+        assert!(
+            !crate::shm::peer_closed(&switch),
+            "bytes read away, still open"
+        );
+        assert!(!crate::shm::peer_closed(&switch));
+        drop(host);
+        assert!(crate::shm::peer_closed(&switch));
+        // Side A's handover, made from side B's, opens the other end of the same rings.
+        let (_a, b) = ShmLink::create_detached(64).unwrap();
+        let side_a = ShmLink::dup_side(&b, Side::A).unwrap();
+        let mut app = ShmLink::open_side(side_a, Side::A, ShmWait::EventFd).unwrap();
+        let mut sw = ShmLink::open_side(
+            ShmLink::dup_side(&b, Side::B).unwrap(),
+            Side::B,
+            ShmWait::EventFd,
+        )
+        .unwrap();
+        assert_eq!(app.send_cells(&[[3u8; 53]]).unwrap(), 1);
+        let mut got = [[0u8; 53]; 2];
+        assert_eq!(sw.recv_cells(&mut got).unwrap(), 1);
+        assert_eq!(got[0], [3u8; 53]);
+    }
+
+    #[test]
     fn nothing_yet_is_none_and_a_stranger_is_refused() {
         let (host, switch) = UnixStream::pair().unwrap();
         assert!(try_recv_request(&switch).unwrap().is_none());

@@ -51,7 +51,7 @@
 //! link makes no system call for it); without it, waits end at their timeout and the
 //! non-blocking calls return 0.
 
-use std::io::{self, IoSlice, IoSliceMut, Read};
+use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
@@ -294,6 +294,21 @@ pub fn region_id(handover: &ShmHandover) -> Result<(u64, u64), ShmError> {
     Ok((st.st_dev as u64, st.st_ino as u64))
 }
 
+/// Whether the peer of `sock`, a socket it only ever closes, has closed it (or the socket
+/// failed): reads away whatever it sent without waiting, so a socket that keeps polling
+/// readable with bytes in it is not taken for an open one forever.
+pub fn peer_closed(sock: &UnixStream) -> bool {
+    let mut scratch = [0u8; 64];
+    loop {
+        match rustix::net::recv(sock, &mut scratch, RecvFlags::DONTWAIT) {
+            Ok((0, _)) => return true,
+            Ok(_) | Err(rustix::io::Errno::INTR) => continue,
+            Err(rustix::io::Errno::AGAIN) => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
 /// What a shared-memory link counts beyond [`LinkCounters`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ShmCounters {
@@ -425,6 +440,21 @@ impl ShmLink {
     /// it as [`ShmLink::open`] does.
     pub fn open_a(handover: ShmHandover, wait: ShmWait) -> Result<ShmLink, ShmError> {
         ShmLink::open_side(handover, Side::A, wait)
+    }
+
+    /// `side`'s descriptors of the region whose side B `side_b` names (side A's are the
+    /// same region with the eventfds swapped), every descriptor duplicated: what a switch
+    /// keeps of a lane hands either side of it over (natm-link's spliced lanes).
+    pub fn dup_side(side_b: &ShmHandover, side: Side) -> Result<ShmHandover, ShmError> {
+        let (wait, kick) = match side {
+            Side::B => (&side_b.wait, &side_b.kick),
+            Side::A => (&side_b.kick, &side_b.wait),
+        };
+        Ok(ShmHandover {
+            region: dup(side_b.region.as_fd())?,
+            wait: dup(wait.as_fd())?,
+            kick: dup(kick.as_fd())?,
+        })
     }
 
     /// A copy of the handover (every descriptor duplicated), to hand over again later.
@@ -587,21 +617,11 @@ impl ShmLink {
         if self.peer_gone {
             return true;
         }
-        let Some(sock) = &mut self.peer else {
+        let Some(sock) = &self.peer else {
             return false;
         };
-        let mut scratch = [0u8; 64];
-        loop {
-            match sock.read(&mut scratch) {
-                Ok(0) => break,
-                Ok(_) => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
-            }
-        }
-        self.peer_gone = true;
-        true
+        self.peer_gone = peer_closed(sock);
+        self.peer_gone
     }
 
     /// Reads the eventfd's count away (non-blocking; nothing to read is fine).

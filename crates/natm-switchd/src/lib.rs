@@ -106,7 +106,7 @@ use std::time::{Duration, Instant as StdInstant};
 
 use natm_link::endpoint::{EndpointLink, LinkConfig, LinkListener, LinkSetupError};
 use natm_link::lane;
-use natm_link::shm::{ShmHandover, Side, SpliceWord};
+use natm_link::shm::{ShmHandover, ShmLink, Side, SpliceWord};
 use natm_nic::sched::{Idler, Next};
 use natm_switch::{PortId, SwitchConfig, SwitchError};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
@@ -455,8 +455,13 @@ fn take_lane(
     {
         return Ok(Some(spliced));
     }
+    let side_b = ShmLink::dup_handover(&req.handover).map_err(|e| e.to_string())?;
+    let watch = stream.try_clone().map_err(|e| format!("dup: {e}"))?;
+    let weight = req.weight;
+    let (vcs, link) = req.open(watch).map_err(|e| e.to_string())?;
     let keep = fabric::SpliceKeep::new(
-        &req.handover,
+        &side_b,
+        link.splice_word(),
         Side::B,
         vc,
         Some(stream.try_clone().map_err(|e| format!("dup: {e}"))?),
@@ -464,12 +469,10 @@ fn take_lane(
     if keep.word.bits() & SpliceWord::HELD_B != 0
         || fabric.splices.iter().any(|s| s.region == keep.region)
     {
-        fabric.rejoin(port, vc, &req.handover, stream)?;
+        // Not served: the link opened on it goes unused.
+        fabric.rejoin(port, vc, &side_b, stream)?;
         return Ok(None);
     }
-    let watch = stream.try_clone().map_err(|e| format!("dup: {e}"))?;
-    let weight = req.weight;
-    let (vcs, link) = req.open(watch).map_err(|e| e.to_string())?;
     fabric.ports[port].add_lane_kept(vcs, weight, Box::new(link), Some(keep))?;
     Ok(None)
 }

@@ -30,14 +30,15 @@ fn xc() -> (Fabric, ShmLink, ShmLink) {
 fn hostd_lane(f: &mut Fabric, i: usize, vci: u16) -> (ShmLink, UnixStream, ShmHandover) {
     let (a, b) = ShmLink::create_detached(RING).unwrap();
     let (sw_sock, hostd_sock) = UnixStream::pair().unwrap();
+    let mut sw = ShmLink::open(ShmLink::dup_handover(&b).unwrap(), ShmWait::EventFd).unwrap();
     let keep = SpliceKeep::new(
         &b,
+        sw.splice_word(),
         Side::B,
         lane_vc(vci),
         Some(sw_sock.try_clone().unwrap()),
     )
     .unwrap();
-    let mut sw = ShmLink::open(ShmLink::dup_handover(&b).unwrap(), ShmWait::EventFd).unwrap();
     sw.watch_peer(sw_sock).unwrap();
     f.ports[i]
         .add_lane_kept(vec![lane_vc(vci)], 1, Box::new(sw), Some(keep))

@@ -30,7 +30,6 @@
 //! [`Switch::passes_untouched`]: natm_switch::Switch::passes_untouched
 //! [`lane`]: natm_link::lane
 
-use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 
 use natm_core::HeaderFormat;
@@ -38,7 +37,7 @@ use natm_core::TrafficClass;
 use natm_link::CellBytes;
 use natm_link::endpoint::EndpointLink;
 use natm_link::lane::LaneVc;
-use natm_link::shm::{ShmHandover, ShmLink, ShmWait, Side, SpliceWord, region_id};
+use natm_link::shm::{ShmHandover, ShmLink, ShmWait, Side, SpliceWord, peer_closed, region_id};
 
 use super::Fabric;
 
@@ -63,16 +62,19 @@ pub struct SpliceKeep {
 }
 
 impl SpliceKeep {
-    /// Keeps side B's descriptors `side_b` of a lane whose switch side is `side`.
+    /// Keeps side B's descriptors `side_b` of a lane whose switch side is `side`, with the
+    /// region's splice `word` (from the link the switch opened on it, so the region is
+    /// mapped once).
     pub fn new(
         side_b: &ShmHandover,
+        word: SpliceWord,
         side: Side,
         label: LaneVc,
         holder: Option<UnixStream>,
     ) -> Result<SpliceKeep, String> {
         Ok(SpliceKeep {
             side_b: ShmLink::dup_handover(side_b).map_err(|e| e.to_string())?,
-            word: SpliceWord::of(side_b).map_err(|e| e.to_string())?,
+            word,
             region: region_id(side_b).map_err(|e| e.to_string())?,
             side,
             label,
@@ -108,43 +110,10 @@ pub struct Spliced {
     pub holders: [Holder; 2],
 }
 
-/// A copy of `side`'s descriptors of the region whose side B `side_b` names.
-pub fn handover_for(side_b: &ShmHandover, side: Side) -> std::io::Result<ShmHandover> {
-    let dup = |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned();
-    let region = dup(side_b.region.as_fd())?;
-    Ok(match side {
-        Side::B => ShmHandover {
-            region,
-            wait: dup(side_b.wait.as_fd())?,
-            kick: dup(side_b.kick.as_fd())?,
-        },
-        Side::A => ShmHandover {
-            region,
-            wait: dup(side_b.kick.as_fd())?,
-            kick: dup(side_b.wait.as_fd())?,
-        },
-    })
-}
-
 fn other(side: Side) -> Side {
     match side {
         Side::A => Side::B,
         Side::B => Side::A,
-    }
-}
-
-/// Whether the peer of `sock` closed it (or it failed).
-fn closed(sock: &UnixStream) -> bool {
-    let mut b = [0u8; 1];
-    match rustix::net::recv(
-        sock,
-        &mut b,
-        rustix::net::RecvFlags::PEEK | rustix::net::RecvFlags::DONTWAIT,
-    ) {
-        Ok((0, _)) => true,
-        Ok(_) => false,
-        Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::INTR) => false,
-        Err(_) => true,
     }
 }
 
@@ -220,7 +189,7 @@ impl Fabric {
             .position(|l| l.vcs == [w] && l.splice.as_ref().is_some_and(|k| k.holder.is_some()))?;
         let sock = sock.try_clone().ok()?;
         let keep = self.ports[q].lanes[l].splice.as_ref()?;
-        let handover = handover_for(&keep.side_b, keep.side).ok()?;
+        let handover = ShmLink::dup_side(&keep.side_b, keep.side).ok()?;
         let lane = {
             let p = &mut self.ports[q];
             let _ = p.lanes[l].flush();
@@ -288,7 +257,8 @@ impl Fabric {
         let (q, w) = self.xc_peer(port, vc).ok_or(
             "the lane's region is spliced, but its VC has no point-to-point cross-connect",
         )?;
-        let keep = SpliceKeep::new(side_b, Side::B, vc, None)?;
+        let word = SpliceWord::of(side_b).map_err(|e| e.to_string())?;
+        let keep = SpliceKeep::new(side_b, word, Side::B, vc, None)?;
         self.splices.push(Spliced {
             side_b: keep.side_b,
             word: keep.word,
@@ -344,7 +314,7 @@ impl Fabric {
         let mut k = 0;
         while k < self.splices.len() {
             for h in &mut self.splices[k].holders {
-                if h.sock.as_ref().is_some_and(closed) {
+                if h.sock.as_ref().is_some_and(peer_closed) {
                     h.sock = None;
                     changed = true;
                 }
@@ -373,7 +343,7 @@ impl Fabric {
             if side == Side::B {
                 s.word.update(0, SpliceWord::HELD_B);
             }
-            let taken = handover_for(&s.side_b, side)
+            let taken = ShmLink::dup_side(&s.side_b, side)
                 .map_err(|e| e.to_string())
                 .and_then(|h| {
                     ShmLink::open_side(h, side, ShmWait::EventFd).map_err(|e| e.to_string())
