@@ -151,12 +151,14 @@ fn applications_on_their_own_lanes_exchange_sdus_and_oam_still_goes_through_host
     loop {
         let stat = lab.stat();
         if switch_lanes(&stat).is_empty() {
+            // Every lane the switch attached went. How many it attached depends on
+            // the order it saw the two releases: the kept lane alone when it saw both at
+            // once, plus a taken-back side when it saw one first.
             let ports = stat["switches"][0]["status"]["ports"].as_array().unwrap();
-            let removed: u64 = ports
-                .iter()
-                .map(|p| p["lanes_removed"].as_u64().unwrap_or(0))
-                .sum();
-            assert_eq!(removed, 2, "{stat}");
+            let sum =
+                |key: &str| -> u64 { ports.iter().map(|p| p[key].as_u64().unwrap_or(0)).sum() };
+            assert!(sum("lanes_attached") >= 1, "{stat}");
+            assert_eq!(sum("lanes_removed"), sum("lanes_attached"), "{stat}");
             break;
         }
         assert!(
