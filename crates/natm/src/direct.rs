@@ -124,15 +124,6 @@ impl Direct {
             .buffers
             .ok_or_else(|| protocol("channel has no buffers"))?;
         let count = geom.count.min(buffers);
-        let mut config = AdapterConfig::new(count, geom.size as usize);
-        config.link = natm_core::LineRate::Unlimited;
-        // The switch writes every header it sends: its HEC is checked there, not here.
-        config.hec = HecCheck::Off;
-        config.max_vcs = 1;
-        config.max_tx_queued = count as usize;
-        config.event_queue_max = 64;
-        let mut adapter =
-            Adapter::new(config).map_err(|e| protocol(format!("lane adapter: {e}")))?;
         // A spliced lane's cells carry the region's label, its other holder's VC, and this
         // end holds the side hostd says (natm-link's `lane` module).
         let (vc, side) = match setup.shape.splice {
@@ -144,19 +135,11 @@ impl Direct {
                 if s.side_b { Side::B } else { Side::A },
             ),
         };
-        adapter
-            .open_vc(
-                setup.handle,
-                vc,
-                setup.shape.spec(),
-                RxVcConfig::aal5(setup.max_sdu),
-            )
-            .map_err(|e| protocol(format!("lane adapter: {e}")))?;
         let wait = match notify {
             NotifyMode::Poll => ShmWait::BusyPoll,
             _ => ShmWait::EventFd,
         };
-        let mut link = ShmLink::open_side(
+        let link = ShmLink::open_side(
             ShmHandover {
                 region: lane_region,
                 wait: lane_wait,
@@ -166,18 +149,19 @@ impl Direct {
             wait,
         )
         .map_err(|e| protocol(format!("lane: {e}")))?;
-        // The application's CPU does the adapter's work and the switch has its own: large
-        // batches skip the wait for the slot lines the switch read last (README, Benchmarks).
-        link.set_streaming_writes(true);
-        let engine = LaneEngine {
-            adapter,
-            side: LinkSide::new(link),
-            buffers: VecBuffers::new(count, geom.size as usize),
-            epoch: Epoch::now(),
+        let engine = LaneEngine::new(
+            LaneVc {
+                handle: setup.handle,
+                vc,
+                shape: setup.shape,
+                max_sdu: setup.max_sdu,
+            },
+            count,
+            geom.size as usize,
+            link,
             notify,
             state_fd,
-            idle: false,
-        };
+        )?;
         // The lane's waits are the engine's: the channel's waiter is never used.
         Direct::assemble(
             app,
