@@ -5,6 +5,8 @@
 //!   perfect link with zero delay; every TPDU is segmented, encoded, parsed, buffered,
 //!   acknowledged by its own SMART ack, reassembled and delivered as an `Event::Message`.
 //! * `tpdu/best_effort/S`: the same without acks or send buffer.
+//! * `round_trip/reliable/8`: 1,000 request/reply exchanges of 8 bytes, each end holding
+//!   the ack of what it received until its reply carries it, as the API's channel does.
 //!
 //! Throughput is in TPDUs (`Throughput::Elements`). Run: `cargo bench -p natm-transport`.
 
@@ -78,6 +80,41 @@ fn bench(c: &mut Criterion) {
             });
         }
     }
+    g.finish();
+
+    // The 8-byte round trip's share that is the transport's: the API's channel holds the
+    // ack of a message it hands up until the application's next call, so a reply carries
+    // it (one frame each way).
+    let mut g = c.benchmark_group("round_trip");
+    g.throughput(Throughput::Elements(MESSAGES));
+    g.bench_function("reliable/8", |bch| {
+        let config = Config::default();
+        let isn = Isn::default();
+        let mut a = Endpoint::new(config, isn, isn).expect("a valid config");
+        let mut b = Endpoint::new(config, isn, isn).expect("a valid config");
+        a.hold_acks(true);
+        b.hold_acks(true);
+        let mut buf = vec![0; config.max_frame_len()];
+        let msg = [0x5au8; 8];
+        let now = Instant::ZERO;
+        let mut one_way = |from: &mut Endpoint, to: &mut Endpoint| {
+            from.send_message(now, &msg).expect("room");
+            from.release_ack();
+            let n = from.poll_transmit(now, &mut buf).expect("the message");
+            to.handle_tpdu(now, &buf[..n])
+                .expect("a TPDU of the channel");
+            match to.poll_event() {
+                Some(Event::Message { data, .. }) => black_box(data),
+                other => panic!("{other:?}"),
+            };
+        };
+        bch.iter(|| {
+            for _ in 0..MESSAGES {
+                one_way(&mut a, &mut b);
+                one_way(&mut b, &mut a);
+            }
+        })
+    });
     g.finish();
 }
 

@@ -368,7 +368,8 @@ impl Direct {
     }
 
     /// Waits at most `timeout` (`None`: for ever) for a received SDU; its buffer and
-    /// length.
+    /// length. `zero_wait`: a call that does not wait, [`Error::WouldBlock`] at once when
+    /// nothing is there.
     pub(crate) fn next_rx(
         &mut self,
         timeout: Option<Duration>,
@@ -386,13 +387,13 @@ impl Direct {
                 return Ok(r);
             }
             self.state()?;
+            if zero_wait {
+                // Nothing there, and the call does not wait: no clock read, no wait.
+                return Err(Error::WouldBlock);
+            }
             let deadline = *deadline.get_or_insert_with(|| timeout.map(|t| Instant::now() + t));
             if !self.wait(deadline)? {
-                return Err(if zero_wait {
-                    Error::WouldBlock
-                } else {
-                    Error::Timeout
-                });
+                return Err(Error::Timeout);
             }
         }
     }

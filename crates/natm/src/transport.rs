@@ -742,7 +742,8 @@ impl Channel {
     }
 
     /// Waits on the VC until the next input, the endpoint's next timeout or `deadline`,
-    /// whichever is first, and takes what came.
+    /// whichever is first. On the daemon path it takes what came; on the others the next
+    /// pump takes it in place.
     fn wait(&mut self, deadline: Option<StdInstant>) -> Result<(), Error> {
         let now = StdInstant::now();
         let mut wake = now + IDLE_SLICE;
@@ -758,10 +759,11 @@ impl Channel {
         if room && self.out.is_some() {
             wake = wake.min(now + PAIR_RETRY);
         }
-        if let Some(n) = self
-            .vc
-            .wait_sdu(&mut self.rx, wake, room && self.out.is_none())?
-        {
+        let tx_blocked = room && self.out.is_none();
+        if self.vc.direct.is_some() {
+            return self.vc.wait_in_place(wake, tx_blocked);
+        }
+        if let Some(n) = self.vc.wait_sdu(&mut self.rx, wake, tx_blocked)? {
             self.take(n, StdInstant::now())?;
         }
         Ok(())

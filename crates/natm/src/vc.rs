@@ -313,6 +313,29 @@ impl Vc {
         }
     }
 
+    /// For a driver of this VC on the direct or lane path (the transport's channel, which
+    /// takes SDUs in place): waits until `deadline` for a received SDU, or with
+    /// `tx_blocked` also for a transmit buffer coming free, taking nothing. It may return
+    /// early, when cells or completions moved. Daemon path: [`Vc::wait_sdu`].
+    pub(crate) fn wait_in_place(
+        &mut self,
+        deadline: Instant,
+        tx_blocked: bool,
+    ) -> Result<(), Error> {
+        let Some(d) = &mut self.direct else {
+            return Ok(());
+        };
+        let waited = (|| {
+            d.drain()?;
+            if d.ready.is_empty() && !(tx_blocked && !d.free_tx.is_empty()) {
+                d.state()?;
+                d.wait(Some(deadline))?;
+            }
+            Ok(())
+        })();
+        waited.map_err(|e| self.explain(e))
+    }
+
     pub(crate) fn direct(&mut self) -> Result<&mut Direct, Error> {
         self.direct.as_mut().ok_or_else(|| Error::Refused {
             kind: ErrorKind::BadRequest,
