@@ -327,7 +327,9 @@ impl Vc {
         };
         let waited = (|| {
             d.drain()?;
-            if d.ready.is_empty() && !(tx_blocked && !d.free_tx.is_empty()) {
+            // Nothing received, and (when blocked on sending) no transmit buffer free.
+            let room = tx_blocked && !d.free_tx.is_empty();
+            if d.ready.is_empty() && !room {
                 d.state()?;
                 d.wait(Some(deadline))?;
             }
