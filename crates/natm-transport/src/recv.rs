@@ -136,6 +136,13 @@ impl Receiver {
             return;
         }
         let d = d as usize;
+        if d == 0 && self.ooo.is_empty() {
+            // In order with nothing held: reassembled from the frame, never buffered.
+            self.next_seq = self.next_seq.wrapping_add(1);
+            self.reassemble(h.msg, h.first, h.last, payload, stats);
+            self.ack(Some((h.seq, h.tx)), stats);
+            return;
+        }
         while self.ooo.len() <= d {
             self.ooo.push_back(None);
         }
@@ -152,27 +159,28 @@ impl Receiver {
         while let Some(Some(_)) = self.ooo.front() {
             if let Some(Some(t)) = self.ooo.pop_front() {
                 self.next_seq = self.next_seq.wrapping_add(1);
-                self.reassemble(t, stats);
+                self.reassemble(t.msg, t.first, t.last, &t.payload, stats);
             }
         }
         self.ack(Some((h.seq, h.tx)), stats);
     }
 
-    /// The next in-order TPDU of a reliable channel.
-    fn reassemble(&mut self, t: RxTpdu, stats: &mut Stats) {
+    /// The next in-order TPDU of a reliable channel: of message `msg`, its first and
+    /// last or not.
+    fn reassemble(&mut self, msg: u32, first: bool, last: bool, payload: &[u8], stats: &mut Stats) {
         if self.skipping {
-            if !t.first {
+            if !first {
                 return;
             }
             self.skipping = false;
         }
-        if t.first {
+        if first {
             if self.asm.is_some() {
                 // A new message before the last one's LAST: the peer is broken.
                 stats.protocol_errors += 1;
             }
             self.asm = Some(Asm {
-                msg: t.msg,
+                msg,
                 data: Vec::new(),
                 tpdus: 0,
                 next_seq: 0,
@@ -181,20 +189,18 @@ impl Receiver {
         }
         let Some(a) = self.asm.as_mut() else {
             stats.protocol_errors += 1;
-            self.skipping = !t.last;
+            self.skipping = !last;
             return;
         };
-        if a.msg != t.msg || a.data.len() + t.payload.len() > self.max_message {
+        if a.msg != msg || a.data.len() + payload.len() > self.max_message {
             stats.protocol_errors += 1;
             self.asm = None;
-            self.skipping = !t.last;
+            self.skipping = !last;
             return;
         }
-        a.data.extend_from_slice(&t.payload);
+        a.data.extend_from_slice(payload);
         a.tpdus += 1;
-        if t.last
-            && let Some(a) = self.asm.take()
-        {
+        if last && let Some(a) = self.asm.take() {
             if a.msg != self.next_msg {
                 stats.protocol_errors += 1;
             }
@@ -219,7 +225,11 @@ impl Receiver {
     /// Queues an ack; `trigger` is the seq and `tx` of the data TPDU that caused it.
     fn ack(&mut self, trigger: Option<(u32, u8)>, stats: &mut Stats) {
         let mut bitmap = 0u64;
-        for (i, slot) in self.ooo.iter().skip(1).take(64).enumerate() {
+        for (i, slot) in self
+            .ooo
+            .range(1.min(self.ooo.len())..self.ooo.len().min(65))
+            .enumerate()
+        {
             if slot.is_some() {
                 bitmap |= 1 << i;
             }

@@ -507,6 +507,10 @@ impl Sender {
             return len.div_ceil(self.size_for(len)).max(1);
         };
         let lo = len.div_ceil(a.max).max(1);
+        if lo == 1 && frame_cells(DATA_HEADER_LEN + len) == 1 {
+            // Whole in one cell: no cut can cost less.
+            return 1;
+        }
         let hi = (len.div_ceil(a.best.min(self.tpdu_size).max(1)) + 1)
             .min(self.recv_buffer)
             .min(len)
@@ -877,8 +881,12 @@ impl Sender {
                 received(&mut self.buf, ctl, d);
             }
         }
-        for i in 0..64usize {
-            if ack.bitmap & (1 << i) != 0 && i + 1 < self.sent as usize {
+        // The bitmap's set bits only: most acks have none.
+        let mut bits = ack.bitmap;
+        while bits != 0 {
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if i + 1 < self.sent as usize {
                 received(&mut self.buf, ctl, i + 1);
             }
         }

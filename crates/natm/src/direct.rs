@@ -213,10 +213,17 @@ impl Direct {
         .unwrap_or(&mut [])
     }
 
-    /// Sends buffer `b`'s first `len` bytes on VC `handle`.
-    pub(crate) fn post_tx(&mut self, b: BufferId, len: usize, handle: u32) -> Result<(), Error> {
+    /// Sends buffer `b`'s first `len` bytes on VC `handle`; `now`, a clock reading of the
+    /// caller's pass, serves a lane's pump (else it reads the clock).
+    pub(crate) fn post_tx(
+        &mut self,
+        b: BufferId,
+        len: usize,
+        handle: u32,
+        now: Option<Instant>,
+    ) -> Result<(), Error> {
         match &mut self.lane {
-            Some(l) => l.send(b, len, handle),
+            Some(l) => l.send(b, len, handle, now.unwrap_or_else(Instant::now)),
             None => self
                 .app
                 .post_tx(b, len as u32, handle, 0)
@@ -254,10 +261,23 @@ impl Direct {
         }
     }
 
-    /// Takes every completion.
+    /// Takes every completion (on a lane, after moving what can move).
     pub(crate) fn drain(&mut self) -> Result<(), Error> {
+        self.drain_at(None)
+    }
+
+    /// [`Direct::drain`]; `now`, a clock reading of the caller's pass, serves the lane's
+    /// pump (else it reads the clock).
+    pub(crate) fn drain_at(&mut self, now: Option<Instant>) -> Result<(), Error> {
         if let Some(l) = &mut self.lane {
-            l.pump(Instant::now())?;
+            l.pump(now.unwrap_or_else(Instant::now))?;
+        }
+        self.collect()
+    }
+
+    /// Takes the completions there are, moving nothing.
+    pub(crate) fn collect(&mut self) -> Result<(), Error> {
+        if let Some(l) = &mut self.lane {
             while let Some(c) = l.adapter.poll_completion() {
                 let b = BufferId(c.buffer.0);
                 match c.direction {
@@ -296,7 +316,15 @@ impl Direct {
 
     /// Waits for a completion or a state change until `deadline`; false if it passed.
     pub(crate) fn wait(&mut self, deadline: Option<Instant>) -> Result<bool, Error> {
-        let now = Instant::now();
+        self.wait_from(Instant::now(), deadline)
+    }
+
+    /// [`Direct::wait`] from `now`, a clock reading just taken.
+    pub(crate) fn wait_from(
+        &mut self,
+        now: Instant,
+        deadline: Option<Instant>,
+    ) -> Result<bool, Error> {
         let left = match deadline {
             Some(d) => {
                 let left = d.saturating_duration_since(now);
@@ -352,6 +380,19 @@ impl Direct {
         }
     }
 
+    /// A free transmit buffer now, or [`Error::WouldBlock`]; `now` (a clock reading of
+    /// the caller's pass) serves a lane's pump if completions have to be collected.
+    pub(crate) fn try_free_tx(&mut self, now: Instant) -> Result<BufferId, Error> {
+        if self.lane.is_none() || self.free_tx.is_empty() {
+            self.drain_at(Some(now))?;
+        }
+        self.state()?;
+        if std::mem::take(&mut self.tx_link_down) {
+            return Err(Error::LinkDown);
+        }
+        self.free_tx.pop().ok_or(Error::WouldBlock)
+    }
+
     /// Waits until every transmit buffer is back: every SDU sent has left the adapter.
     pub(crate) fn flush(&mut self, deadline: Instant) -> Result<(), Error> {
         loop {
@@ -365,6 +406,28 @@ impl Direct {
                 return Err(Error::Timeout);
             }
         }
+    }
+
+    /// A received SDU now, or [`Error::WouldBlock`]: with `pump`, after moving what can
+    /// move at `now` (a clock reading of the caller's pass), else from what was collected.
+    pub(crate) fn try_next_rx(
+        &mut self,
+        now: Instant,
+        pump: bool,
+    ) -> Result<(BufferId, usize), Error> {
+        if let Some(&r) = self.ready.front() {
+            return Ok(r);
+        }
+        if pump {
+            self.drain_at(Some(now))?;
+        } else {
+            self.collect()?;
+        }
+        if let Some(&r) = self.ready.front() {
+            return Ok(r);
+        }
+        self.state()?;
+        Err(Error::WouldBlock)
     }
 
     /// Waits at most `timeout` (`None`: for ever) for a received SDU; its buffer and

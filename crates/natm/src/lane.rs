@@ -113,9 +113,15 @@ impl LaneEngine {
         Ok(moved)
     }
 
-    /// Queues buffer `b` (`len` bytes) for transmission and moves what can move.
-    pub(crate) fn send(&mut self, b: BufferId, len: usize, handle: u32) -> Result<(), Error> {
-        let now = Instant::now();
+    /// Queues buffer `b` (`len` bytes) for transmission and moves what can move (`now`
+    /// just read from the clock).
+    pub(crate) fn send(
+        &mut self,
+        b: BufferId,
+        len: usize,
+        handle: u32,
+        now: Instant,
+    ) -> Result<(), Error> {
         let at = self.epoch.at(now);
         self.adapter
             .post_tx(at, natm_adapter::BufferId(b.0), len, handle);
@@ -297,7 +303,7 @@ mod tests {
         let (mut e, mut peer) = engine_and_peer();
         // Two SDUs of 42 cells into a ring of 64.
         for b in 4..6 {
-            e.send(BufferId(b), 2000, 1).unwrap();
+            e.send(BufferId(b), 2000, 1, Instant::now()).unwrap();
         }
         let mut cells = [[0u8; 53]; 64];
         for _ in 0..10 {

@@ -622,7 +622,8 @@ impl Channel {
                 }
                 continue;
             }
-            let sdu = match self.vc.try_recv_zero_copy() {
+            // The first look moves what can move; the rest take what it collected.
+            let sdu = match self.vc.try_recv_zero_copy_at(wall, taken == 0) {
                 Ok(sdu) => sdu,
                 Err(Error::WouldBlock) => return Ok(taken),
                 Err(e) => return Err(e),
@@ -659,6 +660,12 @@ impl Channel {
     /// One pass without waiting: what the VC received, the timers due, what the endpoint
     /// has to send (until the VC has no free buffer).
     fn pump(&mut self) -> Result<(), Error> {
+        self.pump_at(StdInstant::now())
+    }
+
+    /// [`Channel::pump`] with `wall` just read from the clock: the pass reads it again
+    /// only after taking frames.
+    fn pump_at(&mut self, wall: StdInstant) -> Result<(), Error> {
         // Without acknowledgements only the VC holds a sender back: frames the endpoint has
         // no room for stay in the VC (its buffers, the lane, the switch pausing the lane
         // that feeds it) instead of being taken and lost as overruns while the application
@@ -667,20 +674,25 @@ impl Channel {
             Service::Reliable => RX_BATCH,
             _ => RX_BATCH.min(self.ep.receive_window() as usize),
         };
-        let wall = StdInstant::now();
         // The frames' reading serves the timers and the sends too unless frames were
         // taken, which took time.
-        let now = match self.take_frames(batch, wall)? {
-            0 => self.epoch.at(wall),
-            _ => self.now(),
+        let wall = match self.take_frames(batch, wall)? {
+            0 => wall,
+            _ => StdInstant::now(),
         };
+        let now = self.epoch.at(wall);
         if self.ep.poll_timeout().is_some_and(|t| t <= now) {
             self.ep.handle_timeout(now);
         }
+        self.transmit(now, wall)
+    }
+
+    /// What the endpoint has to send at `now` (`wall`), until the VC has no free buffer.
+    fn transmit(&mut self, now: Instant, wall: StdInstant) -> Result<(), Error> {
         let was_starved = std::mem::take(&mut self.starved);
         loop {
             if self.pending.is_none() {
-                match self.send_in_place(now)? {
+                match self.send_in_place(now, wall)? {
                     InPlace::Sent => continue,
                     InPlace::Idle => return Ok(()),
                     InPlace::Starved => {
@@ -719,12 +731,12 @@ impl Channel {
 
     /// On the direct and lane paths, builds the endpoint's next frame in a free transmit
     /// buffer of the sending VC and sends it.
-    fn send_in_place(&mut self, now: Instant) -> Result<InPlace, Error> {
+    fn send_in_place(&mut self, now: Instant, wall: StdInstant) -> Result<InPlace, Error> {
         let vc = out_of(&mut self.vc, &mut self.out);
         if vc.direct.is_none() {
             return Ok(InPlace::Unavailable);
         }
-        let mut b = match vc.try_tx_buffer() {
+        let mut b = match vc.try_tx_buffer_at(wall) {
             Ok(b) => b,
             Err(Error::WouldBlock) => return Ok(InPlace::Starved),
             Err(e) => return Err(e),
@@ -735,17 +747,16 @@ impl Channel {
         let Some(n) = self.ep.poll_transmit(now, &mut b) else {
             return Ok(InPlace::Idle);
         };
-        let sent = b.send(n);
+        let sent = b.send_at(n, Some(wall));
         sent.map_err(|e| vc.explain(e))?;
         self.stats.frames_sent += 1;
         Ok(InPlace::Sent)
     }
 
     /// Waits on the VC until the next input, the endpoint's next timeout or `deadline`,
-    /// whichever is first. On the daemon path it takes what came; on the others the next
-    /// pump takes it in place.
-    fn wait(&mut self, deadline: Option<StdInstant>) -> Result<(), Error> {
-        let now = StdInstant::now();
+    /// whichever is first, after a pass at `now`. On the daemon path it takes what came;
+    /// on the others the next pass takes it in place.
+    fn wait(&mut self, deadline: Option<StdInstant>, now: StdInstant) -> Result<(), Error> {
         let mut wake = now + IDLE_SLICE;
         if let Some(d) = deadline {
             wake = wake.min(d);
@@ -761,7 +772,7 @@ impl Channel {
         }
         let tx_blocked = room && self.out.is_none();
         if self.vc.direct.is_some() {
-            return self.vc.wait_in_place(wake, tx_blocked);
+            return self.vc.wait_in_place(now, wake, tx_blocked);
         }
         if let Some(n) = self.vc.wait_sdu(&mut self.rx, wake, tx_blocked)? {
             self.take(n, StdInstant::now())?;
@@ -769,21 +780,24 @@ impl Channel {
         Ok(())
     }
 
-    /// Runs the channel until `done` says so or `deadline` passes ([`Error::Timeout`]).
+    /// Runs the channel until `done` says so or `deadline` passes ([`Error::Timeout`]);
+    /// the clock reading of its last pass. One reading per pass serves the pass, the
+    /// deadline and the wait.
     fn drive(
         &mut self,
         deadline: Option<StdInstant>,
         mut done: impl FnMut(&mut Channel) -> bool,
-    ) -> Result<(), Error> {
+    ) -> Result<StdInstant, Error> {
         loop {
-            self.pump()?;
+            let wall = StdInstant::now();
+            self.pump_at(wall)?;
             if done(self) {
-                return Ok(());
+                return Ok(wall);
             }
-            if deadline.is_some_and(|d| StdInstant::now() >= d) {
+            if deadline.is_some_and(|d| wall >= d) {
                 return Err(Error::Timeout);
             }
-            self.wait(deadline)?;
+            self.wait(deadline, wall)?;
         }
     }
 
@@ -802,7 +816,8 @@ impl Channel {
     fn send_within(&mut self, msg: &[u8], deadline: Option<StdInstant>) -> Result<MsgSeq, Error> {
         // Queued before anything else is sent, the message carries the ack held since the
         // last message received (a reply and its request's ack: one frame).
-        let first = self.ep.send_message(self.now(), msg);
+        let mut wall = StdInstant::now();
+        let first = self.ep.send_message(self.epoch.at(wall), msg);
         self.ep.release_ack();
         let seq = match first {
             Ok(s) => s,
@@ -812,7 +827,7 @@ impl Channel {
             }
             Err(SendError::QueueFull { .. }) => {
                 let mut seq = None;
-                self.drive(deadline, |ch| {
+                wall = self.drive(deadline, |ch| {
                     seq = ch.ep.send_message(ch.now(), msg).ok();
                     seq.is_some()
                 })?;
@@ -820,7 +835,7 @@ impl Channel {
             }
         };
         // Start sending it now.
-        self.pump()?;
+        self.pump_at(wall)?;
         Ok(seq)
     }
 
@@ -848,13 +863,13 @@ impl Channel {
     fn recv_within(&mut self, deadline: Option<StdInstant>) -> Result<Event, Error> {
         self.ep.release_ack();
         let mut got = None;
-        self.drive(deadline, |ch| {
+        let wall = self.drive(deadline, |ch| {
             got = ch.ep.poll_event();
             got.is_some()
         })?;
         // Acks of what was just taken (the window it opened) go now; the newest waits for
         // the application's next call, to ride on a reply.
-        self.pump()?;
+        self.transmit(self.epoch.at(wall), wall)?;
         got.ok_or(Error::WouldBlock)
     }
 
@@ -901,7 +916,7 @@ impl Channel {
         let start = StdInstant::now();
         self.last_rx = start;
         match self.drive(Some(start + max), |ch| ch.last_rx.elapsed() >= quiet) {
-            Ok(()) | Err(Error::Timeout) => {}
+            Ok(_) | Err(Error::Timeout) => {}
             // The far end released the call: nobody is left to answer.
             Err(Error::Released(_)) => return Ok(()),
             Err(e) => return Err(e),

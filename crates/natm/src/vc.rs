@@ -104,7 +104,7 @@ impl Vc {
             Some(d) => {
                 let b = d.free_tx(deadline)?;
                 d.write_buffer(b, sdu)?;
-                d.post_tx(b, sdu.len(), handle)
+                d.post_tx(b, sdu.len(), handle, None)
             }
             None => {
                 let mut c = lock(&self.conn);
@@ -314,11 +314,13 @@ impl Vc {
     }
 
     /// For a driver of this VC on the direct or lane path (the transport's channel, which
-    /// takes SDUs in place): waits until `deadline` for a received SDU, or with
-    /// `tx_blocked` also for a transmit buffer coming free, taking nothing. It may return
-    /// early, when cells or completions moved. Daemon path: [`Vc::wait_sdu`].
+    /// takes SDUs in place) that has just looked at it (at `now`, a clock reading):
+    /// waits until `deadline` for a received SDU, or with `tx_blocked` also for a
+    /// transmit buffer coming free, taking nothing. It may return early, when cells or
+    /// completions moved. Daemon path: [`Vc::wait_sdu`].
     pub(crate) fn wait_in_place(
         &mut self,
+        now: Instant,
         deadline: Instant,
         tx_blocked: bool,
     ) -> Result<(), Error> {
@@ -326,12 +328,13 @@ impl Vc {
             return Ok(());
         };
         let waited = (|| {
-            d.drain()?;
+            // What the look's own sends moved in may be waiting as completions.
+            d.collect()?;
             // Nothing received, and (when blocked on sending) no transmit buffer free.
             let room = tx_blocked && !d.free_tx.is_empty();
             if d.ready.is_empty() && !room {
                 d.state()?;
-                d.wait(Some(deadline))?;
+                d.wait_from(now, Some(deadline))?;
             }
             Ok(())
         })();
@@ -348,19 +351,25 @@ impl Vc {
     /// A free transmit buffer of the channel to fill in place; [`TxBuffer::send`] sends
     /// it. Waits for one. Direct path only.
     pub fn tx_buffer(&mut self) -> Result<TxBuffer<'_>, Error> {
-        self.tx_buffer_by(None)
+        self.tx_buffer_by(Wait::Forever)
     }
 
     /// [`Vc::tx_buffer`] if a transmit buffer is free now ([`Error::WouldBlock`] if not),
-    /// for the transport's channel, which builds its frames in place.
-    pub(crate) fn try_tx_buffer(&mut self) -> Result<TxBuffer<'_>, Error> {
-        self.tx_buffer_by(Some(Instant::now()))
+    /// for the transport's channel, which builds its frames in place; `now` is a clock
+    /// reading of its pass.
+    pub(crate) fn try_tx_buffer_at(&mut self, now: Instant) -> Result<TxBuffer<'_>, Error> {
+        self.tx_buffer_by(Wait::Now(now))
     }
 
-    fn tx_buffer_by(&mut self, deadline: Option<Instant>) -> Result<TxBuffer<'_>, Error> {
+    fn tx_buffer_by(&mut self, wait: Wait) -> Result<TxBuffer<'_>, Error> {
         let handle = self.handle;
         let max_sdu = self.max_sdu;
-        let id = match self.direct()?.free_tx(deadline) {
+        let d = self.direct()?;
+        let got = match wait {
+            Wait::Now(now) => d.try_free_tx(now),
+            Wait::Forever => d.free_tx(None),
+        };
+        let id = match got {
             Ok(id) => id,
             Err(e) => return Err(self.explain(e)),
         };
@@ -376,23 +385,30 @@ impl Vc {
     }
 
     /// [`Vc::recv_zero_copy`] if an SDU is there now ([`Error::WouldBlock`] if not), for
-    /// the transport's channel, which parses its frames in place.
-    pub(crate) fn try_recv_zero_copy(&mut self) -> Result<RxSdu<'_>, Error> {
-        self.recv_zero_copy_by(Some(Duration::ZERO), true)
+    /// the transport's channel, which parses its frames in place: with `pump` after
+    /// moving what can move at `now` (a clock reading of its pass), else only from what
+    /// was collected (the later calls of one pass).
+    pub(crate) fn try_recv_zero_copy_at(
+        &mut self,
+        now: Instant,
+        pump: bool,
+    ) -> Result<RxSdu<'_>, Error> {
+        self.recv_zero_copy_by(Wait::Now(now), pump)
     }
 
     /// The next received SDU, in place in the channel's buffer; dropping it hands the
     /// buffer back for reception. Waits for one. Direct path only.
     pub fn recv_zero_copy(&mut self) -> Result<RxSdu<'_>, Error> {
-        self.recv_zero_copy_by(None, false)
+        self.recv_zero_copy_by(Wait::Forever, true)
     }
 
-    fn recv_zero_copy_by(
-        &mut self,
-        timeout: Option<Duration>,
-        zero_wait: bool,
-    ) -> Result<RxSdu<'_>, Error> {
-        let (id, len) = match self.direct()?.next_rx(timeout, zero_wait) {
+    fn recv_zero_copy_by(&mut self, wait: Wait, pump: bool) -> Result<RxSdu<'_>, Error> {
+        let d = self.direct()?;
+        let got = match wait {
+            Wait::Now(now) => d.try_next_rx(now, pump),
+            Wait::Forever => d.next_rx(None, false),
+        };
+        let (id, len) = match got {
             Ok(r) => r,
             Err(e) => return Err(self.explain(e)),
         };
@@ -462,6 +478,14 @@ impl Drop for Vc {
     }
 }
 
+/// How long a buffer call may wait: not at all (with a clock reading of the caller's
+/// pass), or until it has one.
+#[derive(Clone, Copy)]
+enum Wait {
+    Now(Instant),
+    Forever,
+}
+
 /// A transmit buffer being filled in place ([`Vc::tx_buffer`]); dereferences to its
 /// bytes. Dropped without [`send`](TxBuffer::send), it goes back to the free pool.
 pub struct TxBuffer<'a> {
@@ -474,12 +498,18 @@ pub struct TxBuffer<'a> {
 
 impl TxBuffer<'_> {
     /// Sends the first `len` bytes as one SDU.
-    pub fn send(mut self, len: usize) -> Result<(), Error> {
+    pub fn send(self, len: usize) -> Result<(), Error> {
+        self.send_at(len, None)
+    }
+
+    /// [`TxBuffer::send`]; `now`, a clock reading of the caller's pass, serves a lane's
+    /// pump (else it reads the clock).
+    pub(crate) fn send_at(mut self, len: usize, now: Option<Instant>) -> Result<(), Error> {
         if len == 0 || len > self.len {
             return Err(Error::TooLong { len, max: self.len });
         }
         self.d.state()?;
-        self.d.post_tx(self.id, len, self.handle)?;
+        self.d.post_tx(self.id, len, self.handle, now)?;
         self.sent = true;
         Ok(())
     }
