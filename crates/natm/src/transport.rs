@@ -846,6 +846,9 @@ impl Channel {
         // went, the VC is looked at (acks opening the window). A reply so goes with one
         // look at the lane instead of two.
         let now = self.epoch.at(wall);
+        if self.ep.poll_timeout().is_some_and(|t| t <= now) {
+            self.ep.handle_timeout(now);
+        }
         let sent = self.stats.frames_sent;
         self.transmit(now, wall)?;
         let looked = self.stats.frames_sent != sent;
