@@ -183,8 +183,7 @@ impl LaneEngine {
             // Every other pump announces nothing, so a busy peer publishes and pops
             // without a system call (announcing at each empty look cost the peer one
             // `write` per ack and this side one `read`: ~600,000 each a second at 64 KiB).
-            let armed = self.arm_and_pump(Instant::now());
-            if armed? {
+            if self.arm_and_pump(Instant::now())? {
                 return Ok(true);
             }
             let mut until = start + left;
