@@ -460,7 +460,7 @@ fn take_lane(
     let weight = req.weight;
     let (vcs, link) = req.open(watch).map_err(|e| e.to_string())?;
     let keep = fabric::SpliceKeep::new(
-        &side_b,
+        side_b,
         link.splice_word(),
         Side::B,
         vc,
@@ -470,7 +470,7 @@ fn take_lane(
         || fabric.splices.iter().any(|s| s.region == keep.region)
     {
         // Not served: the link opened on it goes unused.
-        fabric.rejoin(port, vc, &side_b, stream)?;
+        fabric.rejoin(port, vc, &keep.side_b, stream)?;
         return Ok(None);
     }
     fabric.ports[port].add_lane_kept(vcs, weight, Box::new(link), Some(keep))?;

@@ -32,7 +32,7 @@ fn hostd_lane(f: &mut Fabric, i: usize, vci: u16) -> (ShmLink, UnixStream, ShmHa
     let (sw_sock, hostd_sock) = UnixStream::pair().unwrap();
     let mut sw = ShmLink::open(ShmLink::dup_handover(&b).unwrap(), ShmWait::EventFd).unwrap();
     let keep = SpliceKeep::new(
-        &b,
+        ShmLink::dup_handover(&b).unwrap(),
         sw.splice_word(),
         Side::B,
         lane_vc(vci),

@@ -353,22 +353,10 @@ impl Direct {
     }
 
     pub(crate) fn free_tx(&mut self, deadline: Option<Instant>) -> Result<BufferId, Error> {
-        // A lane's completions are collected when none is free: a drain there costs a pump
-        // (a clock read and a look at the lane), and the send that follows pumps anyway.
-        if self.lane.is_some() && !self.free_tx.is_empty() {
-            self.state()?;
-            if let Some(b) = self.free_tx.pop() {
-                return Ok(b);
-            }
-        }
         loop {
-            self.drain()?;
-            self.state()?;
-            if std::mem::take(&mut self.tx_link_down) {
-                return Err(Error::LinkDown);
-            }
-            if let Some(b) = self.free_tx.pop() {
-                return Ok(b);
+            match self.try_free_tx(None) {
+                Err(Error::WouldBlock) => {}
+                got => return got,
             }
             if !self.wait(deadline)? {
                 return Err(if deadline.is_some_and(|d| d <= Instant::now()) {
@@ -381,10 +369,13 @@ impl Direct {
     }
 
     /// A free transmit buffer now, or [`Error::WouldBlock`]; `now` (a clock reading of
-    /// the caller's pass) serves a lane's pump if completions have to be collected.
-    pub(crate) fn try_free_tx(&mut self, now: Instant) -> Result<BufferId, Error> {
+    /// the caller's pass, else one is read) serves a lane's pump if completions have to be
+    /// collected.
+    pub(crate) fn try_free_tx(&mut self, now: Option<Instant>) -> Result<BufferId, Error> {
+        // A lane's completions are collected when none is free: a drain there costs a pump
+        // (a clock read and a look at the lane), and the send that follows pumps anyway.
         if self.lane.is_none() || self.free_tx.is_empty() {
-            self.drain_at(Some(now))?;
+            self.drain_at(now)?;
         }
         self.state()?;
         if std::mem::take(&mut self.tx_link_down) {
@@ -409,17 +400,18 @@ impl Direct {
     }
 
     /// A received SDU now, or [`Error::WouldBlock`]: with `pump`, after moving what can
-    /// move at `now` (a clock reading of the caller's pass), else from what was collected.
+    /// move at `now` (a clock reading of the caller's pass, else one is read), else from
+    /// what was collected. One taken already: no pump.
     pub(crate) fn try_next_rx(
         &mut self,
-        now: Instant,
+        now: Option<Instant>,
         pump: bool,
     ) -> Result<(BufferId, usize), Error> {
         if let Some(&r) = self.ready.front() {
             return Ok(r);
         }
         if pump {
-            self.drain_at(Some(now))?;
+            self.drain_at(now)?;
         } else {
             self.collect()?;
         }
@@ -438,21 +430,13 @@ impl Direct {
         timeout: Option<Duration>,
         zero_wait: bool,
     ) -> Result<(BufferId, usize), Error> {
-        // One taken already: no pump (on a lane, a clock read and a look at the lane).
-        if let Some(&r) = self.ready.front() {
-            return Ok(r);
-        }
         // The clock is read only if the call has to wait.
         let mut deadline = None;
         loop {
-            self.drain()?;
-            if let Some(&r) = self.ready.front() {
-                return Ok(r);
-            }
-            self.state()?;
-            if zero_wait {
+            match self.try_next_rx(None, true) {
                 // Nothing there, and the call does not wait: no clock read, no wait.
-                return Err(Error::WouldBlock);
+                Err(Error::WouldBlock) if !zero_wait => {}
+                got => return got,
             }
             let deadline = *deadline.get_or_insert_with(|| timeout.map(|t| Instant::now() + t));
             if !self.wait(deadline)? {

@@ -277,34 +277,20 @@ impl Vc {
         self.recv_within(buf, Some(timeout), false)
     }
 
-    /// For a driver of this VC (the transport's channel): waits until `deadline` for a
-    /// received SDU, or with `tx_blocked` also for a transmit buffer coming free, and takes
-    /// the SDU into `buf` if one came (`Ok(None)`: none, the time ran out or a buffer came
-    /// free). On the daemon path a blocked send is the socket's, which this does not watch:
-    /// it waits at most a millisecond then.
+    /// For a driver of this VC (the transport's channel, while it has no endpoint, and on
+    /// the daemon path): waits until `deadline` for a received SDU and takes it into `buf`
+    /// (`Ok(None)`: none came in time). With `tx_blocked` (daemon path) it waits at most a
+    /// millisecond: a blocked send is the socket's, which this does not watch. A driver
+    /// on the direct or lane path waits with [`Vc::wait_in_place`].
     pub(crate) fn wait_sdu(
         &mut self,
         buf: &mut [u8],
         deadline: Instant,
         tx_blocked: bool,
     ) -> Result<Option<usize>, Error> {
-        let now = Instant::now();
-        let mut left = deadline.saturating_duration_since(now);
-        match (&mut self.direct, tx_blocked) {
-            (Some(d), true) => {
-                let waited = (|| {
-                    d.drain()?;
-                    if d.ready.is_empty() && d.free_tx.is_empty() {
-                        d.state()?;
-                        d.wait(Some(deadline))?;
-                    }
-                    Ok(())
-                })();
-                waited.map_err(|e| self.explain(e))?;
-                left = Duration::ZERO;
-            }
-            (None, true) => left = left.min(Duration::from_millis(1)),
-            _ => {}
+        let mut left = deadline.saturating_duration_since(Instant::now());
+        if tx_blocked {
+            left = left.min(Duration::from_millis(1));
         }
         match self.recv_within(buf, Some(left), left.is_zero()) {
             Ok(n) => Ok(Some(n)),
@@ -366,7 +352,7 @@ impl Vc {
         let max_sdu = self.max_sdu;
         let d = self.direct()?;
         let got = match wait {
-            Wait::Now(now) => d.try_free_tx(now),
+            Wait::Now(now) => d.try_free_tx(Some(now)),
             Wait::Forever => d.free_tx(None),
         };
         let id = match got {
@@ -405,7 +391,7 @@ impl Vc {
     fn recv_zero_copy_by(&mut self, wait: Wait, pump: bool) -> Result<RxSdu<'_>, Error> {
         let d = self.direct()?;
         let got = match wait {
-            Wait::Now(now) => d.try_next_rx(now, pump),
+            Wait::Now(now) => d.try_next_rx(Some(now), pump),
             Wait::Forever => d.next_rx(None, false),
         };
         let (id, len) = match got {

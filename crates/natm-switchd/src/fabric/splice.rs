@@ -66,16 +66,16 @@ impl SpliceKeep {
     /// region's splice `word` (from the link the switch opened on it, so the region is
     /// mapped once).
     pub fn new(
-        side_b: &ShmHandover,
+        side_b: ShmHandover,
         word: SpliceWord,
         side: Side,
         label: LaneVc,
         holder: Option<UnixStream>,
     ) -> Result<SpliceKeep, String> {
         Ok(SpliceKeep {
-            side_b: ShmLink::dup_handover(side_b).map_err(|e| e.to_string())?,
+            region: region_id(&side_b).map_err(|e| e.to_string())?,
+            side_b,
             word,
-            region: region_id(side_b).map_err(|e| e.to_string())?,
             side,
             label,
             holder,
@@ -258,6 +258,7 @@ impl Fabric {
             "the lane's region is spliced, but its VC has no point-to-point cross-connect",
         )?;
         let word = SpliceWord::of(side_b).map_err(|e| e.to_string())?;
+        let side_b = ShmLink::dup_handover(side_b).map_err(|e| e.to_string())?;
         let keep = SpliceKeep::new(side_b, word, Side::B, vc, None)?;
         self.splices.push(Spliced {
             side_b: keep.side_b,
