@@ -417,6 +417,14 @@ impl Endpoint {
         }
     }
 
+    /// Whether [`poll_transmit`](Endpoint::poll_transmit) may have a frame now: false only
+    /// when it surely has none, so that a driver which must find a buffer before asking
+    /// can skip both.
+    pub fn may_transmit(&self) -> bool {
+        let acks = self.rx.acks_queued();
+        acks > 1 || (acks == 1 && !self.held) || self.tx.may_transmit()
+    }
+
     fn send_ack(&mut self, ack: &Ack, buf: &mut [u8]) -> usize {
         emit_ack(ack, buf);
         self.stats.acks_sent += 1;

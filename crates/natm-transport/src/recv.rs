@@ -181,7 +181,8 @@ impl Receiver {
             }
             self.asm = Some(Asm {
                 msg,
-                data: Vec::new(),
+                // A message of one TPDU is its payload: one allocation of its size.
+                data: Vec::with_capacity(payload.len()),
                 tpdus: 0,
                 next_seq: 0,
                 since: Instant::ZERO,

@@ -78,7 +78,7 @@ use crate::endpoint::{RxError, SendError, Stats};
 use crate::header::{Ack, DATA_HEADER_LEN, DataHeader, ServiceKind, emit_data_header, ride_len};
 use crate::rtt::Rtt;
 use crate::seq::{HALF, before, dist};
-use crate::tpdu_size::{best_tpdu_size, cell_loss_from_frames, expected_goodput_ppm, survivals};
+use crate::tpdu_size::{best_tpdu_size, cell_loss_from_frames, survivals};
 
 /// The largest spacing factor (TPDUs per activation of the guaranteed bucket).
 pub const X_MAX: u32 = 6;
@@ -112,12 +112,56 @@ enum TxState {
     Received,
 }
 
+/// A TPDU's payload: up to [`INLINE`] bytes in place, so that a small message (a
+/// request, a reply) costs no allocation and no free; longer ones on the heap.
+#[derive(Debug)]
+enum Payload {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Heap(Vec<u8>),
+}
+
+/// Payload bytes kept in place: at least a one-cell TPDU's ([`PROBE_SIZE`]).
+const INLINE: usize = 32;
+
+impl Payload {
+    /// `data`'s length, and the bytes themselves if they go on the heap: inline ones are
+    /// written in place by [`Payload::fill`] (built here and moved, the array's bytes were
+    /// read back before their stores had landed, a stall per TPDU).
+    fn sized(data: &[u8]) -> Payload {
+        match u8::try_from(data.len()) {
+            Ok(len) if data.len() <= INLINE => Payload::Inline {
+                len,
+                bytes: [0; INLINE],
+            },
+            _ => Payload::Heap(data.to_vec()),
+        }
+    }
+
+    /// Writes `data` (the bytes it was [sized](Payload::sized) for) into an inline payload.
+    fn fill(&mut self, data: &[u8]) {
+        if let Payload::Inline { len, bytes } = self {
+            let n = usize::from(*len).min(data.len());
+            bytes[..n].copy_from_slice(&data[..n]);
+        }
+    }
+}
+
+impl core::ops::Deref for Payload {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Payload::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Payload::Heap(v) => v,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct TxTpdu {
     msg: u32,
     first: bool,
     last: bool,
-    payload: Vec<u8>,
+    payload: Payload,
     state: TxState,
     /// Transmission stamps (a counter): the first and the latest.
     first_stamp: u64,
@@ -163,6 +207,8 @@ struct Control {
     /// Cells of a TPDU of the configured size: the window's growth in congestion
     /// avoidance, one such TPDU per round trip whatever the size in use.
     full_cells: u32,
+    /// The growth per ack in congestion avoidance for TPDUs of `.0` cells ([`Control::grow`]).
+    step: (u32, u32),
 }
 
 impl Control {
@@ -207,7 +253,11 @@ impl Control {
         if self.cwnd < self.ssthresh {
             self.cwnd += 1;
         } else {
-            self.acc = self.acc.saturating_add((self.full_cells / used).max(1));
+            // A division per ack otherwise: the size in use changes seldom.
+            if self.step.0 != used {
+                self.step = (used, (self.full_cells / used.max(1)).max(1));
+            }
+            self.acc = self.acc.saturating_add(self.step.1);
             while self.acc >= self.cwnd && self.cwnd < self.max_window {
                 self.acc -= self.cwnd;
                 self.cwnd += 1;
@@ -242,11 +292,21 @@ struct Adapt {
     scattered: bool,
     /// The largest size (the receiver's).
     max: usize,
+    /// The cell loss (ppb) `best` and `survival` were computed for.
+    p: Option<u64>,
     /// From the last estimate: the best size for a stream, and `(1 − p)^c` for frames of
     /// `c` cells (index `c`, 62 fraction bits) up to the largest size's, for the split of
     /// each message ([`Sender::split`]). Empty before the first estimate.
     best: usize,
     survival: Vec<u64>,
+}
+
+/// [`expected_goodput_ppm`](crate::tpdu_size::expected_goodput_ppm) of a payload of `size` bytes from the table of `(1 − p)^c`
+/// ([`survivals`]): no power computed again.
+fn goodput_ppm(survival: &[u64], size: usize) -> u64 {
+    let c = frame_cells(DATA_HEADER_LEN + size);
+    let s = survival.get(c as usize).copied().unwrap_or(0);
+    ((u128::from(s) * size as u128 * 1_000_000 / u128::from(48 * c)) >> 62) as u64
 }
 
 /// Outcomes between two estimates.
@@ -313,14 +373,18 @@ impl Adapt {
         self.lost /= 2;
         self.runs /= 2;
         self.cells /= 2;
-        let best = best_tpdu_size(p, self.max);
-        self.best = best;
-        let cells = frame_cells(DATA_HEADER_LEN + self.max) as usize;
-        self.survival.clear();
-        self.survival.extend(survivals(p).take(cells + 1));
+        // The same loss as last time (no loss at all, typically): the same size and table.
+        if self.p != Some(p) {
+            self.p = Some(p);
+            self.best = best_tpdu_size(p, self.max);
+            let cells = frame_cells(DATA_HEADER_LEN + self.max) as usize;
+            self.survival.clear();
+            self.survival.extend(survivals(p).take(cells + 1));
+        }
+        let best = self.best;
         // Only for a gain of more than ADAPT_GAIN: a gain of a cell or so is the estimate's
         // noise, and each change segments the queue again.
-        let gain = |size| expected_goodput_ppm(p, size);
+        let gain = |size| goodput_ppm(&self.survival, size);
         (gain(best) > gain(now) + gain(now) * ADAPT_GAIN_PCT / 100).then_some(best)
     }
 }
@@ -378,10 +442,12 @@ impl Sender {
                 prev_lost: false,
                 scattered: false,
                 max: c.tpdu_size,
+                p: None,
                 best: c.tpdu_size,
                 survival: Vec::new(),
             }),
             full_cells: frame_cells(DATA_HEADER_LEN + c.tpdu_size),
+            step: (0, 1),
         });
         let gate = match c.service {
             Service::Guaranteed { rate } => {
@@ -463,7 +529,7 @@ impl Sender {
         }
         let msg = self.next_msg;
         self.next_msg = msg.wrapping_add(1);
-        self.segment(msg, data);
+        self.segment(msg, data, n);
         self.queued_bytes += data.len();
         stats.msgs_sent += 1;
         stats.bytes_sent += data.len() as u64;
@@ -541,9 +607,8 @@ impl Sender {
         (!a.survival.is_empty()).then_some(a)
     }
 
-    /// Queues message `msg` in TPDUs ([`Sender::split`]).
-    fn segment(&mut self, msg: u32, data: &[u8]) {
-        let n = self.split(data.len());
+    /// Queues message `msg` in `n` TPDUs ([`Sender::split`] of its length).
+    fn segment(&mut self, msg: u32, data: &[u8], n: usize) {
         let even = self.estimated().is_some();
         let size = self.size_for(data.len());
         let (q, r) = (data.len() / n, data.len() % n);
@@ -560,13 +625,16 @@ impl Sender {
                 msg,
                 first: k == 0,
                 last: k + 1 == n,
-                payload: part.to_vec(),
+                payload: Payload::sized(part),
                 state: TxState::Unsent,
                 first_stamp: 0,
                 last_stamp: 0,
                 sent_at: Instant::ZERO,
                 sends: 0,
             });
+            if let Some(t) = self.buf.back_mut() {
+                t.payload.fill(part);
+            }
         }
     }
 
@@ -593,7 +661,7 @@ impl Sender {
             }
             data.extend_from_slice(&t.payload);
             if t.last {
-                self.segment(t.msg, &data);
+                self.segment(t.msg, &data, self.split(data.len()));
             }
         }
     }
@@ -761,6 +829,20 @@ impl Sender {
             return Some(self.transmit(i, now, ack, out));
         }
         None
+    }
+
+    /// Whether [`Sender::poll_transmit`] may have a TPDU: false only when it surely has
+    /// none (true may still find none: a stale SMART entry, a closed bucket).
+    pub(crate) fn may_transmit(&self) -> bool {
+        let Some(ctl) = &self.ctl else {
+            return !self.buf.is_empty();
+        };
+        let unsent = (self.sent as usize) < self.buf.len()
+            && before(self.una.wrapping_add(self.sent), ctl.right_edge);
+        !ctl.smart_q.is_empty()
+            || ctl.probe_pending
+            || ctl.persist_pending
+            || (ctl.flight < ctl.cwnd && (!ctl.rto_q.is_empty() || unsent))
     }
 
     /// Sends (or resends) buffer entry `i` of a reliable channel.
@@ -1005,10 +1087,11 @@ impl Sender {
             };
         }
         let ctl = self.ctl.as_ref()?;
-        [ctl.rto_at, ctl.probe_at, ctl.persist_at]
-            .into_iter()
-            .flatten()
-            .min()
+        let earlier = |a: Option<Instant>, b: Option<Instant>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        earlier(earlier(ctl.rto_at, ctl.probe_at), ctl.persist_at)
     }
 
     pub(crate) fn handle_timeout(&mut self, now: Instant, stats: &mut Stats) {
@@ -1134,7 +1217,7 @@ mod tests {
         let got: Vec<u8> = s
             .buf
             .range(from..)
-            .flat_map(|t| t.payload.clone())
+            .flat_map(|t| t.payload.to_vec())
             .collect();
         assert_eq!(got, data, "the shares make up the message");
         s.buf.range(from..).map(|t| t.payload.len()).collect()

@@ -24,6 +24,10 @@ pub fn best_tpdu_size(cell_loss_ppb: u64, max: usize) -> usize {
     let overhead = DATA_HEADER_LEN + 8;
     let max_cells = (max.min(AAL5_MAX_SDU - DATA_HEADER_LEN) + overhead) / 48;
     let max_cells = max_cells.max(1) as u64;
+    if cell_loss_ppb == 0 {
+        // Nothing lost: the largest frame carries the most per cell.
+        return (48 * max_cells as usize - overhead).min(max);
+    }
     // (1 − p) in fixed point with 62 fraction bits, raised one cell at a time.
     let keep = u128::from(PPB - cell_loss_ppb.min(PPB)) * (1u128 << 62) / u128::from(PPB);
     let mut survive: u128 = 1 << 62;
