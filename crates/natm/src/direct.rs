@@ -399,16 +399,16 @@ impl Direct {
         }
     }
 
-    /// A received SDU now, or [`Error::WouldBlock`]: with `pump`, after moving what can
-    /// move at `now` (a clock reading of the caller's pass, else one is read), else from
-    /// what was collected. One taken already: no pump.
+    /// A received SDU now, if there is one: with `pump`, after moving what can move at
+    /// `now` (a clock reading of the caller's pass, else one is read), else from what was
+    /// collected. One taken already: no pump.
     pub(crate) fn try_next_rx(
         &mut self,
         now: Option<Instant>,
         pump: bool,
-    ) -> Result<(BufferId, usize), Error> {
+    ) -> Result<Option<(BufferId, usize)>, Error> {
         if let Some(&r) = self.ready.front() {
-            return Ok(r);
+            return Ok(Some(r));
         }
         if pump {
             self.drain_at(now)?;
@@ -416,10 +416,10 @@ impl Direct {
             self.collect()?;
         }
         if let Some(&r) = self.ready.front() {
-            return Ok(r);
+            return Ok(Some(r));
         }
         self.state()?;
-        Err(Error::WouldBlock)
+        Ok(None)
     }
 
     /// Waits at most `timeout` (`None`: for ever) for a received SDU; its buffer and
@@ -433,10 +433,11 @@ impl Direct {
         // The clock is read only if the call has to wait.
         let mut deadline = None;
         loop {
-            match self.try_next_rx(None, true) {
+            match self.try_next_rx(None, true)? {
+                Some(got) => return Ok(got),
                 // Nothing there, and the call does not wait: no clock read, no wait.
-                Err(Error::WouldBlock) if !zero_wait => {}
-                got => return got,
+                None if zero_wait => return Err(Error::WouldBlock),
+                None => {}
             }
             let deadline = *deadline.get_or_insert_with(|| timeout.map(|t| Instant::now() + t));
             if !self.wait(deadline)? {

@@ -30,6 +30,12 @@ pub(crate) struct LaneEngine {
     pub(crate) state_fd: OwnedFd,
     /// The last pump moved nothing.
     pub(crate) idle: bool,
+    /// The last pump took cells in: what they completed waits to be collected, and a
+    /// look right after it would most likely find nothing more.
+    pub(crate) took_in: bool,
+    /// The clock reading of the look that ended the last [`LaneEngine::wait`] by moving
+    /// cells: the caller's next pass may take it as its own instead of reading the clock.
+    pub(crate) fresh: Option<Instant>,
 }
 
 /// The one VC a lane engine's adapter carries.
@@ -86,6 +92,8 @@ impl LaneEngine {
             notify,
             state_fd,
             idle: false,
+            took_in: false,
+            fresh: None,
         })
     }
 
@@ -109,6 +117,7 @@ impl LaneEngine {
             .transmit(&mut self.adapter, now, &self.buffers)
             .map_err(lane_error)?;
         let moved = cells_in + cells_out > 0;
+        self.took_in = cells_in > 0;
         self.idle = !moved;
         Ok(moved)
     }
@@ -146,6 +155,7 @@ impl LaneEngine {
     /// lane is looked at again before any sleep.
     pub(crate) fn wait(&mut self, start: Instant, left: Duration) -> Result<bool, Error> {
         if !self.idle && self.pump(start)? {
+            self.fresh = Some(start);
             return Ok(true);
         }
         // A shaped VC's next departure is known: sleep until it rather than spin. A spinning
@@ -174,6 +184,7 @@ impl LaneEngine {
                 // One clock read per round serves the adapter and the deadline.
                 now = Instant::now();
                 if self.pump(now)? {
+                    self.fresh = Some(now);
                     return Ok(true);
                 }
                 continue;
@@ -183,7 +194,9 @@ impl LaneEngine {
             // Every other pump announces nothing, so a busy peer publishes and pops
             // without a system call (announcing at each empty look cost the peer one
             // `write` per ack and this side one `read`: ~600,000 each a second at 64 KiB).
-            if self.arm_and_pump(Instant::now())? {
+            let now = Instant::now();
+            if self.arm_and_pump(now)? {
+                self.fresh = Some(now);
                 return Ok(true);
             }
             let mut until = start + left;

@@ -420,6 +420,9 @@ pub(crate) fn default_qos() -> Qos {
 
 mod direct;
 mod host;
+#[cfg(feature = "_internal_test_exports")]
+#[doc(hidden)]
+pub mod internal;
 mod lane;
 mod listen;
 pub mod transport;

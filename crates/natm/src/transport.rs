@@ -84,6 +84,7 @@ use natm_link::clock::Epoch;
 pub use natm_transport::{Config, Event, Isn, MsgSeq, Service, Stats as EndpointStats};
 use natm_transport::{Endpoint, SendError};
 
+use crate::vc::Filled;
 use crate::{Error, ErrorKind, Host, Vc, VcOptions};
 
 pub mod admission;
@@ -252,18 +253,9 @@ pub struct Channel {
     rx: Vec<u8>,
     /// When a frame last came (for [`Channel::linger`]).
     last_rx: StdInstant,
-}
-
-/// What [`Channel::send_in_place`] did.
-enum InPlace {
-    /// A frame went.
-    Sent,
-    /// The endpoint has nothing to send now.
-    Idle,
-    /// The sending VC has no free transmit buffer.
-    Starved,
-    /// Not on this VC (the daemon path, or buffers smaller than a frame): the scratch.
-    Unavailable,
+    /// The last clock reading converted to the endpoint's clock, and the result
+    /// ([`Channel::at`]).
+    last_at: (StdInstant, Instant),
 }
 
 /// What a hello says.
@@ -527,17 +519,20 @@ impl Channel {
                     ));
                 }
                 ep.hold_acks(true);
+                let epoch = Epoch::now();
+                let start = StdInstant::now();
                 let mut ch = Channel {
                     vc,
                     out,
                     ep,
-                    epoch: Epoch::now(),
+                    epoch,
                     stats,
                     tx: vec![0u8; frame],
                     pending: None,
                     starved: false,
                     rx,
-                    last_rx: StdInstant::now(),
+                    last_rx: start,
+                    last_at: (start, epoch.at(start)),
                 };
                 if let Some(f) = first_tpdu {
                     ch.stats.frames_received += 1;
@@ -553,6 +548,15 @@ impl Channel {
 
     fn now(&self) -> Instant {
         self.epoch.elapsed()
+    }
+
+    /// `wall` on the endpoint's clock: a pass converts its one reading several times, and
+    /// the last conversion is kept.
+    fn at(&mut self, wall: StdInstant) -> Instant {
+        if self.last_at.0 != wall {
+            self.last_at = (wall, self.epoch.at(wall));
+        }
+        self.last_at.1
     }
 
     /// The VC the channel receives on (and sends on, unless it was built from two).
@@ -601,7 +605,8 @@ impl Channel {
             }
             None => {
                 // A refused frame changes nothing; the endpoint counts it.
-                let _ = self.ep.handle_tpdu(self.epoch.at(wall), &self.rx[..n]);
+                let now = self.at(wall);
+                let _ = self.ep.handle_tpdu(now, &self.rx[..n]);
             }
         }
         Ok(())
@@ -613,8 +618,10 @@ impl Channel {
     /// With `look` false the VC is not looked at again: only what an earlier look of the
     /// pass collected is taken.
     fn take_frames(&mut self, batch: usize, wall: StdInstant, look: bool) -> Result<usize, Error> {
-        let now = self.epoch.at(wall);
+        let now = self.at(wall);
         let in_place = self.vc.direct.is_some();
+        // A lane that just took cells in (the wait's last look) is not looked at again.
+        let look = look && !self.vc.lane_took_in();
         for taken in 0..batch {
             if !in_place {
                 match self.vc.try_recv(&mut self.rx) {
@@ -625,10 +632,8 @@ impl Channel {
                 continue;
             }
             // The first look moves what can move; the rest take what it collected.
-            let sdu = match self.vc.try_recv_zero_copy_at(wall, look && taken == 0) {
-                Ok(sdu) => sdu,
-                Err(Error::WouldBlock) => return Ok(taken),
-                Err(e) => return Err(e),
+            let Some(sdu) = self.vc.try_recv_zero_copy_at(wall, look && taken == 0)? else {
+                return Ok(taken);
             };
             if let Some(n) = Hello::parse(&sdu).map(|_| sdu.len()) {
                 // A hello: taken as a copy (answering it needs the VC), the buffer back
@@ -681,13 +686,10 @@ impl Channel {
     /// only after taking frames.
     fn pump_at(&mut self, wall: StdInstant) -> Result<(), Error> {
         let batch = self.rx_batch();
-        // The frames' reading serves the timers and the sends too unless frames were
-        // taken, which took time.
-        let wall = match self.take_frames(batch, wall, true)? {
-            0 => wall,
-            _ => StdInstant::now(),
-        };
-        let now = self.epoch.at(wall);
+        // One reading serves the frames, the timers and the sends: taking a batch takes
+        // microseconds, far below any timer's grain.
+        self.take_frames(batch, wall, true)?;
+        let now = self.at(wall);
         if self.ep.poll_timeout().is_some_and(|t| t <= now) {
             self.ep.handle_timeout(now);
         }
@@ -698,11 +700,15 @@ impl Channel {
     fn transmit(&mut self, now: Instant, wall: StdInstant) -> Result<(), Error> {
         let was_starved = std::mem::take(&mut self.starved);
         loop {
+            // Nothing to send: no buffer taken and given back.
+            if self.pending.is_none() && !self.ep.may_transmit() {
+                return Ok(());
+            }
             if self.pending.is_none() {
                 match self.send_in_place(now, wall)? {
-                    InPlace::Sent => continue,
-                    InPlace::Idle => return Ok(()),
-                    InPlace::Starved => {
+                    Filled::Sent => continue,
+                    Filled::Empty => return Ok(()),
+                    Filled::NoBuffer => {
                         // Counted once per wait for a buffer, as a pending frame is.
                         if !was_starved && !self.ep.send_idle() {
                             self.stats.tx_blocked += 1;
@@ -710,7 +716,7 @@ impl Channel {
                         self.starved = true;
                         return Ok(());
                     }
-                    InPlace::Unavailable => {}
+                    Filled::Unavailable => {}
                 }
             }
             let n = match self.pending {
@@ -738,32 +744,26 @@ impl Channel {
 
     /// On the direct and lane paths, builds the endpoint's next frame in a free transmit
     /// buffer of the sending VC and sends it.
-    fn send_in_place(&mut self, now: Instant, wall: StdInstant) -> Result<InPlace, Error> {
-        let vc = out_of(&mut self.vc, &mut self.out);
-        if vc.direct.is_none() {
-            return Ok(InPlace::Unavailable);
+    fn send_in_place(&mut self, now: Instant, wall: StdInstant) -> Result<Filled, Error> {
+        let ep = &mut self.ep;
+        let filled =
+            out_of(&mut self.vc, &mut self.out)
+                .send_filled_at(wall, self.tx.len(), |b| ep.poll_transmit(now, b))?;
+        if matches!(filled, Filled::Sent) {
+            self.stats.frames_sent += 1;
         }
-        let mut b = match vc.try_tx_buffer_at(wall) {
-            Ok(b) => b,
-            Err(Error::WouldBlock) => return Ok(InPlace::Starved),
-            Err(e) => return Err(e),
-        };
-        if b.len() < self.tx.len() {
-            return Ok(InPlace::Unavailable);
-        }
-        let Some(n) = self.ep.poll_transmit(now, &mut b) else {
-            return Ok(InPlace::Idle);
-        };
-        let sent = b.send_at(n, Some(wall));
-        sent.map_err(|e| vc.explain(e))?;
-        self.stats.frames_sent += 1;
-        Ok(InPlace::Sent)
+        Ok(filled)
     }
 
     /// Waits on the VC until the next input, the endpoint's next timeout or `deadline`,
     /// whichever is first, after a pass at `now`. On the daemon path it takes what came;
-    /// on the others the next pass takes it in place.
-    fn wait(&mut self, deadline: Option<StdInstant>, now: StdInstant) -> Result<(), Error> {
+    /// on the others the next pass takes it in place. A clock reading the next pass may
+    /// use, if the wait ended on one (a lane's look that moved cells).
+    fn wait(
+        &mut self,
+        deadline: Option<StdInstant>,
+        now: StdInstant,
+    ) -> Result<Option<StdInstant>, Error> {
         let mut wake = now + IDLE_SLICE;
         if let Some(d) = deadline {
             wake = wake.min(d);
@@ -784,7 +784,7 @@ impl Channel {
         if let Some(n) = self.vc.wait_sdu(&mut self.rx, wake, tx_blocked)? {
             self.take(n, StdInstant::now())?;
         }
-        Ok(())
+        Ok(None)
     }
 
     /// Runs the channel until `done` says so or `deadline` passes ([`Error::Timeout`]);
@@ -795,8 +795,8 @@ impl Channel {
         deadline: Option<StdInstant>,
         mut done: impl FnMut(&mut Channel) -> bool,
     ) -> Result<StdInstant, Error> {
+        let mut wall = StdInstant::now();
         loop {
-            let wall = StdInstant::now();
             self.pump_at(wall)?;
             if done(self) {
                 return Ok(wall);
@@ -804,7 +804,8 @@ impl Channel {
             if deadline.is_some_and(|d| wall >= d) {
                 return Err(Error::Timeout);
             }
-            self.wait(deadline, wall)?;
+            // The look that ended the wait read the clock just before: that reading serves.
+            wall = self.wait(deadline, wall)?.unwrap_or_else(StdInstant::now);
         }
     }
 
@@ -824,7 +825,8 @@ impl Channel {
         // Queued before anything else is sent, the message carries the ack held since the
         // last message received (a reply and its request's ack: one frame).
         let mut wall = StdInstant::now();
-        let first = self.ep.send_message(self.epoch.at(wall), msg);
+        let now = self.at(wall);
+        let first = self.ep.send_message(now, msg);
         self.ep.release_ack();
         let seq = match first {
             Ok(s) => s,
@@ -845,7 +847,7 @@ impl Channel {
         // (on a lane, its pump), so only what that look collected is taken; if nothing
         // went, the VC is looked at (acks opening the window). A reply so goes with one
         // look at the lane instead of two.
-        let now = self.epoch.at(wall);
+        let now = self.at(wall);
         if self.ep.poll_timeout().is_some_and(|t| t <= now) {
             self.ep.handle_timeout(now);
         }
@@ -854,8 +856,7 @@ impl Channel {
         let looked = self.stats.frames_sent != sent;
         let batch = self.rx_batch();
         if self.take_frames(batch, wall, !looked)? > 0 {
-            let wall = StdInstant::now();
-            self.transmit(self.epoch.at(wall), wall)?;
+            self.transmit(now, wall)?;
         }
         Ok(seq)
     }
@@ -890,7 +891,8 @@ impl Channel {
         })?;
         // Acks of what was just taken (the window it opened) go now; the newest waits for
         // the application's next call, to ride on a reply.
-        self.transmit(self.epoch.at(wall), wall)?;
+        let now = self.at(wall);
+        self.transmit(now, wall)?;
         got.ok_or(Error::WouldBlock)
     }
 

@@ -303,17 +303,21 @@ impl Vc {
     /// takes SDUs in place) that has just looked at it (at `now`, a clock reading):
     /// waits until `deadline` for a received SDU, or with `tx_blocked` also for a
     /// transmit buffer coming free, taking nothing. It may return early, when cells or
-    /// completions moved. Daemon path: [`Vc::wait_sdu`].
+    /// completions moved. On a lane whose look moved cells, the clock reading of that look
+    /// (the driver's next pass may use it). Daemon path: [`Vc::wait_sdu`].
     pub(crate) fn wait_in_place(
         &mut self,
         now: Instant,
         deadline: Instant,
         tx_blocked: bool,
-    ) -> Result<(), Error> {
+    ) -> Result<Option<Instant>, Error> {
         let Some(d) = &mut self.direct else {
-            return Ok(());
+            return Ok(None);
         };
         let waited = (|| {
+            if let Some(l) = &mut d.lane {
+                l.fresh = None;
+            }
             // What the look's own sends moved in may be waiting as completions.
             d.collect()?;
             // Nothing received, and (when blocked on sending) no transmit buffer free.
@@ -322,7 +326,7 @@ impl Vc {
                 d.state()?;
                 d.wait_from(now, Some(deadline))?;
             }
-            Ok(())
+            Ok(d.lane.as_mut().and_then(|l| l.fresh.take()))
         })();
         waited.map_err(|e| self.explain(e))
     }
@@ -337,24 +341,9 @@ impl Vc {
     /// A free transmit buffer of the channel to fill in place; [`TxBuffer::send`] sends
     /// it. Waits for one. Direct path only.
     pub fn tx_buffer(&mut self) -> Result<TxBuffer<'_>, Error> {
-        self.tx_buffer_by(Wait::Forever)
-    }
-
-    /// [`Vc::tx_buffer`] if a transmit buffer is free now ([`Error::WouldBlock`] if not),
-    /// for the transport's channel, which builds its frames in place; `now` is a clock
-    /// reading of its pass.
-    pub(crate) fn try_tx_buffer_at(&mut self, now: Instant) -> Result<TxBuffer<'_>, Error> {
-        self.tx_buffer_by(Wait::Now(now))
-    }
-
-    fn tx_buffer_by(&mut self, wait: Wait) -> Result<TxBuffer<'_>, Error> {
         let handle = self.handle;
         let max_sdu = self.max_sdu;
-        let d = self.direct()?;
-        let got = match wait {
-            Wait::Now(now) => d.try_free_tx(Some(now)),
-            Wait::Forever => d.free_tx(None),
-        };
+        let got = self.direct()?.free_tx(None);
         let id = match got {
             Ok(id) => id,
             Err(e) => return Err(self.explain(e)),
@@ -370,34 +359,78 @@ impl Vc {
         })
     }
 
-    /// [`Vc::recv_zero_copy`] if an SDU is there now ([`Error::WouldBlock`] if not), for
-    /// the transport's channel, which parses its frames in place: with `pump` after
-    /// moving what can move at `now` (a clock reading of its pass), else only from what
-    /// was collected (the later calls of one pass).
+    /// For the transport's channel, which builds its frames in place: on the direct or
+    /// lane path, if a transmit buffer of at least `min_len` bytes is free now, `fill`
+    /// writes a frame into it and returns its length (or `None`: nothing to send, the
+    /// buffer goes back), and the frame is sent. `now` is a clock reading of the
+    /// channel's pass.
+    pub(crate) fn send_filled_at(
+        &mut self,
+        now: Instant,
+        min_len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Option<usize>,
+    ) -> Result<Filled, Error> {
+        let (handle, max_sdu) = (self.handle, self.max_sdu);
+        let Some(d) = &mut self.direct else {
+            return Ok(Filled::Unavailable);
+        };
+        let len = d.buffer_size.min(max_sdu);
+        if len < min_len {
+            return Ok(Filled::Unavailable);
+        }
+        let id = match d.try_free_tx(Some(now)) {
+            Ok(id) => id,
+            Err(Error::WouldBlock) => return Ok(Filled::NoBuffer),
+            Err(e) => return Err(self.explain(e)),
+        };
+        let Some(n) = fill(d.buffer_mut(id, len)).filter(|&n| n > 0 && n <= len) else {
+            d.free_tx.push(id);
+            return Ok(Filled::Empty);
+        };
+        match d.post_tx(id, n, handle, Some(now)) {
+            Ok(()) => Ok(Filled::Sent),
+            Err(e) => Err(self.explain(e)),
+        }
+    }
+
+    /// On the lane path, whether the lane's last pump took cells in: their SDUs wait to
+    /// be collected, and another look right away would most likely find nothing more.
+    pub(crate) fn lane_took_in(&self) -> bool {
+        self.direct
+            .as_ref()
+            .and_then(|d| d.lane.as_ref())
+            .is_some_and(|l| l.took_in)
+    }
+
+    /// [`Vc::recv_zero_copy`] if an SDU is there now, for the transport's channel, which
+    /// parses its frames in place: with `pump` after moving what can move at `now` (a
+    /// clock reading of its pass), else only from what was collected (the later calls of
+    /// one pass).
     pub(crate) fn try_recv_zero_copy_at(
         &mut self,
         now: Instant,
         pump: bool,
-    ) -> Result<RxSdu<'_>, Error> {
-        self.recv_zero_copy_by(Wait::Now(now), pump)
+    ) -> Result<Option<RxSdu<'_>>, Error> {
+        let got = self.direct()?.try_next_rx(Some(now), pump);
+        match got {
+            Ok(Some((id, len))) => self.rx_sdu(id, len).map(Some),
+            Ok(None) => Ok(None),
+            Err(e) => Err(self.explain(e)),
+        }
     }
 
     /// The next received SDU, in place in the channel's buffer; dropping it hands the
     /// buffer back for reception. Waits for one. Direct path only.
     pub fn recv_zero_copy(&mut self) -> Result<RxSdu<'_>, Error> {
-        self.recv_zero_copy_by(Wait::Forever, true)
+        let got = self.direct()?.next_rx(None, false);
+        match got {
+            Ok((id, len)) => self.rx_sdu(id, len),
+            Err(e) => Err(self.explain(e)),
+        }
     }
 
-    fn recv_zero_copy_by(&mut self, wait: Wait, pump: bool) -> Result<RxSdu<'_>, Error> {
-        let d = self.direct()?;
-        let got = match wait {
-            Wait::Now(now) => d.try_next_rx(Some(now), pump),
-            Wait::Forever => d.next_rx(None, false),
-        };
-        let (id, len) = match got {
-            Ok(r) => r,
-            Err(e) => return Err(self.explain(e)),
-        };
+    /// The SDU in buffer `id`, `len` bytes, at the head of the ready queue, taken.
+    fn rx_sdu(&mut self, id: BufferId, len: usize) -> Result<RxSdu<'_>, Error> {
         let d = self.direct()?;
         // The descriptor is hostd's (or the lane adapter's): checked, as `recv` checks it.
         if d.buffer(id, len).len() != len {
@@ -464,12 +497,16 @@ impl Drop for Vc {
     }
 }
 
-/// How long a buffer call may wait: not at all (with a clock reading of the caller's
-/// pass), or until it has one.
-#[derive(Clone, Copy)]
-enum Wait {
-    Now(Instant),
-    Forever,
+/// What [`Vc::send_filled_at`] did.
+pub(crate) enum Filled {
+    /// A frame went.
+    Sent,
+    /// `fill` had nothing to send.
+    Empty,
+    /// No transmit buffer was free.
+    NoBuffer,
+    /// Not the direct or lane path, or its buffers are too short.
+    Unavailable,
 }
 
 /// A transmit buffer being filled in place ([`Vc::tx_buffer`]); dereferences to its
@@ -484,18 +521,12 @@ pub struct TxBuffer<'a> {
 
 impl TxBuffer<'_> {
     /// Sends the first `len` bytes as one SDU.
-    pub fn send(self, len: usize) -> Result<(), Error> {
-        self.send_at(len, None)
-    }
-
-    /// [`TxBuffer::send`]; `now`, a clock reading of the caller's pass, serves a lane's
-    /// pump (else it reads the clock).
-    pub(crate) fn send_at(mut self, len: usize, now: Option<Instant>) -> Result<(), Error> {
+    pub fn send(mut self, len: usize) -> Result<(), Error> {
         if len == 0 || len > self.len {
             return Err(Error::TooLong { len, max: self.len });
         }
         self.d.state()?;
-        self.d.post_tx(self.id, len, self.handle, now)?;
+        self.d.post_tx(self.id, len, self.handle, None)?;
         self.sent = true;
         Ok(())
     }
