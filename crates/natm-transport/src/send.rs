@@ -78,7 +78,7 @@ use crate::endpoint::{RxError, SendError, Stats};
 use crate::header::{Ack, DATA_HEADER_LEN, DataHeader, ServiceKind, emit_data_header, ride_len};
 use crate::rtt::Rtt;
 use crate::seq::{HALF, before, dist};
-use crate::tpdu_size::{best_tpdu_size, cell_loss_from_frames, survivals};
+use crate::tpdu_size::{best_tpdu_size, cell_loss_from_frames, goodput_ppm_of, survivals};
 
 /// The largest spacing factor (TPDUs per activation of the guaranteed bucket).
 pub const X_MAX: u32 = 6;
@@ -124,24 +124,14 @@ enum Payload {
 const INLINE: usize = 32;
 
 impl Payload {
-    /// `data`'s length, and the bytes themselves if they go on the heap: inline ones are
-    /// written in place by [`Payload::fill`] (built here and moved, the array's bytes were
-    /// read back before their stores had landed, a stall per TPDU).
-    fn sized(data: &[u8]) -> Payload {
+    fn new(data: &[u8]) -> Payload {
         match u8::try_from(data.len()) {
-            Ok(len) if data.len() <= INLINE => Payload::Inline {
-                len,
-                bytes: [0; INLINE],
-            },
+            Ok(len) if data.len() <= INLINE => {
+                let mut bytes = [0; INLINE];
+                bytes[..data.len()].copy_from_slice(data);
+                Payload::Inline { len, bytes }
+            }
             _ => Payload::Heap(data.to_vec()),
-        }
-    }
-
-    /// Writes `data` (the bytes it was [sized](Payload::sized) for) into an inline payload.
-    fn fill(&mut self, data: &[u8]) {
-        if let Payload::Inline { len, bytes } = self {
-            let n = usize::from(*len).min(data.len());
-            bytes[..n].copy_from_slice(&data[..n]);
         }
     }
 }
@@ -207,8 +197,6 @@ struct Control {
     /// Cells of a TPDU of the configured size: the window's growth in congestion
     /// avoidance, one such TPDU per round trip whatever the size in use.
     full_cells: u32,
-    /// The growth per ack in congestion avoidance for TPDUs of `.0` cells ([`Control::grow`]).
-    step: (u32, u32),
 }
 
 impl Control {
@@ -253,11 +241,7 @@ impl Control {
         if self.cwnd < self.ssthresh {
             self.cwnd += 1;
         } else {
-            // A division per ack otherwise: the size in use changes seldom.
-            if self.step.0 != used {
-                self.step = (used, (self.full_cells / used.max(1)).max(1));
-            }
-            self.acc = self.acc.saturating_add(self.step.1);
+            self.acc = self.acc.saturating_add((self.full_cells / used).max(1));
             while self.acc >= self.cwnd && self.cwnd < self.max_window {
                 self.acc -= self.cwnd;
                 self.cwnd += 1;
@@ -301,12 +285,12 @@ struct Adapt {
     survival: Vec<u64>,
 }
 
-/// [`expected_goodput_ppm`](crate::tpdu_size::expected_goodput_ppm) of a payload of `size` bytes from the table of `(1 − p)^c`
-/// ([`survivals`]): no power computed again.
+/// [`expected_goodput_ppm`](crate::tpdu_size::expected_goodput_ppm) of a payload of `size`
+/// bytes, from the table of `(1 − p)^c` ([`survivals`]) instead of its powers again.
 fn goodput_ppm(survival: &[u64], size: usize) -> u64 {
     let c = frame_cells(DATA_HEADER_LEN + size);
     let s = survival.get(c as usize).copied().unwrap_or(0);
-    ((u128::from(s) * size as u128 * 1_000_000 / u128::from(48 * c)) >> 62) as u64
+    goodput_ppm_of(u128::from(s), size, c)
 }
 
 /// Outcomes between two estimates.
@@ -447,7 +431,6 @@ impl Sender {
                 survival: Vec::new(),
             }),
             full_cells: frame_cells(DATA_HEADER_LEN + c.tpdu_size),
-            step: (0, 1),
         });
         let gate = match c.service {
             Service::Guaranteed { rate } => {
@@ -625,16 +608,13 @@ impl Sender {
                 msg,
                 first: k == 0,
                 last: k + 1 == n,
-                payload: Payload::sized(part),
+                payload: Payload::new(part),
                 state: TxState::Unsent,
                 first_stamp: 0,
                 last_stamp: 0,
                 sent_at: Instant::ZERO,
                 sends: 0,
             });
-            if let Some(t) = self.buf.back_mut() {
-                t.payload.fill(part);
-            }
         }
     }
 

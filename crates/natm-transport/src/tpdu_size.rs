@@ -48,10 +48,14 @@ pub fn best_tpdu_size(cell_loss_ppb: u64, max: usize) -> usize {
 /// The expected goodput per cell sent of TPDUs of `payload` bytes under random cell loss
 /// of `cell_loss_ppb`, in parts per million of a cell's 48 bytes.
 pub fn expected_goodput_ppm(cell_loss_ppb: u64, payload: usize) -> u64 {
-    let c = u64::from(crate::frame_cells(DATA_HEADER_LEN + payload));
-    let s = survival(cell_loss_ppb, c);
-    // survival · payload / (48 · c), scaled to millionths.
-    ((s * payload as u128 * 1_000_000 / u128::from(48 * c)) >> 62) as u64
+    let c = crate::frame_cells(DATA_HEADER_LEN + payload);
+    goodput_ppm_of(survival(cell_loss_ppb, u64::from(c)), payload, c)
+}
+
+/// Goodput, ppm of the line, of a `payload` in frames of `cells` cells that survive with
+/// probability `survive` (62 fraction bits): survival · payload / (48 · cells).
+pub(crate) fn goodput_ppm_of(survive: u128, payload: usize, cells: u32) -> u64 {
+    ((survive * payload as u128 * 1_000_000 / u128::from(48 * cells)) >> 62) as u64
 }
 
 /// `(1 − p)^cells` in fixed point with 62 fraction bits, `p` in ppb.

@@ -620,7 +620,8 @@ impl Channel {
     fn take_frames(&mut self, batch: usize, wall: StdInstant, look: bool) -> Result<usize, Error> {
         let now = self.at(wall);
         let in_place = self.vc.direct.is_some();
-        // A lane that just took cells in (the wait's last look) is not looked at again.
+        // A lane whose last look took cells in (typically the wait's, just now) is not
+        // looked at again before what that look collected is taken.
         let look = look && !self.vc.lane_took_in();
         for taken in 0..batch {
             if !in_place {
@@ -682,8 +683,8 @@ impl Channel {
         self.pump_at(StdInstant::now())
     }
 
-    /// [`Channel::pump`] with `wall` just read from the clock: the pass reads it again
-    /// only after taking frames.
+    /// [`Channel::pump`] with `wall` just read from the clock (or lent by the wait that
+    /// ended on a look): the whole pass uses it.
     fn pump_at(&mut self, wall: StdInstant) -> Result<(), Error> {
         let batch = self.rx_batch();
         // One reading serves the frames, the timers and the sends: taking a batch takes
