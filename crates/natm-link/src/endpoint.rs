@@ -83,7 +83,8 @@ pub trait EndpointLink: CellLink + Send {
 
     /// The caller spins now (`true`) or is about to sleep on `poll_fd` (`false`): a
     /// shared-memory link stops or resumes announcing its sleeps
-    /// ([`ShmLink::set_spinning`]). Other links ignore it.
+    /// ([`ShmLink::set_spinning`]); an emulated line passes it to the link inside. Other
+    /// links ignore it.
     fn set_spinning(&mut self, on: bool) {
         let _ = on;
     }
@@ -230,6 +231,10 @@ where
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+
+    fn set_spinning(&mut self, on: bool) {
+        self.inner_mut().set_spinning(on);
     }
 
     fn setup_warning(&self) -> Option<String> {
