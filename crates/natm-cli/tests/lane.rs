@@ -483,6 +483,24 @@ fn two_lanes_of_one_vc_are_spliced_and_either_end_may_leave() {
     assert!(through < 100, "{through} cells through the switch: {xc}");
     let text = stdout(&natm(&["stat", "--dir", lab.arg()]));
     assert!(text.contains("spliced with 2:0.100"), "{text}");
+    // A capture of the spliced VC cannot see its cells, and says so.
+    let pcap = std::path::Path::new(lab.arg()).join("spliced.pcap");
+    let pcap = pcap.to_str().expect("utf-8 path");
+    let args = ["--vc", "0.100", "--seconds", "0.1", "--out", pcap];
+    let o = natm(
+        &[
+            &["capture", "--host", "h1"][..],
+            &args,
+            &["--dir", lab.arg()],
+        ]
+        .concat(),
+    );
+    let e = stderr(&o);
+    assert!(o.status.success(), "{e}");
+    assert!(
+        e.contains("natm capture: VC 0.100 on s1:") && e.contains("is spliced between two"),
+        "{e}"
+    );
 
     // The second holder (side B) leaves: the switch serves h1's lane again, and h2's VC
     // on the direct path reaches it through the switch.

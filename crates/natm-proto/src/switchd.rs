@@ -103,6 +103,11 @@ pub enum Response {
         /// The port captured.
         #[serde(rename = "capturing")]
         port: u16,
+        /// VCs of the port (`VPI.VCI`, only the one asked for if one was) that are spliced
+        /// between two applications' lanes: their cells bypass the switch, so the capture
+        /// does not see them while the splice lasts.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        unseen: Vec<String>,
     },
     /// The daemon stops.
     ShuttingDown,

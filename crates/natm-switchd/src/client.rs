@@ -222,9 +222,10 @@ impl Client {
             vc: vc.map(str::to_string),
         })?;
         match self.receive(&mut reader)? {
-            Response::Capturing { .. } => Ok(Capture {
+            Response::Capturing { unseen, .. } => Ok(Capture {
                 path: self.path.clone(),
                 reader,
+                unseen,
             }),
             other => Err(self.unexpected("capture", &other)),
         }
@@ -246,9 +247,16 @@ pub struct CapturedCell {
 pub struct Capture {
     path: PathBuf,
     reader: BufReader<UnixStream>,
+    unseen: Vec<String>,
 }
 
 impl Capture {
+    /// The VCs (`VPI.VCI`) this capture cannot see: spliced between two applications'
+    /// lanes when it began, their cells bypass the switch.
+    pub fn unseen(&self) -> &[String] {
+        &self.unseen
+    }
+
     /// The next captured cell, waiting at most the client's timeout.
     pub fn next_cell(&mut self) -> Result<CapturedCell, ClientError> {
         let line = read_line(&self.path, &mut self.reader)?;

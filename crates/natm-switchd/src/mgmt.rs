@@ -255,7 +255,10 @@ impl Management {
                 if !fabric.tap_ports.contains(&PortId(port)) {
                     fabric.tap_ports.push(PortId(port));
                 }
-                Response::Capturing { port }
+                Response::Capturing {
+                    port,
+                    unseen: unseen(PortId(port), vc.as_deref(), fabric),
+                }
             }),
             Request::Shutdown => {
                 info.stop.store(true, Ordering::Release);
@@ -650,6 +653,27 @@ fn disconnect(id: &str, fabric: &mut Fabric) -> Result<Response, Refusal> {
         Ok(_) => Ok(Response::Disconnected),
         Err(e) => Err(switch_refusal(&e)),
     }
+}
+
+/// The VCs of `port` (only `vc`, if given) spliced between two applications' lanes, whose
+/// cells a capture there does not see, as `VPI.VCI`.
+fn unseen(port: PortId, vc: Option<&str>, fabric: &Fabric) -> Vec<String> {
+    let Some(at) = fabric.ports.iter().position(|p| p.id == port) else {
+        return Vec::new();
+    };
+    // Checked by `capture` already.
+    let want = vc.and_then(|v| v.parse::<VcId>().ok());
+    let mut vcs: Vec<String> = fabric
+        .splices
+        .iter()
+        .flat_map(|s| &s.holders)
+        .filter(|h| h.port == at)
+        .filter(|h| want.is_none_or(|w| (w.vpi.get(), w.vci.get()) == (h.vc.vpi, h.vc.vci)))
+        .map(|h| format!("{}.{}", h.vc.vpi, h.vc.vci))
+        .collect();
+    vcs.sort();
+    vcs.dedup();
+    vcs
 }
 
 /// The header filter of a capture of `port` (only VC `vc`, `VPI.VCI`, if given).

@@ -118,6 +118,12 @@ pub fn run(args: CaptureArgs) -> CmdResult {
             .unwrap_or_default(),
         args.out.display()
     );
+    for vc in stream.unseen() {
+        eprintln!(
+            "natm capture: VC {vc} on {sw}:{port} is spliced between two applications' lanes: \
+             its cells bypass the switch and are not captured until the splice ends"
+        );
+    }
     let mut cells = 0u64;
     while !stop.load(Ordering::Relaxed)
         && args.count.is_none_or(|c| cells < c)

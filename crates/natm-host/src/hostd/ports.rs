@@ -261,7 +261,12 @@ impl Hostd {
         let handle = match opened {
             Ok(h) => h,
             Err(e) => {
-                self.host.close_channel(ch);
+                // A lane the switch spliced to another application's: say this side is
+                // let go, or the switch never takes it back for that peer. (`open_channel`
+                // above cannot fail after the checks before `make_lane`.)
+                if let Some(p) = self.host.close_channel(ch) {
+                    p.mem.release_lane();
+                }
                 return Err(self.refusal(e));
             }
         };

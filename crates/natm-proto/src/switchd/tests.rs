@@ -134,7 +134,14 @@ fn every_response() -> Vec<Response> {
         Response::Status(empty),
         Response::Connected { id: "3.1".into() },
         Response::Disconnected,
-        Response::Capturing { port: 7 },
+        Response::Capturing {
+            port: 7,
+            unseen: Vec::new(),
+        },
+        Response::Capturing {
+            port: 2,
+            unseen: vec!["0.100".into(), "1.33".into()],
+        },
         Response::ShuttingDown,
         Response::Error(Refusal::new(ErrorKind::Refused, "CAC: port 3 is full")),
         Response::Error(Refusal::new(ErrorKind::PermissionDenied, "no")),
@@ -198,8 +205,18 @@ fn the_wire_keeps_its_documented_shape() {
         "{\"ok\":true,\"op\":\"connected\",\"id\":\"3.1\"}\n"
     );
     assert_eq!(
-        encode_response(&Response::Capturing { port: 1 }),
+        encode_response(&Response::Capturing {
+            port: 1,
+            unseen: Vec::new()
+        }),
         "{\"ok\":true,\"op\":\"capturing\",\"capturing\":1}\n"
+    );
+    assert_eq!(
+        encode_response(&Response::Capturing {
+            port: 1,
+            unseen: vec!["0.100".into()]
+        }),
+        "{\"ok\":true,\"op\":\"capturing\",\"capturing\":1,\"unseen\":[\"0.100\"]}\n"
     );
     assert_eq!(
         encode_response(&Response::Error(Refusal::new(
