@@ -42,19 +42,7 @@ fn end(
     )
     .map_err(|e| Error::Io(e.into()))?;
     let max_sdu = size as usize;
-    let shape = proto::LaneShape {
-        category: proto::LaneCategory::Ubr,
-        pcr: 0,
-        scr: 0,
-        mbs: 0,
-        splice: None,
-    };
-    let lane = LaneVc {
-        handle: 1,
-        vc,
-        shape,
-        max_sdu,
-    };
+    let lane = LaneVc::ubr(1, vc, max_sdu);
     let engine = LaneEngine::new(lane, count, max_sdu, link, notify, state_fd)?;
     // On the lane path the channel region carries the state word only (and, as hostd's
     // does, the buffers' shape).

@@ -48,6 +48,26 @@ pub(crate) struct LaneVc {
     pub(crate) max_sdu: usize,
 }
 
+impl LaneVc {
+    /// `vc` as UBR, not spliced.
+    #[cfg(any(test, feature = "_internal_test_exports"))]
+    pub(crate) fn ubr(handle: u32, vc: VcId, max_sdu: usize) -> LaneVc {
+        let shape = proto::LaneShape {
+            category: proto::LaneCategory::Ubr,
+            pcr: 0,
+            scr: 0,
+            mbs: 0,
+            splice: None,
+        };
+        LaneVc {
+            handle,
+            vc,
+            shape,
+            max_sdu,
+        }
+    }
+}
+
 pub(crate) fn lane_error(e: io::Error) -> Error {
     protocol(format!("lane: {e}"))
 }
@@ -239,19 +259,7 @@ mod tests {
             rustix::event::EventfdFlags::NONBLOCK | rustix::event::EventfdFlags::CLOEXEC,
         )
         .unwrap();
-        let shape = proto::LaneShape {
-            category: proto::LaneCategory::Ubr,
-            pcr: 0,
-            scr: 0,
-            mbs: 0,
-            splice: None,
-        };
-        let vc = LaneVc {
-            handle: 1,
-            vc: VcId::uni(0, 100).unwrap(),
-            shape,
-            max_sdu: 2048,
-        };
+        let vc = LaneVc::ubr(1, VcId::uni(0, 100).unwrap(), 2048);
         let mut e = LaneEngine::new(vc, 8, 2048, a, NotifyMode::EventFd, state).unwrap();
         for b in 0..4 {
             e.adapter.post_rx_buffer(natm_adapter::BufferId(b));
