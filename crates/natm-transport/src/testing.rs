@@ -311,10 +311,10 @@ impl Pair {
         let now = self.now;
         self.a.hold_acks(self.a_holds);
         self.b.hold_acks(self.b_holds);
-        while let Some(n) = self.a.poll_transmit(now, &mut self.frame) {
+        while let Some(n) = next_frame(&mut self.a, now, &mut self.frame) {
             self.ab.send(now, &self.frame[..n]);
         }
-        while let Some(n) = self.b.poll_transmit(now, &mut self.frame) {
+        while let Some(n) = next_frame(&mut self.b, now, &mut self.frame) {
             self.ba.send(now, &self.frame[..n]);
         }
         if self.a_reads {
@@ -328,10 +328,10 @@ impl Pair {
             }
         }
         // Reading may have opened a window: send what that asks for.
-        while let Some(n) = self.a.poll_transmit(now, &mut self.frame) {
+        while let Some(n) = next_frame(&mut self.a, now, &mut self.frame) {
             self.ab.send(now, &self.frame[..n]);
         }
-        while let Some(n) = self.b.poll_transmit(now, &mut self.frame) {
+        while let Some(n) = next_frame(&mut self.b, now, &mut self.frame) {
             self.ba.send(now, &self.frame[..n]);
         }
     }
@@ -413,4 +413,16 @@ pub fn message(seed: u64, k: u64, len: usize) -> Vec<u8> {
         v.extend_from_slice(&w[..n]);
     }
     v
+}
+
+/// `e`'s next frame at `now`, checking the promise a driver relies on: when
+/// [`Endpoint::may_transmit`] says no, [`Endpoint::poll_transmit`] has nothing.
+fn next_frame(e: &mut Endpoint, now: Instant, frame: &mut [u8]) -> Option<usize> {
+    let may = e.may_transmit();
+    let n = e.poll_transmit(now, frame);
+    assert!(
+        may || n.is_none(),
+        "may_transmit said nothing to send, poll_transmit sent {n:?} bytes"
+    );
+    n
 }
