@@ -33,8 +33,9 @@ pub(crate) struct LaneEngine {
     /// The last pump took cells in: what they completed waits to be collected, and a
     /// look right after it would most likely find nothing more.
     pub(crate) took_in: bool,
-    /// The clock reading of the look that ended the last [`LaneEngine::wait`] by moving
-    /// cells: the caller's next pass may take it as its own instead of reading the clock.
+    /// The clock reading, taken inside the last [`LaneEngine::wait`], of the look that
+    /// ended it by moving cells: the caller's next pass may take it as its own instead of
+    /// reading the clock.
     pub(crate) fresh: Option<Instant>,
 }
 
@@ -174,8 +175,9 @@ impl LaneEngine {
     /// The caller has just pumped and found nothing to take; if that pump moved cells, the
     /// lane is looked at again before any sleep.
     pub(crate) fn wait(&mut self, start: Instant, left: Duration) -> Result<bool, Error> {
+        // (`start` is the caller's reading: lending it back would keep a caller whose
+        // every look moves cells at one time for ever, its deadline and timers never due.)
         if !self.idle && self.pump(start)? {
-            self.fresh = Some(start);
             return Ok(true);
         }
         // A shaped VC's next departure is known: sleep until it rather than spin. A spinning
@@ -315,6 +317,21 @@ mod tests {
         });
         assert_eq!(peer.shm_counters().kicks, 1, "one kick, for the sleeper");
         assert!(e.pump(Instant::now()).unwrap());
+    }
+
+    /// A wait lends its caller only a reading it took itself: the caller's own, lent
+    /// back, would keep a caller whose every look moves cells at one time (its deadline
+    /// and timers never due).
+    #[test]
+    fn a_wait_lends_only_a_reading_it_took() {
+        let (mut e, mut peer) = engine_and_peer();
+        assert_eq!(peer.send_cells(&[CELL]).unwrap(), 1);
+        assert!(e.pump(Instant::now()).unwrap());
+        // Not idle: the wait's first look moves the next cell, at the caller's reading.
+        assert_eq!(peer.send_cells(&[CELL]).unwrap(), 1);
+        let start = Instant::now();
+        assert!(e.wait(start, Duration::from_secs(1)).unwrap());
+        assert_eq!(e.fresh, None, "the caller's own reading came back");
     }
 
     /// The same for room: a sender held by a full lane is kicked only once it sleeps.
