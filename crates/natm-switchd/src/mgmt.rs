@@ -49,7 +49,7 @@ struct Client {
     input: Vec<u8>,
     output: Vec<u8>,
     /// The port being captured, and for one VC the header bits to match (`mask`, `value`).
-    capture: Option<(PortId, Option<(u32, u32)>)>,
+    capture: Option<(PortId, Option<Filter>)>,
     capture_dropped: u64,
     closed: bool,
 }
@@ -250,14 +250,14 @@ impl Management {
             Request::Status => Ok(Response::Status(status(fabric, info))),
             Request::Connect(c) => connect(&c, fabric),
             Request::Disconnect { id } => disconnect(&id, fabric),
-            Request::Capture { port, vc } => capture(port, vc.as_deref(), fabric).map(|filter| {
-                self.clients[i].capture = Some((PortId(port), filter));
+            Request::Capture { port, vc } => capture(port, vc.as_deref(), fabric).map(|only| {
+                self.clients[i].capture = Some((PortId(port), only.map(|(_, filter)| filter)));
                 if !fabric.tap_ports.contains(&PortId(port)) {
                     fabric.tap_ports.push(PortId(port));
                 }
                 Response::Capturing {
                     port,
-                    unseen: unseen(PortId(port), vc.as_deref(), fabric),
+                    unseen: unseen(PortId(port), only.map(|(vc, _)| vc), fabric),
                 }
             }),
             Request::Shutdown => {
@@ -298,7 +298,7 @@ impl Management {
 
 /// The header bits that select VC `vpi.vci` on a port of `format`, as `(mask, value)`;
 /// `None` if the VPI does not fit the format.
-fn vc_filter(format: HeaderFormat, vpi: u16, vci: u16) -> Option<(u32, u32)> {
+fn vc_filter(format: HeaderFormat, vpi: u16, vci: u16) -> Option<Filter> {
     if vpi > format.max_vpi() {
         return None;
     }
@@ -657,18 +657,16 @@ fn disconnect(id: &str, fabric: &mut Fabric) -> Result<Response, Refusal> {
 
 /// The VCs of `port` (only `vc`, if given) spliced between two applications' lanes, whose
 /// cells a capture there does not see, as `VPI.VCI`.
-fn unseen(port: PortId, vc: Option<&str>, fabric: &Fabric) -> Vec<String> {
-    let Some(at) = fabric.ports.iter().position(|p| p.id == port) else {
+fn unseen(port: PortId, vc: Option<VcId>, fabric: &Fabric) -> Vec<String> {
+    let Some(at) = fabric.index(port) else {
         return Vec::new();
     };
-    // Checked by `capture` already.
-    let want = vc.and_then(|v| v.parse::<VcId>().ok());
     let mut vcs: Vec<String> = fabric
         .splices
         .iter()
         .flat_map(|s| &s.holders)
         .filter(|h| h.port == at)
-        .filter(|h| want.is_none_or(|w| (w.vpi.get(), w.vci.get()) == (h.vc.vpi, h.vc.vci)))
+        .filter(|h| vc.is_none_or(|w| (w.vpi.get(), w.vci.get()) == (h.vc.vpi, h.vc.vci)))
         .map(|h| format!("{}.{}", h.vc.vpi, h.vc.vci))
         .collect();
     vcs.sort();
@@ -676,8 +674,16 @@ fn unseen(port: PortId, vc: Option<&str>, fabric: &Fabric) -> Vec<String> {
     vcs
 }
 
-/// The header filter of a capture of `port` (only VC `vc`, `VPI.VCI`, if given).
-fn capture(port: u16, vc: Option<&str>, fabric: &Fabric) -> Result<Option<(u32, u32)>, Refusal> {
+/// A header filter: (mask, value) of a cell's first four bytes.
+type Filter = (u32, u32);
+
+/// A capture of `port` only of VC `vc` (`VPI.VCI`), if given: that VC and its header
+/// filter.
+fn capture(
+    port: u16,
+    vc: Option<&str>,
+    fabric: &Fabric,
+) -> Result<Option<(VcId, Filter)>, Refusal> {
     let Some(format) = fabric
         .switch
         .ports()
@@ -694,7 +700,7 @@ fn capture(port: u16, vc: Option<&str>, fabric: &Fabric) -> Result<Option<(u32, 
         .parse()
         .map_err(|e| bad(format!("\"vc\": {vc:?} is not VPI.VCI: {e}")))?;
     vc_filter(format, parsed.vpi.get(), parsed.vci.get())
-        .map(Some)
+        .map(|filter| Some((parsed, filter)))
         .ok_or_else(|| {
             bad(format!(
                 "\"vc\": VPI {} is above {} on port {port}",

@@ -383,10 +383,17 @@ impl Vc {
             Err(Error::WouldBlock) => return Ok(Filled::NoBuffer),
             Err(e) => return Err(self.explain(e)),
         };
-        let Some(n) = fill(d.buffer_mut(id, len)).filter(|&n| n > 0 && n <= len) else {
+        let Some(n) = fill(d.buffer_mut(id, len)) else {
             d.free_tx.push(id);
             return Ok(Filled::Empty);
         };
+        if n == 0 || n > len {
+            // The driver's own bug, not the peer's: said, not sent as something else.
+            d.free_tx.push(id);
+            return Err(protocol(format!(
+                "a frame of {n} bytes written into a transmit buffer of {len}"
+            )));
+        }
         match d.post_tx(id, n, handle, Some(now)) {
             Ok(()) => Ok(Filled::Sent),
             Err(e) => Err(self.explain(e)),
