@@ -3,8 +3,9 @@
 //!
 //! [`lane_pair`] joins two lane-path [`Vc`]s by one lane in this process, as a splice
 //! joins two applications' lanes (natm-link's `lane` module), with no daemon and no
-//! switch: what `benches/lane_round_trip.rs` times raw AAL5 and a transport channel on,
-//! away from the lab's daemons.
+//! switch: what `benches/lane_round_trip.rs` (two threads) and
+//! `benches/one_thread_round_trip.rs` (the processing alone) time raw AAL5 and a transport
+//! channel on, away from the lab's daemons.
 
 use super::*;
 use natm_nic::channel::ChannelConfig;
