@@ -368,6 +368,12 @@ fn dup(fd: BorrowedFd<'_>) -> Result<OwnedFd, ShmError> {
 }
 
 impl ShmLink {
+    /// Whether the peer has published cells this side has not taken (or broke the ring):
+    /// one read of the ring's index, cheap enough for a waiter to spin on.
+    pub fn rx_ready(&mut self) -> bool {
+        self.rx.ready()
+    }
+
     /// Both ends of a link in one process, over a memfd region with rings of `entries`
     /// cells (a power of two), waiting on eventfds.
     pub fn pair(entries: u32) -> Result<(ShmLink, ShmLink), ShmError> {
