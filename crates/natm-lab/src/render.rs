@@ -302,8 +302,10 @@ fn switch_table(name: &str, v: &SwitchStatus) -> String {
             if let Some(peer) = &l.spliced_with {
                 let _ = writeln!(
                     t,
-                    "        lane {} spliced with {peer}: the applications share its rings, the switch is off its data path",
-                    l.vcs.join(",")
+                    "        lane {} spliced with {peer}: the applications share its rings, the switch is off its data path; {} cells in, {} out",
+                    l.vcs.join(","),
+                    l.rx,
+                    l.tx
                 );
                 continue;
             }

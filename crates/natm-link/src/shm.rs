@@ -285,6 +285,13 @@ impl SpliceWord {
     pub fn update(&self, set: u64, clear: u64) {
         self.0.update_splice_bits(set, clear);
     }
+
+    /// Cells the region's side `side` sent and took since the region was made,
+    /// `(sent, taken)` ([`Rings::side_counts`]: the rings' indices, read through the
+    /// mapping this word keeps).
+    pub fn cells(&self, side: Side) -> (u64, u64) {
+        self.0.side_counts(side)
+    }
 }
 
 /// Which region a handover names: the memfd's device and inode (the same for every

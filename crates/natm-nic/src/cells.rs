@@ -162,6 +162,19 @@ impl CellLink {
         }
     }
 
+    /// Cells side `side` has published into its transmit ring and taken from its receive
+    /// ring since the region was made, `(sent, taken)`: the rings' free-running indices,
+    /// whoever ran the side (an application, the switch, one after the other). Read only,
+    /// for an observer such as a switch reporting a lane it spliced; the values are the
+    /// peers' and need not be consistent with each other.
+    pub fn side_counts(&self, side: Side) -> (u64, u64) {
+        let (tx, rx) = match side {
+            Side::A => (0, 1),
+            Side::B => (1, 0),
+        };
+        (self.ring(tx).load_tail(), self.ring(rx).load_head())
+    }
+
     /// The two ends of one side: its transmit ring's producer and receive ring's consumer.
     /// Attaching continues from the indices in the region (a restarted side picks up
     /// where the dead one left its last published batch).

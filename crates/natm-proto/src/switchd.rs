@@ -407,7 +407,9 @@ pub struct LaneStatus {
     #[serde(default = "one")]
     pub weight: u32,
     /// A spliced lane (natm-link's `lane` module): the other holder's `PORT:VPI.VCI`.
-    /// The switch is off its data path, so its counters stay 0.
+    /// The switch is off its data path: `rx` and `tx` are then read from the region's
+    /// ring indices (every cell the application's side sent and took since the region
+    /// was made, the switch's share before the splice included), and the rest stay 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spliced_with: Option<String>,
     /// A lane the switch serves with its ring's cells carrying another VC than the

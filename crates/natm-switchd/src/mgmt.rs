@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant as StdInstant, SystemTime, UNIX_EPOCH};
 
 use natm_core::{HeaderFormat, VcId};
+use natm_link::shm::Side;
 use natm_proto::switchd::{
     self as proto, Connect, ConnectionStatus, ErrorKind, LaneStatus, PortStatus, Refusal, Request,
     Response, SwitchStatus,
@@ -495,8 +496,17 @@ fn status(fabric: &Fabric, info: &DaemonInfo<'_>) -> SwitchStatus {
                             let port = fabric.ports.get(o.port).map_or(0, |q| q.id.0);
                             format!("{port}:{}", vc_text(o.vc))
                         });
+                        // Holders are side A's, then side B's.
+                        let side = if std::ptr::eq(h, &s.holders[0]) {
+                            Side::A
+                        } else {
+                            Side::B
+                        };
+                        let (sent, taken) = s.word.cells(side);
                         LaneStatus {
                             vcs: vec![vc_text(h.vc)],
+                            rx: sent,
+                            tx: taken,
                             weight: 1,
                             spliced_with: peer,
                             ..LaneStatus::default()
