@@ -483,34 +483,22 @@ fn two_lanes_of_one_vc_are_spliced_and_either_end_may_leave() {
     assert!(through < 100, "{through} cells through the switch: {xc}");
     // What the switch did not carry it reads from the rings: 1,596 cells each way (the
     // AAL5 frames of 1, 40, 48, 49, 1,500, 9,180 and 65,535 bytes), every one taken.
-    let cells = |stat: &Value, i: usize| {
-        let l = &stat["switches"][0]["status"]["ports"][i]["lanes"][0];
-        (l["rx"].as_u64(), l["tx"].as_u64())
+    // Each port's spliced lane, `(cells in, cells out)`.
+    let cells = |stat: &Value| -> Vec<(Option<u64>, Option<u64>)> {
+        (0..2)
+            .map(|i| {
+                let l = &stat["switches"][0]["status"]["ports"][i]["lanes"][0];
+                (l["rx"].as_u64(), l["tx"].as_u64())
+            })
+            .collect()
     };
-    assert_eq!(
-        cells(&stat, 0),
-        (Some(1596), Some(1596)),
-        "port index 0: {stat}"
-    );
-    assert_eq!(
-        cells(&stat, 1),
-        (Some(1596), Some(1596)),
-        "port index 1: {stat}"
-    );
+    let all = Some(1596);
+    assert_eq!(cells(&stat), [(all, all), (all, all)], "{stat}");
     // One more cell from h1's application, not yet taken by h2's: the counts are each
     // side's own.
     a.send(b"1").expect("one more SDU a→b");
     let stat = lab.stat();
-    assert_eq!(
-        cells(&stat, 0),
-        (Some(1597), Some(1596)),
-        "port index 0: {stat}"
-    );
-    assert_eq!(
-        cells(&stat, 1),
-        (Some(1596), Some(1596)),
-        "port index 1: {stat}"
-    );
+    assert_eq!(cells(&stat), [(Some(1597), all), (all, all)], "{stat}");
     let mut one = [0u8; 8];
     let got = b.recv_timeout(&mut one, Duration::from_secs(5));
     assert_eq!(got.ok(), Some(1), "the one more SDU");
