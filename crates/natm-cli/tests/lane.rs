@@ -481,9 +481,9 @@ fn two_lanes_of_one_vc_are_spliced_and_either_end_may_leave() {
     let through = xc["a_to_b"]["cells_in"].as_u64().unwrap_or(0)
         + xc["b_to_a"]["cells_in"].as_u64().unwrap_or(0);
     assert!(through < 100, "{through} cells through the switch: {xc}");
-    // What the switch did not carry it reads from the rings: 1,596 cells each way (the
-    // AAL5 frames of 1, 40, 48, 49, 1,500, 9,180 and 65,535 bytes), every one taken.
-    // Each port's spliced lane, `(cells in, cells out)`.
+    // Each port's spliced lane, `(cells in, cells out)`: what the switch did not carry it
+    // reads from the rings. 1,596 cells each way (the AAL5 frames of 1, 40, 48, 49,
+    // 1,500, 9,180 and 65,535 bytes), every one taken.
     let cells = |stat: &Value| -> Vec<(Option<u64>, Option<u64>)> {
         (0..2)
             .map(|i| {

@@ -22,9 +22,9 @@ pub(crate) const LANE_SPIN: Duration = Duration::from_micros(30);
 /// microsecond on the VMs natm is measured on, and a cell that landed just after one was
 /// found only after the next: the unlimited-rate round trip came in steps of a yield,
 /// raw AAL5 at 0.95 or 1.45 µs, a transport channel at 1.24, 1.75 or 2.3 µs, the median
-/// jumping between them with tens of nanoseconds of work. Eight looks (0.2–0.4 µs) put
-/// nearly every round trip in the first step and keep the yield, so a neighbour that
-/// needs the CPU still gets it at once.
+/// jumping between them with tens of nanoseconds of work. Eight looks (~0.2 µs here) put
+/// most round trips in the first step (in the VM's slow mode the steps come back) and
+/// keep the yield, so a neighbour that needs the CPU still gets it at once.
 const LOOKS_AFTER_YIELD: u32 = 8;
 
 /// The lane path's engine: an adapter for the one VC, driven by the application's own
