@@ -499,12 +499,36 @@ fn two_lanes_of_one_vc_are_spliced_and_either_end_may_leave() {
     a.send(b"1").expect("one more SDU a→b");
     let stat = lab.stat();
     assert_eq!(cells(&stat), [(Some(1597), all), (all, all)], "{stat}");
+    // Each hostd sees the same of its own application's lane, and that it is spliced.
+    let host_view = |stat: &Value| -> Vec<(Option<u64>, Option<u64>, Option<bool>)> {
+        (0..2)
+            .map(|i| {
+                let c = &stat["hosts"][i]["status"]["channels"][0];
+                let k = &c["counters"];
+                (
+                    k["cells_sent"].as_u64(),
+                    k["cells_received"].as_u64(),
+                    c["spliced"].as_bool(),
+                )
+            })
+            .collect()
+    };
+    let spliced = Some(true);
+    assert_eq!(
+        host_view(&stat),
+        [(Some(1597), all, spliced), (all, all, spliced)],
+        "{stat}"
+    );
     let mut one = [0u8; 8];
     let got = b.recv_timeout(&mut one, Duration::from_secs(5));
     assert_eq!(got.ok(), Some(1), "the one more SDU");
     let text = stdout(&natm(&["stat", "--dir", lab.arg()]));
     assert!(
         text.contains("spliced with 2:0.100: the applications share its rings, the switch is off its data path; 1597 cells in, 1596 out"),
+        "{text}"
+    );
+    assert!(
+        text.contains("lane: 1597 cells out, 1596 in; spliced to another application's lane"),
         "{text}"
     );
     // A capture of the spliced VC cannot see its cells, and says so.
@@ -530,6 +554,13 @@ fn two_lanes_of_one_vc_are_spliced_and_either_end_may_leave() {
     // on the direct path reaches it through the switch.
     drop(b);
     wait_port_lanes(&lab, 0, &[("0.100", None)], "side B taken back");
+    let stat = lab.stat();
+    let lane = &stat["hosts"][0]["status"]["channels"][0];
+    assert_eq!(
+        lane["spliced"].as_bool(),
+        Some(false),
+        "h1 after side B left: {stat}"
+    );
     let mut b = h2.open(direct_options("0.100")).expect("h2 direct");
     exchange(&mut a, &mut b, "lane ↔ direct after side B left");
 
@@ -543,6 +574,13 @@ fn two_lanes_of_one_vc_are_spliced_and_either_end_may_leave() {
     exchange(&mut a, &mut b, "spliced again");
     drop(a);
     wait_port_lanes(&lab, 1, &[("0.100", None)], "side A taken back");
+    let stat = lab.stat();
+    let lane = &stat["hosts"][1]["status"]["channels"][0];
+    assert_eq!(
+        lane["spliced"].as_bool(),
+        Some(false),
+        "h2 after side A left: {stat}"
+    );
     wait_port_lanes(&lab, 0, &[], "h1 has no lane");
     let mut a = h1.open(direct_options("0.100")).expect("h1 direct");
     exchange(&mut a, &mut b, "direct ↔ lane after side A left");

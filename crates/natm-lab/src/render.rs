@@ -432,6 +432,19 @@ fn host_table(name: &str, v: &HostStatus) -> String {
             counts[2],
             counts[3]
         );
+        if c.path == natm::DataPath::Lane {
+            // What hostd sees of the lane: its rings' indices and the splice word.
+            let spliced = if c.spliced {
+                "; spliced to another application's lane, the switch off its data path"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                t,
+                "         lane: {} cells out, {} in{spliced}",
+                k.cells_sent, k.cells_received
+            );
+        }
     }
     t
 }

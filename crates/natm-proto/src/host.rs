@@ -611,13 +611,19 @@ pub struct ChannelStatus {
     pub notify: NotifyMode,
     /// Path.
     pub path: DataPath,
-    /// The adapter's counters for the VC (all zero on the lane path, whose adapter runs
-    /// in the application: `natm::Vc::counters` there).
+    /// The adapter's counters for the VC. On the lane path the adapter runs in the
+    /// application (`natm::Vc::counters` there): only `cells_sent` and `cells_received`
+    /// are filled, from the lane's ring indices (every cell the application's side sent
+    /// and took since the lane's region was made), and the rest are 0.
     pub counters: VcStats,
     /// Transmit descriptors queued in the adapter (0 on the lane path).
     pub tx_queued: u64,
     /// Free receive buffers the adapter holds (0 on the lane path).
     pub rx_free: u64,
+    /// A lane spliced to another application's (natm-link's `lane` module): the two
+    /// share its rings, and the switch is off its data path.
+    #[serde(default)]
+    pub spliced: bool,
 }
 
 /// A VC's counters (natm-adapter's per-VC and drop counters).

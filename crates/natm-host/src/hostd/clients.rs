@@ -588,6 +588,7 @@ impl Hostd {
             .filter_map(|ch| Some((self.host.adapter(ch)?, self.host.memory(ch)?)))
             .map(|(adapter, p)| {
                 let c = adapter.counters();
+                let lane = p.mem.lane_view();
                 let qos = self
                     .host
                     .vc(natm_host_core::VcHandle(p.handle))
@@ -603,9 +604,17 @@ impl Hostd {
                         ChannelMem::Daemon { .. } => DataPath::Daemon,
                         ChannelMem::Lane { .. } => DataPath::Lane,
                     },
-                    counters: VcStats::from_adapter(&c, p.client_drops, p.tx_failed),
+                    counters: match lane {
+                        Some(l) => VcStats {
+                            cells_sent: l.sent,
+                            cells_received: l.taken,
+                            ..VcStats::default()
+                        },
+                        None => VcStats::from_adapter(&c, p.client_drops, p.tx_failed),
+                    },
                     tx_queued: adapter.tx_queued() as u64,
                     rx_free: adapter.free_rx_buffers() as u64,
+                    spliced: lane.is_some_and(|l| l.spliced),
                 }
             })
             .collect();

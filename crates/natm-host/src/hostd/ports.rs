@@ -38,8 +38,22 @@ pub(super) enum ChannelMem {
             natm_link::lane::LaneVc,
             natm_link::shm::ShmHandover,
         )>,
+        /// The splice word of the region the application runs (mapped once: the status
+        /// reads its rings' indices, a release sets its bit).
+        word: Option<natm_link::shm::SpliceWord>,
         _region: Arc<MemfdMem>,
     },
+}
+
+/// What hostd can see of a lane the application runs: its rings' indices and the
+/// region's splice word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct LaneView {
+    /// Cells the application's side sent and took since the region was made.
+    pub(super) sent: u64,
+    pub(super) taken: u64,
+    /// Both sides are applications': the switch is off the data path.
+    pub(super) spliced: bool,
 }
 
 impl ChannelMem {
@@ -49,6 +63,11 @@ impl ChannelMem {
     /// splice gave it.
     pub(super) fn release_lane(&self) {
         use natm_link::shm::SpliceWord;
+        if let Some((w, side)) = self.lane_word() {
+            w.update(SpliceWord::released(side), 0);
+            return;
+        }
+        // The word could not be mapped when the lane was made: once more now.
         let word = match self {
             ChannelMem::Lane {
                 splice: Some((side, _, h)),
@@ -62,6 +81,40 @@ impl ChannelMem {
         if let Ok((w, side)) = word {
             w.update(SpliceWord::released(side), 0);
         }
+    }
+
+    /// A lane's splice word and the side the application holds: its own side A, or the
+    /// side a splice gave it.
+    fn lane_word(&self) -> Option<(&natm_link::shm::SpliceWord, natm_link::shm::Side)> {
+        match self {
+            ChannelMem::Lane {
+                word: Some(w),
+                splice,
+                ..
+            } => Some((w, splice.as_ref().map_or(natm_link::shm::Side::A, |s| s.0))),
+            _ => None,
+        }
+    }
+
+    /// What hostd sees of a lane-path VC ([`LaneView`]); `None` on the other paths.
+    /// Spliced: the other side is an application's. Side B is while `HELD_B` is set and
+    /// its release bit is not (the switch clears `HELD_B` when it takes B back); side A,
+    /// the creator's, is until its release bit is set (the switch clears it when it
+    /// hands A to another application).
+    pub(super) fn lane_view(&self) -> Option<LaneView> {
+        use natm_link::shm::{Side, SpliceWord};
+        let (w, side) = self.lane_word()?;
+        let (sent, taken) = w.cells(side);
+        let bits = w.bits();
+        let spliced = match side {
+            Side::A => bits & SpliceWord::HELD_B != 0 && bits & SpliceWord::released(Side::B) == 0,
+            Side::B => bits & SpliceWord::released(Side::A) == 0,
+        };
+        Some(LaneView {
+            sent,
+            taken,
+            spliced,
+        })
     }
 
     /// Sets a channel's state word, waking the application.
@@ -400,6 +453,7 @@ impl Hostd {
                 Some((s.side, s.label, kept))
             }
         };
+        let word = natm_link::shm::SpliceWord::of(splice.as_ref().map_or(&b, |s| &s.2)).ok();
         Ok((
             ChannelMem::Lane {
                 end,
@@ -408,6 +462,7 @@ impl Hostd {
                 weight,
                 switch,
                 splice,
+                word,
                 _region,
             },
             fds,
