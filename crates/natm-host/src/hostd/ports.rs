@@ -97,10 +97,10 @@ impl ChannelMem {
     }
 
     /// What hostd sees of a lane-path VC ([`LaneView`]); `None` on the other paths.
-    /// Spliced: the other side is an application's. Side B is while `HELD_B` is set and
-    /// its release bit is not (the switch clears `HELD_B` when it takes B back); side A,
-    /// the creator's, is until its release bit is set (the switch clears it when it
-    /// hands A to another application).
+    /// Spliced means the other side is an application's: side B is one while `HELD_B` is
+    /// set and its release bit is not (the switch clears `HELD_B` when it takes B back);
+    /// side A, the creator's, is one until its release bit is set (the switch clears
+    /// that bit when it hands A to another application).
     pub(super) fn lane_view(&self) -> Option<LaneView> {
         use natm_link::shm::{Side, SpliceWord};
         let (w, side) = self.lane_word()?;
