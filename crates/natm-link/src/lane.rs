@@ -96,6 +96,13 @@ pub struct LaneVc {
     pub vci: u16,
 }
 
+impl std::fmt::Display for LaneVc {
+    /// `VPI.VCI`, as natm's status and capture replies write a VC.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.vpi, self.vci)
+    }
+}
+
 /// What went wrong with a lane request or reply.
 #[derive(Debug, thiserror::Error)]
 pub enum LaneError {
@@ -457,6 +464,12 @@ mod tests {
 
     fn vc(vpi: u16, vci: u16) -> LaneVc {
         LaneVc { vpi, vci }
+    }
+
+    #[test]
+    fn a_lane_vc_is_written_vpi_dot_vci() {
+        assert_eq!(vc(0, 100).to_string(), "0.100");
+        assert_eq!(vc(4095, 65535).to_string(), "4095.65535");
     }
 
     #[test]

@@ -168,10 +168,7 @@ impl CellLink {
     /// for an observer such as a switch reporting a lane it spliced; the values are the
     /// peers' and need not be consistent with each other.
     pub fn side_counts(&self, side: Side) -> (u64, u64) {
-        let (tx, rx) = match side {
-            Side::A => (0, 1),
-            Side::B => (1, 0),
-        };
+        let (tx, rx) = rings_of(side);
         (self.ring(tx).load_tail(), self.ring(rx).load_head())
     }
 
@@ -179,10 +176,7 @@ impl CellLink {
     /// Attaching continues from the indices in the region (a restarted side picks up
     /// where the dead one left its last published batch).
     pub fn endpoint(&self, side: Side) -> Result<(CellProducer, CellConsumer), CellLinkError> {
-        let (tx, rx) = match side {
-            Side::A => (0, 1),
-            Side::B => (1, 0),
-        };
+        let (tx, rx) = rings_of(side);
         Ok((
             CellProducer {
                 p: Producer::attach(self.ring(tx))?,
@@ -194,6 +188,14 @@ impl CellLink {
                 space_waker: Waker::None,
             },
         ))
+    }
+}
+
+/// A side's transmit and receive rings: A sends on ring 0 and receives on ring 1.
+fn rings_of(side: Side) -> (usize, usize) {
+    match side {
+        Side::A => (0, 1),
+        Side::B => (1, 0),
     }
 }
 

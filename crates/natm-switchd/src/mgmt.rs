@@ -433,7 +433,6 @@ fn status(fabric: &Fabric, info: &DaemonInfo<'_>) -> SwitchStatus {
     // Before the reply is built: a reply listing 65,536 connections is itself many MiB,
     // which would be counted as the switch's own size.
     let memory = natm_nic::procfs::resident_bytes(None).ok();
-    let vc_text = |v: natm_link::lane::LaneVc| format!("{}.{}", v.vpi, v.vci);
     let ports = fabric
         .ports
         .iter()
@@ -473,11 +472,7 @@ fn status(fabric: &Fabric, info: &DaemonInfo<'_>) -> SwitchStatus {
                     .lanes
                     .iter()
                     .map(|l| LaneStatus {
-                        vcs: l
-                            .vcs
-                            .iter()
-                            .map(|v| format!("{}.{}", v.vpi, v.vci))
-                            .collect(),
+                        vcs: l.vcs.iter().map(ToString::to_string).collect(),
                         rx: l.stats.rx,
                         tx: l.stats.tx,
                         dropped: l.stats.dropped,
@@ -489,12 +484,12 @@ fn status(fabric: &Fabric, info: &DaemonInfo<'_>) -> SwitchStatus {
                             .splice
                             .as_ref()
                             .filter(|k| [k.label] != l.vcs[..])
-                            .map(|k| vc_text(k.label)),
+                            .map(|k| k.label.to_string()),
                     })
                     .chain(fabric.spliced_at(i).map(|(s, h)| {
                         let peer = s.holders.iter().find(|o| !std::ptr::eq(*o, h)).map(|o| {
                             let port = fabric.ports.get(o.port).map_or(0, |q| q.id.0);
-                            format!("{port}:{}", vc_text(o.vc))
+                            format!("{port}:{}", o.vc)
                         });
                         // Holders are side A's, then side B's.
                         let side = if std::ptr::eq(h, &s.holders[0]) {
@@ -504,7 +499,7 @@ fn status(fabric: &Fabric, info: &DaemonInfo<'_>) -> SwitchStatus {
                         };
                         let (sent, taken) = s.word.cells(side);
                         LaneStatus {
-                            vcs: vec![vc_text(h.vc)],
+                            vcs: vec![h.vc.to_string()],
                             rx: sent,
                             tx: taken,
                             weight: 1,
@@ -677,7 +672,7 @@ fn unseen(port: PortId, vc: Option<VcId>, fabric: &Fabric) -> Vec<String> {
         .flat_map(|s| &s.holders)
         .filter(|h| h.port == at)
         .filter(|h| vc.is_none_or(|w| (w.vpi.get(), w.vci.get()) == (h.vc.vpi, h.vc.vci)))
-        .map(|h| format!("{}.{}", h.vc.vpi, h.vc.vci))
+        .map(|h| h.vc.to_string())
         .collect();
     vcs.sort();
     vcs.dedup();

@@ -431,10 +431,7 @@ impl Hostd {
     }
 
     fn link_up(&mut self) {
-        let spins = self.link_spins;
-        if let Some(l) = &mut self.link {
-            l.set_spinning(spins);
-        }
+        self.set_link_spinning(self.link_spins);
         self.host.link_up();
         self.say_line_weight();
         let lanes = self.opts.lanes.clone();

@@ -63,35 +63,37 @@ impl ChannelMem {
     /// splice gave it.
     pub(super) fn release_lane(&self) {
         use natm_link::shm::SpliceWord;
-        if let Some((w, side)) = self.lane_word() {
-            w.update(SpliceWord::released(side), 0);
+        let Some((region, side)) = self.lane_side() else {
             return;
-        }
-        // The word could not be mapped when the lane was made: once more now.
-        let word = match self {
-            ChannelMem::Lane {
-                splice: Some((side, _, h)),
-                ..
-            } => SpliceWord::of(h).map(|w| (w, *side)),
-            ChannelMem::Lane { side_b, .. } => {
-                SpliceWord::of(side_b).map(|w| (w, natm_link::shm::Side::A))
-            }
-            _ => return,
         };
-        if let Ok((w, side)) = word {
-            w.update(SpliceWord::released(side), 0);
+        match self.lane_word() {
+            Some(w) => w.update(SpliceWord::released(side), 0),
+            // The word could not be mapped when the lane was made: once more now.
+            None => {
+                if let Ok(w) = SpliceWord::of(region) {
+                    w.update(SpliceWord::released(side), 0);
+                }
+            }
         }
     }
 
-    /// A lane's splice word and the side the application holds: its own side A, or the
+    /// The region a lane's application runs and its side of it: its own side A, or the
     /// side a splice gave it.
-    fn lane_word(&self) -> Option<(&natm_link::shm::SpliceWord, natm_link::shm::Side)> {
+    fn lane_side(&self) -> Option<(&natm_link::shm::ShmHandover, natm_link::shm::Side)> {
         match self {
             ChannelMem::Lane {
-                word: Some(w),
-                splice,
+                splice: Some((side, _, h)),
                 ..
-            } => Some((w, splice.as_ref().map_or(natm_link::shm::Side::A, |s| s.0))),
+            } => Some((h, *side)),
+            ChannelMem::Lane { side_b, .. } => Some((side_b, natm_link::shm::Side::A)),
+            _ => None,
+        }
+    }
+
+    /// That region's splice word, mapped when the lane was made.
+    fn lane_word(&self) -> Option<&natm_link::shm::SpliceWord> {
+        match self {
+            ChannelMem::Lane { word, .. } => word.as_ref(),
             _ => None,
         }
     }
@@ -103,7 +105,8 @@ impl ChannelMem {
     /// that bit when it hands A to another application).
     pub(super) fn lane_view(&self) -> Option<LaneView> {
         use natm_link::shm::{Side, SpliceWord};
-        let (w, side) = self.lane_word()?;
+        let (_, side) = self.lane_side()?;
+        let w = self.lane_word()?;
         let (sent, taken) = w.cells(side);
         let bits = w.bits();
         let spliced = match side {
