@@ -1,12 +1,12 @@
 //! One end of a duplex channel: the [`Endpoint`] and what it reports.
 
-use alloc::vec::Vec;
 use core::fmt;
 
 use natm_core::{Duration, Instant};
 
 use crate::config::{Config, ConfigError};
 use crate::header::{ACK_LEN, Ack, HeaderError, Repr, ServiceKind, emit_ack};
+use crate::payload::Payload;
 use crate::recv::Receiver;
 use crate::send::Sender;
 
@@ -50,8 +50,8 @@ pub enum Event {
     Message {
         /// Its message sequence number.
         msg: MsgSeq,
-        /// Its bytes.
-        data: Vec<u8>,
+        /// Its bytes (a short message's in place: no allocation).
+        data: Payload,
     },
     /// Best effort and guaranteed: messages `first..=last` (serial order) will never come.
     Lost {
@@ -523,6 +523,14 @@ impl Endpoint {
     /// Whether the sender holds nothing (all sent, and acknowledged if reliable).
     pub fn send_idle(&self) -> bool {
         self.tx.is_idle()
+    }
+
+    /// Reliable: when the next ack is due if nothing is lost (the last TPDU's transmission
+    /// plus the smoothed round trip), and that round trip; `None` with nothing in flight
+    /// or no round trip measured yet, and on other services. Not a timer: a driver that
+    /// polls may look for input more eagerly until then.
+    pub fn ack_due(&self) -> Option<(Instant, Duration)> {
+        self.tx.ack_due()
     }
 
     /// Whether events wait for [`poll_event`](Endpoint::poll_event).

@@ -64,7 +64,7 @@
 //!
 //! ```
 //! use natm_core::Instant;
-//! use natm_transport::{Config, Endpoint, Event, Isn, MsgSeq};
+//! use natm_transport::{Config, Endpoint, Event, Isn, MsgSeq, Payload};
 //!
 //! let now = Instant::ZERO;
 //! let (ab, ba) = (Isn { seq: 7, msg: 0 }, Isn { seq: u32::MAX, msg: 9 });
@@ -87,7 +87,7 @@
 //!         break;
 //!     }
 //! }
-//! assert_eq!(b.poll_event(), Some(Event::Message { msg: MsgSeq(0), data: b"hello".to_vec() }));
+//! assert_eq!(b.poll_event(), Some(Event::Message { msg: MsgSeq(0), data: Payload::new(b"hello") }));
 //! assert!(a.send_idle());
 //! ```
 //!
@@ -103,6 +103,7 @@ mod endpoint;
 pub mod header;
 #[cfg(feature = "mutants")]
 pub mod mutants;
+mod payload;
 mod recv;
 mod rtt;
 mod send;
@@ -116,6 +117,7 @@ mod tests;
 
 pub use config::{AAL5_MAX_SDU, Config, ConfigError, Service, frame_cells};
 pub use endpoint::{Endpoint, Event, Isn, MsgSeq, RxError, SendError, Stats};
+pub use payload::Payload;
 pub use send::{BUCKET_TPDUS, X_MAX, spacing_factor};
 
 #[cfg(feature = "mutants")]

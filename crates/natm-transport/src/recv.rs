@@ -25,6 +25,7 @@ use natm_core::Instant;
 use crate::config::Config;
 use crate::endpoint::{Event, MsgSeq, RxError, Stats};
 use crate::header::{Ack, DataHeader, ServiceKind};
+use crate::payload::Payload;
 use crate::seq::{HALF, before, dist};
 
 /// Acks kept for `poll_transmit` at most; older ones are dropped first (a newer ack
@@ -174,14 +175,23 @@ impl Receiver {
             }
             self.skipping = false;
         }
-        if first {
-            if self.asm.is_some() {
-                // A new message before the last one's LAST: the peer is broken.
+        if first && self.asm.take().is_some() {
+            // A new message before the last one's LAST: the peer is broken.
+            stats.protocol_errors += 1;
+        }
+        if first && last {
+            // A message of one TPDU is its payload, kept in place if short.
+            if payload.len() > self.max_message {
                 stats.protocol_errors += 1;
+                return;
             }
+            self.delivered(msg, stats);
+            self.deliver(msg, Payload::new(payload), 1, stats);
+            return;
+        }
+        if first {
             self.asm = Some(Asm {
                 msg,
-                // A message of one TPDU is its payload: one allocation of its size.
                 data: Vec::with_capacity(payload.len()),
                 tpdus: 0,
                 next_seq: 0,
@@ -202,24 +212,30 @@ impl Receiver {
         a.data.extend_from_slice(payload);
         a.tpdus += 1;
         if last && let Some(a) = self.asm.take() {
-            if a.msg != self.next_msg {
-                stats.protocol_errors += 1;
-            }
-            self.next_msg = a.msg.wrapping_add(1);
-            self.deliver(a, stats);
+            self.delivered(a.msg, stats);
+            self.deliver(a.msg, a.data.into(), a.tpdus, stats);
         }
     }
 
-    fn deliver(&mut self, a: Asm, stats: &mut Stats) {
+    /// Reliable: message `msg` is whole, and the next one is expected.
+    fn delivered(&mut self, msg: u32, stats: &mut Stats) {
+        if msg != self.next_msg {
+            stats.protocol_errors += 1;
+        }
+        self.next_msg = msg.wrapping_add(1);
+    }
+
+    /// Hands message `msg` (its `data`, in `tpdus` TPDUs) to the application.
+    fn deliver(&mut self, msg: u32, data: Payload, tpdus: u32, stats: &mut Stats) {
         stats.msgs_delivered += 1;
-        stats.bytes_delivered += a.data.len() as u64;
-        self.undrained += a.tpdus;
+        stats.bytes_delivered += data.len() as u64;
+        self.undrained += tpdus;
         self.events.push_back((
             Event::Message {
-                msg: MsgSeq(a.msg),
-                data: a.data,
+                msg: MsgSeq(msg),
+                data,
             },
-            a.tpdus,
+            tpdus,
         ));
     }
 
@@ -329,7 +345,7 @@ impl Receiver {
                 self.lose_through(a.msg, stats);
             } else {
                 self.next_msg = a.msg.wrapping_add(1);
-                self.deliver(a, stats);
+                self.deliver(a.msg, a.data.into(), a.tpdus, stats);
             }
         }
     }

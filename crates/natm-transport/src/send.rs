@@ -76,6 +76,7 @@ use natm_traffic::smooth::{Smoother, SmootherConfig};
 use crate::config::{Config, Service, frame_cells};
 use crate::endpoint::{RxError, SendError, Stats};
 use crate::header::{Ack, DATA_HEADER_LEN, DataHeader, ServiceKind, emit_data_header, ride_len};
+use crate::payload::Payload;
 use crate::rtt::Rtt;
 use crate::seq::{HALF, before, dist};
 use crate::tpdu_size::{best_tpdu_size, cell_loss_from_frames, goodput_ppm_of, survivals};
@@ -110,40 +111,6 @@ enum TxState {
     /// Found lost by a timeout (or dropped beyond the window), to resend as the window allows.
     TimeoutLost,
     Received,
-}
-
-/// A TPDU's payload: up to [`INLINE`] bytes in place, so that a small message (a
-/// request, a reply) costs no allocation and no free; longer ones on the heap.
-#[derive(Debug)]
-enum Payload {
-    Inline { len: u8, bytes: [u8; INLINE] },
-    Heap(Vec<u8>),
-}
-
-/// Payload bytes kept in place: at least a one-cell TPDU's ([`PROBE_SIZE`]).
-const INLINE: usize = 32;
-
-impl Payload {
-    fn new(data: &[u8]) -> Payload {
-        match u8::try_from(data.len()) {
-            Ok(len) if data.len() <= INLINE => {
-                let mut bytes = [0; INLINE];
-                bytes[..data.len()].copy_from_slice(data);
-                Payload::Inline { len, bytes }
-            }
-            _ => Payload::Heap(data.to_vec()),
-        }
-    }
-}
-
-impl core::ops::Deref for Payload {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Payload::Inline { len, bytes } => &bytes[..usize::from(*len)],
-            Payload::Heap(v) => v,
-        }
-    }
 }
 
 #[derive(Debug)]
@@ -197,6 +164,8 @@ struct Control {
     /// Cells of a TPDU of the configured size: the window's growth in congestion
     /// avoidance, one such TPDU per round trip whatever the size in use.
     full_cells: u32,
+    /// When the last TPDU was sent.
+    last_sent_at: Instant,
 }
 
 impl Control {
@@ -241,7 +210,13 @@ impl Control {
         if self.cwnd < self.ssthresh {
             self.cwnd += 1;
         } else {
-            self.acc = self.acc.saturating_add((self.full_cells / used).max(1));
+            // TPDUs of the configured size (the common case) need no division.
+            let k = if used == self.full_cells {
+                1
+            } else {
+                (self.full_cells / used).max(1)
+            };
+            self.acc = self.acc.saturating_add(k);
             while self.acc >= self.cwnd && self.cwnd < self.max_window {
                 self.acc -= self.cwnd;
                 self.cwnd += 1;
@@ -431,6 +406,7 @@ impl Sender {
                 survival: Vec::new(),
             }),
             full_cells: frame_cells(DATA_HEADER_LEN + c.tpdu_size),
+            last_sent_at: Instant::ZERO,
         });
         let gate = match c.service {
             Service::Guaranteed { rate } => {
@@ -592,6 +568,12 @@ impl Sender {
 
     /// Queues message `msg` in `n` TPDUs ([`Sender::split`] of its length).
     fn segment(&mut self, msg: u32, data: &[u8], n: usize) {
+        if n == 1 {
+            // Whole: no share to compute (a request, a reply).
+            self.probe_left = self.probe_left.saturating_sub(1);
+            self.push_tpdu(msg, data, true, true);
+            return;
+        }
         let even = self.estimated().is_some();
         let size = self.size_for(data.len());
         let (q, r) = (data.len() / n, data.len() % n);
@@ -604,18 +586,23 @@ impl Sender {
             } else {
                 &data[k * size..data.len().min((k + 1) * size)]
             };
-            self.buf.push_back(TxTpdu {
-                msg,
-                first: k == 0,
-                last: k + 1 == n,
-                payload: Payload::new(part),
-                state: TxState::Unsent,
-                first_stamp: 0,
-                last_stamp: 0,
-                sent_at: Instant::ZERO,
-                sends: 0,
-            });
+            self.push_tpdu(msg, part, k == 0, k + 1 == n);
         }
+    }
+
+    /// Queues one unsent TPDU of message `msg`.
+    fn push_tpdu(&mut self, msg: u32, part: &[u8], first: bool, last: bool) {
+        self.buf.push_back(TxTpdu {
+            msg,
+            first,
+            last,
+            payload: Payload::new(part),
+            state: TxState::Unsent,
+            first_stamp: 0,
+            last_stamp: 0,
+            sent_at: Instant::ZERO,
+            sends: 0,
+        });
     }
 
     /// Segments again, at the current TPDU size, the queued messages of which nothing was
@@ -844,6 +831,7 @@ impl Sender {
         t.last_stamp = stamp;
         t.sends = t.sends.saturating_add(1);
         t.sent_at = now;
+        ctl.last_sent_at = now;
         if ctl.rto_at.is_none() {
             ctl.rto_at = Some(now + ctl.rtt.rto());
         }
@@ -1008,8 +996,12 @@ impl Sender {
         if newly > 0 {
             ctl.grow(frame_cells(DATA_HEADER_LEN + self.tpdu_size));
             ctl.probes = 0;
-            ctl.rto_at = Some(now + ctl.rtt.rto());
-            ctl.probe_at = Some(now + ctl.rtt.pto(ctl.min_probe));
+            // With nothing left in flight `update_timers` stops both (a request's reply
+            // acks all): not worth computing.
+            if ctl.flight > 0 {
+                ctl.rto_at = Some(now + ctl.rtt.rto());
+                ctl.probe_at = Some(now + ctl.rtt.pto(ctl.min_probe));
+            }
         }
         self.update_timers(now);
         Ok(())
@@ -1133,6 +1125,15 @@ impl Sender {
     /// Whether everything queued has been sent (and, on a reliable channel, acknowledged).
     pub(crate) fn is_idle(&self) -> bool {
         self.buf.is_empty()
+    }
+
+    /// Reliable, with TPDUs in flight and a round trip measured: when an ack is due if
+    /// nothing is lost (the last transmission and the smoothed round trip), and that round
+    /// trip.
+    pub(crate) fn ack_due(&self) -> Option<(Instant, Duration)> {
+        let ctl = self.ctl.as_ref().filter(|c| c.flight > 0)?;
+        let srtt = ctl.rtt.srtt()?;
+        Some((ctl.last_sent_at + srtt, srtt))
     }
 }
 

@@ -131,6 +131,44 @@ fn test_sender_congestion_avoidance_one_per_round_trip() {
     assert_eq!(e.stats().cwnd, 8);
 }
 
+#[test]
+fn test_sender_ack_due_follows_the_last_send_and_the_round_trip() {
+    let mut e = sender(8);
+    assert_eq!(e.ack_due(), None, "nothing sent");
+    queue(&mut e, 3);
+    sent(&mut e, at(us(10)));
+    assert_eq!(
+        e.ack_due(),
+        None,
+        "in flight, but no round trip measured yet"
+    );
+    ack(&mut e, at(us(14)), 1, Some((0, 0)), 0);
+    assert_eq!(e.stats().srtt, Some(us(4)));
+    assert_eq!(e.ack_due(), None, "nothing in flight");
+    // Two go at 20 µs, the window being 2 now: the ack of the last is due a round trip on.
+    assert_eq!(sent(&mut e, at(us(20))).len(), 2);
+    assert_eq!(e.ack_due(), Some((at(us(24)), us(4))));
+    ack(&mut e, at(us(25)), 2, Some((1, 0)), 0);
+    let srtt = e.stats().srtt.unwrap();
+    assert_eq!(
+        e.ack_due(),
+        Some((at(us(20)) + srtt, srtt)),
+        "one still in flight"
+    );
+    ack(&mut e, at(us(25)), 3, Some((2, 0)), 0);
+    assert_eq!(e.ack_due(), None, "all acked");
+
+    let c = Config {
+        service: Service::BestEffort,
+        ..Config::default()
+    };
+    let mut b = Endpoint::new(c, Isn::default(), Isn::default()).unwrap();
+    b.send_message(Instant::ZERO, b"x").unwrap();
+    let mut buf = vec![0; c.max_frame_len()];
+    assert!(b.poll_transmit(Instant::ZERO, &mut buf).is_some());
+    assert_eq!(b.ack_due(), None, "no acks on best effort");
+}
+
 /// Grows the window to 8 and sends offsets 7..15 (8 in flight, 7 acked); its round trips
 /// measure 0.
 fn window_of_8() -> Endpoint {
