@@ -633,6 +633,9 @@ impl Channel {
                 continue;
             }
             // The first look moves what can move; the rest take what it collected.
+            if taken > 0 && self.vc.lane_ready_empty() {
+                return Ok(taken);
+            }
             let Some(sdu) = self.vc.try_recv_zero_copy_at(wall, look && taken == 0)? else {
                 return Ok(taken);
             };
@@ -855,6 +858,11 @@ impl Channel {
         let sent = self.stats.frames_sent;
         self.transmit(now, wall)?;
         let looked = self.stats.frames_sent != sent;
+        if looked && self.vc.lane_holds_nothing() {
+            // The send's pump took nothing in: nothing to take (a request's reply is not
+            // there yet).
+            return Ok(seq);
+        }
         let batch = self.rx_batch();
         if self.take_frames(batch, wall, !looked)? > 0 {
             self.transmit(now, wall)?;
