@@ -27,6 +27,10 @@ pub(crate) const LANE_SPIN: Duration = Duration::from_micros(30);
 /// keep the yield, so a neighbour that needs the CPU still gets it at once.
 const LOOKS_AFTER_YIELD: u32 = 8;
 
+/// Looks at the lane's ring index between clock reads while a wait spins for input its
+/// caller expects ([`LaneEngine::expect`]).
+const LOOKS_PER_READ: u32 = 16;
+
 /// The lane path's engine: an adapter for the one VC, driven by the application's own
 /// calls, between the VC's buffers (in this process's memory: no channel rings between the
 /// application and its own adapter) and the lane.
@@ -47,6 +51,9 @@ pub(crate) struct LaneEngine {
     /// ended it by moving cells: the caller's next pass may take it as its own instead of
     /// reading the clock.
     pub(crate) fresh: Option<Instant>,
+    /// Input the caller expects by then (a transport's reply or ack, from its round
+    /// trip): the next [`LaneEngine::wait`] looks for it without yielding until then.
+    pub(crate) expect: Option<Instant>,
 }
 
 /// The one VC a lane engine's adapter carries.
@@ -125,6 +132,7 @@ impl LaneEngine {
             idle: false,
             took_in: false,
             fresh: None,
+            expect: None,
         })
     }
 
@@ -184,6 +192,28 @@ impl LaneEngine {
     /// at once (eventfd) on the lane's eventfd and the state eventfd. False if nothing came.
     /// The caller has just pumped and found nothing to take; if that pump moved cells, the
     /// lane is looked at again before any sleep.
+    /// Looks at the lane's ring until `until`, pumping when cells land; the clock reading
+    /// of the pump that moved them, if one did.
+    fn spin_until(&mut self, until: Instant) -> Result<Option<Instant>, Error> {
+        loop {
+            let mut ready = false;
+            for _ in 0..LOOKS_PER_READ {
+                ready = self.side.link_mut().rx_ready();
+                if ready {
+                    break;
+                }
+                std::hint::spin_loop();
+            }
+            let now = Instant::now();
+            if ready && self.pump(now)? {
+                return Ok(Some(now));
+            }
+            if now >= until {
+                return Ok(None);
+            }
+        }
+    }
+
     pub(crate) fn wait(&mut self, start: Instant, left: Duration) -> Result<bool, Error> {
         // (`start` is the caller's reading: lending it back would keep a caller whose
         // every look moves cells at one time for ever, its deadline and timers never due.)
@@ -204,6 +234,15 @@ impl LaneEngine {
             NotifyMode::Adaptive => LANE_SPIN.min(left),
             _ => Duration::ZERO,
         };
+        let expect = self.expect.take();
+        if let Some(until) = expect.filter(|_| self.notify == NotifyMode::Adaptive) {
+            // Input due within a round trip: looked for without yielding, so that it is
+            // taken as it lands rather than after the yield it landed in.
+            if let Some(now) = self.spin_until(until.min(start + left))? {
+                self.fresh = Some(now);
+                return Ok(true);
+            }
+        }
         let mut now = start;
         loop {
             let spent = now.saturating_duration_since(start);

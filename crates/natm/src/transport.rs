@@ -39,6 +39,13 @@
 //!   (its lost final ack, as TCP's TIME-WAIT does). A thread would take these chores off
 //!   the application, at the price of a lock on every call and a second waiter on the
 //!   VC: not worth it while a channel has one user.
+//! * **Waiting on a lane.** A blocked call whose reliable endpoint expects an ack soon
+//!   (something in flight, a smoothed round trip of at most 3 µs: two applications on two
+//!   CPUs) looks at the lane's ring without yielding until half a round trip past the ack's
+//!   due time ([`Endpoint::ack_due`]), so that a reply is taken as it lands; otherwise, and
+//!   after, it waits as the VC's [`crate::NotifyMode`] says (a raw VC, which cannot know when
+//!   its input is due, yields between looks). Two applications sharing one CPU take longer
+//!   than 3 µs for a round trip, so they keep yielding to each other.
 //! * **Acks ride on replies.** A reliable channel holds the ack of a message it hands the
 //!   application until the application's next call ([`Endpoint::hold_acks`]): if that call
 //!   sends, the message carries the ack, so a request and its reply move one frame each
@@ -110,6 +117,12 @@ const IDLE_SLICE: Duration = Duration::from_millis(200);
 /// How late a blocked call may serve a reliable endpoint's timers ([`Channel::wait`]): past
 /// the 4 ms tick of a 250 Hz kernel.
 const TIMER_SLACK: Duration = Duration::from_millis(5);
+/// The longest smoothed round trip that a blocked call on a lane spins through instead of
+/// yielding ([`Channel::wait`]): an ack or reply due within it is looked for until half a
+/// round trip past its due time, and taken as it lands rather than a yield later. Two
+/// applications sharing one CPU take longer than this for a round trip (~4.7 µs here), so
+/// they never spin and keep handing each other the CPU.
+const SPIN_RTT_MAX: Duration = Duration::from_micros(3);
 /// How long a dropped channel waits for the held ack it sends to leave.
 const DROP_FLUSH: Duration = Duration::from_millis(100);
 /// Frames taken from the VC per pass, so that a flood does not starve the sending side.
@@ -783,7 +796,18 @@ impl Channel {
         }
         let tx_blocked = room && self.out.is_none();
         if self.vc.direct.is_some() {
-            return self.vc.wait_in_place(now, wake, tx_blocked);
+            // An ack (a reply) due soon is looked for without yielding; not while waiting
+            // for room to send, which the spin would not notice.
+            let expect = (!tx_blocked)
+                .then(|| self.ep.ack_due())
+                .flatten()
+                .filter(|&(_, rtt)| u128::from(rtt.as_nanos()) <= SPIN_RTT_MAX.as_nanos())
+                .map(|(due, rtt)| {
+                    let late = natm_core::Duration::from_nanos(rtt.as_nanos() / 2);
+                    self.epoch.to_std(due + late)
+                })
+                .filter(|&until| until > now);
+            return self.vc.wait_in_place(now, wake, tx_blocked, expect);
         }
         if let Some(n) = self.vc.wait_sdu(&mut self.rx, wake, tx_blocked)? {
             self.take(n, StdInstant::now())?;

@@ -304,12 +304,14 @@ impl Vc {
     /// waits until `deadline` for a received SDU, or with `tx_blocked` also for a
     /// transmit buffer coming free, taking nothing. It may return early, when cells or
     /// completions moved. On a lane whose look moved cells, the clock reading of that look
-    /// (the driver's next pass may use it). Daemon path: [`Vc::wait_sdu`].
+    /// (the driver's next pass may use it). On a lane, input `expect`ed by then is looked
+    /// for without yielding until then. Daemon path: [`Vc::wait_sdu`].
     pub(crate) fn wait_in_place(
         &mut self,
         now: Instant,
         deadline: Instant,
         tx_blocked: bool,
+        expect: Option<Instant>,
     ) -> Result<Option<Instant>, Error> {
         let Some(d) = &mut self.direct else {
             return Ok(None);
@@ -317,6 +319,7 @@ impl Vc {
         let waited = (|| {
             if let Some(l) = &mut d.lane {
                 l.fresh = None;
+                l.expect = expect;
             }
             // What the look's own sends moved in may be waiting as completions.
             d.collect()?;
