@@ -187,11 +187,6 @@ impl LaneEngine {
         moved
     }
 
-    /// Waits at most `left` from `start` (just read) for anything to move (or the state to
-    /// change): pumping between yields (poll), spinning then sleeping (adaptive) or sleeping
-    /// at once (eventfd) on the lane's eventfd and the state eventfd. False if nothing came.
-    /// The caller has just pumped and found nothing to take; if that pump moved cells, the
-    /// lane is looked at again before any sleep.
     /// Looks at the lane's ring until `until`, pumping when cells land; the clock reading
     /// of the pump that moved them, if one did.
     fn spin_until(&mut self, until: Instant) -> Result<Option<Instant>, Error> {
@@ -214,6 +209,12 @@ impl LaneEngine {
         }
     }
 
+    /// Waits at most `left` from `start` (just read) for anything to move (or the state to
+    /// change): pumping between yields (poll), spinning then sleeping (adaptive) or sleeping
+    /// at once (eventfd) on the lane's eventfd and the state eventfd. False if nothing came.
+    /// The caller has just pumped and found nothing to take; if that pump moved cells, the
+    /// lane is looked at again before any sleep. Adaptive, with [`LaneEngine::expect`] set,
+    /// it first looks for the expected input without yielding until then.
     pub(crate) fn wait(&mut self, start: Instant, left: Duration) -> Result<bool, Error> {
         // (`start` is the caller's reading: lending it back would keep a caller whose
         // every look moves cells at one time for ever, its deadline and timers never due.)

@@ -49,7 +49,6 @@ fn requests_and_replies_over_a_lane_go_one_frame_each_way() {
     let s = srv.join().expect("the server's thread");
     assert_eq!(c.endpoint.msgs_delivered, EXCHANGES);
     assert_eq!(s.endpoint.msgs_delivered, EXCHANGES);
-    assert_eq!(c.endpoint.timeout_resends + s.endpoint.timeout_resends, 0);
     // Every reply carried its request's ack, and every request the last reply's.
     assert!(s.endpoint.acks_carried >= EXCHANGES - 1, "{s:?}");
     assert!(c.endpoint.acks_carried >= EXCHANGES - 1, "{c:?}");
