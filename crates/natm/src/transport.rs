@@ -53,8 +53,9 @@
 //!   too. An application that stops calling for longer than the peer's timeout after a
 //!   message costs the peer one retransmission (its timeout's floor, `min_rto`, is 50 ms).
 //! * **Zero copy where cheap:** a received message is the endpoint's own reassembly
-//!   buffer, handed over ([`Event::Message`]); sending copies the message once, into the
-//!   endpoint's send queue (it must hold it until it is acknowledged).
+//!   buffer, handed over ([`Event::Message`]'s [`Payload`]: up to 32 bytes in place, no
+//!   allocation); sending copies the message once, into the endpoint's send queue (it
+//!   must hold it until it is acknowledged).
 //!
 //! # The hello
 //!
@@ -88,7 +89,7 @@ use std::time::{Duration, Instant as StdInstant};
 
 use natm_core::Instant;
 use natm_link::clock::Epoch;
-pub use natm_transport::{Config, Event, Isn, MsgSeq, Service, Stats as EndpointStats};
+pub use natm_transport::{Config, Event, Isn, MsgSeq, Payload, Service, Stats as EndpointStats};
 use natm_transport::{Endpoint, SendError};
 
 use crate::vc::Filled;
