@@ -985,7 +985,7 @@ impl Channel {
 
 impl Drop for Channel {
     /// Sends an ack still held for a reply that did not come, waiting at most
-    /// [`DROP_FLUSH`] for it to leave (closing the VC drops what it has not sent). Best
+    /// 100 ms (`DROP_FLUSH`) for it to leave (closing the VC drops what it has not sent). Best
     /// effort: the VC may be gone already.
     fn drop(&mut self) {
         if self.ep.ack_held() {
