@@ -236,9 +236,11 @@ impl LaneEngine {
             _ => Duration::ZERO,
         };
         let expect = self.expect.take();
-        if let Some(until) = expect.filter(|_| self.notify == NotifyMode::Adaptive) {
+        let spin_for = expect.filter(|_| self.notify == NotifyMode::Adaptive && !departure_soon);
+        if let Some(until) = spin_for {
             // Input due within a round trip: looked for without yielding, so that it is
-            // taken as it lands rather than after the yield it landed in.
+            // taken as it lands rather than after the yield it landed in (not with a
+            // shaped cell due meanwhile: the spin pumps only for input).
             if let Some(now) = self.spin_until(until.min(start + left))? {
                 self.fresh = Some(now);
                 return Ok(true);

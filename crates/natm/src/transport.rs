@@ -123,7 +123,7 @@ const TIMER_SLACK: Duration = Duration::from_millis(5);
 /// round trip past its due time, and taken as it lands rather than a yield later. Two
 /// applications sharing one CPU take longer than this for a round trip (~4.7 µs here), so
 /// they never spin and keep handing each other the CPU.
-const SPIN_RTT_MAX: Duration = Duration::from_micros(3);
+const SPIN_RTT_MAX: natm_core::Duration = natm_core::Duration::from_micros(3);
 /// How long a dropped channel waits for the held ack it sends to leave.
 const DROP_FLUSH: Duration = Duration::from_millis(100);
 /// Frames taken from the VC per pass, so that a flood does not starve the sending side.
@@ -797,23 +797,28 @@ impl Channel {
         }
         let tx_blocked = room && self.out.is_none();
         if self.vc.direct.is_some() {
-            // An ack (a reply) due soon is looked for without yielding; not while waiting
-            // for room to send, which the spin would not notice.
-            let expect = (!tx_blocked)
-                .then(|| self.ep.ack_due())
-                .flatten()
-                .filter(|&(_, rtt)| u128::from(rtt.as_nanos()) <= SPIN_RTT_MAX.as_nanos())
-                .map(|(due, rtt)| {
-                    let late = natm_core::Duration::from_nanos(rtt.as_nanos() / 2);
-                    self.epoch.to_std(due + late)
-                })
-                .filter(|&until| until > now);
+            // Not while waiting for room to send, which the spin would not notice.
+            let expect = if tx_blocked {
+                None
+            } else {
+                self.reply_spin(now)
+            };
             return self.vc.wait_in_place(now, wake, tx_blocked, expect);
         }
         if let Some(n) = self.vc.wait_sdu(&mut self.rx, wake, tx_blocked)? {
             self.take(n, StdInstant::now())?;
         }
         Ok(None)
+    }
+
+    /// Until when a wait after `now` looks for an ack (a reply) due soon without yielding
+    /// ([`SPIN_RTT_MAX`]): half a round trip past its due time.
+    fn reply_spin(&self, now: StdInstant) -> Option<StdInstant> {
+        let (due, rtt) = self.ep.ack_due().filter(|&(_, rtt)| rtt <= SPIN_RTT_MAX)?;
+        let until = self
+            .epoch
+            .to_std(due + natm_core::Duration::from_nanos(rtt.as_nanos() / 2));
+        (until > now).then_some(until)
     }
 
     /// Runs the channel until `done` says so or `deadline` passes ([`Error::Timeout`]);
@@ -883,9 +888,9 @@ impl Channel {
         let sent = self.stats.frames_sent;
         self.transmit(now, wall)?;
         let looked = self.stats.frames_sent != sent;
-        if looked && self.vc.lane_holds_nothing() {
-            // The send's pump took nothing in: nothing to take (a request's reply is not
-            // there yet).
+        if looked && self.vc.lane_ready_empty() && !self.vc.lane_took_in() {
+            // Nothing collected and the send's pump took nothing in: nothing to take (a
+            // request's reply is not there yet).
             return Ok(seq);
         }
         let batch = self.rx_batch();

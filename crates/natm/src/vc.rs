@@ -412,14 +412,6 @@ impl Vc {
             .is_some_and(|l| l.took_in)
     }
 
-    /// On the lane path, whether nothing waits to be taken: no SDU collected and the lane's
-    /// last pump took no cell in (so nothing it moved is left uncollected).
-    pub(crate) fn lane_holds_nothing(&self) -> bool {
-        self.direct
-            .as_ref()
-            .is_some_and(|d| d.ready.is_empty() && d.lane.as_ref().is_some_and(|l| !l.took_in))
-    }
-
     /// On the lane path, whether no collected SDU is left: only a pump moves more in (on
     /// the daemon's direct path, hostd may have completed more since).
     pub(crate) fn lane_ready_empty(&self) -> bool {
